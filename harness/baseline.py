@@ -1,0 +1,178 @@
+"""The baseline store: ``baselines/<gpu>/<workload>.json``, human-readable and diff-friendly.
+
+A baseline holds the workload spec and hash, the environment it was recorded in, its provenance
+(measured by this suite or imported from a published source), its thresholds, and per
+decomposition the run-level samples plus each run's steady-state step times. Loading refuses, with
+one line that says what to do, a missing file, an unreadable one, a wrong schema, another GPU and
+another workload hash (naming the fields that changed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .spec import Workload, changed_fields
+
+SCHEMA = 1
+RUN_KEYS = ("step_time_median_ms", "train_runtime_s", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s")
+DEFAULT_THRESHOLDS = {"alpha": 0.05, "runtime": 0.05, "memory_rel": 0.02, "memory_abs_mib": 64}
+# CPU runners share cores with everything else; a looser practical threshold keeps false alarms away.
+GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}
+MIN_REPEATS = 5
+
+
+class BaselineError(Exception):
+    """A baseline cannot be used. ``str(err)`` is one line: what is wrong and what to do."""
+
+
+class MissingBaseline(BaselineError):
+    pass
+
+
+def path_for(root: str | Path, gpu: str, workload: str) -> Path:
+    return Path(root) / gpu / f"{workload}.json"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def gpu(self) -> str:
+        return self.data["gpu"]
+
+    @property
+    def imported(self) -> bool:
+        return self.data["provenance"].get("kind") == "imported"
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(self.gpu, {}), **self.data.get("thresholds", {})}
+
+    @property
+    def env(self) -> dict:
+        return self.data.get("env") or {}
+
+    def decompositions(self) -> list[str]:
+        return list(self.data["decompositions"])
+
+    def values(self, decomp: str, key: str) -> list[float]:
+        runs = self.data["decompositions"].get(decomp, {}).get("runs", [])
+        return [r[key] for r in runs if r.get(key) is not None]
+
+    def runtime_metric(self, decomp: str) -> str:
+        """The metric runtime verdicts use: steady-state step time where recorded, else train_runtime."""
+        return "step_time_median_ms" if self.values(decomp, "step_time_median_ms") else "train_runtime_s"
+
+    def losses(self, decomp: str) -> list[float] | None:
+        return self.data["decompositions"].get(decomp, {}).get("losses")
+
+
+def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
+    """Load and check the baseline of ``workload`` on ``gpu``. Raises :class:`BaselineError`."""
+    path = path_for(root, gpu, workload.name)
+    if not path.exists():
+        raise MissingBaseline(f"no baseline for {workload.name} on {gpu} ({path}); record one with "
+                              f"`pytest perftests --gpu={gpu} --update-baselines` (at least {MIN_REPEATS} repeats)")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BaselineError(f"baseline {path} is unreadable ({type(exc).__name__}: {exc}); restore it from git or record a new one") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise BaselineError(f"baseline {path} has schema {got!r}, this suite reads schema {SCHEMA}; record a new one with --update-baselines")
+    for key in ("gpu", "workload", "provenance", "decompositions"):
+        if key not in data:
+            raise BaselineError(f"baseline {path} lacks '{key}'; restore it from git or record a new one")
+    if data["gpu"] != gpu:
+        raise BaselineError(f"baseline {path} was recorded on {data['gpu']!r}, not {gpu!r}; move it to baselines/{data['gpu']}/ or record one on {gpu}")
+    if data["workload"].get("hash") != workload.hash:
+        diff = changed_fields(data["workload"].get("spec", {}), workload.to_dict())
+        raise BaselineError(f"baseline {path} is for another version of {workload.name} (hash {data['workload'].get('hash')} != {workload.hash}): "
+                            f"{'; '.join(diff) or 'fields unknown'}; rerun with the baseline's settings or record a new baseline")
+    return Baseline(path, data)
+
+
+def _compact(obj: Any) -> str:
+    """JSON with two-space indent but lists of numbers on one line, so diffs stay readable."""
+    text = json.dumps(obj, indent=2)
+    return re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS) -> None:
+    """Refuse to record a baseline from failed runs or too few repeats. Raises BaselineError."""
+    failed = [r for r in records if r.get("status") != "ok"]
+    if failed:
+        kinds = ", ".join(sorted({f"{r['decomposition_id']}: {r['status']}" for r in failed}))
+        raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(failed)} run(s) failed ({kinds}); fix them and rerun")
+    for d in workload.decompositions:
+        n = sum(1 for r in records if r.get("decomposition_id") == d.id)
+        if n < min_repeats:
+            raise BaselineError(f"refusing to record a baseline for {workload.name}: {d.id} has {n} run(s), at least {min_repeats} needed; rerun with --repeats {min_repeats}")
+
+
+def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, thresholds: dict | None = None,
+              note: str = "", min_repeats: int = MIN_REPEATS) -> dict[str, Any]:
+    """Baseline data from a session's ok runs of ``workload`` (already filtered to its hash)."""
+    check_runs(workload, records, min_repeats)
+    decs: dict[str, Any] = {}
+    for d in workload.decompositions:
+        rs = [r for r in records if r["decomposition_id"] == d.id]
+        runs = []
+        for r in rs:
+            row = {"run_id": r["run_id"], "session_id": r.get("session_id"), "host": (r.get("env") or {}).get("hostname")}
+            row.update({k: r.get(k) for k in RUN_KEYS})
+            row["steady_step_times_ms"] = [round(x, 3) for x in r["step_times_ms"][r["warmup_steps"]:]]
+            runs.append(row)
+        decs[d.id] = {"decomposition": d.as_dict(), "runs": runs, "losses": rs[0].get("losses")}
+    env = dict(records[0].get("env") or {})
+    sessions = sorted({r.get("session_id") for r in records if r.get("session_id")})
+    hosts = sorted({(r.get("env") or {}).get("hostname") for r in records if (r.get("env") or {}).get("hostname")})
+    return {
+        "schema": SCHEMA,
+        "gpu": gpu,
+        "workload": {"name": workload.name, "hash": workload.hash, "spec": workload.to_dict()},
+        "env": env,
+        "provenance": {"kind": "measured", "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command,
+                       "sessions": sessions, "hosts": hosts,
+                       "note": note or (f"gathered over {len(sessions)} sessions on {len(hosts)} machine(s) of this kind" if len(sessions) > 1 else "")},
+        "thresholds": {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(gpu, {}), **(thresholds or {})},
+        "decompositions": decs,
+    }
+
+
+def write(root: str | Path, data: dict[str, Any]) -> Path:
+    path = path_for(root, data["gpu"], data["workload"]["name"])
+    write_atomic(path, _compact(data))
+    return path
+
+
+def read_any(path: str | Path) -> dict | None:
+    """The raw JSON of an existing baseline file, or None (for before/after tables)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,166 @@
+"""The backend: turn a :class:`~harness.spec.Workload` into a tokenizer, a model, a dataset and an SFTTrainer.
+
+Offline by default: random weights from the architecture config, synthetic fixed-length tokens and an
+in-memory tokenizer. Pretrained weights and hub/local datasets go through the real
+transformers/datasets loaders. Only the worker process imports this module (it imports torch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+
+from .spec import Decomposition, Workload
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_SPECIAL = ["<pad>", "<|im_start|>", "<|im_end|>", "<unk>"]
+
+
+class HubUnavailable(RuntimeError):
+    """A pretrained model or hub dataset could not be loaded. ``str(err)`` is one line."""
+
+
+def _hub_errors() -> tuple[type[BaseException], ...]:
+    errs: list[type[BaseException]] = [OSError, ConnectionError]
+    try:
+        from huggingface_hub import errors as hf_errors
+
+        errs += [getattr(hf_errors, n) for n in ("HfHubHTTPError", "OfflineModeIsEnabled", "LocalEntryNotFoundError") if hasattr(hf_errors, n)]
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        from datasets.exceptions import DatasetNotFoundError
+
+        errs.append(DatasetNotFoundError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errs)
+
+
+def _unavailable(what: str, ident: str, exc: BaseException, fix: str) -> HubUnavailable:
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return HubUnavailable(f"cannot load {what} {ident!r} ({type(exc).__name__}: {first}); the hub is unreachable or the id is wrong: {fix}")
+
+
+def in_memory_tokenizer(vocab_words: int = 256):
+    """A word-level fast tokenizer built in memory, with pad/eos tokens and a ChatML chat template."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(_SPECIAL + [f"w{i}" for i in range(vocab_words)])}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>")
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_tokenizer(w: Workload):
+    if w.model.init == "pretrained":
+        from transformers import AutoTokenizer
+
+        try:
+            return AutoTokenizer.from_pretrained(w.model.hub_id, revision=w.model.revision)
+        except _hub_errors() as exc:
+            raise _unavailable("tokenizer", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
+    return in_memory_tokenizer()
+
+
+def build_model(w: Workload, device: torch.device):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    dtype = DTYPES[w.train.precision]
+    extra = {"attn_implementation": w.model.attn_implementation} if w.model.attn_implementation else {}
+    if w.model.init == "pretrained":
+        try:
+            model = AutoModelForCausalLM.from_pretrained(w.model.hub_id, revision=w.model.revision, dtype=dtype, **extra)
+        except _hub_errors() as exc:
+            raise _unavailable("model", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
+        model.config.use_cache = False
+        return model.to(device)
+    config = AutoConfig.for_model(w.model.model_type, **w.model.config)
+    torch.manual_seed(w.train.seed)
+    with torch.device(device):
+        return AutoModelForCausalLM.from_config(config, dtype=dtype, **extra)
+
+
+def build_dataset(w: Workload, tokenizer):
+    """Synthetic ``input_ids`` rows of exactly ``max_length`` tokens, or a hub/local dataset, shuffled and cut."""
+    import datasets
+
+    d = w.data
+    if d.source == "synthetic":
+        gen = torch.Generator().manual_seed(w.train.seed)
+        low = len(_SPECIAL)
+        high = min(w.model.config.get("vocab_size", 32000), len(tokenizer)) if w.model.init == "random" else len(tokenizer)
+        ids = torch.randint(low, max(high, low + 1), (d.num_samples, w.train.max_length), generator=gen)
+        return datasets.Dataset.from_dict({"input_ids": ids.tolist()})
+    try:
+        path = Path(d.id)
+        if d.source == "local" and path.is_dir() and (path / "dataset_dict.json").exists():
+            ds = datasets.load_from_disk(str(path))[d.split]
+        elif d.source == "local" and path.is_dir() and (path / "state.json").exists():
+            ds = datasets.load_from_disk(str(path))
+        elif d.source == "local" and path.is_file():
+            ds = datasets.load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path), split="train")
+        else:
+            ds = datasets.load_dataset(d.id, split=d.split)
+    except _hub_errors() as exc:
+        raise _unavailable("dataset", d.id, exc, "use data.source = 'synthetic' or point data.id at a local folder") from None
+    if d.shuffle_seed is not None:
+        ds = ds.shuffle(seed=d.shuffle_seed)
+    if d.num_samples > len(ds):
+        raise ValueError(f"data.num_samples = {d.num_samples} but {d.id!r} split {d.split!r} has only {len(ds)} rows; lower data.num_samples")
+    return ds.select(range(d.num_samples))
+
+
+def sft_config(w: Workload, dec: Decomposition, output_dir: str, device: torch.device):
+    """SFTConfig with the workload's settings, written for both the old and new checkpointing names."""
+    from trl import SFTConfig
+
+    t = w.train
+    names = {f.name for f in dataclasses.fields(SFTConfig)}
+    kw = dict(
+        output_dir=output_dir,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=dec.micro_batch,
+        gradient_accumulation_steps=dec.grad_accum,
+        learning_rate=t.learning_rate,
+        warmup_steps=t.warmup_steps,
+        optim=t.optimizer,
+        fp16=t.precision == "fp16",
+        bf16=t.precision == "bf16",
+        seed=t.seed,
+        data_seed=t.data_seed,
+        logging_steps=t.logging_steps,
+        save_strategy="no",
+        report_to="none",
+        dataloader_num_workers=0,
+        dataset_num_proc=1,
+        max_length=t.max_length,
+        pad_to_multiple_of=t.pad_to_multiple_of,
+        packing=t.packing,
+        disable_tqdm=True,
+        use_cpu=device.type == "cpu",
+    )
+    ckpt = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    kw[ckpt] = t.gradient_checkpointing
+    if t.gradient_checkpointing:
+        kw[f"{ckpt}_kwargs"] = {"use_reentrant": False}
+    if not w.data.chat_template and "dataset_text_field" in names:
+        kw["dataset_text_field"] = "text"
+    return SFTConfig(**kw)
+
+
+def lora_config(w: Workload):
+    from peft import LoraConfig
+
+    lo = w.lora
+    return LoraConfig(r=lo.r, lora_alpha=lo.alpha, lora_dropout=lo.dropout, bias=lo.bias,
+                      target_modules=lo.target_modules, task_type=lo.task_type)

@@ -1,0 +1,290 @@
+"""Measurement inside the worker: Trainer callbacks, module hooks and a small Trainer mixin.
+
+Timing model (transformers 5.x loop): ``get_batch_samples`` -> ``on_step_begin`` -> per micro-batch
+``training_step`` (model forward inside ``compute_loss``, then backward) -> ``on_pre_optimizer_step``
+-> ``optimizer.step()`` -> ``on_optimizer_step`` -> scheduler, zero_grad -> ``on_step_end``.
+
+* step time: host wall time between consecutive ``on_step_end`` calls (the first from
+  ``on_train_begin``), so data loading is inside it;
+* ``data``: host time of ``get_batch_samples``;
+* ``forward``: outermost model forward (pre-hook to hook), summed over micro-batches;
+* ``backward``: end of ``compute_loss`` to end of ``training_step`` (includes checkpoint recompute);
+* ``optimizer``: ``on_pre_optimizer_step`` to ``on_optimizer_step``;
+* ``other``: the step minus all of the above (loss metrics, clipping, scheduler, logging, NaN check).
+
+On CUDA the device phases are CUDA events, resolved with one synchronize at the end of training;
+there is no synchronize per phase. On CPU they are host timestamps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+
+import torch
+from transformers import TrainerCallback
+
+PHASES = ("data", "forward", "backward", "optimizer", "other")
+
+
+class HostClock:
+    """Marks are ``perf_counter`` seconds; elapsed in ms."""
+
+    def mark(self):
+        return time.perf_counter()
+
+    def elapsed_ms(self, a, b) -> float:
+        return (b - a) * 1000.0
+
+    def resolve(self) -> None:
+        pass
+
+
+class CudaClock(HostClock):
+    """Marks are CUDA events recorded on the current stream; :meth:`resolve` synchronizes once."""
+
+    def mark(self):
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def elapsed_ms(self, a, b) -> float:
+        return a.elapsed_time(b)
+
+    def resolve(self) -> None:
+        torch.cuda.synchronize()
+
+
+@dataclass
+class _Step:
+    data_ms: float = 0.0
+    tokens: int = 0
+    forward: list = field(default_factory=list)
+    backward: list = field(default_factory=list)
+    optimizer: list = field(default_factory=list)
+    loss: torch.Tensor | None = None
+
+
+class Recorder:
+    """Collects per-step marks during training and turns them into the record's lists at the end."""
+
+    def __init__(self, clock: HostClock, phases: bool = True, slowdown: float = 0.0, fault: str | None = None):
+        self.clock, self.phases, self.slowdown = clock, phases, slowdown
+        self.fault_kind, self.fault_step = _parse_fault(fault)
+        self.steps: list[_Step] = []
+        self.step_times_ms: list[float] = []
+        self._pending = _Step()
+        self._t_prev = None
+        self._fwd_start = None
+        self._bwd_start = None
+        self._opt_start = None
+
+    # -- called by the mixin and hooks --
+    def data(self, ms: float, tokens: int) -> None:
+        self._pending.data_ms += ms
+        self._pending.tokens += tokens
+
+    def forward_pre(self, *_a, **_k):
+        if self.phases and torch.is_grad_enabled():
+            self._fwd_start = self.clock.mark()
+
+    def forward_post(self, *_a, **_k):
+        if self.phases and self._fwd_start is not None:
+            self._pending.forward.append((self._fwd_start, self.clock.mark()))
+            self._fwd_start = None
+
+    def loss_computed(self) -> None:
+        if self.phases:
+            self._bwd_start = self.clock.mark()
+
+    def step_done(self, loss: torch.Tensor) -> None:
+        if self.phases and self._bwd_start is not None:
+            self._pending.backward.append((self._bwd_start, self.clock.mark()))
+            self._bwd_start = None
+        loss = loss.detach().float()
+        self._pending.loss = loss if self._pending.loss is None else self._pending.loss + loss
+
+    # -- callback events --
+    def train_begin(self) -> None:
+        self._t_prev = time.perf_counter()
+
+    def pre_optimizer(self) -> None:
+        if self.phases:
+            self._opt_start = self.clock.mark()
+
+    def post_optimizer(self) -> None:
+        if self.phases and self._opt_start is not None:
+            self._pending.optimizer.append((self._opt_start, self.clock.mark()))
+
+    def step_end(self, step: int) -> None:
+        now = time.perf_counter()
+        if self.slowdown:
+            time.sleep((now - self._t_prev) * self.slowdown)
+            now = time.perf_counter()
+        self.step_times_ms.append((now - self._t_prev) * 1000.0)
+        self._t_prev = now
+        self.steps.append(self._pending)
+        self._pending = _Step()
+        if self.fault_kind and step == self.fault_step:
+            _fire(self.fault_kind)
+
+    # -- results --
+    def finish(self) -> dict:
+        self.clock.resolve()
+        n = len(self.steps)
+        out = {"step_times_ms": self.step_times_ms, "losses": [None if s.loss is None else float(s.loss) for s in self.steps],
+               "tokens_per_step": [s.tokens for s in self.steps]}
+        if not self.phases:
+            out["phases_ms"] = None
+            return out
+        ph = {p: [0.0] * n for p in PHASES}
+        for i, s in enumerate(self.steps):
+            ph["data"][i] = s.data_ms
+            for name in ("forward", "backward", "optimizer"):
+                ph[name][i] = sum(self.clock.elapsed_ms(a, b) for a, b in getattr(s, name))
+            ph["other"][i] = self.step_times_ms[i] - sum(ph[p][i] for p in PHASES[:-1])
+        out["phases_ms"] = ph
+        return out
+
+
+def _parse_fault(text: str | None):
+    if not text:
+        return None, None
+    kind, _, step = text.partition("@")
+    if kind not in ("oom", "sigkill", "hang", "crash"):
+        raise ValueError(f"HARNESS_FAULT: unknown fault {kind!r}; use oom, sigkill, hang or crash, with @STEP")
+    return kind, int(step or 1)
+
+
+def _fire(kind: str) -> None:
+    """Test-only fault injection (HARNESS_FAULT), to prove the runner's failure handling."""
+    if kind == "oom":
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (injected by HARNESS_FAULT)")
+    if kind == "crash":
+        raise RuntimeError("injected crash (HARNESS_FAULT)")
+    if kind == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if kind == "hang":
+        while True:
+            time.sleep(1)
+
+
+class MeasureCallback(TrainerCallback):
+    """Forwards the Trainer's step and optimizer events to a :class:`Recorder`, and tracks peak memory."""
+
+    def __init__(self, recorder: Recorder):
+        self.rec = recorder
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        self.rec.train_begin()
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        self.rec.pre_optimizer()
+
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        self.rec.post_optimizer()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.rec.step_end(state.global_step)
+
+
+class InstrumentedMixin:
+    """Mixed in front of SFTTrainer: times data fetching, marks the loss/backward boundary, keeps per-step loss."""
+
+    recorder: Recorder
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        t0 = time.perf_counter()
+        batches, n_items = super().get_batch_samples(epoch_iterator, num_batches, device)
+        tokens = 0
+        for b in batches:
+            mask = b.get("attention_mask") if isinstance(b, dict) else None
+            tokens += int(mask.sum()) if mask is not None else int(b["input_ids"].numel())
+        self.recorder.data((time.perf_counter() - t0) * 1000.0, tokens)
+        return batches, n_items
+
+    def compute_loss(self, *args, **kwargs):
+        out = super().compute_loss(*args, **kwargs)
+        self.recorder.loss_computed()
+        return out
+
+    def training_step(self, *args, **kwargs):
+        loss = super().training_step(*args, **kwargs)
+        self.recorder.step_done(loss)
+        return loss
+
+
+def attach_forward_hooks(model: torch.nn.Module, recorder: Recorder) -> list:
+    """Time the outermost module's forward. Checkpoint recompute runs inner layers only, so it stays in backward."""
+    return [model.register_forward_pre_hook(recorder.forward_pre), model.register_forward_hook(recorder.forward_post)]
+
+
+class GpuSampler:
+    """Samples NVML utilisation, SM clock, power, temperature and clock-event (throttle) reasons in a thread."""
+
+    def __init__(self, interval_s: float = 0.5):
+        self.interval_s = interval_s
+        self.samples: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = None
+        self._nvml = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            idx = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(int(idx) if idx.isdigit() else 0)
+            self._nvml = pynvml
+        except Exception:
+            self._nvml = None
+
+    @property
+    def available(self) -> bool:
+        return self._nvml is not None
+
+    def _sample(self, t0: float) -> dict:
+        n, h = self._nvml, self._handle
+        reasons = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
+        util = n.nvmlDeviceGetUtilizationRates(h)
+        return {"t_s": round(time.perf_counter() - t0, 3), "util_pct": util.gpu, "mem_util_pct": util.memory,
+                "sm_clock_mhz": n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+                "power_w": n.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                "temp_c": n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+                "throttle_reasons": int(reasons(h))}
+
+    def _loop(self, t0: float) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.samples.append(self._sample(t0))
+            except Exception:  # a failed read is a missing sample, never a failed run
+                pass
+
+    def start(self) -> None:
+        if self.available:
+            self._thread = threading.Thread(target=self._loop, args=(time.perf_counter(),), daemon=True)
+            self._thread.start()
+
+    def stop(self) -> list[dict] | None:
+        if not self.available:
+            return None
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+        return self.samples
+
+
+class SamplerCallback(TrainerCallback):
+    def __init__(self, sampler: GpuSampler):
+        self.sampler = sampler
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.sampler.start()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.sampler.stop()

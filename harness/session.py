@@ -1,0 +1,246 @@
+"""A measuring session: plan the runs of the selected cases, execute them in order, and judge them.
+
+The pytest plugin builds one :class:`PerfSession` per pytest session; the CLI builds them too. Runs
+are executed once, on first use; verdicts are computed lazily from the session's records and the
+stored baselines.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Callable
+
+from . import baseline as bl
+from .runner import RunRequest, parse_faults, read_jsonl, run_one, schedule
+from .spec import Workload
+from .stats import LOSS_RTOL, EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, Verdict
+
+
+@dataclass
+class Options:
+    gpu: str
+    results_dir: Path = Path("perf-results")
+    baselines_dir: Path = Path("baselines")
+    repeats: int = 5
+    max_repeats: int | None = None
+    order: str = "interleaved"
+    timeout_s: float = 1800.0
+    inject_slowdown: float = 0.0
+    phases: bool = True
+    alpha: float | None = None
+    threshold: float | None = None
+    update_baselines: bool = False
+    fail_inconclusive: bool = False
+    faults: str | None = None  # test-only, from HARNESS_FAULTS
+    command: str = ""
+
+    def __post_init__(self):
+        if self.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {self.repeats}")
+        if self.max_repeats is not None and self.max_repeats < self.repeats:
+            raise ValueError(f"--max-repeats ({self.max_repeats}) must be >= --repeats ({self.repeats})")
+        if not 0 <= self.inject_slowdown < 10:
+            raise ValueError(f"--inject-slowdown must be a fraction in [0, 10), got {self.inject_slowdown}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"--timeout must be positive, got {self.timeout_s}")
+
+    @property
+    def looks(self) -> int:
+        """Planned looks at the data: the first after --repeats, then one per extra block of --repeats runs."""
+        extra = (self.max_repeats or self.repeats) - self.repeats
+        return 1 + math.ceil(extra / self.repeats)
+
+
+@dataclass
+class PerfSession:
+    options: Options
+    workloads: dict[str, Workload]
+    cases: list[tuple[str, str]]  # (workload name, decomposition id), in workload-file order
+    progress: Callable[[str], None] = print
+    session_id: str = field(default_factory=lambda: f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}")
+    records: list[dict] = field(default_factory=list)
+    executed: bool = False
+    looks_used: int = 0
+
+    # ---- execution --------------------------------------------------------------------------------
+    def _execute(self, pairs, repeats, first_repeat, total_hint) -> None:
+        o = self.options
+        faults = parse_faults(o.faults)
+        plan = schedule([(self.workloads[w], self.workloads[w].decomposition(d)) for w, d in pairs], repeats, o.order, first_repeat)
+        for w, d, rep in plan:
+            n = len(self.records) + 1
+            req = RunRequest(w, d, rep, phases=o.phases, inject_slowdown=o.inject_slowdown, fault=faults.get((d.id, rep)))
+            self.progress(f"[{n}/{total_hint}] {req.case_id} run {rep}: started")
+            rec = run_one(req, o.results_dir, self.session_id, o.timeout_s, o.gpu)
+            self.records.append(rec)
+            self.progress(f"[{n}/{total_hint}] {req.case_id} run {rep}: {headline(rec)}")
+
+    def run(self) -> "PerfSession":
+        """Execute the planned runs once; then, while runtime verdicts are inconclusive, more rounds up to --max-repeats."""
+        if self.executed:
+            return self
+        self.executed = True
+        o = self.options
+        Path(o.results_dir).mkdir(parents=True, exist_ok=True)
+        self._execute(self.cases, o.repeats, 1, len(self.cases) * o.repeats)
+        self.looks_used = 1
+        done = o.repeats
+        while not o.update_baselines and done < (o.max_repeats or o.repeats):
+            todo = [c for c, v in self.runtime_verdicts().items() if v.outcome == "inconclusive" and c in self._case_index]
+            if not todo:
+                break
+            more = min(o.repeats, o.max_repeats - done)
+            pairs = [self._case_index[c] for c in todo]
+            self.progress(f"inconclusive: {', '.join(todo)}; {more} more run(s) each (up to --max-repeats {o.max_repeats})")
+            self._execute(pairs, more, done + 1, len(self.records) + len(pairs) * more)
+            done += more
+            self.looks_used += 1
+            self.__dict__.pop("_runtime", None)
+        return self
+
+    @cached_property
+    def _case_index(self) -> dict[str, tuple[str, str]]:
+        return {f"{w}-{d}": (w, d) for w, d in self.cases}
+
+    # ---- records ---------------------------------------------------------------------------------
+    def runs(self, workload: str, decomp: str, ok_only: bool = True) -> list[dict]:
+        return [r for r in self.records if r["workload"] == workload and r["decomposition_id"] == decomp and (r["status"] == "ok" or not ok_only)]
+
+    def metric(self, workload: str, decomp: str, key: str) -> Sample:
+        return Sample(tuple(r[key] for r in self.runs(workload, decomp) if r.get(key) is not None))
+
+    @property
+    def workload_names(self) -> list[str]:
+        return list(dict.fromkeys(w for w, _ in self.cases))
+
+    def decomps(self, workload: str) -> list[str]:
+        return [d for w, d in self.cases if w == workload]
+
+    # ---- baselines ---------------------------------------------------------------------------------
+    @cached_property
+    def baselines(self) -> dict[str, bl.Baseline | bl.BaselineError]:
+        out = {}
+        for name in self.workload_names:
+            try:
+                out[name] = bl.load(self.options.baselines_dir, self.options.gpu, self.workloads[name])
+            except bl.BaselineError as exc:
+                out[name] = exc
+        return out
+
+    def thresholds(self, b: bl.Baseline) -> dict[str, float]:
+        t = dict(b.thresholds)
+        if self.options.alpha is not None:
+            t["alpha"] = self.options.alpha
+        if self.options.threshold is not None:
+            t["runtime"] = self.options.threshold
+        return t
+
+    # ---- verdicts --------------------------------------------------------------------------------
+    def runtime_verdicts(self) -> dict[str, Verdict]:
+        if "_runtime" in self.__dict__:
+            return self.__dict__["_runtime"]
+        out: dict[str, Verdict] = {}
+        groups: dict[tuple[float, float], dict] = {}
+        metrics: dict[str, str] = {}
+        for w, d in self.cases:
+            case = f"{w}-{d}"
+            b = self.baselines[w]
+            if isinstance(b, bl.BaselineError):
+                out[case] = Verdict("runtime", case, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b))
+                continue
+            key = b.runtime_metric(d)
+            base, cur = b.values(d, key), self.metric(w, d, key).values
+            if not base:
+                out[case] = Verdict("runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines")
+                continue
+            if not cur:
+                out[case] = Verdict("runtime", case, "fail", f"no successful run of {case} to compare")
+                continue
+            t = self.thresholds(b)
+            metrics[case] = "train_runtime" if key == "train_runtime_s" else "steady-state median step time"
+            groups.setdefault((t["alpha"], t["runtime"]), {})[case] = (base, cur)
+        for (alpha, thr), cases in groups.items():
+            out.update(RuntimeCheck(alpha, thr).decide(cases, metrics, looks=self.options.looks))
+        self.__dict__["_runtime"] = out
+        return out
+
+    def memory_verdict(self, workload: str, decomp: str) -> Verdict:
+        case = f"{workload}-{decomp}"
+        b = self.baselines[workload]
+        if isinstance(b, bl.BaselineError):
+            return Verdict("memory", case, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b))
+        cur = self.metric(workload, decomp, "peak_reserved_bytes").values
+        base = b.values(decomp, "peak_reserved_bytes")
+        if b.imported:
+            return Verdict("memory", case, "skip", f"baseline {b.path} is imported from a published source; only runtime and ordering apply")
+        if not cur or not base:
+            return Verdict("memory", case, "skip", f"no peak memory on {self.options.gpu} (CPU runs record none)" if not cur else f"baseline {b.path} has no peak memory for {decomp}")
+        t = self.thresholds(b)
+        return MemoryCheck(t["memory_rel"], int(t["memory_abs_mib"] * 2**20)).decide(case, base, cur)
+
+    def ordering_verdicts(self, workload: str) -> list[Verdict]:
+        b = self.baselines[workload]
+        if isinstance(b, bl.BaselineError):
+            return [Verdict("ordering", workload, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b))]
+        base, cur = {}, {}
+        for d in self.decomps(workload):
+            key = b.runtime_metric(d)
+            if b.values(d, key) and self.metric(workload, d, key).values:
+                base[d], cur[d] = b.values(d, key), self.metric(workload, d, key).values
+        if len(base) < 2:
+            return [Verdict("ordering", workload, "skip", "fewer than two decompositions with runs in both the baseline and this session")]
+        return OrderingCheck(self.thresholds(b)["alpha"]).decide(workload, base, cur)
+
+    def equivalence_verdict(self, workload: str) -> Verdict:
+        losses = {}
+        for d in self.decomps(workload):
+            runs = self.runs(workload, d)
+            if runs and runs[0].get("losses"):
+                losses[d] = runs[0]["losses"]
+        if len(losses) < 2:
+            return Verdict("equivalence", workload, "skip", "fewer than two decompositions ran successfully")
+        return EquivalenceCheck(LOSS_RTOL[self.workloads[workload].train.precision]).decide(workload, losses)
+
+    def all_verdicts(self) -> list[Verdict]:
+        out = list(self.runtime_verdicts().values())
+        for w in self.workload_names:
+            out += [self.memory_verdict(w, d) for d in self.decomps(w)]
+            out += self.ordering_verdicts(w)
+            out.append(self.equivalence_verdict(w))
+        return out
+
+    # ---- recording -------------------------------------------------------------------------------
+    def update_baselines_for(self, name: str, min_repeats: int = bl.MIN_REPEATS) -> list[tuple[Path, dict | None, dict]]:
+        """Write ``name``'s baseline from this session's runs; return [(path, old data, new data)].
+
+        Raises BaselineError, writing nothing, on a refusal (failed runs, too few repeats, missing decompositions).
+        """
+        w = self.workloads[name]
+        missing = [d.id for d in w.decompositions if d.id not in self.decomps(name)]
+        if missing:
+            raise bl.BaselineError(f"refusing to record a baseline for {name}: decomposition(s) {', '.join(missing)} were not run (drop -k to run all)")
+        data = bl.from_runs(w, self.options.gpu, [r for r in self.records if r["workload"] == name], self.options.command, min_repeats=min_repeats)
+        path = bl.path_for(self.options.baselines_dir, self.options.gpu, name)
+        old = bl.read_any(path)
+        bl.write(self.options.baselines_dir, data)
+        return [(path, old, data)]
+
+
+def headline(rec: dict) -> str:
+    """One line for progress output: status and the run's headline figures."""
+    if rec["status"] != "ok":
+        tail = (rec.get("stderr_tail") or "").strip().splitlines()[-1:] or [""]
+        return f"{rec['status'].upper()} ({rec.get('error', '')}) {tail[0][:160]}"
+    parts = [f"ok in {rec['wall_s']:.1f} s", f"median step {rec['step_time_median_ms']:.1f} ms", f"train_runtime {rec['train_runtime_s']:.2f} s"]
+    if rec.get("peak_reserved_bytes"):
+        parts.append(f"peak reserved {rec['peak_reserved_bytes'] / 2**30:.2f} GiB")
+    return ", ".join(parts)
+
+
+def load_records(results_dir: str | Path) -> list[dict]:
+    return read_jsonl(Path(results_dir) / "runs.jsonl")

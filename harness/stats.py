@@ -1,0 +1,307 @@
+"""Statistics for verdicts. Pure functions and small frozen value objects; nothing here does I/O.
+
+Unit of replication: the run (a fresh process). Each run is summarised by one number, its
+steady-state median step time (warm-up steps skipped), or its ``train_runtime`` for imported
+baselines that only published that. Within-run step noise (heavy-tailed: GC, allocator, clock
+changes) is absorbed by the per-run median; between-run noise is what the tests model.
+
+Runtime test: Welch's t on log run-metrics, giving a (1 - 2*alpha) interval for the ratio of geometric
+means current/baseline. Against a practical threshold T = 1 + delta:
+
+* regression: H0 "ratio <= T" rejected one-sided at alpha, Holm-corrected over the session's runtime
+  comparisons (so the family-wise false-alarm rate over slowdowns of at most delta is <= alpha);
+* pass: the interval's upper end is below T;
+* improvement: the interval's upper end is below 1 - delta (a hint to update the baseline);
+* inconclusive: anything else (the interval straddles T); more repeats are run if allowed.
+
+Why Welch on logs and not Mann-Whitney: at 5 vs 5 runs the exact Mann-Whitney one-sided p cannot go
+below 1/252 and moves in coarse steps, so after a Holm correction it often cannot reach alpha at all
+(see :func:`mannwhitney_min_p`); the t interval is continuous, exact for log-normal run noise, and
+an outlying run widens it (towards inconclusive) rather than faking a regression.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from statistics import fmean, median
+from typing import Sequence
+
+from scipy import stats as _st
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries
+# ---------------------------------------------------------------------------------------------
+def steady(step_times: Sequence[float], warmup: int) -> list[float]:
+    """Step times after the first ``warmup`` steps."""
+    return list(step_times[warmup:])
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Run-level values of one metric, lazily summarised."""
+
+    values: tuple[float, ...]
+
+    @cached_property
+    def median(self) -> float:
+        return median(self.values)
+
+    @cached_property
+    def min(self) -> float:
+        return min(self.values)
+
+    @cached_property
+    def max(self) -> float:
+        return max(self.values)
+
+    @cached_property
+    def cv(self) -> float | None:
+        """Coefficient of variation (sample sd / mean); None below two values."""
+        if len(self.values) < 2:
+            return None
+        m = fmean(self.values)
+        return math.sqrt(sum((v - m) ** 2 for v in self.values) / (len(self.values) - 1)) / m if m else None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ratio estimate
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RatioEstimate:
+    """Ratio current/baseline of geometric means with a (1 - 2*alpha) Welch interval on the log scale.
+
+    ``p_above(t)`` is the one-sided p-value of H0 "ratio <= t"; ``p_below(t)`` of H0 "ratio >= t".
+    """
+
+    log_diff: float
+    se: float
+    df: float
+    alpha: float
+    n_base: int
+    n_cur: int
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_diff)
+
+    @cached_property
+    def _q(self) -> float:
+        return float(_st.t.ppf(1 - self.alpha, self.df)) if self.df > 0 and math.isfinite(self.df) else float(_st.norm.ppf(1 - self.alpha))
+
+    @property
+    def lo(self) -> float:
+        return math.exp(self.log_diff - self._q * self.se) if self.se > 0 or self.df > 0 else float("nan")
+
+    @property
+    def hi(self) -> float:
+        return math.exp(self.log_diff + self._q * self.se) if self.se > 0 or self.df > 0 else float("nan")
+
+    def p_above(self, t: float) -> float:
+        """p-value of H0 "ratio <= t" against "ratio > t". Small means: confidently above t."""
+        return self._p(self.log_diff - math.log(t))
+
+    def p_below(self, t: float) -> float:
+        """p-value of H0 "ratio >= t" against "ratio < t". Small means: confidently below t."""
+        return self._p(math.log(t) - self.log_diff)
+
+    def _p(self, margin: float) -> float:
+        if self.df <= 0:
+            return 1.0
+        if self.se == 0:
+            return 0.0 if margin > 0 else 1.0
+        return float(_st.t.sf(margin / self.se, self.df))
+
+
+def log_ratio(base: Sequence[float], cur: Sequence[float], alpha: float) -> RatioEstimate:
+    """Welch's t on log values. With fewer than two values on a side the interval is undefined (df = 0)."""
+    if min(len(base), len(cur)) < 1 or any(v <= 0 for v in (*base, *cur)):
+        raise ValueError("log_ratio needs positive values on both sides")
+    lb, lc = [math.log(v) for v in base], [math.log(v) for v in cur]
+    d = fmean(lc) - fmean(lb)
+    if len(lb) < 2 or len(lc) < 2:
+        return RatioEstimate(d, 0.0, 0.0, alpha, len(lb), len(lc))
+    vb = _st.tvar(lb) / len(lb)
+    vc = _st.tvar(lc) / len(lc)
+    se = math.sqrt(vb + vc)
+    if se == 0:
+        return RatioEstimate(d, 0.0, math.inf, alpha, len(lb), len(lc))
+    df = (vb + vc) ** 2 / (vb**2 / (len(lb) - 1) + vc**2 / (len(lc) - 1))
+    return RatioEstimate(d, se, df, alpha, len(lb), len(lc))
+
+
+def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down procedure. ``True`` at i means H0_i is rejected with family-wise error <= alpha."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    reject = [False] * len(pvalues)
+    m = len(pvalues)
+    for rank, i in enumerate(order):
+        if pvalues[i] <= alpha / (m - rank):
+            reject[i] = True
+        else:
+            break
+    return reject
+
+
+def mannwhitney_min_p(n1: int, n2: int, alternative: str = "two-sided") -> float:
+    """Smallest p-value the exact Mann-Whitney U test can give at n1 vs n2 (1/C(n1+n2, n1), doubled if two-sided)."""
+    p = 1.0 / math.comb(n1 + n2, n1)
+    return min(1.0, 2 * p if alternative == "two-sided" else p)
+
+
+def reachable(alpha: float, n_base: int, n_cur: int) -> bool:
+    """True when the runtime test can reject at ``alpha`` with these sample sizes (Welch needs >= 2 runs per side).
+
+    False means: no data, however extreme, can give a regression verdict; run more repeats.
+    """
+    return n_base >= 2 and n_cur >= 2 and alpha > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts
+# ---------------------------------------------------------------------------------------------
+PASSING = ("pass", "improvement", "tie", "skip", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # runtime | ordering | memory | equivalence
+    case: str  # "workload-1x4" or "workload"
+    outcome: str  # pass | improvement | regression | inconclusive | fail | tie | skip
+    message: str
+    details: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def failed(self) -> bool:
+        """True for a regression or a failed check; inconclusive is not a failure unless the session says so."""
+        return self.outcome not in PASSING
+
+
+def fmt_ratio(r: float, lo: float, hi: float) -> str:
+    def pct(x):
+        return f"{(x - 1) * 100:+.1f}%"
+
+    return f"x{r:.3f} ({pct(r)}), {'CI' if math.isfinite(lo) else 'no CI'} [{lo:.3f}, {hi:.3f}]"
+
+
+@dataclass(frozen=True)
+class RuntimeCheck:
+    """Runtime regression strategy: Welch ratio per case, Holm over the cases of one session."""
+
+    alpha: float = 0.05
+    threshold: float = 0.05  # practical threshold delta: regression means slower than 1 + delta
+
+    def decide(self, cases: dict[str, tuple[Sequence[float], Sequence[float]]], metric: dict[str, str] | None = None,
+               looks: int = 1) -> dict[str, Verdict]:
+        """``cases``: case -> (baseline values, current values). ``looks``: planned sequential looks (alpha is split)."""
+        a = self.alpha / looks
+        t_up = 1 + self.threshold
+        est = {c: log_ratio(b, v, a) for c, (b, v) in cases.items()}
+        names = list(est)
+        rejected = dict(zip(names, holm([est[c].p_above(t_up) for c in names], a)))
+        out = {}
+        for c in names:
+            e = est[c]
+            what = (metric or {}).get(c, "steady-state median step time")
+            details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a,
+                       "threshold": self.threshold, "n_base": e.n_base, "n_cur": e.n_cur, "metric": what,
+                       "correction": f"Holm over {len(names)} runtime comparisons" + (f", alpha/{looks} per look" if looks > 1 else "")}
+            head = f"{what} {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{self.threshold:.0%}"
+            if not reachable(a, e.n_base, e.n_cur):
+                out[c] = Verdict("runtime", c, "inconclusive", f"{head}: cannot reach alpha={a:g} with {e.n_base} baseline and {e.n_cur} current runs (need >= 2 each); run more repeats", details)
+            elif rejected[c]:
+                out[c] = Verdict("runtime", c, "regression", f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, {details['correction']})", details)
+            elif e.hi < 1 - self.threshold:
+                out[c] = Verdict("runtime", c, "improvement", f"improvement: {head}; if intended, record a new baseline with --update-baselines", details)
+            elif e.hi < t_up:
+                out[c] = Verdict("runtime", c, "pass", f"pass: {head}", details)
+            else:
+                out[c] = Verdict("runtime", c, "inconclusive", f"inconclusive: {head}; the interval straddles +{self.threshold:.0%}", details)
+        return out
+
+
+@dataclass(frozen=True)
+class OrderingCheck:
+    """A pair the baseline orders with confidence must not be reversed with confidence now.
+
+    Established in the baseline: two-sided Welch on logs at alpha. Reversed now: one-sided at alpha,
+    Holm-corrected over the asserted pairs. Pairs the baseline cannot tell apart are ties, not asserted.
+    """
+
+    alpha: float = 0.05
+
+    def decide(self, workload: str, base: dict[str, Sequence[float]], cur: dict[str, Sequence[float]]) -> list[Verdict]:
+        ids = [d for d in base if d in cur]
+        ties, asserted = [], []  # asserted: (fast, slow, baseline slow/fast, current estimate of slow/fast)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                e = log_ratio(base[a], base[b], self.alpha / 2)  # ratio b/a in the baseline
+                if reachable(self.alpha, len(base[a]), len(base[b])) and e.p_above(1.0) < self.alpha / 2:
+                    asserted.append((a, b, e.ratio, log_ratio(cur[a], cur[b], self.alpha)))
+                elif reachable(self.alpha, len(base[a]), len(base[b])) and e.p_below(1.0) < self.alpha / 2:
+                    asserted.append((b, a, 1 / e.ratio, log_ratio(cur[b], cur[a], self.alpha)))
+                else:
+                    ties.append((a, b, e))
+        rejected = holm([now.p_below(1.0) for *_, now in asserted], self.alpha) if asserted else []
+        out = []
+        for (fast, slow, was, now), rev in zip(asserted, rejected):
+            case = f"{workload}:{fast}<{slow}"
+            details = {"faster": fast, "slower": slow, "ratio_base": was, "ratio_now": now.ratio, "p_reversed": now.p_below(1.0)}
+            if rev:
+                out.append(Verdict("ordering", case, "fail", f"ORDER REVERSED: baseline has {fast} faster than {slow} (x{was:.3f}); now {slow}/{fast} = x{now.ratio:.3f} (p={now.p_below(1.0):.2g}, Holm over {len(asserted)} pairs)", details))
+            elif now.ratio < 1:
+                out.append(Verdict("ordering", case, "inconclusive", f"{fast} faster than {slow} in the baseline (x{was:.3f}); now x{now.ratio:.3f}, not confidently reversed", details))
+            else:
+                out.append(Verdict("ordering", case, "pass", f"{fast} faster than {slow}: {slow}/{fast} baseline x{was:.3f}, now x{now.ratio:.3f}", details))
+        for a, b, e in ties:
+            out.append(Verdict("ordering", f"{workload}:{a}~{b}", "tie", f"{a} and {b}: the baseline cannot tell them apart ({b}/{a} x{e.ratio:.3f}, CI [{e.lo:.3f}, {e.hi:.3f}]); not asserted", {"ratio_base": e.ratio}))
+        return out
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """Peak reserved memory may not grow by more than max(rel, abs_bytes) over the baseline median."""
+
+    rel: float = 0.02
+    abs_bytes: int = 64 * 2**20
+
+    def decide(self, case: str, base: Sequence[float], cur: Sequence[float]) -> Verdict:
+        b, c = median(base), median(cur)
+        allowed = max(self.rel * b, self.abs_bytes)
+        gib = 2**30
+        d = {"baseline_bytes": b, "current_bytes": c, "allowed_bytes": allowed}
+        msg = f"peak reserved {c / gib:.2f} GiB vs baseline {b / gib:.2f} GiB ({(c - b) / 2**20:+.0f} MiB, allowed +{allowed / 2**20:.0f} MiB)"
+        return Verdict("memory", case, "fail" if c - b > allowed else "pass", ("MEMORY REGRESSION: " if c - b > allowed else "pass: ") + msg, d)
+
+
+LOSS_RTOL = {"fp32": 1e-3, "bf16": 3e-2, "fp16": 1e-2}
+
+
+@dataclass(frozen=True)
+class EquivalenceCheck:
+    """All decompositions of a workload train on the same samples per step, so per-step losses must agree."""
+
+    rtol: float
+
+    def decide(self, workload: str, losses: dict[str, Sequence[float]]) -> Verdict:
+        ids = list(losses)
+        ref = ids[0]
+        worst, where = 0.0, None
+        for d in ids[1:]:
+            a, b = losses[ref], losses[d]
+            if len(a) != len(b):
+                return Verdict("equivalence", workload, "fail", f"{ref} ran {len(a)} steps but {d} ran {len(b)}")
+            for i, (x, y) in enumerate(zip(a, b)):
+                err = abs(x - y) / max(abs(x), 1e-12) if math.isfinite(x) and math.isfinite(y) else math.inf
+                if err > worst:
+                    worst, where = err, (d, i + 1, x, y)
+        detail = {"max_rel_diff": worst, "rtol": self.rtol}
+        if worst > self.rtol:
+            d, step, x, y = where
+            return Verdict("equivalence", workload, "fail", f"losses differ: step {step}, {ref} {x:.6g} vs {d} {y:.6g} (rel {worst:.2g} > {self.rtol:g}); the decompositions did different work", detail)
+        return Verdict("equivalence", workload, "pass", f"per-step losses of {', '.join(ids)} agree (max rel diff {worst:.2g} <= {self.rtol:g})", detail)

@@ -1,0 +1,136 @@
+"""One training run in a fresh process: ``python -m harness.worker REQUEST.json RESULT.json``.
+
+The request holds the workload, the decomposition and measurement switches. The worker writes its
+record atomically to RESULT.json (status ok | oom | error) and exits 0 only when the status is ok.
+A crash, a signal or a timeout leaves no result; the runner then classifies the run itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+EXIT_OK, EXIT_OOM, EXIT_ERROR = 0, 3, 4
+
+
+def write_json_atomic(path: str, obj) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(obj, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return None if n == 0 else (s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2]))
+
+
+def train(req: dict, timing: dict) -> dict:
+    t = time.perf_counter()
+    import torch
+    from trl import SFTTrainer
+
+    from . import build
+    from .callbacks import CudaClock, GpuSampler, HostClock, InstrumentedMixin, MeasureCallback, Recorder, SamplerCallback, attach_forward_hooks
+    from .env import worker_env
+    from .spec import Workload
+
+    timing["import_s"] = time.perf_counter() - t
+    w = Workload.from_dict(req["workload"])
+    dec = w.decomposition(req["decomposition"])
+    cuda = torch.cuda.is_available() and not req.get("force_cpu")
+    device = torch.device("cuda" if cuda else "cpu")
+    if not cuda and w.train.precision == "fp16":
+        raise ValueError(f"{w.name}: precision fp16 needs a GPU; use fp32 or bf16 for CPU workloads")
+    if not cuda and w.train.cpu_threads:
+        torch.set_num_threads(w.train.cpu_threads)
+
+    t = time.perf_counter()
+    tokenizer = build.build_tokenizer(w)
+    model = build.build_model(w, device)
+    timing["model_build_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    dataset = build.build_dataset(w, tokenizer)
+    timing["data_build_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    recorder = Recorder(CudaClock() if cuda else HostClock(), phases=req.get("phases", True),
+                        slowdown=float(req.get("inject_slowdown") or 0.0), fault=req.get("fault"))
+    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if cuda else None
+    trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
+    with tempfile.TemporaryDirectory(prefix="harness-run-") as outdir:
+        trainer = trainer_cls(model=model, args=build.sft_config(w, dec, outdir, device), train_dataset=dataset,
+                              processing_class=tokenizer, peft_config=build.lora_config(w))
+        trainer.add_callback(MeasureCallback(recorder))
+        if sampler is not None:
+            trainer.add_callback(SamplerCallback(sampler))
+        if recorder.phases:
+            attach_forward_hooks(trainer.model, recorder)
+        timing["trainer_setup_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        out = trainer.train()
+        timing["train_s"] = time.perf_counter() - t
+    measured = recorder.finish()
+    warm = w.measure.warmup_steps
+    steady = measured["step_times_ms"][warm:]
+    tokens = measured.pop("tokens_per_step")[warm:]
+    return {
+        "status": "ok",
+        "train_runtime_s": float(out.metrics["train_runtime"]),
+        "train_loss": float(out.metrics.get("train_loss", float("nan"))),
+        "step_times_ms": measured["step_times_ms"],
+        "warmup_steps": warm,
+        "step_time_median_ms": _median(steady),
+        "phases_ms": measured["phases_ms"],
+        "losses": measured["losses"],
+        "tokens_per_s": (sum(tokens) / (sum(steady) / 1000.0)) if steady and sum(steady) > 0 else None,
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
+        "gpu_samples": sampler.samples if sampler is not None and sampler.available else None,
+        "env": worker_env(trainer.model),
+    }
+
+
+def main(argv: list[str]) -> int:
+    t_main = time.time()
+    request_path, result_path = argv
+    with open(request_path) as fh:
+        req = json.load(fh)
+    timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
+    try:
+        result = train(req, timing)
+        code = EXIT_OK
+    except Exception as exc:  # classified here; the runner records it
+        import torch
+
+        from .build import HubUnavailable
+
+        oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+        if isinstance(exc, HubUnavailable) or not oom and type(exc).__name__ in ("SpecError", "ValueError"):
+            message = str(exc)
+        else:
+            message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        result = {"status": "oom" if oom else "error", "error": message, "traceback": traceback.format_exc()[-4000:]}
+        print(("does not fit: " if oom else "error: ") + message, file=sys.stderr)
+        code = EXIT_OOM if oom else EXIT_ERROR
+    timing["worker_total_s"] = time.time() - t_main
+    result["timing_s"] = timing
+    write_json_atomic(result_path, result)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,77 @@
+"""Performance cases: one run check, one runtime verdict and one memory verdict per workload x
+decomposition; one ordering and one equivalence verdict per workload. Runs happen once per session
+(the ``perf_session`` fixture), interleaved across the selected cases."""
+
+import pytest
+
+from harness.plugin import record_update
+from harness.stats import Verdict
+
+PHASE_SLACK = 1.05  # measured phases may exceed the step by at most 5%
+
+
+def judge(verdicts, request):
+    verdicts = [verdicts] if isinstance(verdicts, Verdict) else verdicts
+    lines = "\n".join(v.message for v in verdicts)
+    if any(v.failed for v in verdicts):
+        pytest.fail(lines, pytrace=False)
+    inconclusive = [v for v in verdicts if v.outcome == "inconclusive"]
+    missing = [v for v in verdicts if v.outcome == "skip"]
+    if inconclusive and request.config.getoption("--fail-inconclusive"):
+        pytest.fail(lines, pytrace=False)
+    if missing and request.config.getoption("--require-baseline"):
+        pytest.fail(lines, pytrace=False)
+    if len(missing) == len(verdicts):
+        pytest.skip(lines)
+    if inconclusive:
+        pytest.skip("INCONCLUSIVE: " + lines)
+    print(lines)
+
+
+def test_run(perf_session, perf_case):
+    """Every run of the case finished, and its measured phases fit inside its steps."""
+    runs = perf_session.runs(*perf_case, ok_only=False)
+    assert runs, f"no run of {perf_case} was executed"
+    bad = [r for r in runs if r["status"] != "ok"]
+    if bad:
+        msg = [f"{len(bad)} of {len(runs)} run(s) failed"]
+        for r in bad:
+            msg.append(f"run {r['repeat']}: {r['status']}: {r.get('error', '')}" + (f" (signal {r['signal']})" if r.get("signal") else ""))
+            msg.append("  stderr tail: " + "\n  ".join((r.get("stderr_tail") or "").strip().splitlines()[-8:]))
+        pytest.fail("\n".join(msg), pytrace=False)
+    for r in runs:
+        ph = r.get("phases_ms")
+        if not ph:
+            continue
+        for i in range(r["warmup_steps"], len(r["step_times_ms"])):
+            measured = sum(ph[p][i] for p in ("data", "forward", "backward", "optimizer"))
+            step = r["step_times_ms"][i]
+            assert measured <= PHASE_SLACK * step, (
+                f"run {r['repeat']} step {i + 1}: measured phases {measured:.1f} ms exceed the step's {step:.1f} ms by more than 5%: mis-measured")
+
+
+def test_runtime(perf_session, perf_case, request):
+    judge(perf_session.runtime_verdicts()[f"{perf_case[0]}-{perf_case[1]}"], request)
+
+
+def test_memory(perf_session, perf_case, request):
+    judge(perf_session.memory_verdict(*perf_case), request)
+
+
+def test_ordering(perf_session, perf_workload, request):
+    judge(perf_session.ordering_verdicts(perf_workload), request)
+
+
+def test_equivalence(perf_session, perf_workload, request):
+    judge(perf_session.equivalence_verdict(perf_workload), request)
+
+
+def test_record_baseline(perf_session, perf_workload, request):
+    """Only with --update-baselines: write the baseline of this workload (refusals fail here)."""
+    from harness.baseline import BaselineError
+
+    try:
+        staged = perf_session.update_baselines_for(perf_workload)
+    except BaselineError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    record_update(request.config, staged)
