@@ -5,6 +5,7 @@ Everything that measures or judges lives in :mod:`harness.session` and below.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import sys
@@ -37,7 +38,7 @@ def pytest_addoption(parser):
     g.addoption("--order", choices=("interleaved", "reversed"), default="interleaved", help="run order of decompositions within a round")
     try:
         g.addoption("--timeout", "--run-timeout", dest="run_timeout", type=float, default=1800.0, help="wall-clock limit per run, seconds")
-    except ValueError:  # pytest-timeout owns --timeout
+    except (ValueError, argparse.ArgumentError):  # pytest-timeout owns --timeout
         g.addoption("--run-timeout", dest="run_timeout", type=float, default=1800.0, help="wall-clock limit per run, seconds")
     g.addoption("--update-baselines", action="store_true", help="record this session's runs as the new baseline for this GPU")
     g.addoption("--inject-slowdown", type=float, default=0.0, help="sleep this fraction of each step's time (sensitivity self-check)")
