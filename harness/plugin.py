@@ -92,12 +92,15 @@ def _workloads(config) -> dict[str, Workload]:
 def pytest_generate_tests(metafunc):
     if not {"perf_case", "perf_workload"} & set(metafunc.fixturenames):
         return
+    error = None
     try:
         ws = _workloads(metafunc.config)
         if isinstance(ws, SpecError):
             raise ws
     except SpecError as exc:
-        pytest.fail(f"bad workload: {exc}", pytrace=False)
+        error = f"bad workload: {exc}"
+    if error:
+        pytest.fail(error, pytrace=False)
     if "perf_case" in metafunc.fixturenames:
         ids = [f"{w.name}-{d.id}" for w in ws.values() for d in w.decompositions]
         metafunc.parametrize("perf_case", [(w.name, d.id) for w in ws.values() for d in w.decompositions], ids=ids)

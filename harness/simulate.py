@@ -1,0 +1,107 @@
+"""Monte-Carlo and analytic checks of the runtime verdict: false-alarm rate, power, minimum detectable slowdown.
+
+The noise model draws whole runs the way the suite sees them: each run gets a between-run effect
+(log-normal, with a fraction of runs drawn from a heavy-tailed t(3) instead), and each of its
+steady-state steps gets within-run noise (log-normal plus rare 1.5-4x spikes). The run's metric is
+the median of its steps, exactly as :mod:`harness.worker` computes it, and the verdict is
+:class:`harness.stats.RuntimeCheck` itself, Holm over ``cases`` comparisons per session.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+from .stats import RuntimeCheck
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    between_cv: float = 0.01  # sd of log run effect (machine state, clocks, allocator layout)
+    outlier_prob: float = 0.10  # share of runs whose effect comes from a heavy tail instead
+    outlier_scale: float = 0.02  # scale of that t(3) tail
+    within_cv: float = 0.08  # sd of log step noise inside a run
+    spike_prob: float = 0.03  # share of steps that spike (GC, logging, clock dips)
+    spike_lo: float = 1.5
+    spike_hi: float = 4.0
+    steps: int = 95  # steady-state steps per run (100 minus 5 warm-up)
+
+    def run_metrics(self, rng: np.random.Generator, true_ms: float, n: int) -> list[float]:
+        eff = rng.normal(0.0, self.between_cv, n)
+        out = rng.random(n) < self.outlier_prob
+        eff[out] = rng.standard_t(3, out.sum()) * self.outlier_scale
+        steps = true_ms * np.exp(eff[:, None] + rng.normal(0.0, self.within_cv, (n, self.steps)))
+        spikes = rng.random((n, self.steps)) < self.spike_prob
+        steps[spikes] *= rng.uniform(self.spike_lo, self.spike_hi, spikes.sum())
+        return np.median(steps, axis=1).tolist()
+
+
+@dataclass(frozen=True)
+class SimResult:
+    ratio: float
+    trials: int
+    any_regression: float  # share of sessions with at least one regression verdict (family-wise)
+    regression: float  # share of comparisons with a regression verdict (power when ratio > 1 + threshold)
+    passed: float
+    inconclusive: float
+
+
+def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base: int = 5, n_cur: int = 5,
+             alpha: float = 0.05, threshold: float = 0.05, cases: int = 3, max_repeats: int | None = None,
+             seed: int = 0) -> SimResult:
+    """Simulate ``trials`` sessions of ``cases`` comparisons, all with true slowdown ``ratio``.
+
+    With ``max_repeats``, inconclusive comparisons get ``n_cur`` more runs per look, and alpha is
+    split over the planned looks, as :class:`harness.session.PerfSession` does.
+    """
+    rng = np.random.default_rng(seed)
+    looks = 1 + (math.ceil(((max_repeats or n_cur) - n_cur) / n_cur))
+    check = RuntimeCheck(alpha, threshold)
+    true = [1800.0, 800.0, 450.0, 300.0, 1200.0][:cases] + [500.0] * max(0, cases - 5)
+    any_reg = reg = ok = inc = 0
+    for _ in range(trials):
+        data = {f"c{i}": (noise.run_metrics(rng, t, n_base), noise.run_metrics(rng, t * ratio, n_cur)) for i, t in enumerate(true)}
+        verdicts = check.decide(data, looks=looks)
+        for _look in range(looks - 1):
+            todo = [c for c, v in verdicts.items() if v.outcome == "inconclusive"]
+            if not todo:
+                break
+            for c in todo:
+                i = int(c[1:])
+                data[c] = (data[c][0], data[c][1] + noise.run_metrics(rng, true[i] * ratio, n_cur))
+            verdicts = check.decide(data, looks=looks)
+        outs = [v.outcome for v in verdicts.values()]
+        any_reg += any(o == "regression" for o in outs)
+        reg += outs.count("regression")
+        ok += outs.count("pass")
+        inc += outs.count("inconclusive")
+    n = trials * cases
+    return SimResult(ratio, trials, any_reg / trials, reg / n, ok / n, inc / n)
+
+
+def power(true_ratio: float, cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, cases: int = 1) -> float:
+    """Analytic power of the regression test (one case, Holm's first step alpha/cases), for log-normal run noise of ``cv``."""
+    if true_ratio <= 0 or cv <= 0:
+        return float("nan")
+    se = cv * math.sqrt(1 / n_base + 1 / n_cur)
+    df = n_base + n_cur - 2
+    ncp = (math.log(true_ratio) - math.log(1 + threshold)) / se
+    return float(_st.nct.sf(_st.t.ppf(1 - alpha / cases, df), df, ncp))
+
+
+def min_detectable_slowdown(cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, target: float = 0.9,
+                            cases: int = 1) -> float:
+    """Smallest true slowdown (fraction) detected as a regression with probability ``target``."""
+    lo, hi = 1 + threshold, 10.0
+    if power(hi, cv, n_base, n_cur, alpha, threshold, cases) < target:
+        return float("inf")
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if power(mid, cv, n_base, n_cur, alpha, threshold, cases) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi - 1

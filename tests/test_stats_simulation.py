@@ -1,0 +1,60 @@
+"""The runtime verdict's false-alarm rate and power, by simulation over 1000+ sessions.
+
+Unit of replication: the run. Each simulated session compares 3 decompositions (Holm over 3) with
+5 baseline runs against 5 current runs (the defaults), at alpha = 0.05 and a 5% practical
+threshold. Noise: see harness.simulate.NoiseModel (heavy-tailed between and within runs).
+"""
+
+import math
+
+from harness.simulate import NoiseModel, min_detectable_slowdown, power, simulate
+
+TRIALS = 1000
+ALPHA = 0.05
+
+
+def mc_error(p: float, n: int) -> float:
+    return 3 * math.sqrt(p * (1 - p) / n)
+
+
+def test_false_alarm_rate_and_power_at_default_repeats():
+    noise = NoiseModel()
+    aa = simulate(TRIALS, 1.00, noise, seed=1)
+    edge = simulate(TRIALS, 1.05, noise, seed=2)
+    slow = simulate(TRIALS, 1.10, noise, seed=3)
+    print(f"\nsimulation, {TRIALS} sessions x 3 decompositions, 5 vs 5 runs, alpha {ALPHA}, threshold 5%, {noise}")
+    for name, r in (("A/A (x1.00)", aa), ("at threshold (x1.05)", edge), ("slowdown x1.10", slow)):
+        print(f"  {name:<22} family-wise regression rate {r.any_regression:.3f}  per-case: regression {r.regression:.3f}  "
+              f"pass {r.passed:.3f}  inconclusive {r.inconclusive:.3f}")
+    # False alarms: never more than alpha, also at the worst case (true slowdown exactly at the threshold).
+    assert aa.any_regression <= ALPHA
+    assert edge.any_regression <= ALPHA + mc_error(ALPHA, TRIALS)
+    # Power: a 10% slowdown is caught in at least 90% of comparisons.
+    assert slow.regression >= 0.90
+    # And the A/A case mostly passes outright rather than staying inconclusive.
+    assert aa.passed >= 0.90
+
+
+def test_noisier_runners_and_the_sequential_extension():
+    noisy = NoiseModel(between_cv=0.02)
+    base = simulate(TRIALS, 1.10, noisy, seed=4)
+    more = simulate(TRIALS, 1.10, noisy, max_repeats=10, seed=5)
+    edge = simulate(TRIALS, 1.05, noisy, max_repeats=10, seed=6)
+    print(f"\nbetween-run CV 2%: power at 5 runs {base.regression:.3f}; with --max-repeats 10 {more.regression:.3f} "
+          f"(family-wise false alarms at the threshold {edge.any_regression:.3f})")
+    assert base.regression < 0.9  # the honest cost of noise: see docs/statistics.md
+    assert edge.any_regression <= ALPHA + mc_error(ALPHA, TRIALS)
+
+
+def test_analytic_power_agrees_with_simulation_and_gives_mds():
+    # Pure log-normal run noise: analytic power from the noncentral t vs simulation.
+    plain = NoiseModel(between_cv=0.02, outlier_prob=0.0, within_cv=1e-6, spike_prob=0.0)
+    sim = simulate(TRIALS, 1.08, plain, cases=1, seed=7)
+    ana = power(1.08, 0.02, 5, 5, ALPHA, 0.05)
+    print(f"\npower at x1.08, CV 2%: simulated {sim.regression:.3f}, analytic {ana:.3f}")
+    assert abs(sim.regression - ana) < 0.05
+    rows = [(cv, min_detectable_slowdown(cv, 5, 5, ALPHA, 0.05, cases=3)) for cv in (0.005, 0.01, 0.02, 0.04)]
+    print("minimum detectable slowdown (power 0.9, 5 vs 5, Holm over 3):",
+          ", ".join(f"CV {cv:.1%}: {m:.1%}" for cv, m in rows))
+    assert rows[0][1] < rows[-1][1]
+    assert abs(power(1 + rows[1][1], 0.01, 5, 5, ALPHA, 0.05, cases=3) - 0.9) < 1e-3
