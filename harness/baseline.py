@@ -122,25 +122,33 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
-def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS) -> None:
+def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS, require_all: bool = True) -> None:
     """Refuse to record a baseline from failed runs or too few repeats. Raises BaselineError."""
     failed = [r for r in records if r.get("status") != "ok"]
     if failed:
         kinds = ", ".join(sorted({f"{r['decomposition_id']}: {r['status']}" for r in failed}))
         raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(failed)} run(s) failed ({kinds}); fix them and rerun")
+    ran = {r.get("decomposition_id") for r in records}
     for d in workload.decompositions:
+        if not require_all and d.id not in ran:
+            continue
         n = sum(1 for r in records if r.get("decomposition_id") == d.id)
         if n < min_repeats:
             raise BaselineError(f"refusing to record a baseline for {workload.name}: {d.id} has {n} run(s), at least {min_repeats} needed; rerun with --repeats {min_repeats}")
 
 
 def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, thresholds: dict | None = None,
-              note: str = "", min_repeats: int = MIN_REPEATS) -> dict[str, Any]:
-    """Baseline data from a session's ok runs of ``workload`` (already filtered to its hash)."""
-    check_runs(workload, records, min_repeats)
+              note: str = "", min_repeats: int = MIN_REPEATS, require_all: bool = True) -> dict[str, Any]:
+    """Baseline data from the ok runs of ``workload`` (one hash). Raises BaselineError on a refusal."""
+    check_runs(workload, records, min_repeats, require_all)
+    bad = sorted({r.get("workload_hash") for r in records} - {workload.hash})
+    if bad:
+        raise BaselineError(f"refusing to record a baseline for {workload.name}: runs of another spec (hash {', '.join(map(str, bad))}) are mixed in")
     decs: dict[str, Any] = {}
     for d in workload.decompositions:
         rs = [r for r in records if r["decomposition_id"] == d.id]
+        if not rs:
+            continue
         runs = []
         for r in rs:
             row = {"run_id": r["run_id"], "session_id": r.get("session_id"), "host": (r.get("env") or {}).get("hostname")}

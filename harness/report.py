@@ -1,11 +1,200 @@
-"""Reports: the terminal summary (more in later issues)."""
+"""Reports of a session: a data dict (the JSON report), Markdown, terminal lines and the baseline before/after table.
+
+``build`` gathers everything once; the renderers only format it.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+from statistics import median
+
+from . import baseline as bl
+from .baseline import write_atomic
+from .stats import Sample
+
+GIB = 2**30
+
+
+def _rng(s: Sample, fmt: str) -> dict | None:
+    return None if not len(s) else {"median": s.median, "min": s.min, "max": s.max, "n": len(s), "cv": s.cv, "fmt": fmt}
+
+
+def _phases(runs: list[dict]) -> dict | None:
+    """Median over runs of each run's median steady-state phase time (ms per optimizer step)."""
+    per_run = [r for r in runs if r.get("phases_ms")]
+    if not per_run:
+        return None
+    out = {}
+    for p in per_run[0]["phases_ms"]:
+        out[p] = median(median(r["phases_ms"][p][r["warmup_steps"]:]) for r in per_run)
+    return out
+
+
+def _gpu_busy(runs: list[dict]) -> float | None:
+    util = [g["util_pct"] for r in runs for g in (r.get("gpu_samples") or [])]
+    return median(util) / 100.0 if util else None
+
+
+def build(session) -> dict:
+    """Everything a report shows, as plain data (this is report.json)."""
+    rows = []
+    verdicts = {v.case: v for v in session.runtime_verdicts().values()}
+    for w, d in session.cases:
+        runs = session.runs(w, d, ok_only=False)
+        ok = [r for r in runs if r["status"] == "ok"]
+        wl = session.workloads[w]
+        dec = wl.decomposition(d)
+        b = session.baselines.get(w)
+        base_step = Sample(tuple(b.values(d, "step_time_median_ms"))) if isinstance(b, bl.Baseline) else Sample(())
+        base_rt = Sample(tuple(b.values(d, "train_runtime_s"))) if isinstance(b, bl.Baseline) else Sample(())
+        v = verdicts.get(f"{w}-{d}")
+        kern = [r["profile"]["kernel_ms_per_step"] for r in ok if r.get("profile")]
+        rows.append({
+            "workload": w, "decomposition": d, "micro_batch": dec.micro_batch, "grad_accum": dec.grad_accum,
+            "world_size": dec.world_size, "effective_batch": wl.effective_batch, "steps": wl.train.max_steps,
+            "runs": len(runs), "ok": len(ok), "failures": sorted({r["status"] for r in runs if r["status"] != "ok"}),
+            "step_time_ms": _rng(session.metric(w, d, "step_time_median_ms"), ".1f"),
+            "train_runtime_s": _rng(session.metric(w, d, "train_runtime_s"), ".2f"),
+            "peak_reserved_gib": _rng(Sample(tuple(x / GIB for x in session.metric(w, d, "peak_reserved_bytes").values)), ".2f"),
+            "tokens_per_s": _rng(session.metric(w, d, "tokens_per_s"), ".0f"),
+            "phases_ms": _phases(ok),
+            "gpu_busy": _gpu_busy(ok),
+            "kernel_ms_per_step": median(kern) if kern else None,
+            "baseline_step_time_ms": _rng(base_step, ".1f"), "baseline_train_runtime_s": _rng(base_rt, ".2f"),
+            "verdict": v.outcome if v else None, "ratio": (v.details.get("ratio") if v else None),
+            "ratio_lo": (v.details.get("lo") if v else None), "ratio_hi": (v.details.get("hi") if v else None),
+            "step_traces_ms": [r["step_times_ms"] for r in ok],
+        })
+    env = next((r.get("env") for r in session.records if r.get("env")), {}) or {}
+    base_versions = {w: b.env.get("versions", {}) for w, b in session.baselines.items() if isinstance(b, bl.Baseline)}
+    return {
+        "gpu": session.options.gpu, "session_id": session.session_id, "command": session.options.command,
+        "inject_slowdown": session.options.inject_slowdown, "rows": rows,
+        "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in session.all_verdicts()],
+        "env": {k: env.get(k) for k in ("gpu", "gpu_count", "driver", "cuda", "cpu", "hostname", "attn_implementation", "gpu_clocks")},
+        "versions": env.get("versions", {}), "baseline_versions": base_versions,
+    }
+
+
+def _fmt(r: dict | None, unit: str = "") -> str:
+    if not r:
+        return "-"
+    f = r["fmt"]
+    return f"{r['median']:{f}}{unit} [{r['min']:{f}}-{r['max']:{f}}]" if r["n"] > 1 else f"{r['median']:{f}}{unit}"
+
+
+def _delta(row: dict) -> str:
+    if row["ratio"] is None:
+        return "-"
+    lo, hi = row["ratio_lo"], row["ratio_hi"]
+    ci = f" [{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}]" if lo == lo and hi == hi else ""
+    return f"{(row['ratio'] - 1) * 100:+.1f}%{ci}"
+
+
+def version_diff(data: dict) -> list[str]:
+    out = []
+    for w, base in data["baseline_versions"].items():
+        for pkg, ver in sorted(data["versions"].items()):
+            if base.get(pkg) != ver:
+                out.append(f"{pkg} {base.get(pkg)} -> {ver} (vs baseline of {w})")
+    return out
+
+
+def terminal_lines(data: dict) -> list[str]:
+    head = f"{'case':<26} {'runs':>5} {'median step ms [range]':>26} {'train_runtime s [range]':>24} {'Δ vs baseline [CI]':>22}  verdict"
+    lines = [head, "-" * len(head)]
+    for r in data["rows"]:
+        runs = f"{r['ok']}/{r['runs']}"
+        lines.append(f"{r['workload'] + '-' + r['decomposition']:<26} {runs:>5} {_fmt(r['step_time_ms']):>26} {_fmt(r['train_runtime_s']):>24} {_delta(r):>22}  {r['verdict'] or '-'}"
+                     + (f" ({', '.join(r['failures'])})" if r["failures"] else ""))
+    lines.append("")
+    for v in data["verdicts"]:
+        if v["kind"] != "runtime":
+            lines.append(f"{v['kind']:<12} {v['case']:<28} {v['outcome']:<12} {v['message']}")
+        elif v["outcome"] not in ("pass",):
+            lines.append(f"{v['kind']:<12} {v['case']:<28} {v['outcome']:<12} {v['message']}")
+    diff = version_diff(data)
+    vers = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+    lines += ["", f"versions: {vers}" if vers else "versions: (no successful run)"]
+    lines += [f"  differs from baseline: {d}" for d in diff] or (["  same as the baseline"] if data["baseline_versions"] else [])
+    return lines
+
+
+def markdown(data: dict) -> str:
+    env = data["env"]
+    gpu = env.get("gpu") or "CPU"
+    out = [f"## LoRA fine-tuning performance: {gpu} ({data['gpu']})", ""]
+    if data["inject_slowdown"]:
+        out += [f"**Injected slowdown {data['inject_slowdown']:.0%}** (sensitivity self-check)", ""]
+    out += ["| workload | micro × GA | eff. batch | runs | train_runtime s, median [range] | step ms, median [range] | Δ step vs baseline [CI] | verdict | peak reserved GiB | tokens/s | phases ms/step: data / fwd / bwd / opt / other | GPU busy |",
+            "|---|---|---:|---:|---|---|---|---|---:|---:|---|---:|"]
+    for r in data["rows"]:
+        ph = r["phases_ms"]
+        phases = " / ".join(f"{ph[p]:.1f}" for p in ("data", "forward", "backward", "optimizer", "other")) if ph else "-"
+        busy = f"{r['gpu_busy']:.0%}" if r["gpu_busy"] is not None else "-"
+        mem = _fmt(r["peak_reserved_gib"]) if r["peak_reserved_gib"] else "-"
+        tps = f"{r['tokens_per_s']['median']:.0f}" if r["tokens_per_s"] else "-"
+        out.append(f"| {r['workload']} | {r['micro_batch']} × {r['grad_accum']}{'' if r['world_size'] == 1 else ' × ' + str(r['world_size'])} | {r['effective_batch']} | "
+                   f"{r['ok']}/{r['runs']} | {_fmt(r['train_runtime_s'])} | {_fmt(r['step_time_ms'])} | {_delta(r)} | {r['verdict'] or '-'} | {mem} | {tps} | {phases} | {busy} |")
+    bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]
+    out += ["", "### Verdicts", ""]
+    out += [f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}" for v in bad] or ["- all checks passed"]
+    other = [v for v in data["verdicts"] if v["kind"] in ("ordering", "equivalence") and v["outcome"] in ("pass", "tie")]
+    out += [f"- {v['outcome']} {v['kind']} `{v['case']}`: {v['message']}" for v in other]
+    out += ["", "### Software", "", f"- GPU: {gpu} × {env.get('gpu_count') or 0}, driver {env.get('driver')}, CUDA {env.get('cuda')}, attention {env.get('attn_implementation')}",
+            f"- host CPU: {env.get('cpu')}", "- " + ", ".join(f"{k} {v}" for k, v in data["versions"].items())]
+    out += [f"- differs from baseline: {d}" for d in version_diff(data)]
+    out += ["", f"Command: `{data['command']}`", ""]
+    return "\n".join(out)
+
+
+def write(data: dict, results_dir: str | Path) -> list[Path]:
+    """report.json and report.md in the results dir (atomic); the Markdown also goes to $GITHUB_STEP_SUMMARY."""
+    d = Path(results_dir)
+    md = markdown(data)
+    paths = [d / "report.json", d / "report.md"]
+    write_atomic(paths[0], json.dumps(data, indent=1, default=str))
+    write_atomic(paths[1], md)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as fh:
+            fh.write(md + "\n")
+    return paths
+
+
+def baseline_table(staged) -> list[str]:
+    """Before/after rows for --update-baselines: per decomposition, median step time and train_runtime."""
+    lines = [f"{'baseline':<34} {'before: step ms / runtime s (n)':>32}  ->  {'after':<28}"]
+    for path, old, new in staged:
+        for d, dec in new["decompositions"].items():
+            def summ(runs):
+                st = [r["step_time_median_ms"] for r in runs if r.get("step_time_median_ms")]
+                rt = [r["train_runtime_s"] for r in runs if r.get("train_runtime_s")]
+                return f"{median(st):.1f} / {median(rt):.2f} ({len(runs)})" if st and rt else (f"- / {median(rt):.2f} ({len(runs)})" if rt else "none")
+            before = summ(((old or {}).get("decompositions") or {}).get(d, {}).get("runs", [])) if old else "none"
+            lines.append(f"{new['workload']['name'] + ' ' + d:<34} {before:>32}  ->  {summ(dec['runs']):<28}")
+        lines.append(f"written: {path}" + ("" if old is None else " (the old values stay in git history)"))
+    return lines
+
 
 def terminal_summary(tr, session, recorded=None) -> None:
+    data = build(session)
+    paths = write(data, session.options.results_dir)
+    try:
+        from . import plots
+
+        paths += plots.write_all(data, session.options.results_dir)
+    except ImportError as exc:  # matplotlib is an optional extra
+        tr.write_line(f"plots skipped: {exc}")
     tr.section("perf summary")
-    for v in session.all_verdicts():
-        tr.write_line(f"{v.kind:<12} {v.case:<28} {v.outcome:<13} {v.message}")
-    for path, old, new in recorded or []:
-        tr.write_line(f"baseline written: {path}")
+    for line in terminal_lines(data):
+        tr.write_line(line)
+    tr.write_line("report: " + ", ".join(str(p) for p in paths))
+    if recorded:
+        tr.section("baseline update")
+        lines = baseline_table(recorded)
+        for line in lines:
+            tr.write_line(line)
+        write_atomic(Path(session.options.results_dir) / "baseline-update.md", "```\n" + "\n".join(lines) + "\n```\n")

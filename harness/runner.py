@@ -122,6 +122,7 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
             timed_out = True
     wall = time.time() - started
     record = {"run_id": run_id, "session_id": session_id, "workload": req.workload.name, "workload_hash": req.workload.hash,
+              "workload_spec": req.workload.to_dict(),
               "decomposition": req.decomposition.as_dict(), "decomposition_id": req.decomposition.id, "repeat": req.repeat,
               "gpu": gpu, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "wall_s": wall,
               "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "exit_code": code}

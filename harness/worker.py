@@ -40,8 +40,11 @@ def _median(xs):
 
 def train(req: dict, timing: dict) -> dict:
     t = time.perf_counter()
+    import datasets
     import torch
     from trl import SFTTrainer
+
+    datasets.disable_progress_bars()
 
     from . import build
     from .callbacks import CudaClock, GpuSampler, HostClock, InstrumentedMixin, MeasureCallback, Recorder, SamplerCallback, attach_forward_hooks

@@ -36,7 +36,8 @@ def test_run(perf_session, perf_case):
     if bad:
         msg = [f"{len(bad)} of {len(runs)} run(s) failed"]
         for r in bad:
-            msg.append(f"run {r['repeat']}: {r['status']}: {r.get('error', '')}" + (f" (signal {r['signal']})" if r.get("signal") else ""))
+            kind = "oom (does not fit)" if r["status"] == "oom" else r["status"]
+            msg.append(f"run {r['repeat']}: {kind}: {r.get('error', '')}" + (f" (signal {r['signal']})" if r.get("signal") else ""))
             msg.append("  stderr tail: " + "\n  ".join((r.get("stderr_tail") or "").strip().splitlines()[-8:]))
         pytest.fail("\n".join(msg), pytrace=False)
     for r in runs:

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Opens or updates one GitHub issue per regression found by a performance run.
+#
+# Reads the suite's report (perf-results/report.json):
+#   {"gpu": "l4", "session_id": "...",
+#    "verdicts": [{"kind": "runtime", "case": "qwen3-1.7b-lora-1x4", "outcome": "regression", "message": "..."}],
+#    "versions": {"torch": "...", "transformers": "...", ...}}
+# For every verdict whose outcome is `regression` or `fail` it takes the stable title
+#   perf regression: <gpu> <env> <kind> <case>
+# and comments on the open issue labelled perf-regression with exactly that title, or creates one.
+# Verdicts that share a title (several ordering verdicts of one workload) go into one comment.
+#
+# Environment:
+#   GH_TOKEN   token for the gh CLI (issues: write)              required
+#   GH_REPO    owner/name (gh falls back to the git remote)       optional
+#   PERF_ENV   tox environment of the run (pinned, latest, ...)   required
+#   RUN_URL    link to the workflow run                           optional
+#   REPORT     report path (default perf-results/report.json)     optional
+#   LABEL      issue label (default perf-regression)              optional
+# Needs bash, jq and gh.
+set -euo pipefail
+
+REPORT=${REPORT:-perf-results/report.json}
+LABEL=${LABEL:-perf-regression}
+RUN_URL=${RUN_URL:-}
+: "${PERF_ENV:?set PERF_ENV to the tox environment of the run (pinned, latest, pre)}"
+
+for tool in jq gh; do
+  command -v "$tool" >/dev/null || { echo "::error::regression-issues: $tool is not installed on this runner" >&2; exit 1; }
+done
+
+if [[ ! -s "$REPORT" ]]; then
+  # the run failed before the suite wrote its verdicts (install error, crash): nothing to file per verdict
+  echo "::warning::regression-issues: no report at $REPORT; no issue opened (see the run log)" >&2
+  exit 0
+fi
+
+gpu=$(jq -r '.gpu // "unknown-gpu"' "$REPORT")
+session=$(jq -r '.session_id // ""' "$REPORT")
+versions=$(jq -r '(.versions // {}) | to_entries | map("| \(.key) | `\(.value)` |") | .[]' "$REPORT")
+
+# one line per title: {"title": ..., "verdicts": [...]}; titles must not carry quotes (they go into a search)
+groups=$(jq -c --arg gpu "$gpu" --arg env "$PERF_ENV" '
+  [.verdicts // [] | .[] | select(.outcome == "regression" or .outcome == "fail")
+   | . + {title: ("perf regression: \($gpu) \($env) \(.kind) \(.case)" | gsub("[\"\\\\]"; ""))}]
+  | group_by(.title) | .[] | {title: .[0].title, verdicts: .}' "$REPORT")
+
+if [[ -z "$groups" ]]; then
+  echo "regression-issues: no regression or failed verdict in $REPORT; no issue opened"
+  exit 0
+fi
+
+# the label must exist before `gh issue create --label` can use it
+gh label create "$LABEL" --color B60205 --description "Performance regression found by the nightly run" --force >/dev/null || true
+
+body_for() {  # $1: one group as JSON
+  local group=$1
+  jq -r '.verdicts[] | "- **\(.kind) \(.case)**: \(.outcome): \(.message)"' <<<"$group"
+  echo
+  echo "- GPU: \`$gpu\`, tox environment: \`$PERF_ENV\`${session:+, session \`$session\`}"
+  if [[ -n "$RUN_URL" ]]; then echo "- Run: $RUN_URL"; fi
+  if [[ -n "$versions" ]]; then
+    echo
+    echo "| package | version |"
+    echo "| --- | --- |"
+    echo "$versions"
+  fi
+}
+
+status=0
+while IFS= read -r group; do
+  title=$(jq -r '.title' <<<"$group")
+  body=$(body_for "$group")
+  # the search is word-based: keep only the issue whose title is exactly ours
+  number=$(gh issue list --label "$LABEL" --state open --search "in:title \"$title\"" --json number,title --limit 50 \
+           | jq -r --arg t "$title" '[.[] | select(.title == $t)] | sort_by(.number) | first | .number // empty')
+  if [[ -n "$number" ]]; then
+    echo "regression-issues: commenting on #$number: $title"
+    gh issue comment "$number" --body "Seen again.
+
+$body" || status=1
+  else
+    echo "regression-issues: opening: $title"
+    gh issue create --title "$title" --label "$LABEL" --body "$body" || status=1
+  fi
+done <<<"$groups"
+exit "$status"

@@ -1,0 +1,85 @@
+"""matplotlib PNGs from a report data dict (:func:`harness.report.build`): written next to report.md."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PHASE_COLORS = {"data": "#8da0cb", "forward": "#66c2a5", "backward": "#fc8d62", "optimizer": "#e78ac3", "other": "#bbbbbb"}
+
+
+def _save(fig, path: Path) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def _label(r: dict) -> str:
+    return f"{r['workload']}\n{r['micro_batch']}×{r['grad_accum']}"
+
+
+def step_times(data: dict, path: Path) -> Path:
+    """Median steady-state step time per decomposition, current against baseline, whiskers = run range."""
+    rows = [r for r in data["rows"] if r["step_time_ms"] or r["baseline_step_time_ms"]]
+    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(rows)), 3.6))
+    for i, r in enumerate(rows):
+        for off, key, color, name in ((-0.18, "baseline_step_time_ms", "#999999", "baseline"), (0.18, "step_time_ms", "#1b9e77", "current")):
+            s = r[key]
+            if not s:
+                continue
+            ax.bar(i + off, s["median"], width=0.34, color=color, label=name if i == 0 else None)
+            ax.errorbar(i + off, s["median"], yerr=[[s["median"] - s["min"]], [s["max"] - s["median"]]], color="black", capsize=3, lw=1)
+        if r["ratio"] is not None:
+            top = max((r[k]["max"] for k in ("step_time_ms", "baseline_step_time_ms") if r[k]), default=0)
+            ax.text(i, top * 1.03, f"{(r['ratio'] - 1) * 100:+.1f}%\n{r['verdict']}", ha="center", fontsize=8)
+    ax.set_xticks(range(len(rows)), [_label(r) for r in rows], fontsize=8)
+    ax.set_ylabel("median step time, ms (whiskers: run range)")
+    ax.set_title(f"Step time per decomposition on {data['env'].get('gpu') or data['gpu']}", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
+    return _save(fig, path)
+
+
+def phases(data: dict, path: Path) -> Path:
+    """Stacked median phase times per optimizer step."""
+    rows = [r for r in data["rows"] if r["phases_ms"]]
+    fig, ax = plt.subplots(figsize=(max(4, 1.4 * len(rows)), 3.6))
+    for i, r in enumerate(rows):
+        bottom = 0.0
+        for p, c in PHASE_COLORS.items():
+            v = max(r["phases_ms"].get(p, 0.0), 0.0)
+            ax.bar(i, v, bottom=bottom, color=c, width=0.6, label=p if i == 0 else None)
+            bottom += v
+        if r.get("kernel_ms_per_step"):
+            ax.plot([i - 0.3, i + 0.3], [r["kernel_ms_per_step"]] * 2, color="black", lw=2, label="GPU kernel time" if i == 0 else None)
+    ax.set_xticks(range(len(rows)), [_label(r) for r in rows], fontsize=8)
+    ax.set_ylabel("ms per optimizer step (median)")
+    ax.set_title("Where the step goes", fontsize=10)
+    ax.legend(fontsize=8, loc="upper right")
+    return _save(fig, path)
+
+
+def traces(data: dict, path: Path) -> Path:
+    """Every run's step times, one panel per decomposition."""
+    rows = [r for r in data["rows"] if r["step_traces_ms"]]
+    fig, axes = plt.subplots(1, max(len(rows), 1), figsize=(max(4, 3.2 * len(rows)), 3.2), sharey=False, squeeze=False)
+    for ax, r in zip(axes[0], rows):
+        for j, t in enumerate(r["step_traces_ms"]):
+            ax.plot(range(1, len(t) + 1), t, lw=0.8, alpha=0.8, label=f"run {j + 1}")
+        ax.set_title(f"{r['workload']} {r['micro_batch']}×{r['grad_accum']}", fontsize=9)
+        ax.set_xlabel("optimizer step")
+        ax.set_yscale("log")
+    axes[0][0].set_ylabel("step time, ms (log)")
+    return _save(fig, path)
+
+
+def write_all(data: dict, out: str | Path) -> list[Path]:
+    out = Path(out)
+    return [step_times(data, out / "step_times.png"), phases(data, out / "phases.png"), traces(data, out / "step_traces.png")]

@@ -1,0 +1,88 @@
+"""End to end on CPU with tiny-qwen3: real trainings in fresh processes, driven through pytest as a user would."""
+
+import json
+
+import pytest
+
+RECORD_KEYS = {"workload", "workload_hash", "decomposition", "status", "train_runtime_s", "step_times_ms", "warmup_steps",
+               "phases_ms", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "losses", "gpu_samples", "env"}
+GPU_ONLY = {"peak_reserved_bytes", "peak_allocated_bytes", "gpu_samples"}
+ENV_KEYS = {"gpu", "gpu_count", "driver", "cuda", "versions", "attn_implementation", "cpu"}
+
+
+def runs(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_cpu_session_records_every_key(perf_project):
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4, skipped=7, deselected=1)
+    result.stdout.fnmatch_lines(["*[[]1/3[]] tiny-qwen3-1x4 run 1: ok in *median step * ms*",
+                                 "*[[]3/3[]] tiny-qwen3-4x1 run 1: ok*", "*no baseline for tiny-qwen3 on cpu*--update-baselines*"])
+    recs = runs(perf_project.path / "out" / "runs.jsonl")
+    assert [r["decomposition_id"] for r in recs] == ["1x4", "2x2", "4x1"]
+    for r in recs:
+        assert RECORD_KEYS <= set(r), RECORD_KEYS - set(r)
+        assert r["status"] == "ok"
+        for k in RECORD_KEYS - GPU_ONLY:
+            assert r[k] is not None, k
+        for k in GPU_ONLY:
+            assert r[k] is None, k
+        assert len(r["step_times_ms"]) == 12 and len(r["losses"]) == 12 and r["warmup_steps"] == 2
+        assert set(r["phases_ms"]) == {"data", "forward", "backward", "optimizer", "other"}
+        assert all(len(v) == 12 for v in r["phases_ms"].values())
+        assert min(r["phases_ms"]["forward"]) > 0 and min(r["phases_ms"]["backward"]) > 0
+        assert ENV_KEYS <= set(r["env"]) and r["env"]["versions"]["trl"] and r["env"]["gpu"] is None
+        assert r["decomposition"]["micro_batch"] * r["decomposition"]["grad_accum"] == 4
+    # Each optimizer step sees the same 4 samples, so losses agree step by step across decompositions.
+    for r in recs[1:]:
+        assert r["losses"] == pytest.approx(recs[0]["losses"], rel=1e-4)
+
+
+def test_failures_are_results_and_the_session_goes_on(perf_project, monkeypatch):
+    monkeypatch.setenv("HARNESS_FAULTS", "1x4#1=sigkill@3;2x2#1=oom@2;4x1#1=hang@2")
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "2",
+                                               "--run-timeout", "45", "-k", "test_run and not runtime", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines_random([
+        "*run 1: crash: worker killed by SIGKILL (signal SIGKILL)*",
+        "*run 1: oom (does not fit): CUDA out of memory*",
+        "*run 1: timeout: no result after the 45 s timeout*",
+        "*stderr tail:*",
+    ])
+    recs = runs(perf_project.path / "out" / "runs.jsonl")
+    assert len(recs) == 6
+    by = {(r["decomposition_id"], r["repeat"]): r for r in recs}
+    assert by[("1x4", 1)]["status"] == "crash" and by[("1x4", 1)]["signal"] == "SIGKILL"
+    assert by[("2x2", 1)]["status"] == "oom" and "out of memory" in by[("2x2", 1)]["stderr_tail"]
+    assert by[("4x1", 1)]["status"] == "timeout"
+    assert all(by[(d, 2)]["status"] == "ok" for d in ("1x4", "2x2", "4x1"))
+
+
+def test_baseline_then_aa_then_injected_slowdown(perf_project):
+    common = ("perftests", "--gpu=cpu", "--baselines-dir", "baselines", "-p", "no:cacheprovider")
+    rec = perf_project.runpytest_subprocess(*common, "--update-baselines", "--results-dir", "rec")
+    rec.assert_outcomes(passed=5, deselected=7)
+    rec.stdout.fnmatch_lines(["*baseline update*", "*tiny-qwen3*1x4*->*", "*written*baselines/cpu/tiny-qwen3.json*"])
+    data = json.loads((perf_project.path / "baselines" / "cpu" / "tiny-qwen3.json").read_text())
+    assert data["provenance"]["kind"] == "measured" and len(data["decompositions"]["1x4"]["runs"]) == 5
+
+    aa = perf_project.runpytest_subprocess(*common, "--results-dir", "aa")
+    print(aa.stdout.str())
+    assert aa.ret == 0
+    outcomes = aa.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes["passed"] >= 9, outcomes
+    aa.stdout.fnmatch_lines(["*equivalence*tiny-qwen3*pass*", "*ordering*"])
+
+    slow = perf_project.runpytest_subprocess(*common, "--results-dir", "slow", "--inject-slowdown", "0.3")
+    print(slow.stdout.str())
+    slow.stdout.fnmatch_lines_random([f"*FAILED perftests/test_perf.py::test_runtime[[]tiny-qwen3-{d}[]]*REGRESSION*" for d in ("1x4", "2x2", "4x1")])
+    slow.stdout.fnmatch_lines(["*REGRESSION: steady-state median step time x1.* (+*%), CI [[]1.*, 1.*[]] vs baseline, threshold +10%*"])
+    assert slow.parseoutcomes()["failed"] == 3
+    assert "test_ordering" not in "".join(ln for ln in slow.outlines if ln.startswith("FAILED"))
+    assert "test_equivalence" not in "".join(ln for ln in slow.outlines if ln.startswith("FAILED"))
+
+    # The same baseline at another step count is refused, naming the field that changed.
+    other = perf_project.runpytest_subprocess(*common, "--results-dir", "other", "--steps", "6", "--repeats", "1", "-k", "runtime and 4x1")
+    other.stdout.fnmatch_lines(["*is for another version of tiny-qwen3*train.max_steps: 12 -> 6*"])
+    assert other.ret == 1

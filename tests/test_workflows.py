@@ -1,0 +1,140 @@
+"""The GitHub workflows validate against the GitHub workflow schema, and the regression-issue script
+parses and files one issue per regressed verdict (checked against a fake gh CLI)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+ISSUE_SCRIPT = ROOT / ".github" / "scripts" / "regression-issues.sh"
+
+
+def check_jsonschema() -> str:
+    """The check-jsonschema executable: beside this Python first (a venv), then on PATH."""
+    for name in ("check-jsonschema", "check-jsonschema.exe"):
+        beside = Path(sys.executable).parent / name
+        if beside.is_file():
+            return str(beside)
+    found = shutil.which("check-jsonschema")
+    if found is None:
+        pytest.fail("check-jsonschema is not installed (it comes with the project's dev extra: pip install -e '.[dev]')")
+    return found
+
+
+def validate(path: Path) -> subprocess.CompletedProcess:
+    # the github-workflows schema ships inside check-jsonschema: no network needed
+    return subprocess.run([check_jsonschema(), "--builtin-schema", "vendor.github-workflows", str(path)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "nightly.yml", "update-baselines.yml"])
+def test_workflow_is_valid(name):
+    path = WORKFLOWS / name
+    assert path.is_file(), f"{path} is missing"
+    proc = validate(path)
+    assert proc.returncode == 0, f"{name} does not validate:\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+
+
+def test_broken_workflow_is_rejected(tmp_path):
+    """The validation can fail: a job whose steps are not a list is refused."""
+    bad = tmp_path / "broken.yml"
+    bad.write_text("on: push\njobs:\n  build:\n    steps: 3\n")
+    proc = validate(bad)
+    assert proc.returncode != 0, f"check-jsonschema accepted a broken workflow:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_issue_script_parses():
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    proc = subprocess.run([bash, "-n", str(ISSUE_SCRIPT)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+FAKE_GH = r"""#!/usr/bin/env bash
+# records its arguments, one JSON list a line; `issue list` prints $FAKE_GH_ISSUES
+printf '%s\0' "$@" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split("\0")[:-1]))' >> "$FAKE_GH_LOG"
+if [[ "$1 $2" == "issue list" ]]; then cat "$FAKE_GH_ISSUES"; fi
+"""
+
+
+@pytest.fixture
+def fake_gh(tmp_path):
+    if shutil.which("bash") is None or shutil.which("jq") is None:
+        pytest.skip("the issue script needs bash and jq")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    gh = bindir / "gh"
+    gh.write_text(FAKE_GH)
+    gh.chmod(0o755)
+    log, issues = tmp_path / "gh.log", tmp_path / "issues.json"
+    log.write_text("")
+    issues.write_text("[]")
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", FAKE_GH_LOG=str(log),
+               FAKE_GH_ISSUES=str(issues), GH_TOKEN="x", PERF_ENV="latest", RUN_URL="https://example.invalid/run/1")
+
+    def run(report: dict | None, open_issues: list[dict] = ()):
+        issues.write_text(json.dumps(list(open_issues)))
+        path = tmp_path / "report.json"
+        if report is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(json.dumps(report))
+        proc = subprocess.run(["bash", str(ISSUE_SCRIPT)], env=dict(env, REPORT=str(path)),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        calls = [json.loads(line) for line in log.read_text().splitlines()]
+        log.write_text("")
+        return calls
+
+    return run
+
+
+REPORT = {
+    "gpu": "l4",
+    "session_id": "20260101T000000-abc",
+    "verdicts": [
+        {"kind": "runtime", "case": "qwen3-1.7b-lora-1x4", "outcome": "regression", "message": "x1.12 slower"},
+        {"kind": "runtime", "case": "qwen3-1.7b-lora-2x2", "outcome": "pass", "message": "ok"},
+        {"kind": "memory", "case": "qwen3-1.7b-lora-2x2", "outcome": "fail", "message": "run failed"},
+        {"kind": "ordering", "case": "qwen3-1.7b-lora", "outcome": "regression", "message": "1x4 now slower than 2x2"},
+        {"kind": "ordering", "case": "qwen3-1.7b-lora", "outcome": "regression", "message": "1x4 now slower than 4x1"},
+        {"kind": "equivalence", "case": "qwen3-1.7b-lora", "outcome": "inconclusive", "message": "?"},
+    ],
+    "versions": {"torch": "2.11.0", "transformers": "5.17.0"},
+}
+
+
+def test_issue_script_opens_one_issue_per_regression(fake_gh):
+    calls = fake_gh(REPORT)
+    created = [c for c in calls if c[:2] == ["issue", "create"]]
+    titles = sorted(c[c.index("--title") + 1] for c in created)
+    assert titles == ["perf regression: l4 latest memory qwen3-1.7b-lora-2x2",
+                      "perf regression: l4 latest ordering qwen3-1.7b-lora",
+                      "perf regression: l4 latest runtime qwen3-1.7b-lora-1x4"]
+    ordering = next(c for c in created if "ordering" in c[c.index("--title") + 1])
+    body = ordering[ordering.index("--body") + 1]
+    assert "than 2x2" in body and "than 4x1" in body and "https://example.invalid/run/1" in body and "2.11.0" in body
+    assert all(c[c.index("--label") + 1] == "perf-regression" for c in created)
+    searches = [c for c in calls if c[:2] == ["issue", "list"]]
+    assert len(searches) == 3 and all("--state" in c and "perf-regression" in c for c in searches)
+
+
+def test_issue_script_comments_on_the_open_issue_with_the_exact_title(fake_gh):
+    report = dict(REPORT, verdicts=REPORT["verdicts"][:1])
+    title = "perf regression: l4 latest runtime qwen3-1.7b-lora-1x4"
+    calls = fake_gh(report, [{"number": 7, "title": title + " (old)"}, {"number": 9, "title": title}])
+    assert not [c for c in calls if c[:2] == ["issue", "create"]]
+    comments = [c for c in calls if c[:2] == ["issue", "comment"]]
+    assert len(comments) == 1 and comments[0][2] == "9" and "x1.12 slower" in comments[0][comments[0].index("--body") + 1]
+
+
+def test_issue_script_without_regressions_or_report_files_nothing(fake_gh):
+    assert fake_gh(dict(REPORT, verdicts=[v for v in REPORT["verdicts"] if v["outcome"] not in ("regression", "fail")])) == []
+    assert fake_gh(None) == []
