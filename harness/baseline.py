@@ -128,6 +128,9 @@ def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_R
     if failed:
         kinds = ", ".join(sorted({f"{r['decomposition_id']}: {r['status']}" for r in failed}))
         raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(failed)} run(s) failed ({kinds}); fix them and rerun")
+    profiled = [r for r in records if r.get("profile_steps") or r.get("inject_slowdown")]
+    if profiled:
+        raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(profiled)} run(s) were profiled or had an injected slowdown; record from plain runs")
     ran = {r.get("decomposition_id") for r in records}
     for d in workload.decompositions:
         if not require_all and d.id not in ran:

@@ -288,3 +288,38 @@ class SamplerCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         self.sampler.stop()
+
+
+class KernelProfiler(TrainerCallback):
+    """Profiles CUDA kernels over ``n`` steps after ``start`` completed steps: kernel time and launches per step.
+
+    Used only in dedicated runs (``--profile-steps``): the profiler slows the steps it covers.
+    """
+
+    def __init__(self, start: int, n: int):
+        self.start, self.n = start, n
+        self.prof = None
+        self.t0 = 0.0
+        self.result: dict | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        step = state.global_step
+        if step == self.start and self.prof is None:
+            from torch.profiler import ProfilerActivity, profile
+
+            torch.cuda.synchronize()
+            self.prof = profile(activities=[ProfilerActivity.CUDA])
+            self.prof.start()
+            self.t0 = time.perf_counter()
+        elif self.prof is not None and self.result is None and step == self.start + self.n:
+            torch.cuda.synchronize()
+            wall = (time.perf_counter() - self.t0) * 1000.0
+            self.prof.stop()
+            kernel_us, launches = 0.0, 0
+            for evt in self.prof.key_averages():
+                if str(getattr(evt, "device_type", "")).endswith("CUDA"):
+                    kernel_us += getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0.0)
+                    launches += evt.count
+            self.result = {"steps": [self.start + 1, self.start + self.n], "wall_ms_per_step": wall / self.n,
+                           "kernel_ms_per_step": kernel_us / 1000.0 / self.n, "kernels_per_step": launches / self.n,
+                           "gpu_busy_fraction": (kernel_us / 1000.0) / wall if wall > 0 else None}

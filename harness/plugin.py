@@ -43,6 +43,7 @@ def pytest_addoption(parser):
     g.addoption("--update-baselines", action="store_true", help="record this session's runs as the new baseline for this GPU")
     g.addoption("--inject-slowdown", type=float, default=0.0, help="sleep this fraction of each step's time (sensitivity self-check)")
     g.addoption("--no-phases", action="store_true", help="turn off phase instrumentation (to measure its overhead)")
+    g.addoption("--profile-steps", type=int, default=0, help="profile CUDA kernels over N steps after warm-up (evidence runs; not for baselines)")
     g.addoption("--alpha", type=float, default=None, help="override the baseline's alpha")
     g.addoption("--threshold", type=float, default=None, help="override the baseline's practical runtime threshold (fraction)")
     g.addoption("--fail-inconclusive", action="store_true", help="inconclusive runtime verdicts fail instead of being reported")
@@ -164,7 +165,7 @@ def perf_session(request) -> PerfSession:
                    max_repeats=o("--max-repeats"), order=o("--order"), timeout_s=o("run_timeout"),
                    inject_slowdown=o("--inject-slowdown"), phases=not o("--no-phases"), alpha=o("--alpha"),
                    threshold=o("--threshold"), update_baselines=o("--update-baselines"),
-                   fail_inconclusive=o("--fail-inconclusive"), faults=os.environ.get("HARNESS_FAULTS"),
+                   fail_inconclusive=o("--fail-inconclusive"), faults=os.environ.get("HARNESS_FAULTS"), profile_steps=o("--profile-steps"),
                    command="pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args))
     s = PerfSession(opts, ws, cases, progress=_progress(config))
     config.stash[_SESSION] = s

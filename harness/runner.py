@@ -32,6 +32,7 @@ class RunRequest:
     phases: bool = True
     inject_slowdown: float = 0.0
     fault: str | None = None
+    profile_steps: int = 0
 
     @property
     def case_id(self) -> str:
@@ -101,6 +102,7 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     req_path, res_path, log_path = work / f"{run_id}.request.json", work / f"{run_id}.result.json", work / f"{run_id}.log"
     write_json_atomic(str(req_path), {"workload": req.workload.to_dict(), "decomposition": req.decomposition.id,
                                       "phases": req.phases, "inject_slowdown": req.inject_slowdown, "fault": req.fault,
+                                      "profile_steps": req.profile_steps,
                                       "force_cpu": gpu == "cpu", "launched_at": time.time()})
     env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_DISABLE_PROGRESS_BARS="1")
     env.pop("HARNESS_FAULT", None)
@@ -125,7 +127,8 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
               "workload_spec": req.workload.to_dict(),
               "decomposition": req.decomposition.as_dict(), "decomposition_id": req.decomposition.id, "repeat": req.repeat,
               "gpu": gpu, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "wall_s": wall,
-              "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "exit_code": code}
+              "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "profile_steps": req.profile_steps,
+              "exit_code": code}
     result = {}
     if res_path.exists() and not timed_out:
         try:

@@ -37,6 +37,7 @@ class Options:
     update_baselines: bool = False
     fail_inconclusive: bool = False
     faults: str | None = None  # test-only, from HARNESS_FAULTS
+    profile_steps: int = 0
     command: str = ""
 
     def __post_init__(self):
@@ -74,7 +75,8 @@ class PerfSession:
         plan = schedule([(self.workloads[w], self.workloads[w].decomposition(d)) for w, d in pairs], repeats, o.order, first_repeat)
         for w, d, rep in plan:
             n = len(self.records) + 1
-            req = RunRequest(w, d, rep, phases=o.phases, inject_slowdown=o.inject_slowdown, fault=faults.get((d.id, rep)))
+            req = RunRequest(w, d, rep, phases=o.phases, inject_slowdown=o.inject_slowdown, fault=faults.get((d.id, rep)),
+                             profile_steps=o.profile_steps)
             self.progress(f"[{n}/{total_hint}] {req.case_id} run {rep}: started")
             rec = run_one(req, o.results_dir, self.session_id, o.timeout_s, o.gpu)
             self.records.append(rec)

@@ -47,7 +47,8 @@ def train(req: dict, timing: dict) -> dict:
     datasets.disable_progress_bars()
 
     from . import build
-    from .callbacks import CudaClock, GpuSampler, HostClock, InstrumentedMixin, MeasureCallback, Recorder, SamplerCallback, attach_forward_hooks
+    from .callbacks import (CudaClock, GpuSampler, HostClock, InstrumentedMixin, KernelProfiler, MeasureCallback, Recorder,
+                            SamplerCallback, attach_forward_hooks)
     from .env import worker_env
     from .spec import Workload
 
@@ -82,6 +83,9 @@ def train(req: dict, timing: dict) -> dict:
             trainer.add_callback(SamplerCallback(sampler))
         if recorder.phases:
             attach_forward_hooks(trainer.model, recorder)
+        profiler = KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
+        if profiler is not None:
+            trainer.add_callback(profiler)
         timing["trainer_setup_s"] = time.perf_counter() - t
         t = time.perf_counter()
         out = trainer.train()
@@ -103,6 +107,7 @@ def train(req: dict, timing: dict) -> dict:
         "peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
         "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
         "gpu_samples": sampler.samples if sampler is not None and sampler.available else None,
+        "profile": profiler.result if profiler is not None else None,
         "env": worker_env(trainer.model),
     }
 
