@@ -236,8 +236,8 @@ class PerfSession:
 def headline(rec: dict) -> str:
     """One line for progress output: status and the run's headline figures."""
     if rec["status"] != "ok":
-        tail = (rec.get("stderr_tail") or "").strip().splitlines()[-1:] or [""]
-        return f"{rec['status'].upper()} ({rec.get('error', '')}) {tail[0][:160]}"
+        kind = "OOM (does not fit)" if rec["status"] == "oom" else rec["status"].upper()
+        return f"{kind}: {rec.get('error', '')}"
     parts = [f"ok in {rec['wall_s']:.1f} s", f"median step {rec['step_time_median_ms']:.1f} ms", f"train_runtime {rec['train_runtime_s']:.2f} s"]
     if rec.get("peak_reserved_bytes"):
         parts.append(f"peak reserved {rec['peak_reserved_bytes'] / 2**30:.2f} GiB")

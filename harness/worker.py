@@ -130,7 +130,10 @@ def main(argv: list[str]) -> int:
         if isinstance(exc, HubUnavailable) or not oom and type(exc).__name__ in ("SpecError", "ValueError"):
             message = str(exc)
         else:
-            message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            if oom:  # keep what was asked and what was free; the full text stays in "traceback"
+                text = ". ".join(text.split(". ")[:3])
+            message = f"{type(exc).__name__}: {text[:300]}"
         result = {"status": "oom" if oom else "error", "error": message, "traceback": traceback.format_exc()[-4000:]}
         print(("does not fit: " if oom else "error: ") + message, file=sys.stderr)
         code = EXIT_OOM if oom else EXIT_ERROR
