@@ -140,8 +140,12 @@ def cmd_report(args) -> int:
 
 
 def cmd_overhead(args) -> int:
-    from .overhead import measure
+    from .overhead import measure, micro, micro_report
 
+    if args.micro:
+        steps = dict(kv.split("=") for kv in args.micro.split(","))  # "1x4=1510,4x1=394"
+        print("\n".join(micro_report(micro(), {d: (int(d.split("x")[1]), float(ms)) for d, ms in steps.items()})))
+        return 0
     return measure(args)
 
 
@@ -181,9 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--allow-gpu-mismatch", action="store_true")
     rp.set_defaults(fn=cmd_report)
     op = sub.add_parser("overhead", help="phases on vs off, interleaved ABBA, on one decomposition")
-    op.add_argument("--gpu", required=True)
-    op.add_argument("--workload", required=True)
-    op.add_argument("--decomposition", required=True)
+    op.add_argument("--micro", metavar="DECOMP=MS,...", help="instead: time one mark and one hook pair here and report their share of steps of these lengths")
+    op.add_argument("--gpu")
+    op.add_argument("--workload")
+    op.add_argument("--decomposition")
     op.add_argument("--pairs", type=int, default=5)
     op.add_argument("--steps", type=int)
     op.add_argument("--workloads-dir", default="workloads")
