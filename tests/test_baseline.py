@@ -1,0 +1,110 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import baseline as bl
+from harness.session import Options, PerfSession
+from harness.spec import Workload
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def tiny():
+    return Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+
+
+def fake_runs(w, medians, status="ok", gpu="cpu", **extra):
+    out = []
+    for d in w.decompositions:
+        for i, m in enumerate(medians):
+            out.append({"run_id": f"{d.id}-{i}", "session_id": "s", "workload": w.name, "workload_hash": w.hash,
+                        "decomposition_id": d.id, "decomposition": d.as_dict(), "repeat": i + 1, "gpu": gpu, "status": status,
+                        "step_time_median_ms": m, "train_runtime_s": m * w.train.max_steps / 1000, "step_times_ms": [m] * w.train.max_steps,
+                        "warmup_steps": w.measure.warmup_steps, "peak_reserved_bytes": None, "peak_allocated_bytes": None,
+                        "tokens_per_s": 1.0, "losses": [1.0] * w.train.max_steps, "env": {"hostname": "h", "versions": {"torch": "x"}}, **extra})
+    return out
+
+
+def test_record_and_load_round_trip(tmp_path, tiny):
+    path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
+    b = bl.load(tmp_path, "cpu", tiny)
+    assert b.path == path and not b.imported and b.values("2x2", "step_time_median_ms") == [100, 101, 99, 100, 102]
+    assert b.thresholds["runtime"] == 0.10  # the cpu default
+    assert "[100, 100, 100" in path.read_text()  # number lists stay on one line
+
+
+@pytest.mark.parametrize("write, expected", [
+    (None, "no baseline for tiny-qwen3 on cpu"),
+    ("{not json", "is unreadable"),
+    (json.dumps({"schema": 99}), "has schema 99, this suite reads schema 1"),
+    (json.dumps([1, 2]), "has schema 'list'"),
+])
+def test_refusals_on_load(tmp_path, tiny, write, expected):
+    if write is not None:
+        (tmp_path / "cpu").mkdir()
+        (tmp_path / "cpu" / "tiny-qwen3.json").write_text(write)
+    with pytest.raises(bl.BaselineError) as err:
+        bl.load(tmp_path, "cpu", tiny)
+    assert expected in str(err.value) and "\n" not in str(err.value)
+    if write is None:
+        assert "--update-baselines" in str(err.value)
+
+
+def test_refuses_another_gpu_and_another_hash(tmp_path, tiny):
+    data = bl.from_runs(tiny, "l4", fake_runs(tiny, [100] * 5, gpu="l4"), "cmd")
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "tiny-qwen3.json").write_text(json.dumps(data))
+    with pytest.raises(bl.BaselineError, match="was recorded on 'l4', not 'cpu'"):
+        bl.load(tmp_path, "cpu", tiny)
+    bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "cmd"))
+    with pytest.raises(bl.BaselineError, match=r"another version of tiny-qwen3 .*train.max_steps: 12 -> 30"):
+        bl.load(tmp_path, "cpu", tiny.with_overrides(max_steps=30))
+
+
+@pytest.mark.parametrize("records, expected", [
+    (lambda w: fake_runs(w, [100] * 5)[:-1] + fake_runs(w, [100], status="oom")[-1:], "1 run(s) failed (4x1: oom)"),
+    (lambda w: fake_runs(w, [100] * 4), "has 4 run(s), at least 5 needed"),
+    (lambda w: fake_runs(w, [100] * 5, inject_slowdown=0.1), "injected slowdown"),
+])
+def test_update_refusals_write_nothing(tmp_path, tiny, records, expected):
+    path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "old"))
+    before = path.read_text()
+    with pytest.raises(bl.BaselineError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        bl.from_runs(tiny, "cpu", records(tiny), "new")
+    assert path.read_text() == before
+
+
+def imported_session(gpu, current):
+    w = Workload.load(ROOT / "workloads" / "qwen3-1.7b-lora-pretrained.toml")
+    recs = []
+    for d, values in current.items():
+        for i, v in enumerate(values):
+            recs.append({"workload": w.name, "decomposition_id": d, "status": "ok", "train_runtime_s": v,
+                         "step_time_median_ms": v * 10, "peak_reserved_bytes": 5 * 2**30, "losses": None})
+    s = PerfSession(Options(gpu=gpu, baselines_dir=ROOT / "baselines"), {w.name: w}, [(w.name, d) for d in current], progress=lambda m: None)
+    s.records, s.executed = recs, True
+    return s
+
+
+def test_imported_t4_baseline_runtime_ordering_not_memory():
+    same = imported_session("t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [248, 252, 246, 255, 250]})
+    b = same.baselines["qwen3-1.7b-lora-pretrained"]
+    assert b.imported and b.runtime_metric("1x4") == "train_runtime_s"
+    rt = same.runtime_verdicts()
+    assert all("train_runtime" in v.message for v in rt.values())
+    assert not any(v.failed for v in rt.values())
+    order = {v.case.split(":")[1]: v.outcome for v in same.ordering_verdicts("qwen3-1.7b-lora-pretrained")}
+    assert order["4x1<1x4"] == "pass" and order["2x2~4x1"] == "tie"  # the published B/C ranges overlap
+    assert same.memory_verdict("qwen3-1.7b-lora-pretrained", "1x4").outcome == "skip"
+    slow = imported_session("t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [330, 335, 328, 340, 332]})
+    assert slow.runtime_verdicts()["qwen3-1.7b-lora-pretrained-4x1"].outcome == "regression"
+    assert any(v.outcome == "fail" for v in slow.ordering_verdicts("qwen3-1.7b-lora-pretrained"))
+
+
+def test_imported_l4_baseline_orders_4x1_before_1x4():
+    s = imported_session("l4", {"1x4": [218, 221, 216, 224, 219], "4x1": [124, 126, 125, 123, 127]})
+    order = {v.case.split(":")[1]: v.outcome for v in s.ordering_verdicts("qwen3-1.7b-lora-pretrained")}
+    assert order == {"4x1<1x4": "pass"}
+    assert all(v.outcome == "pass" for v in s.runtime_verdicts().values())
