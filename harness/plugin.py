@@ -182,6 +182,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminal_summary(terminalreporter, s, config.stash.get(_RECORDED, None))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config, machine_info):
+    """pytest-benchmark's machine_info has no GPU; add the one this session ran on."""
+    from .env import gpu_names
+
+    machine_info["gpu"] = config.stash.get(_GPU, None)
+    machine_info["gpu_names"] = gpu_names()
+
+
 def record_update(config, staged) -> None:
     """Remember what --update-baselines wrote, for the before/after table."""
     config.stash[_RECORDED] = config.stash.get(_RECORDED, []) + list(staged)

@@ -110,11 +110,14 @@ def terminal_lines(data: dict) -> list[str]:
         lines.append(f"{r['workload'] + '-' + r['decomposition']:<26} {runs:>5} {_fmt(r['step_time_ms']):>26} {_fmt(r['train_runtime_s']):>24} {_delta(r):>22}  {r['verdict'] or '-'}"
                      + (f" ({', '.join(r['failures'])})" if r["failures"] else ""))
     lines.append("")
+    skips: dict[str, list[str]] = {}
     for v in data["verdicts"]:
-        if v["kind"] != "runtime":
+        if v["outcome"] == "skip":
+            skips.setdefault(v["message"], []).append(f"{v['kind']} {v['case']}")
+        elif v["kind"] != "runtime" or v["outcome"] != "pass":
             lines.append(f"{v['kind']:<12} {v['case']:<28} {v['outcome']:<12} {v['message']}")
-        elif v["outcome"] not in ("pass",):
-            lines.append(f"{v['kind']:<12} {v['case']:<28} {v['outcome']:<12} {v['message']}")
+    for msg, which in skips.items():
+        lines.append(f"{'skipped':<12} {len(which)} check(s) ({', '.join(sorted({w.split()[0] for w in which}))}): {msg}")
     diff = version_diff(data)
     vers = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
     lines += ["", f"versions: {vers}" if vers else "versions: (no successful run)"]

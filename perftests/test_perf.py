@@ -4,6 +4,7 @@ decomposition; one ordering and one equivalence verdict per workload. Runs happe
 
 import pytest
 
+from harness import bench
 from harness.plugin import record_update
 from harness.stats import Verdict
 
@@ -51,7 +52,10 @@ def test_run(perf_session, perf_case):
                 f"run {r['repeat']} step {i + 1}: measured phases {measured:.1f} ms exceed the step's {step:.1f} ms by more than 5%: mis-measured")
 
 
-def test_runtime(perf_session, perf_case, request):
+@pytest.mark.benchmark(timer=bench.REPLAY)
+def test_runtime(perf_session, perf_case, request, benchmark):
+    """Verdict against the baseline; the step times are also replayed into pytest-benchmark."""
+    bench.record(benchmark, perf_session, *perf_case)
     judge(perf_session.runtime_verdicts()[f"{perf_case[0]}-{perf_case[1]}"], request)
 
 

@@ -1,6 +1,7 @@
 """End to end on CPU with tiny-qwen3: real trainings in fresh processes, driven through pytest as a user would."""
 
 import json
+import sys
 
 import pytest
 
@@ -28,9 +29,9 @@ def test_cpu_session_records_every_key(perf_project):
             assert r[k] is not None, k
         for k in GPU_ONLY:
             assert r[k] is None, k
-        assert len(r["step_times_ms"]) == 12 and len(r["losses"]) == 12 and r["warmup_steps"] == 2
+        assert len(r["step_times_ms"]) == 20 and len(r["losses"]) == 20 and r["warmup_steps"] == 3
         assert set(r["phases_ms"]) == {"data", "forward", "backward", "optimizer", "other"}
-        assert all(len(v) == 12 for v in r["phases_ms"].values())
+        assert all(len(v) == 20 for v in r["phases_ms"].values())
         assert min(r["phases_ms"]["forward"]) > 0 and min(r["phases_ms"]["backward"]) > 0
         assert ENV_KEYS <= set(r["env"]) and r["env"]["versions"]["trl"] and r["env"]["gpu"] is None
         assert r["decomposition"]["micro_batch"] * r["decomposition"]["grad_accum"] == 4
@@ -67,22 +68,42 @@ def test_baseline_then_aa_then_injected_slowdown(perf_project):
     data = json.loads((perf_project.path / "baselines" / "cpu" / "tiny-qwen3.json").read_text())
     assert data["provenance"]["kind"] == "measured" and len(data["decompositions"]["1x4"]["runs"]) == 5
 
-    aa = perf_project.runpytest_subprocess(*common, "--results-dir", "aa")
+    aa = perf_project.runpytest_subprocess(*common, "--results-dir", "aa", "--benchmark-json", "aa.json")
     print(aa.stdout.str())
-    assert aa.ret == 0
-    outcomes = aa.parseoutcomes()
-    assert outcomes.get("failed", 0) == 0 and outcomes["passed"] >= 9, outcomes
-    aa.stdout.fnmatch_lines(["*equivalence*tiny-qwen3*pass*", "*ordering*"])
+    assert aa.ret == 0 and aa.parseoutcomes().get("failed", 0) == 0
+    table = [ln for ln in aa.outlines if ln.startswith("tiny-qwen3-")]
+    assert len(table) == 3 and all(ln.rstrip().endswith(("pass", "inconclusive")) for ln in table), table
+    aa.stdout.fnmatch_lines(["*ordering*tiny-qwen3:*<1x4*pass*", "*equivalence*tiny-qwen3*pass*"])
 
-    slow = perf_project.runpytest_subprocess(*common, "--results-dir", "slow", "--inject-slowdown", "0.3")
+    slow = perf_project.runpytest_subprocess(*common, "--results-dir", "slow", "--inject-slowdown", "0.3", "--max-repeats", "10",
+                                             "--benchmark-json", "slow.json")
     print(slow.stdout.str())
-    slow.stdout.fnmatch_lines_random([f"*FAILED perftests/test_perf.py::test_runtime[[]tiny-qwen3-{d}[]]*REGRESSION*" for d in ("1x4", "2x2", "4x1")])
+    slow.stdout.fnmatch_lines_random([f"*FAILED perftests/test_perf.py::test_runtime[[]tiny-qwen3-{d}[]]*REGRESS*" for d in ("1x4", "2x2", "4x1")])
     slow.stdout.fnmatch_lines(["*REGRESSION: steady-state median step time x1.* (+*%), CI [[]1.*, 1.*[]] vs baseline, threshold +10%*"])
     assert slow.parseoutcomes()["failed"] == 3
     assert "test_ordering" not in "".join(ln for ln in slow.outlines if ln.startswith("FAILED"))
     assert "test_equivalence" not in "".join(ln for ln in slow.outlines if ln.startswith("FAILED"))
 
+    # The step times went through pytest-benchmark's public API: its own compare reads the JSON.
+    bench = json.loads((perf_project.path / "aa.json").read_text())
+    names = sorted(b["name"] for b in bench["benchmarks"])
+    assert names == [f"test_runtime[tiny-qwen3-{d}]" for d in ("1x4", "2x2", "4x1")]
+    b0 = bench["benchmarks"][0]
+    assert b0["options"]["timer"] == "replay_clock" and b0["stats"]["rounds"] == 5 * 17
+    assert b0["extra_info"]["versions"]["trl"] and len(b0["extra_info"]["train_runtime_s"]) == 5
+    assert bench["machine_info"]["gpu"] == "cpu"
+    cmp = perf_project.run(sys.executable, "-m", "pytest_benchmark.cli", "compare", "aa.json", "slow.json", "--group-by", "name")
+    assert cmp.ret == 0
+    cmp.stdout.fnmatch_lines(["*test_runtime[[]tiny-qwen3-1x4[]] (aa)*", "*test_runtime[[]tiny-qwen3-1x4[]] (slow)*"])
+
+    # harness compare: the same statistics between two results dirs; exit 1 on a regression only.
+    same = perf_project.run(sys.executable, "-m", "harness", "compare", "rec", "aa")
+    assert same.ret == 0, same.stdout.str()
+    worse = perf_project.run(sys.executable, "-m", "harness", "compare", "rec", "slow")
+    assert worse.ret == 1
+    worse.stdout.fnmatch_lines(["*tiny-qwen3-1x4*regression*", "*REGRESSION: steady-state median step time x1.*"])
+
     # The same baseline at another step count is refused, naming the field that changed.
     other = perf_project.runpytest_subprocess(*common, "--results-dir", "other", "--steps", "6", "--repeats", "1", "-k", "runtime and 4x1")
-    other.stdout.fnmatch_lines(["*is for another version of tiny-qwen3*train.max_steps: 12 -> 6*"])
+    other.stdout.fnmatch_lines(["*is for another version of tiny-qwen3*train.max_steps: 20 -> 6*"])
     assert other.ret == 1

@@ -36,7 +36,7 @@ def test_hash_tracks_timing_fields_only(tiny_dict):
     assert pretrained.hash == w.hash, "weights do not change compute"
     assert w.with_overrides(max_steps=3).hash != w.hash
     assert dataclasses.replace(w, lora=dataclasses.replace(w.lora, r=4)).hash != w.hash
-    assert changed_fields(w.to_dict(), w.with_overrides(max_steps=3).to_dict()) == ["train.max_steps: 12 -> 3"]
+    assert changed_fields(w.to_dict(), w.with_overrides(max_steps=3).to_dict()) == ["train.max_steps: 20 -> 3"]
 
 
 @pytest.mark.parametrize("mutate, expected", [
@@ -63,7 +63,7 @@ def test_decomposition_parse():
 BAD = {
     "3x2": ('decompositions = ["1x4", "2x2", "4x1"]', 'decompositions = ["1x4", "3x2"]', "decomposition 3x2 gives 6 samples per step, not the effective batch 4"),
     "unknown": ("[lora]\n", "[lora]\nrank = 3\n", "unknown field 'rank'"),
-    "negative": ("max_steps = 12", "max_steps = -1", "train.max_steps must be positive, got -1"),
+    "negative": ("max_steps = 20", "max_steps = -1", "train.max_steps must be positive, got -1"),
 }
 
 

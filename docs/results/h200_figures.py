@@ -1,0 +1,86 @@
+"""Section-2 figures of docs/results/h200.md from the raw runs under docs/results/h200-raw/.
+
+    python docs/results/h200_figures.py docs/results/h200-raw > docs/results/h200-figures.md
+"""
+
+import json
+import math
+import sys
+from pathlib import Path
+from statistics import fmean, median
+
+from harness.simulate import min_detectable_slowdown
+from harness.stats import Sample, log_ratio
+
+
+def runs(d: Path) -> list[dict]:
+    return [json.loads(x) for x in (d / "runs.jsonl").read_text().splitlines() if x.strip()]
+
+
+def log_cv(values):
+    lv = [math.log(v) for v in values]
+    m = fmean(lv)
+    return math.sqrt(sum((x - m) ** 2 for x in lv) / (len(lv) - 1)) if len(lv) > 1 else float("nan")
+
+
+def main(root: Path) -> None:
+    full = runs(root / "100steps")
+    decs = ["1x4", "2x2", "4x1"]
+    by = {d: [r for r in full if r["decomposition_id"] == d and r["status"] == "ok"] for d in decs}
+    print("### Per decomposition, 100 steps (qwen3-1.7b-lora, fp16)\n")
+    print("| micro × GA | runs | train_runtime s | median step ms | CV step (log sd) | CV train_runtime | peak reserved GiB | tokens/s | phases ms/step data / fwd / bwd / opt / other | NVML busy | process wall s | outside training s |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---|---:|---|---|")
+    wall_total = {}
+    for d in decs:
+        rs = by[d]
+        st = [r["step_time_median_ms"] for r in rs]
+        rt = [r["train_runtime_s"] for r in rs]
+        ph = {p: median(median(r["phases_ms"][p][r["warmup_steps"]:]) for r in rs) for p in ("data", "forward", "backward", "optimizer", "other")}
+        util = median(g["util_pct"] for r in rs for g in r["gpu_samples"]) / 100
+        outside = [r["wall_s"] - r["train_runtime_s"] for r in rs]
+        wall_total[d] = fmean(r["wall_s"] for r in rs)
+        walls = ", ".join("%.0f" % r["wall_s"] for r in rs)
+        print(f"| {d.replace('x', ' × ')} | {len(rs)} | {', '.join(f'{x:.1f}' for x in rt)} | {', '.join(f'{x:.0f}' for x in st)} | {log_cv(st):.1%} | {log_cv(rt):.1%} | "
+              f"{rs[0]['peak_reserved_bytes'] / 2**30:.2f} | {median(r['tokens_per_s'] for r in rs):.0f} | "
+              f"{' / '.join(f'{ph[p]:.1f}' for p in ph)} | {util:.0%} | {walls} | {', '.join(f'{x:.1f}' for x in outside)} |")
+    t = {d: Sample(tuple(r["step_time_median_ms"] for r in by[d])).median for d in decs}
+    print(f"\n1 × 4 takes x{t['1x4'] / t['4x1']:.2f} the step time of 4 × 1, 2 × 2 x{t['2x2'] / t['4x1']:.2f} (medians of run medians).\n")
+    imports = ", ".join("%.1f" % r["timing_s"]["import_s"] for d in decs for r in by[d])
+    print("Time outside training per run (process wall − train_runtime): start-up, imports "
+          f"({imports} s), model build "
+          f"({median(r['timing_s']['model_build_s'] for d in decs for r in by[d]):.1f} s), data "
+          f"({median(r['timing_s']['data_build_s'] for d in decs for r in by[d]):.2f} s), trainer setup "
+          f"({median(r['timing_s']['trainer_setup_s'] for d in decs for r in by[d]):.1f} s) and the Trainer's own start/stop.")
+    session = sum(wall_total.values())
+    outside = sum(fmean(r["wall_s"] - r["train_runtime_s"] for r in by[d]) for d in decs)
+    print(f"One interleaved round of the three decompositions: {session:.0f} s of GPU time, of which {outside:.0f} s ({outside / session:.0%}) outside training.")
+    print(f"A full session at the default 5 repeats: {5 * session / 60:.0f} GPU minutes; recording a baseline costs the same.\n")
+
+    ov = runs(root / "overhead-4x1-15steps")
+    on = [r["step_time_median_ms"] for r in ov if r["phases_enabled"]]
+    off = [r["step_time_median_ms"] for r in ov if not r["phases_enabled"]]
+    e = log_ratio(off, on, 0.05)
+    print("### Run-to-run variation and instrumentation overhead (4 × 1, 15 steps, ABBA, 5 pairs)\n")
+    print(f"Run medians, phases on: {', '.join(f'{x:.0f}' for x in on)} ms; off: {', '.join(f'{x:.0f}' for x in off)} ms.")
+    print(f"Log-sd between runs, all 10: {log_cv(on + off):.1%}. Overhead on/off: {(e.ratio - 1) * 100:+.2f}%, 90% CI [{(e.lo - 1) * 100:+.1f}%, {(e.hi - 1) * 100:+.1f}%]:"
+          " the between-run noise is far larger than any overhead, so this A/B cannot resolve 1%.\n")
+    cv_all = {d: log_cv([r["step_time_median_ms"] for r in by[d]]) for d in decs}
+    cv_short = log_cv(on + off)
+    print("### Minimum detectable slowdown at the default 5 vs 5 runs (power 0.9, alpha 0.05, threshold 5%, Holm over 3)\n")
+    for name, cv in [*((f"{d}, 100 steps, CV from {len(by[d])} runs", cv_all[d]) for d in decs), ("4x1, 15 steps, CV from 10 runs", cv_short)]:
+        mds = min_detectable_slowdown(cv, 5, 5, 0.05, 0.05, cases=3)
+        print(f"- {name} = {cv:.1%}: {mds:.1%}")
+    print()
+    prof = runs(root / "profile-12steps")
+    print("### GPU kernel time against step time (torch.profiler over steps 6–9 of 12)\n")
+    print("| micro × GA | wall ms/step (profiled) | kernel ms/step | kernel launches/step | GPU busy (kernel/wall) | median step ms, same run |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in prof:
+        p = r["profile"]
+        print(f"| {r['decomposition_id'].replace('x', ' × ')} | {p['wall_ms_per_step']:.0f} | {p['kernel_ms_per_step']:.0f} | {p['kernels_per_step']:.0f} | {p['gpu_busy_fraction']:.0%} | {r['step_time_median_ms']:.0f} |")
+    oom = runs(root / "oom-probe")[0]
+    print(f"\n### Out of memory\n\n`oom-probe` ({oom['decomposition_id']}): status `{oom['status']}`, `{oom['error']}`; wall {oom['wall_s']:.0f} s; the session went on.")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
