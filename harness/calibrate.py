@@ -23,7 +23,7 @@ from .spec import load_workloads
 from .stats import RuntimeCheck
 
 
-def calibrate(args) -> int:
+def calibrate(args, out=print) -> int:
     ws = load_workloads(args.workloads_dir)
     if args.workload not in ws:
         raise ValueError(f"no workload {args.workload!r} in {args.workloads_dir}; known: {', '.join(ws)}")
@@ -39,15 +39,15 @@ def calibrate(args) -> int:
             for d in w.decompositions:
                 n += 1
                 rec = run_one(RunRequest(w, d, rep, inject_slowdown=slow), Path(args.results_dir), session, args.timeout, args.gpu)
-                print(f"[{n}/{total}] {g} {w.name}-{d.id}: {headline(rec)}", flush=True)
+                out(f"[{n}/{total}] {g} {w.name}-{d.id}: {headline(rec)}")
                 if rec["status"] != "ok":
-                    print(f"error: run failed ({rec['status']}); see {rec['log']}")
+                    out(f"error: run failed ({rec['status']}); see {rec['log']}")
                     return 1
                 groups[g][d.id].append(rec["step_time_median_ms"])
     chk = RuntimeCheck(t["alpha"], t["runtime"])
     aa = chk.decide({d: (groups["A"][d], groups["A'"][d]) for d in groups["A"]})
     inj = chk.decide({d: (groups["A"][d], groups["S"][d]) for d in groups["A"]})
-    print(f"\ncalibration of {w.name} on {args.gpu}: {args.repeats} runs per group, alpha {t['alpha']}, threshold {t['runtime']:.0%}")
+    out(f"calibration of {w.name} on {args.gpu}: {args.repeats} runs per group, alpha {t['alpha']}, threshold {t['runtime']:.0%}")
     cvs = []
     for d in groups["A"]:
         logs = [math.log(x) for x in groups["A"][d]] , [math.log(x) for x in groups["A'"][d]]
@@ -55,9 +55,9 @@ def calibrate(args) -> int:
         cv = math.sqrt(sum(r * r for r in resid) / max(len(resid) - 2, 1))
         cvs.append(cv)
         mds = min_detectable_slowdown(cv, args.repeats, args.repeats, t["alpha"], t["runtime"], cases=len(groups["A"]))
-        print(f"  {d}: run-to-run CV {cv:.2%}; A/A {aa[d].outcome} ({aa[d].details['ratio']:.3f}); "
+        out(f"  {d}: run-to-run CV {cv:.2%}; A/A {aa[d].outcome} ({aa[d].details['ratio']:.3f}); "
               f"injected {args.slowdown:.0%}: {inj[d].outcome} (realised x{inj[d].details['ratio']:.3f}); minimum detectable slowdown {mds:.1%}")
     worst = max(cvs)
-    print(f"minimum detectable slowdown at {args.repeats} vs {args.repeats} runs, power 0.9, Holm over {len(cvs)}: "
+    out(f"minimum detectable slowdown at {args.repeats} vs {args.repeats} runs, power 0.9, Holm over {len(cvs)}: "
           f"{min_detectable_slowdown(worst, args.repeats, args.repeats, t['alpha'], t['runtime'], cases=len(cvs)):.1%} (worst CV {worst:.2%})")
     return 0

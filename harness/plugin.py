@@ -46,6 +46,7 @@ def pytest_addoption(parser):
     g.addoption("--profile-steps", type=int, default=0, help="profile CUDA kernels over N steps after warm-up (evidence runs; not for baselines)")
     g.addoption("--alpha", type=float, default=None, help="override the baseline's alpha")
     g.addoption("--threshold", type=float, default=None, help="override the baseline's practical runtime threshold (fraction)")
+    g.addoption("--calibrate", action="store_true", help="instead of the tests: A/A and --inject-slowdown (default 0.10) runs, then the minimum detectable slowdown")
     g.addoption("--fail-inconclusive", action="store_true", help="inconclusive runtime verdicts fail instead of being reported")
     g.addoption("--require-baseline", action="store_true", help="a missing baseline fails instead of skipping")
 
@@ -171,6 +172,26 @@ def perf_session(request) -> PerfSession:
     config.stash[_SESSION] = s
     s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}, results in {opts.results_dir}")
     return s.run()
+
+
+def pytest_runtestloop(session):
+    """With --calibrate, run the sensitivity self-check instead of the test cases."""
+    config = session.config
+    if not config.getoption("--calibrate"):
+        return None
+    from .calibrate import calibrate
+
+    say = _progress(config)
+    o = config.getoption
+    wdir = Path(o("--workloads-dir") or _root(config) / "workloads")
+    code = 0
+    for name in _workloads(config):
+        args = argparse.Namespace(gpu=config.stash[_GPU], workload=name, repeats=o("--repeats"), slowdown=o("--inject-slowdown") or 0.10,
+                                  steps=o("--steps"), workloads_dir=wdir, results_dir=Path(o("--results-dir")) / "calibrate", timeout=o("run_timeout"))
+        code |= calibrate(args, out=say)
+    if code:
+        session.testsfailed = 1
+    return True
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -1,7 +1,9 @@
 """End to end on CPU with tiny-qwen3: real trainings in fresh processes, driven through pytest as a user would."""
 
 import json
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -92,7 +94,8 @@ def test_baseline_then_aa_then_injected_slowdown(perf_project):
     assert b0["options"]["timer"] == "replay_clock" and b0["stats"]["rounds"] == 5 * 17
     assert b0["extra_info"]["versions"]["trl"] and len(b0["extra_info"]["train_runtime_s"]) == 5
     assert bench["machine_info"]["gpu"] == "cpu"
-    cmp = perf_project.run(sys.executable, "-m", "pytest_benchmark.cli", "compare", "aa.json", "slow.json", "--group-by", "name")
+    cli = shutil.which("pytest-benchmark", path=str(Path(sys.executable).parent)) or shutil.which("pytest-benchmark")
+    cmp = perf_project.run(cli, "compare", "aa.json", "slow.json")
     assert cmp.ret == 0
     cmp.stdout.fnmatch_lines(["*test_runtime[[]tiny-qwen3-1x4[]] (aa)*", "*test_runtime[[]tiny-qwen3-1x4[]] (slow)*"])
 
@@ -107,3 +110,19 @@ def test_baseline_then_aa_then_injected_slowdown(perf_project):
     other = perf_project.runpytest_subprocess(*common, "--results-dir", "other", "--steps", "6", "--repeats", "1", "-k", "runtime and 4x1")
     other.stdout.fnmatch_lines(["*is for another version of tiny-qwen3*train.max_steps: 20 -> 6*"])
     assert other.ret == 1
+
+
+def test_calibrate_prints_the_minimum_detectable_slowdown(perf_project):
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--calibrate", "--repeats", "2", "--steps", "8",
+                                               "--inject-slowdown", "0.5", "--results-dir", "cal", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*[[]18/18[]] S tiny-qwen3-4x1: ok*", "*calibration of tiny-qwen3 on cpu: 2 runs per group*",
+                                 "*1x4: run-to-run CV *; A/A *; injected 50%: * (realised x1.*); minimum detectable slowdown *",
+                                 "*minimum detectable slowdown at 2 vs 2 runs, power 0.9, Holm over 3: *"])
+    assert len(runs(perf_project.path / "cal" / "calibrate" / "runs.jsonl")) == 18
+
+
+def test_gpu_mismatch_stops_at_once(perf_project):
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=l4", "-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--gpu=l4 but this machine has cpu; run with --gpu=cpu*"])

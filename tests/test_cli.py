@@ -1,0 +1,49 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.spec import Workload
+
+from test_baseline import fake_runs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_runs(d: Path, records):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def harness(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_baseline_update_from_two_sessions(tmp_path):
+    w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+    spec = {"workload_spec": w.to_dict()}
+    a = fake_runs(w, [100, 101, 99], **spec)
+    b = [dict(r, session_id="s2", run_id=r["run_id"] + "b") for r in fake_runs(w, [100, 102], **spec)]
+    write_runs(tmp_path / "s1", a)
+    write_runs(tmp_path / "s2", b)
+    one = harness("baseline", "update", "s1", "--gpu", "cpu", cwd=tmp_path)
+    assert one.returncode == 2 and one.stderr.startswith("error: refusing to record a baseline for tiny-qwen3: 1x4 has 3 run(s)")
+    assert not (tmp_path / "baselines").exists()
+    both = harness("baseline", "update", "s1", "s2", "--gpu", "cpu", cwd=tmp_path)
+    assert both.returncode == 0, both.stderr
+    assert "tiny-qwen3 1x4" in both.stdout and "written:" in both.stdout
+    data = json.loads((tmp_path / "baselines" / "cpu" / "tiny-qwen3.json").read_text())
+    assert data["provenance"]["sessions"] == ["s", "s2"] and "gathered over 2 sessions" in data["provenance"]["note"]
+    wrong = harness("baseline", "update", "s1", "--gpu", "l4", cwd=tmp_path)
+    assert wrong.returncode == 2 and "no runs on l4" in wrong.stderr and "found cpu" in wrong.stderr
+
+
+def test_compare_refuses_different_specs(tmp_path):
+    w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+    w30 = w.with_overrides(max_steps=30)
+    write_runs(tmp_path / "a", fake_runs(w, [100] * 5, workload_spec=w.to_dict()))
+    write_runs(tmp_path / "b", fake_runs(w30, [100] * 5, workload_spec=w30.to_dict()))
+    res = harness("compare", "a", "b", cwd=tmp_path)
+    assert res.returncode == 2 and "tiny-qwen3 differs between A and B: train.max_steps: 20 -> 30" in res.stderr
+    missing = harness("compare", "a", "nowhere", cwd=tmp_path)
+    assert missing.returncode == 2 and "nowhere: no runs.jsonl here" in missing.stderr
