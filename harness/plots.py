@@ -73,10 +73,15 @@ def traces(data: dict, path: Path) -> Path:
     for ax, r in zip(axes[0], rows):
         for j, t in enumerate(r["step_traces_ms"]):
             ax.plot(range(1, len(t) + 1), t, lw=0.8, alpha=0.8, label=f"run {j + 1}")
+        if r.get("warmup_steps"):
+            ax.axvspan(0.5, r["warmup_steps"] + 0.5, color="#dddddd", zorder=0, label="warm-up (skipped)")
         ax.set_title(f"{r['workload']} {r['micro_batch']}×{r['grad_accum']}", fontsize=9)
         ax.set_xlabel("optimizer step")
-        ax.set_yscale("log")
-    axes[0][0].set_ylabel("step time, ms (log)")
+        steady = [x for t in r["step_traces_ms"] for x in t[r.get("warmup_steps") or 0:]]
+        if steady:
+            ax.set_ylim(0, 1.25 * max(steady))  # warm-up steps may run off the top
+    axes[0][0].set_ylabel("step time, ms")
+    axes[0][0].legend(fontsize=7)
     return _save(fig, path)
 
 

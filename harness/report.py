@@ -65,7 +65,7 @@ def build(session) -> dict:
             "baseline_step_time_ms": _rng(base_step, ".1f"), "baseline_train_runtime_s": _rng(base_rt, ".2f"),
             "verdict": v.outcome if v else None, "ratio": (v.details.get("ratio") if v else None),
             "ratio_lo": (v.details.get("lo") if v else None), "ratio_hi": (v.details.get("hi") if v else None),
-            "step_traces_ms": [r["step_times_ms"] for r in ok],
+            "step_traces_ms": [r["step_times_ms"] for r in ok], "warmup_steps": wl.measure.warmup_steps,
         })
     env = next((r.get("env") for r in session.records if r.get("env")), {}) or {}
     base_versions = {w: b.env.get("versions", {}) for w, b in session.baselines.items() if isinstance(b, bl.Baseline)}
@@ -146,7 +146,9 @@ def markdown(data: dict) -> str:
     out += [f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}" for v in bad] or ["- all checks passed"]
     other = [v for v in data["verdicts"] if v["kind"] in ("ordering", "equivalence") and v["outcome"] in ("pass", "tie")]
     out += [f"- {v['outcome']} {v['kind']} `{v['case']}`: {v['message']}" for v in other]
-    out += ["", "### Software", "", f"- GPU: {gpu} × {env.get('gpu_count') or 0}, driver {env.get('driver')}, CUDA {env.get('cuda')}, attention {env.get('attn_implementation')}",
+    hw = (f"- GPU: {gpu} × {env.get('gpu_count')}, driver {env.get('driver')}, CUDA {env.get('cuda')}, attention {env.get('attn_implementation')}"
+          if env.get("gpu") else f"- no GPU (CPU run), attention {env.get('attn_implementation')}")
+    out += ["", "### Software", "", hw,
             f"- host CPU: {env.get('cpu')}", "- " + ", ".join(f"{k} {v}" for k, v in data["versions"].items())]
     out += [f"- differs from baseline: {d}" for d in version_diff(data)]
     out += ["", f"Command: `{data['command']}`", ""]
