@@ -13,7 +13,7 @@ from pathlib import Path
 from . import baseline as bl
 from . import report
 from .session import Options, PerfSession, load_records
-from .spec import SpecError, Workload, load_workloads
+from .spec import SpecError, Workload
 
 
 class UsageError(Exception):

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from . import baseline as bl
 from .env import detect_gpu
 from .session import Options, PerfSession
 from .spec import SpecError, Workload, load_workloads
@@ -215,6 +214,3 @@ def pytest_benchmark_update_machine_info(config, machine_info):
 def record_update(config, staged) -> None:
     """Remember what --update-baselines wrote, for the before/after table."""
     config.stash[_RECORDED] = config.stash.get(_RECORDED, []) + list(staged)
-
-
-__all__ = ["bl", "record_update"]

@@ -1,6 +1,5 @@
 import math
 
-import pytest
 
 from harness.stats import (EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, holm, log_ratio,
                            mannwhitney_min_p, reachable)
