@@ -62,7 +62,10 @@ def phases(data: dict, path: Path) -> Path:
     ax.set_xticks(range(len(rows)), [_label(r) for r in rows], fontsize=8)
     ax.set_ylabel("ms per optimizer step (median)")
     ax.set_title("Where the step goes", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
+    if rows:
+        ax.legend(fontsize=8, loc="upper right")
+    else:
+        ax.text(0.5, 0.5, "no phase data (runs with --no-phases)", ha="center", transform=ax.transAxes)
     return _save(fig, path)
 
 
