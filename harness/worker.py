@@ -55,6 +55,8 @@ def train(req: dict, timing: dict) -> dict:
     timing["import_s"] = time.perf_counter() - t
     w = Workload.from_dict(req["workload"])
     dec = w.decomposition(req["decomposition"])
+    if dec.world_size > 1:
+        raise ValueError(f"{w.name} {dec.id}: world_size {dec.world_size} needs a multi-process launcher, which the runner does not have yet; use world_size 1")
     cuda = torch.cuda.is_available() and not req.get("force_cpu")
     device = torch.device("cuda" if cuda else "cpu")
     if not cuda and w.train.precision == "fp16":
