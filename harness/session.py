@@ -223,6 +223,7 @@ class PerfSession:
         Raises BaselineError, writing nothing, on a refusal (failed runs, too few repeats, missing decompositions).
         """
         w = self.workloads[name]
+        self.baselines  # load the previous baselines first, so the summary compares against them
         missing = [d.id for d in w.decompositions if d.id not in self.decomps(name)]
         if missing:
             raise bl.BaselineError(f"refusing to record a baseline for {name}: decomposition(s) {', '.join(missing)} were not run (drop -k to run all)")
