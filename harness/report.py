@@ -143,7 +143,11 @@ def markdown(data: dict) -> str:
                    f"{r['ok']}/{r['runs']} | {_fmt(r['train_runtime_s'])} | {_fmt(r['step_time_ms'])} | {_delta(r)} | {r['verdict'] or '-'} | {mem} | {tps} | {phases} | {busy} |")
     bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]
     out += ["", "### Verdicts", ""]
-    out += [f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}" for v in bad] or ["- all checks passed"]
+    judged = [v for v in data["verdicts"] if v["outcome"] != "skip"]
+    out += [f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}" for v in bad] or (["- all checks passed"] if judged else [])
+    for msg in dict.fromkeys(v["message"] for v in data["verdicts"] if v["outcome"] == "skip"):
+        n = sum(1 for v in data["verdicts"] if v["outcome"] == "skip" and v["message"] == msg)
+        out.append(f"- skipped ({n} check{'s' if n > 1 else ''}): {msg}")
     other = [v for v in data["verdicts"] if v["kind"] in ("ordering", "equivalence") and v["outcome"] in ("pass", "tie")]
     out += [f"- {v['outcome']} {v['kind']} `{v['case']}`: {v['message']}" for v in other]
     hw = (f"- GPU: {gpu} × {env.get('gpu_count')}, driver {env.get('driver')}, CUDA {env.get('cuda')}, attention {env.get('attn_implementation')}"
