@@ -144,7 +144,7 @@ def markdown(data: dict) -> str:
     bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]
     out += ["", "### Verdicts", ""]
     judged = [v for v in data["verdicts"] if v["outcome"] != "skip"]
-    out += [f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}" for v in bad] or (["- all checks passed"] if judged else [])
+    out += [f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}" for v in bad] or (["- no regression or failure among the judged checks"] if judged else [])
     for msg in dict.fromkeys(v["message"] for v in data["verdicts"] if v["outcome"] == "skip"):
         n = sum(1 for v in data["verdicts"] if v["outcome"] == "skip" and v["message"] == msg)
         out.append(f"- skipped ({n} check{'s' if n > 1 else ''}): {msg}")
