@@ -17,7 +17,6 @@ from .env import detect_gpu
 from .session import Options, PerfSession
 from .spec import SpecError, Workload, load_workloads
 
-GPU_NAMES = ("auto", "cpu", "t4", "l4", "a10", "a10g", "a100", "h100", "h200", "l40s", "b200")
 _GPU = pytest.StashKey[str]()
 _WORKLOADS = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[PerfSession]()

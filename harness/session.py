@@ -153,7 +153,7 @@ class PerfSession:
             case = f"{w}-{d}"
             b = self.baselines[w]
             if isinstance(b, bl.BaselineError):
-                out[case] = Verdict("runtime", case, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b))
+                out[case] = Verdict("runtime", case, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b), _missing(b))
                 continue
             key = b.runtime_metric(d)
             base, cur = b.values(d, key), self.metric(w, d, key).values
@@ -175,7 +175,7 @@ class PerfSession:
         case = f"{workload}-{decomp}"
         b = self.baselines[workload]
         if isinstance(b, bl.BaselineError):
-            return Verdict("memory", case, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b))
+            return Verdict("memory", case, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b), _missing(b))
         cur = self.metric(workload, decomp, "peak_reserved_bytes").values
         base = b.values(decomp, "peak_reserved_bytes")
         if b.imported:
@@ -188,7 +188,7 @@ class PerfSession:
     def ordering_verdicts(self, workload: str) -> list[Verdict]:
         b = self.baselines[workload]
         if isinstance(b, bl.BaselineError):
-            return [Verdict("ordering", workload, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b))]
+            return [Verdict("ordering", workload, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b), _missing(b))]
         base, cur = {}, {}
         for d in self.decomps(workload):
             key = b.runtime_metric(d)
@@ -232,6 +232,10 @@ class PerfSession:
         old = bl.read_any(path)
         bl.write(self.options.baselines_dir, data)
         return [(path, old, data)]
+
+
+def _missing(err: Exception) -> dict:
+    return {"missing_baseline": isinstance(err, bl.MissingBaseline)}
 
 
 def headline(rec: dict) -> str:

@@ -20,7 +20,7 @@ def judge(verdicts, request):
     missing = [v for v in verdicts if v.outcome == "skip"]
     if inconclusive and request.config.getoption("--fail-inconclusive"):
         pytest.fail(lines, pytrace=False)
-    if missing and request.config.getoption("--require-baseline"):
+    if any(v.details.get("missing_baseline") for v in missing) and request.config.getoption("--require-baseline"):
         pytest.fail(lines, pytrace=False)
     if len(missing) == len(verdicts):
         pytest.skip(lines)
