@@ -71,8 +71,40 @@ def cmd_baseline_update(args) -> int:
     return 0
 
 
+def _session_against_file(path: Path, b_dirs: list[str], args) -> PerfSession:
+    """A PerfSession whose records are B's, judged against a committed baseline file (baselines/<gpu>/<workload>.json)."""
+    b = _group(_records(b_dirs), "B")
+    name, gpu = path.stem, path.parent.name
+    if name not in b:
+        raise UsageError(f"{path} is the baseline of {name}, but B has runs of {', '.join(b) or 'nothing'} only")
+    gpus_b = sorted({r["gpu"] for r in b[name][1]})
+    if gpus_b != [gpu] and not args.allow_gpu_mismatch:
+        raise UsageError(f"{path} was recorded on {gpu} but B ran on {', '.join(gpus_b)}; timings across GPUs are not comparable (--allow-gpu-mismatch to force)")
+    try:
+        base = bl.load(path.parent.parent, gpu, b[name][0])
+    except bl.BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    return _judge({name: b[name]}, {name: base}, gpus_b[0], b_dirs, args)
+
+
+def _judge(b: dict, baselines: dict, gpu: str, b_dirs: list[str], args) -> PerfSession:
+    """A finished PerfSession holding B's records, judged against ``baselines`` (threshold overrides applied)."""
+    if args.alpha is not None or args.threshold is not None:
+        for base in baselines.values():
+            base.data.setdefault("thresholds", {}).update({k: v for k, v in (("alpha", args.alpha), ("runtime", args.threshold)) if v is not None})
+    workloads = {n: b[n][0] for n in baselines}
+    cases = [(n, d.id) for n, w in workloads.items() for d in w.decompositions if any(r["decomposition_id"] == d.id for r in b[n][1])]
+    s = PerfSession(Options(gpu=gpu, results_dir=Path(b_dirs[0]), command="python -m harness " + " ".join(sys.argv[1:])), workloads, cases, progress=lambda m: None)
+    s.records = [r for n in baselines for r in b[n][1]]
+    s.executed = True
+    s.__dict__["baselines"] = baselines
+    return s
+
+
 def _session_against(a_dirs: list[str], b_dirs: list[str], args) -> PerfSession:
-    """A PerfSession whose records are B's and whose baselines are built from A's ok runs."""
+    """A PerfSession whose records are B's and whose baselines are built from A's ok runs, or read from A's baseline file."""
+    if len(a_dirs) == 1 and Path(a_dirs[0]).is_file():
+        return _session_against_file(Path(a_dirs[0]), b_dirs, args)
     a, b = _group([r for r in _records(a_dirs) if r["status"] == "ok"], "A"), _group(_records(b_dirs), "B")
     gpus_a = {r["gpu"] for _, rs in a.values() for r in rs}
     gpus_b = {r["gpu"] for _, rs in b.values() for r in rs}
@@ -82,25 +114,16 @@ def _session_against(a_dirs: list[str], b_dirs: list[str], args) -> PerfSession:
     common = [n for n in b if n in a]
     if not common:
         raise UsageError(f"A and B share no workload (A: {', '.join(a) or 'none'}; B: {', '.join(b) or 'none'})")
-    workloads, cases, baselines = {}, [], {}
+    baselines = {}
     for n in common:
         wa, ra = a[n]
-        wb, rb = b[n]
+        wb = b[n][0]
         if wa.hash != wb.hash:
             from .spec import changed_fields
 
             raise UsageError(f"{n} differs between A and B: {'; '.join(changed_fields(wa.to_dict(), wb.to_dict()))}")
-        workloads[n] = wb
-        cases += [(n, d.id) for d in wb.decompositions if any(r["decomposition_id"] == d.id for r in rb)]
-        data = bl.from_runs(wa, gpu, ra, "compare", min_repeats=1, require_all=False)
-        if args.alpha is not None or args.threshold is not None:
-            data["thresholds"].update({k: v for k, v in (("alpha", args.alpha), ("runtime", args.threshold)) if v is not None})
-        baselines[n] = bl.Baseline(Path(a_dirs[0]), data)
-    s = PerfSession(Options(gpu=gpu, results_dir=Path(b_dirs[0]), command="python -m harness " + " ".join(sys.argv[1:])), workloads, cases, progress=lambda m: None)
-    s.records = [r for n in common for r in b[n][1]]
-    s.executed = True
-    s.__dict__["baselines"] = baselines
-    return s
+        baselines[n] = bl.Baseline(Path(a_dirs[0]), bl.from_runs(wa, gpu, ra, "compare", min_repeats=1, require_all=False))
+    return _judge(b, baselines, gpu, b_dirs, args)
 
 
 def cmd_compare(args) -> int:
@@ -124,6 +147,10 @@ def cmd_report(args) -> int:
                         [(n, d.id) for n, (w, rs) in groups.items() for d in w.decompositions if any(r["decomposition_id"] == d.id for r in rs)],
                         progress=lambda m: None)
         s.records, s.executed = recs, True
+        for name, base in s.baselines.items():  # a report of the very runs a baseline was recorded from compares nothing
+            ids = {r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]} if isinstance(base, bl.Baseline) else set()
+            if ids & {r["run_id"] for r in recs if r["workload"] == name}:
+                s.baselines[name] = bl.MissingBaseline(f"these runs of {name} are its baseline ({base.path}); not compared with themselves")
     data = report.build(s)
     out = Path(args.out or args.results_dirs[0])
     out.mkdir(parents=True, exist_ok=True)
@@ -167,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--min-repeats", type=int, default=bl.MIN_REPEATS)
     up.add_argument("--note", default="")
     up.set_defaults(fn=cmd_baseline_update)
-    cp = sub.add_parser("compare", help="compare results dir B against A with the suite's statistics; exit 1 on a regression")
+    cp = sub.add_parser("compare", help="compare results dir B against A (a results dir, or a baseline file such as "
+                        "baselines/h200/qwen3-1.7b-lora.json) with the suite's statistics; exit 1 on a regression")
     cp.add_argument("a", nargs=1)
     cp.add_argument("b", nargs=1)
     cp.add_argument("--alpha", type=float)

@@ -108,3 +108,21 @@ def test_imported_l4_baseline_orders_4x1_before_1x4():
     order = {v.case.split(":")[1]: v.outcome for v in s.ordering_verdicts("qwen3-1.7b-lora-pretrained")}
     assert order == {"4x1<1x4": "pass"}
     assert all(v.outcome == "pass" for v in s.runtime_verdicts().values())
+
+
+def test_committed_h200_baseline_matches_the_workload_and_tells_the_order():
+    """The measured H200 baseline loads against today's workload spec (a spec edit must come with a new baseline)."""
+    w = Workload.load(ROOT / "workloads" / "qwen3-1.7b-lora.toml")
+    b = bl.load(ROOT / "baselines", "h200", w)
+    assert not b.imported and b.runtime_metric("4x1") == "step_time_median_ms"
+    assert all(len(b.values(d, "step_time_median_ms")) >= bl.MIN_REPEATS for d in ("1x4", "2x2", "4x1"))
+    assert len(b.data["provenance"]["sessions"]) > 1  # gathered over two device sessions, and it says so
+    recs = [{"workload": w.name, "decomposition_id": d, "status": "ok", "step_time_median_ms": v, "train_runtime_s": v / 10,
+             "peak_reserved_bytes": b.values(d, "peak_reserved_bytes")[0], "losses": b.losses(d)}
+            for d in ("1x4", "2x2", "4x1") for v in b.values(d, "step_time_median_ms")]
+    s = PerfSession(Options(gpu="h200", baselines_dir=ROOT / "baselines"), {w.name: w}, [(w.name, d) for d in ("1x4", "2x2", "4x1")],
+                    progress=lambda m: None)
+    s.records, s.executed = recs, True
+    order = {v.case.split(":")[1]: v.outcome for v in s.ordering_verdicts(w.name)}
+    assert order == {"2x2<1x4": "pass", "4x1<1x4": "pass", "4x1<2x2": "pass"}
+    assert not any(v.failed for v in s.runtime_verdicts().values())

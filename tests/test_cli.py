@@ -47,3 +47,30 @@ def test_compare_refuses_different_specs(tmp_path):
     assert res.returncode == 2 and "tiny-qwen3 differs between A and B: train.max_steps: 20 -> 30" in res.stderr
     missing = harness("compare", "a", "nowhere", cwd=tmp_path)
     assert missing.returncode == 2 and "nowhere: no runs.jsonl here" in missing.stderr
+
+
+def test_compare_against_a_committed_baseline_file(tmp_path):
+    w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+    spec = {"workload_spec": w.to_dict()}
+    write_runs(tmp_path / "rec", fake_runs(w, [100, 101, 99, 100, 102], **spec))
+    assert harness("baseline", "update", "rec", "--gpu", "cpu", cwd=tmp_path).returncode == 0
+    base = "baselines/cpu/tiny-qwen3.json"
+    write_runs(tmp_path / "same", [dict(r, run_id="same-" + r["run_id"]) for r in fake_runs(w, [100, 99, 101, 100, 100], **spec)])
+    write_runs(tmp_path / "slow", [dict(r, run_id="slow-" + r["run_id"]) for r in fake_runs(w, [130, 131, 129, 130, 132], **spec)])
+    same = harness("compare", base, "same", cwd=tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "A (baseline): baselines/cpu/tiny-qwen3.json" in same.stdout and "regression" not in same.stdout
+    slow = harness("compare", base, "slow", cwd=tmp_path)
+    assert slow.returncode == 1 and slow.stdout.count("REGRESSION: steady-state median step time x1.299") == 3
+    other = tmp_path / "baselines" / "l4"
+    other.mkdir()
+    (other / "tiny-qwen3.json").write_text((tmp_path / base).read_text())
+    gpu = harness("compare", "baselines/l4/tiny-qwen3.json", "same", cwd=tmp_path)
+    assert gpu.returncode == 2 and "was recorded on l4 but B ran on cpu" in gpu.stderr
+    w30 = w.with_overrides(max_steps=30)
+    write_runs(tmp_path / "longer", fake_runs(w30, [100] * 5, workload_spec=w30.to_dict()))
+    changed = harness("compare", base, "longer", cwd=tmp_path)
+    assert changed.returncode == 2 and "train.max_steps: 20 -> 30" in changed.stderr
+    itself = harness("report", "rec", "--out", "rep", cwd=tmp_path)
+    assert itself.returncode == 0 and "these runs of tiny-qwen3 are its baseline" in itself.stdout
+    assert "REGRESSION" in harness("report", "slow", "--out", "rep3", cwd=tmp_path).stdout
