@@ -21,6 +21,7 @@ _GPU = pytest.StashKey[str]()
 _WORKLOADS = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[PerfSession]()
 _RECORDED = pytest.StashKey[list]()
+_OPTIONS = pytest.StashKey[Options]()
 
 
 def pytest_addoption(parser):
@@ -47,6 +48,9 @@ def pytest_addoption(parser):
     g.addoption("--calibrate", action="store_true", help="instead of the tests: A/A and --inject-slowdown (default 0.10) runs, then the minimum detectable slowdown")
     g.addoption("--fail-inconclusive", action="store_true", help="inconclusive runtime verdicts fail instead of being reported")
     g.addoption("--require-baseline", action="store_true", help="a missing baseline fails instead of skipping")
+    g.addoption("--budget-minutes", type=float, default=None,
+                help="start no run that would end past this many minutes (estimated from the case's slowest run); the rest is left for --resume")
+    g.addoption("--resume", action="store_true", help="continue the last session in --results-dir: its runs count, only the missing ones are made")
 
 
 def pytest_configure(config):
@@ -58,6 +62,18 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--gpu={want} but this machine has {detected}; run with --gpu={detected} (or --gpu=cpu)")
     config.stash[_GPU] = want
     config.addinivalue_line("markers", "perf: a performance case of the harness")
+    o = config.getoption
+    budget = o("--budget-minutes")
+    try:
+        config.stash[_OPTIONS] = Options(
+            gpu=want, results_dir=Path(o("--results-dir")), baselines_dir=Path(o("--baselines-dir") or _root(config) / "baselines"),
+            repeats=o("--repeats"), max_repeats=o("--max-repeats"), order=o("--order"), timeout_s=o("run_timeout"),
+            inject_slowdown=o("--inject-slowdown"), phases=not o("--no-phases"), alpha=o("--alpha"), threshold=o("--threshold"),
+            update_baselines=o("--update-baselines"), fail_inconclusive=o("--fail-inconclusive"), faults=os.environ.get("HARNESS_FAULTS"),
+            profile_steps=o("--profile-steps"), resume=o("--resume"), budget_s=None if budget is None else budget * 60,
+            command="pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _root(config) -> Path:
@@ -158,18 +174,16 @@ def perf_session(request) -> PerfSession:
     cases = [c for c in dict.fromkeys(cases)]
     order = {(w.name, d.id): i for i, (w, d) in enumerate((w, d) for w in ws.values() for d in w.decompositions)}
     cases.sort(key=order.__getitem__)
-    o = config.getoption
-    opts = Options(gpu=config.stash[_GPU], results_dir=Path(o("--results-dir")),
-                   baselines_dir=Path(o("--baselines-dir") or _root(config) / "baselines"), repeats=o("--repeats"),
-                   max_repeats=o("--max-repeats"), order=o("--order"), timeout_s=o("run_timeout"),
-                   inject_slowdown=o("--inject-slowdown"), phases=not o("--no-phases"), alpha=o("--alpha"),
-                   threshold=o("--threshold"), update_baselines=o("--update-baselines"),
-                   fail_inconclusive=o("--fail-inconclusive"), faults=os.environ.get("HARNESS_FAULTS"), profile_steps=o("--profile-steps"),
-                   command="pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args))
+    opts = config.stash[_OPTIONS]
     s = PerfSession(opts, ws, cases, progress=_progress(config))
     config.stash[_SESSION] = s
-    s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}, results in {opts.results_dir}")
-    return s.run()
+    budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
+    s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}{budget}, "
+               f"results in {opts.results_dir}")
+    try:
+        return s.run()
+    except ValueError as exc:  # --resume of a session with other settings
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_runtestloop(session):

@@ -71,7 +71,7 @@ def build(session) -> dict:
     base_versions = {w: b.env.get("versions", {}) for w, b in session.baselines.items() if isinstance(b, bl.Baseline)}
     return {
         "gpu": session.options.gpu, "session_id": session.session_id, "command": session.options.command,
-        "inject_slowdown": session.options.inject_slowdown, "rows": rows,
+        "inject_slowdown": session.options.inject_slowdown, "rows": rows, "incomplete": getattr(session, "incomplete", None),
         "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in session.all_verdicts()],
         "env": {k: env.get(k) for k in ("gpu", "gpu_count", "driver", "cuda", "cpu", "hostname", "attn_implementation", "gpu_clocks")},
         "versions": env.get("versions", {}), "baseline_versions": base_versions,
@@ -104,7 +104,7 @@ def version_diff(data: dict) -> list[str]:
 
 def terminal_lines(data: dict) -> list[str]:
     head = f"{'case':<26} {'runs':>5} {'median step ms [range]':>26} {'train_runtime s [range]':>24} {'Δ vs baseline [CI]':>22}  verdict"
-    lines = [head, "-" * len(head)]
+    lines = ([data["incomplete"]] if data.get("incomplete") else []) + [head, "-" * len(head)]
     for r in data["rows"]:
         runs = f"{r['ok']}/{r['runs']}"
         lines.append(f"{r['workload'] + '-' + r['decomposition']:<26} {runs:>5} {_fmt(r['step_time_ms']):>26} {_fmt(r['train_runtime_s']):>24} {_delta(r):>22}  {r['verdict'] or '-'}"
@@ -129,6 +129,8 @@ def markdown(data: dict) -> str:
     env = data["env"]
     gpu = env.get("gpu") or "CPU"
     out = [f"## LoRA fine-tuning performance: {gpu} ({data['gpu']})", ""]
+    if data.get("incomplete"):
+        out += [f"**{data['incomplete']}**", ""]
     if data["inject_slowdown"]:
         out += [f"**Injected slowdown {data['inject_slowdown']:.0%}** (sensitivity self-check)", ""]
     out += ["| workload | micro × GA | eff. batch | runs | train_runtime s, median [range] | step ms, median [range] | Δ step vs baseline [CI] | verdict | peak reserved GiB | tokens/s | phases ms/step: data / fwd / bwd / opt / other | GPU busy |",

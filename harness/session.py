@@ -39,6 +39,8 @@ class Options:
     faults: str | None = None  # test-only, from HARNESS_FAULTS
     profile_steps: int = 0
     command: str = ""
+    resume: bool = False  # continue the last session in results_dir: its runs count, only the missing ones are made
+    budget_s: float | None = None  # start no run that would end past this many seconds (estimated from the case's slowest run)
 
     def __post_init__(self):
         if self.repeats < 1:
@@ -49,6 +51,8 @@ class Options:
             raise ValueError(f"--inject-slowdown must be a fraction in [0, 10), got {self.inject_slowdown}")
         if self.timeout_s <= 0:
             raise ValueError(f"--timeout must be positive, got {self.timeout_s}")
+        if self.budget_s is not None and self.budget_s <= 0:
+            raise ValueError(f"--budget-minutes must be positive, got {self.budget_s / 60:g}")
 
     @property
     def looks(self) -> int:
@@ -67,13 +71,27 @@ class PerfSession:
     records: list[dict] = field(default_factory=list)
     executed: bool = False
     looks_used: int = 0
+    left: int = 0  # planned runs not started because of --budget-minutes
+    resumed: int = 0  # runs taken over from the session resumed with --resume
+    clock: Callable[[], float] = time.monotonic  # for --budget-minutes; tests pass a fake one
+    _t0: float = field(default=0.0, repr=False)
 
     # ---- execution --------------------------------------------------------------------------------
     def _execute(self, pairs, repeats, first_repeat, total_hint) -> None:
         o = self.options
         faults = parse_faults(o.faults)
         plan = schedule([(self.workloads[w], self.workloads[w].decomposition(d)) for w, d in pairs], repeats, o.order, first_repeat)
-        for w, d, rep in plan:
+        done = {(r["workload"], r["decomposition_id"], r["repeat"]) for r in self.records}
+        plan = [(w, d, rep) for w, d, rep in plan if (w.name, d.id, rep) not in done]
+        for i, (w, d, rep) in enumerate(plan):
+            if o.budget_s is not None:
+                est = max((r.get("wall_s") or 0.0 for r in self.runs(w.name, d.id, ok_only=False)), default=0.0)
+                spent = self.clock() - self._t0
+                if spent + est > o.budget_s:
+                    self.left = len(plan) - i
+                    self.progress(f"budget: {spent:.0f} s spent, {w.name}-{d.id} run {rep} would take ~{est:.0f} s more than the "
+                                  f"{o.budget_s:.0f} s of --budget-minutes; {self.left} run(s) left: rerun the same command with --resume")
+                    return
             n = len(self.records) + 1
             req = RunRequest(w, d, rep, phases=o.phases, inject_slowdown=o.inject_slowdown, fault=faults.get((d.id, rep)),
                              profile_steps=o.profile_steps)
@@ -89,10 +107,13 @@ class PerfSession:
         self.executed = True
         o = self.options
         Path(o.results_dir).mkdir(parents=True, exist_ok=True)
+        self._t0 = self.clock()
+        if o.resume:
+            self._take_over()
         self._execute(self.cases, o.repeats, 1, len(self.cases) * o.repeats)
         self.looks_used = 1
         done = o.repeats
-        while not o.update_baselines and done < (o.max_repeats or o.repeats):
+        while not self.left and not o.update_baselines and done < (o.max_repeats or o.repeats):
             todo = [c for c, v in self.runtime_verdicts().items() if v.outcome == "inconclusive" and c in self._case_index]
             if not todo:
                 break
@@ -100,10 +121,48 @@ class PerfSession:
             pairs = [self._case_index[c] for c in todo]
             self.progress(f"inconclusive: {', '.join(todo)}; {more} more run(s) each (up to --max-repeats {o.max_repeats})")
             self._execute(pairs, more, done + 1, len(self.records) + len(pairs) * more)
+            if self.left:
+                break
             done += more
             self.looks_used += 1
             self.__dict__.pop("_runtime", None)
         return self
+
+    def _take_over(self) -> None:
+        """--resume: adopt the last session recorded in results_dir (its id and its runs of the selected cases).
+
+        Raises ValueError, with one line, when that session ran with other settings than this one.
+        """
+        o = self.options
+        recs = load_records(o.results_dir)
+        if not recs:
+            self.progress(f"resume: nothing recorded in {o.results_dir} yet; starting session {self.session_id}")
+            return
+        last = recs[-1].get("session_id")
+        theirs = [r for r in recs if r.get("session_id") == last]
+        selected = set(self.cases)
+        for r in theirs:
+            w = self.workloads.get(r["workload"])
+            diffs = [f"{what} {a!r} != {b!r}" for what, a, b in (
+                ("gpu", r.get("gpu"), o.gpu),
+                ("workload hash", r.get("workload_hash"), w.hash if w else None),
+                ("--inject-slowdown", r.get("inject_slowdown") or 0.0, o.inject_slowdown),
+                ("phases", r.get("phases_enabled", True), o.phases),
+                ("--profile-steps", r.get("profile_steps") or 0, o.profile_steps)) if a != b]
+            if (r["workload"], r["decomposition_id"]) in selected and diffs:
+                raise ValueError(f"--resume: session {last} in {o.results_dir} ran {r['workload']}-{r['decomposition_id']} with other settings "
+                                 f"({'; '.join(diffs)}); rerun with its settings, or without --resume in a fresh --results-dir")
+        self.session_id = last
+        self.records = [r for r in theirs if (r["workload"], r["decomposition_id"]) in selected]
+        self.resumed = len(self.records)
+        self.progress(f"resume: session {last}, {self.resumed} run(s) already in {o.results_dir} count toward --repeats")
+
+    @property
+    def incomplete(self) -> str | None:
+        """None when every planned run was made; else one line saying how many are left and how to finish."""
+        if not self.left:
+            return None
+        return f"INCOMPLETE: {self.left} planned run(s) left by --budget-minutes; rerun the same command with --resume to finish"
 
     @cached_property
     def _case_index(self) -> dict[str, tuple[str, str]]:
@@ -159,6 +218,9 @@ class PerfSession:
             base, cur = b.values(d, key), self.metric(w, d, key).values
             if not base:
                 out[case] = Verdict("runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines")
+                continue
+            if not cur and self.left and not self.runs(w, d, ok_only=False):
+                out[case] = Verdict("runtime", case, "skip", f"{case} not run yet: {self.incomplete}")
                 continue
             if not cur:
                 out[case] = Verdict("runtime", case, "fail", f"no successful run of {case} to compare")
@@ -223,6 +285,8 @@ class PerfSession:
         Raises BaselineError, writing nothing, on a refusal (failed runs, too few repeats, missing decompositions).
         """
         w = self.workloads[name]
+        if self.left:
+            raise bl.BaselineError(f"refusing to record a baseline for {name}: {self.incomplete}")
         self.baselines  # load the previous baselines first, so the summary compares against them
         missing = [d.id for d in w.decompositions if d.id not in self.decomps(name)]
         if missing:

@@ -32,6 +32,8 @@ def judge(verdicts, request):
 def test_run(perf_session, perf_case):
     """Every run of the case finished, and its measured phases fit inside its steps."""
     runs = perf_session.runs(*perf_case, ok_only=False)
+    if not runs and perf_session.incomplete:
+        pytest.skip(perf_session.incomplete)
     assert runs, f"no run of {perf_case} was executed"
     bad = [r for r in runs if r["status"] != "ok"]
     if bad:

@@ -133,3 +133,29 @@ def test_require_baseline_turns_a_missing_baseline_into_a_failure(perf_project):
                                                "-k", "(runtime or memory) and 4x1", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=2, deselected=10)
     result.stdout.fnmatch_lines(["*FAILED perftests/test_perf.py::test_runtime[[]tiny-qwen3-4x1[]]*no base*"])
+
+
+def test_budget_leaves_runs_for_resume(perf_project):
+    """--budget-minutes stops before a run that would overrun; --resume makes only the missing runs, in the same session."""
+    common = ("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "2", "--steps", "4", "-k", "test_run and not runtime",
+              "-p", "no:cacheprovider")
+    bad = perf_project.runpytest_subprocess(*common, "--budget-minutes", "0")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(["*--budget-minutes must be positive, got 0*"])
+    cut = perf_project.runpytest_subprocess(*common, "--budget-minutes", "0.001")  # 0.06 s: only the first run starts
+    cut.assert_outcomes(passed=1, skipped=2)
+    cut.stdout.fnmatch_lines(["*budget: * s spent, tiny-qwen3-2x2 run 1 would take ~0 s more than the 0 s of --budget-minutes;"
+                              " 5 run(s) left: rerun the same command with --resume*",
+                              "INCOMPLETE: 5 planned run(s) left by --budget-minutes; rerun the same command with --resume to finish"])
+    first = runs(perf_project.path / "out" / "runs.jsonl")
+    assert [(r["decomposition_id"], r["repeat"]) for r in first] == [("1x4", 1)]
+    done = perf_project.runpytest_subprocess(*common, "--resume")
+    done.assert_outcomes(passed=3)
+    done.stdout.fnmatch_lines([f"*resume: session {first[0]['session_id']}, 1 run(s) already in out count toward --repeats*"])
+    assert "INCOMPLETE" not in done.stdout.str()
+    recs = runs(perf_project.path / "out" / "runs.jsonl")
+    assert [(r["decomposition_id"], r["repeat"]) for r in recs] == [("1x4", 1), ("2x2", 1), ("4x1", 1), ("1x4", 2), ("2x2", 2), ("4x1", 2)]
+    assert {r["session_id"] for r in recs} == {first[0]["session_id"]}
+    other = perf_project.runpytest_subprocess(*common, "--resume", "--inject-slowdown", "0.1")
+    assert other.ret == 4
+    other.stdout.fnmatch_lines(["*--resume: session * ran tiny-qwen3-1x4 with other settings (--inject-slowdown 0.0 != 0.1)*"])

@@ -6,6 +6,7 @@ import pytest
 
 from harness import baseline as bl
 from harness import session as sess
+from harness.runner import append_jsonl
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,8 +17,16 @@ def tiny():
     return Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
 
 
-def fake_runner(times: dict[str, list[float]], calls: list):
-    """run_one stand-in: the n-th run of a decomposition gets times[d][n % len]."""
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fake_runner(times: dict[str, list[float]], calls: list, walls: dict[str, float] | None = None, clock: FakeClock | None = None):
+    """run_one stand-in: the n-th run of a decomposition gets times[d][n % len]; it appends to runs.jsonl like the real one."""
 
     def run_one(req, results_dir, session_id, timeout_s, gpu):
         d = req.decomposition.id
@@ -25,10 +34,17 @@ def fake_runner(times: dict[str, list[float]], calls: list):
         calls.append((d, req.repeat))
         m = times[d][k % len(times[d])]
         w = req.workload
-        return {"run_id": f"{d}-{k}", "session_id": session_id, "workload": w.name, "workload_hash": w.hash, "decomposition_id": d,
-                "repeat": req.repeat, "gpu": gpu, "status": "ok", "step_time_median_ms": m, "train_runtime_s": m / 100,
-                "step_times_ms": [m] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
-                "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0, "wall_s": 1.0, "env": {}}
+        wall = (walls or {}).get(d, 1.0)
+        if clock is not None:
+            clock.now += wall
+        rec = {"run_id": f"{session_id}-{d}-{k}", "session_id": session_id, "workload": w.name, "workload_hash": w.hash, "decomposition_id": d,
+               "repeat": req.repeat, "gpu": gpu, "status": "ok", "step_time_median_ms": m, "train_runtime_s": m / 100,
+               "step_times_ms": [m] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
+               "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0, "wall_s": wall, "env": {},
+               "inject_slowdown": req.inject_slowdown, "phases_enabled": req.phases, "profile_steps": req.profile_steps}
+        Path(results_dir).mkdir(parents=True, exist_ok=True)
+        append_jsonl(Path(results_dir) / "runs.jsonl", rec)
+        return rec
     return run_one
 
 
@@ -71,3 +87,53 @@ def test_update_refuses_when_a_decomposition_was_not_run(tmp_path, tiny, monkeyp
     with pytest.raises(bl.BaselineError, match="4x1 were not run"):
         s.update_baselines_for(tiny.name)
     assert not (tmp_path / "baselines" / "cpu").exists()
+
+
+def test_budget_stops_before_a_run_that_would_overrun_and_resume_finishes(tmp_path, tiny, monkeypatch):
+    calls, clock = [], FakeClock()
+    times = {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}
+    monkeypatch.setattr(sess, "run_one", fake_runner(times, calls, walls={"1x4": 30, "2x2": 20, "4x1": 10}, clock=clock))
+    o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", repeats=3, budget_s=100)
+    cases = [(tiny.name, d.id) for d in tiny.decompositions]
+    first = sess.PerfSession(o, {tiny.name: tiny}, cases, progress=lambda m: None, clock=clock).run()
+    # round 1 ends at 60 s; 1x4 #2 (~30 s) ends at 90 <= 100; 2x2 #2 (~20 s) would end at 110: stop, 5 runs left
+    assert calls == [("1x4", 1), ("2x2", 1), ("4x1", 1), ("1x4", 2)]
+    assert first.left == 5 and "5 planned run(s) left" in first.incomplete and "--resume" in first.incomplete
+    with pytest.raises(bl.BaselineError, match="INCOMPLETE"):
+        first.update_baselines_for(tiny.name)
+    calls.clear()
+    resumed = sess.PerfSession(sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", repeats=3, resume=True),
+                               {tiny.name: tiny}, cases, progress=lambda m: None, clock=clock).run()
+    assert calls == [("2x2", 2), ("4x1", 2), ("1x4", 3), ("2x2", 3), ("4x1", 3)]
+    assert resumed.session_id == first.session_id and resumed.resumed == 4 and resumed.left == 0 and resumed.incomplete is None
+    assert sorted((r["decomposition_id"], r["repeat"]) for r in resumed.records) == [(d, r) for d in ("1x4", "2x2", "4x1") for r in (1, 2, 3)]
+    resumed.update_baselines_for(tiny.name, min_repeats=3)  # a finished session records like any other
+    assert bl.load(tmp_path / "baselines", "cpu", tiny).values("2x2", "step_time_median_ms") == [80.0] * 3
+
+
+def test_a_case_not_run_within_the_budget_is_skipped_not_failed(tmp_path, tiny, monkeypatch):
+    calls, clock = [], FakeClock()
+    base = make(tmp_path, tiny, monkeypatch, {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, [], repeats=5).run()
+    bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", base.records, "test"))
+    monkeypatch.setattr(sess, "run_one", fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls, walls={"1x4": 60, "2x2": 50}, clock=clock))
+    o = sess.Options(gpu="cpu", results_dir=tmp_path / "b", baselines_dir=tmp_path / "baselines", repeats=2, budget_s=100)
+    s = sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None, clock=clock).run()
+    assert calls == [("1x4", 1), ("2x2", 1)] and s.left == 4  # 110 s spent: 4x1 never starts
+    v = s.runtime_verdicts()
+    assert v["tiny-qwen3-4x1"].outcome == "skip" and "tiny-qwen3-4x1 not run yet: INCOMPLETE" in v["tiny-qwen3-4x1"].message
+    assert all(not x.failed for x in v.values())
+
+
+def test_resume_refuses_a_session_with_other_settings(tmp_path, tiny, monkeypatch):
+    make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=1, inject_slowdown=0.3).run()
+    s = make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=2, resume=True)
+    with pytest.raises(ValueError, match=r"--resume: session .* ran tiny-qwen3-1x4 with other settings \(--inject-slowdown 0.3 != 0.0\)"):
+        s.run()
+
+
+def test_resume_with_nothing_recorded_starts_a_new_session(tmp_path, tiny, monkeypatch):
+    calls = []
+    s = make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=1, resume=True).run()
+    assert len(calls) == 3 and s.resumed == 0
+    with pytest.raises(ValueError, match="--budget-minutes must be positive"):
+        sess.Options(gpu="cpu", budget_s=0)
