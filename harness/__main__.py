@@ -21,12 +21,13 @@ class UsageError(Exception):
 
 
 def _records(dirs: list[str]) -> list[dict]:
+    """Records of the results dirs; runs made before boot ids were recorded take their dir as their machine."""
     out = []
     for d in dirs:
         p = Path(d) / "runs.jsonl"
         if not p.exists():
             raise UsageError(f"{d}: no runs.jsonl here; pass a --results-dir of an earlier session")
-        out += load_records(d)
+        out += [dict(r, machine=r.get("machine") or f"dir:{d}") for r in load_records(d)]
     return out
 
 

@@ -68,6 +68,14 @@ class Baseline:
         runs = self.data["decompositions"].get(decomp, {}).get("runs", [])
         return [r[key] for r in runs if r.get(key) is not None]
 
+    def grouped(self, decomp: str, key: str) -> list[list[float]]:
+        """``values`` split by the machine each run was made on (one group when the baseline records none)."""
+        out: dict[str | None, list[float]] = {}
+        for r in self.data["decompositions"].get(decomp, {}).get("runs", []):
+            if r.get(key) is not None:
+                out.setdefault(r.get("machine"), []).append(r[key])
+        return list(out.values())
+
     def runtime_metric(self, decomp: str) -> str:
         """The metric runtime verdicts use: steady-state step time where recorded, else train_runtime."""
         return "step_time_median_ms" if self.values(decomp, "step_time_median_ms") else "train_runtime_s"
@@ -154,7 +162,9 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
             continue
         runs = []
         for r in rs:
-            row = {"run_id": r["run_id"], "session_id": r.get("session_id"), "host": (r.get("env") or {}).get("hostname")}
+            env = r.get("env") or {}
+            row = {"run_id": r["run_id"], "session_id": r.get("session_id"), "host": env.get("hostname"),
+                   "machine": env.get("boot_id") or r.get("machine") or r.get("session_id")}
             row.update({k: r.get(k) for k in RUN_KEYS})
             row["steady_step_times_ms"] = [round(x, 3) for x in r["step_times_ms"][r["warmup_steps"]:]]
             runs.append(row)
@@ -162,13 +172,14 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
     env = dict(records[0].get("env") or {})
     sessions = sorted({r.get("session_id") for r in records if r.get("session_id")})
     hosts = sorted({(r.get("env") or {}).get("hostname") for r in records if (r.get("env") or {}).get("hostname")})
+    machines = sorted({row["machine"] for d in decs.values() for row in d["runs"] if row["machine"]})
     return {
         "schema": SCHEMA,
         "gpu": gpu,
         "workload": {"name": workload.name, "hash": workload.hash, "spec": workload.to_dict()},
         "env": env,
         "provenance": {"kind": "measured", "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command,
-                       "sessions": sessions, "hosts": hosts,
+                       "sessions": sessions, "hosts": hosts, "machines": machines,
                        "note": note or (f"gathered over {len(sessions)} sessions on {len(hosts)} machine(s) of this kind" if len(sessions) > 1 else "")},
         "thresholds": {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(gpu, {}), **(thresholds or {})},
         "decompositions": decs,

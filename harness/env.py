@@ -79,12 +79,21 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def boot_id() -> str | None:
+    """This machine's boot id: one per boot, so one per VM lease. Runs that share it share the machine's state."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 def worker_env(model=None) -> dict:
     """Environment as seen by the worker (imports torch). GPU-only keys are None on CPU."""
     import torch
 
     env = {"gpu": None, "gpu_short": "cpu", "gpu_count": 0, "driver": None, "cuda": torch.version.cuda,
-           "cpu": host_cpu(), "cpu_count": os.cpu_count(), "hostname": platform.node(), "platform": platform.platform(),
+           "cpu": host_cpu(), "cpu_count": os.cpu_count(), "hostname": platform.node(), "boot_id": boot_id(), "platform": platform.platform(),
            "versions": versions(), "attn_implementation": None, "gpu_clocks": None}
     if torch.cuda.is_available():
         name = torch.cuda.get_device_name(0)

@@ -215,7 +215,7 @@ class PerfSession:
                 out[case] = Verdict("runtime", case, "skip" if isinstance(b, bl.MissingBaseline) else "fail", str(b), _missing(b))
                 continue
             key = b.runtime_metric(d)
-            base, cur = b.values(d, key), self.metric(w, d, key).values
+            base, cur = b.grouped(d, key), self.metric(w, d, key).values
             if not base:
                 out[case] = Verdict("runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines")
                 continue

@@ -28,11 +28,16 @@ class NoiseModel:
     spike_lo: float = 1.5
     spike_hi: float = 4.0
     steps: int = 95  # steady-state steps per run (100 minus 5 warm-up)
+    lease_cv: float = 0.0  # sd of log machine effect: one draw per machine lease, shared by all runs made on it
+    base_leases: int = 1  # machine leases the baseline's runs were gathered on (the session itself runs on one more)
 
-    def run_metrics(self, rng: np.random.Generator, true_ms: float, n: int) -> list[float]:
+    def run_metrics(self, rng: np.random.Generator, true_ms: float, n: int, leases: int = 1) -> list[float]:
+        """Run medians of ``n`` runs spread round-robin over ``leases`` fresh machine leases (0: no lease effect added)."""
         eff = rng.normal(0.0, self.between_cv, n)
         out = rng.random(n) < self.outlier_prob
         eff[out] = rng.standard_t(3, out.sum()) * self.outlier_scale
+        if self.lease_cv and leases:  # drawn only when asked for, so lease-free simulations keep their random streams
+            eff += rng.normal(0.0, self.lease_cv, leases)[np.arange(n) % leases]
         steps = true_ms * np.exp(eff[:, None] + rng.normal(0.0, self.within_cv, (n, self.steps)))
         spikes = rng.random((n, self.steps)) < self.spike_prob
         steps[spikes] *= rng.uniform(self.spike_lo, self.spike_hi, spikes.sum())
@@ -51,11 +56,13 @@ class SimResult:
 
 def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base: int = 5, n_cur: int = 5,
              alpha: float = 0.05, threshold: float = 0.05, cases: int = 3, max_repeats: int | None = None,
-             seed: int = 0) -> SimResult:
+             seed: int = 0, by_machine: bool = True) -> SimResult:
     """Simulate ``trials`` sessions of ``cases`` comparisons, all with true slowdown ``ratio``.
 
     With ``max_repeats``, inconclusive comparisons get ``n_cur`` more runs per look, and alpha is
-    split over the planned looks, as :class:`harness.session.PerfSession` does.
+    split over the planned looks, as :class:`harness.session.PerfSession` does. With
+    ``noise.base_leases >= 2`` the baseline's runs are grouped by machine, as a baseline store records
+    them, so the machine is the unit (``by_machine=False`` pools them: the run-level test).
     """
     rng = np.random.default_rng(seed)
     looks = 1 + (math.ceil(((max_repeats or n_cur) - n_cur) / n_cur))
@@ -63,7 +70,14 @@ def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base
     true = [1800.0, 800.0, 450.0, 300.0, 1200.0][:cases] + [500.0] * max(0, cases - 5)
     any_reg = reg = ok = inc = 0
     for _ in range(trials):
-        data = {f"c{i}": (noise.run_metrics(rng, t, n_base), noise.run_metrics(rng, t * ratio, n_cur)) for i, t in enumerate(true)}
+        # the session runs on one lease of its own: its effect is drawn once per case and kept for the extra looks
+        cur = [t * ratio * (math.exp(rng.normal(0.0, noise.lease_cv)) if noise.lease_cv else 1.0) for t in true]
+        data = {}
+        for i, t in enumerate(true):
+            base = noise.run_metrics(rng, t, n_base, noise.base_leases)
+            if by_machine and noise.base_leases > 1:
+                base = [base[j::noise.base_leases] for j in range(noise.base_leases)]
+            data[f"c{i}"] = (base, noise.run_metrics(rng, cur[i], n_cur, 0))
         verdicts = check.decide(data, looks=looks)
         for _look in range(looks - 1):
             todo = [c for c, v in verdicts.items() if v.outcome == "inconclusive"]
@@ -71,7 +85,7 @@ def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base
                 break
             for c in todo:
                 i = int(c[1:])
-                data[c] = (data[c][0], data[c][1] + noise.run_metrics(rng, true[i] * ratio, n_cur))
+                data[c] = (data[c][0], data[c][1] + noise.run_metrics(rng, cur[i], n_cur, 0))
             verdicts = check.decide(data, looks=looks)
         outs = [v.outcome for v in verdicts.values()]
         any_reg += any(o == "regression" for o in outs)

@@ -14,6 +14,13 @@ means current/baseline. Against a practical threshold T = 1 + delta:
 * improvement: the interval's upper end is below 1 - delta (a hint to update the baseline);
 * inconclusive: anything else (the interval straddles T); more repeats are run if allowed.
 
+Machines: when a baseline was gathered on k >= 2 machines (boot ids, or results dirs for older runs),
+runs of one machine share its offset, and a session on another machine brings its own. Then the
+machine is the unit of replication (:func:`machine_ratio`, a t prediction interval from the spread of
+the k machine means, k - 1 degrees of freedom): correct whatever the machine-to-machine variance,
+at the price of power while k is small. A baseline from one machine keeps the run as the unit, and
+its verdicts assume the session runs on that machine.
+
 Why Welch on logs and not Mann-Whitney: at 5 vs 5 runs the exact Mann-Whitney one-sided p cannot go
 below 1/252 and moves in coarse steps, so after a Holm correction it often cannot reach alpha at all
 (see :func:`mannwhitney_min_p`); the t interval is continuous, exact for log-normal run noise, and
@@ -85,6 +92,8 @@ class RatioEstimate:
     alpha: float
     n_base: int
     n_cur: int
+    unit: str = "run"  # the unit of replication: "run", or "machine" (see machine_ratio)
+    machines: int = 1  # baseline machines (k) when unit == "machine"
 
     @property
     def ratio(self) -> float:
@@ -133,6 +142,34 @@ def log_ratio(base: Sequence[float], cur: Sequence[float], alpha: float) -> Rati
         return RatioEstimate(d, 0.0, math.inf, alpha, len(lb), len(lc))
     df = (vb + vc) ** 2 / (vb**2 / (len(lb) - 1) + vc**2 / (len(lc) - 1))
     return RatioEstimate(d, se, df, alpha, len(lb), len(lc))
+
+
+def machine_ratio(groups: Sequence[Sequence[float]], cur: Sequence[float], alpha: float) -> RatioEstimate:
+    """Ratio current/baseline with the machine as the unit, for a baseline gathered on k >= 2 machines.
+
+    Each baseline machine contributes the mean of its log values; the current session is one more
+    machine, its mean sharing the variance of a machine mean, which the spread s of the k baseline
+    means estimates. So SE = s * sqrt(1 + 1/k) with k - 1 degrees of freedom: a t prediction interval,
+    valid whatever the machine-to-machine variance. Raises ValueError for fewer than two machines.
+    """
+    groups = [g for g in groups if len(g)]
+    if len(groups) < 2 or not cur or any(v <= 0 for g in (*groups, cur) for v in g):
+        raise ValueError("machine_ratio needs positive values from at least two baseline machines and the session")
+    means = [fmean(math.log(v) for v in g) for g in groups]
+    k = len(means)
+    d = fmean(math.log(v) for v in cur) - fmean(means)
+    se = _st.tstd(means) * math.sqrt(1 + 1 / k)
+    return RatioEstimate(d, se, k - 1 if se > 0 else math.inf, alpha, sum(map(len, groups)), len(cur), "machine", k)
+
+
+def estimate(base: Sequence[float] | Sequence[Sequence[float]], cur: Sequence[float], alpha: float) -> RatioEstimate:
+    """The runtime estimate: :func:`machine_ratio` when ``base`` is grouped by machine over >= 2 machines, else Welch."""
+    if base and isinstance(base[0], (list, tuple)):
+        groups = [g for g in base if len(g)]
+        if len(groups) >= 2:
+            return machine_ratio(groups, cur, alpha)
+        base = [v for g in groups for v in g]
+    return log_ratio(base, cur, alpha)
 
 
 def holm(pvalues: Sequence[float], alpha: float) -> list[bool]:
@@ -198,10 +235,13 @@ class RuntimeCheck:
 
     def decide(self, cases: dict[str, tuple[Sequence[float], Sequence[float]]], metric: dict[str, str] | None = None,
                looks: int = 1) -> dict[str, Verdict]:
-        """``cases``: case -> (baseline values, current values). ``looks``: planned sequential looks (alpha is split)."""
+        """``cases``: case -> (baseline values, or lists of them per machine; current values).
+
+        ``looks``: planned sequential looks (alpha is split over them).
+        """
         a = self.alpha / looks
         t_up = 1 + self.threshold
-        est = {c: log_ratio(b, v, a) for c, (b, v) in cases.items()}
+        est = {c: estimate(b, v, a) for c, (b, v) in cases.items()}
         names = list(est)
         rejected = dict(zip(names, holm([est[c].p_above(t_up) for c in names], a)))
         out = {}
@@ -209,10 +249,13 @@ class RuntimeCheck:
             e = est[c]
             what = (metric or {}).get(c, "steady-state median step time")
             details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a,
-                       "threshold": self.threshold, "n_base": e.n_base, "n_cur": e.n_cur, "metric": what,
+                       "threshold": self.threshold, "n_base": e.n_base, "n_cur": e.n_cur, "metric": what, "unit": e.unit,
+                       "machines": e.machines,
                        "correction": f"Holm over {len(names)} runtime comparisons" + (f", alpha/{looks} per look" if looks > 1 else "")}
             head = f"{what} {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{self.threshold:.0%}"
-            if not reachable(a, e.n_base, e.n_cur):
+            if e.unit == "machine":
+                head += f" (unit: machine; the baseline spans {e.machines} machines)"
+            if e.unit == "run" and not reachable(a, e.n_base, e.n_cur):
                 out[c] = Verdict("runtime", c, "inconclusive", f"{head}: cannot reach alpha={a:g} with {e.n_base} baseline and {e.n_cur} current runs (need >= 2 each); run more repeats", details)
             elif rejected[c]:
                 out[c] = Verdict("runtime", c, "regression", f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, {details['correction']})", details)

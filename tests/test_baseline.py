@@ -126,3 +126,15 @@ def test_committed_h200_baseline_matches_the_workload_and_tells_the_order():
     order = {v.case.split(":")[1]: v.outcome for v in s.ordering_verdicts(w.name)}
     assert order == {"2x2<1x4": "pass", "4x1<1x4": "pass", "4x1<2x2": "pass"}
     assert not any(v.failed for v in s.runtime_verdicts().values())
+
+
+def test_runs_are_grouped_by_machine(tmp_path, tiny):
+    recs = fake_runs(tiny, [100, 101, 99, 100, 102])
+    for i, r in enumerate(recs):
+        r["env"] = dict(r["env"], boot_id="boot-a" if r["repeat"] <= 3 else "boot-b")
+        r["run_id"] = f"r{i}"
+    b = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", recs, "cmd"))
+    assert b.grouped("1x4", "step_time_median_ms") == [[100, 101, 99], [100, 102]]
+    assert b.data["provenance"]["machines"] == ["boot-a", "boot-b"]
+    same = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
+    assert same.grouped("1x4", "step_time_median_ms") == [[100, 101, 99, 100, 102]]  # one session, no boot id: one machine

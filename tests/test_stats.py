@@ -86,3 +86,20 @@ def test_sample_summary():
     s = Sample((1.0, 2.0, 3.0))
     assert (s.median, s.min, s.max) == (2.0, 1.0, 3.0) and math.isclose(s.cv, 0.5)
     assert Sample((1.0,)).cv is None
+
+
+def test_machine_ratio_is_a_prediction_interval_over_machines():
+    from harness.stats import estimate, machine_ratio
+
+    # two machines 20% apart, each quiet inside: run-level Welch would call the session "known"; it is not
+    groups = [[700.0, 705, 698], [890.0, 880, 895]]
+    e = machine_ratio(groups, [800.0, 802, 798], 0.05)
+    assert e.unit == "machine" and e.machines == 2 and e.df == 1 and e.n_base == 6
+    k_means = [sum(math.log(v) for v in g) / 3 for g in groups]
+    assert math.isclose(e.se, abs(k_means[0] - k_means[1]) / math.sqrt(2) * math.sqrt(1.5))
+    assert e.lo < 0.5 and e.hi > 1.5  # one degree of freedom: nothing can be told apart yet
+    assert estimate([[100.0, 101], [99.0, 100]], [100.0, 100.5], 0.05).unit == "machine"
+    one = estimate([[100.0, 101, 99]], [100.0, 100.5], 0.05)  # one machine: the run stays the unit
+    assert one.unit == "run" and one.n_base == 3
+    v = RuntimeCheck(0.05, 0.05).decide({"c": (groups, [1600.0, 1610, 1590])})["c"]
+    assert "unit: machine; the baseline spans 2 machines" in v.message and v.details["unit"] == "machine"
