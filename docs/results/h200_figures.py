@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 from statistics import fmean, median
 
+from scipy import stats as _st
+
 from harness.simulate import min_detectable_slowdown
-from harness.stats import Sample, log_ratio
+from harness.stats import Sample, estimate, log_ratio
 
 
 def runs(d: Path) -> list[dict]:
@@ -23,11 +25,14 @@ def log_cv(values):
     return math.sqrt(sum((x - m) ** 2 for x in lv) / (len(lv) - 1)) if len(lv) > 1 else float("nan")
 
 
+BASELINE_DIRS = ("100steps", "100steps-s2")  # device session 1 (rounds 1-2) and session 2 (rounds 3-5)
+
+
 def main(root: Path) -> None:
-    full = runs(root / "100steps")
+    full = [r for d in BASELINE_DIRS for r in runs(root / d)]
     decs = ["1x4", "2x2", "4x1"]
     by = {d: [r for r in full if r["decomposition_id"] == d and r["status"] == "ok"] for d in decs}
-    print("### Per decomposition, 100 steps (qwen3-1.7b-lora, fp16)\n")
+    print("### Per decomposition, 100 steps (qwen3-1.7b-lora, fp16; the baseline's 5 runs each)\n")
     print("| micro × GA | runs | train_runtime s | median step ms | CV step (log sd) | CV train_runtime | peak reserved GiB | tokens/s | phases ms/step data / fwd / bwd / opt / other | NVML busy | process wall s | outside training s |")
     print("|---|---:|---|---|---:|---:|---:|---:|---|---:|---|---|")
     wall_total = {}
@@ -43,6 +48,15 @@ def main(root: Path) -> None:
         print(f"| {d.replace('x', ' × ')} | {len(rs)} | {', '.join(f'{x:.1f}' for x in rt)} | {', '.join(f'{x:.0f}' for x in st)} | {log_cv(st):.1%} | {log_cv(rt):.1%} | "
               f"{rs[0]['peak_reserved_bytes'] / 2**30:.2f} | {median(r['tokens_per_s'] for r in rs):.0f} | "
               f"{' / '.join(f'{ph[p]:.1f}' for p in ph)} | {util:.0%} | {walls} | {', '.join(f'{x:.1f}' for x in outside)} |")
+    print("\n### Between machine leases (device session 1: rounds 1-2; session 2: rounds 3-5)\n")
+    print("| micro × GA | session 1 median step ms | session 2 median step ms | session 2 / session 1 (means of logs) | CV within session 2 |")
+    print("|---|---|---|---:|---:|")
+    for d in decs:
+        lease = {i: [r["step_time_median_ms"] for r in runs(root / name) if r["decomposition_id"] == d and r["status"] == "ok"]
+                 for i, name in enumerate(BASELINE_DIRS)}
+        shift = math.exp(fmean(map(math.log, lease[1])) - fmean(map(math.log, lease[0])))
+        print(f"| {d.replace('x', ' × ')} | {', '.join(f'{x:.0f}' for x in lease[0])} | {', '.join(f'{x:.0f}' for x in lease[1])} | "
+              f"x{shift:.3f} | {log_cv(lease[1]):.1%} |")
     t = {d: Sample(tuple(r["step_time_median_ms"] for r in by[d])).median for d in decs}
     print(f"\n1 × 4 takes x{t['1x4'] / t['4x1']:.2f} the step time of 4 × 1, 2 × 2 x{t['2x2'] / t['4x1']:.2f} (medians of run medians).\n")
     imports = ", ".join("%.1f" % r["timing_s"]["import_s"] for d in decs for r in by[d])
@@ -66,11 +80,36 @@ def main(root: Path) -> None:
           " the between-run noise is far larger than any overhead, so this A/B cannot resolve 1%.\n")
     cv_all = {d: log_cv([r["step_time_median_ms"] for r in by[d]]) for d in decs}
     cv_short = log_cv(on + off)
-    print("### Minimum detectable slowdown at the default 5 vs 5 runs (power 0.9, alpha 0.05, threshold 5%, Holm over 3)\n")
-    for name, cv in [*((f"{d}, 100 steps, CV from {len(by[d])} runs", cv_all[d]) for d in decs), ("4x1, 15 steps, CV from 10 runs", cv_short)]:
-        mds = min_detectable_slowdown(cv, 5, 5, 0.05, 0.05, cases=3)
-        print(f"- {name} = {cv:.1%}: {mds:.1%}")
+    print("### Minimum detectable slowdown (power 0.9, alpha 0.05, threshold 5%, Holm over 3 runtime comparisons)\n")
+    print("| CV used | baseline 5 vs session 5 (default) | 5 vs 10 | 10 vs 10 | 20 vs 20 |")
+    print("|---|---:|---:|---:|---:|")
+    for name, cv in [*((f"{d}, 100 steps, {len(by[d])} runs: {cv_all[d]:.1%}", cv_all[d]) for d in decs), (f"4x1, 15 steps, 10 runs: {cv_short:.1%}", cv_short)]:
+        print(f"| {name} | " + " | ".join(f"{min_detectable_slowdown(cv, nb, nc, 0.05, 0.05, cases=3):.1%}" for nb, nc in ((5, 5), (5, 10), (10, 10), (20, 20))) + " |")
     print()
+    check = root / "check-4x1-s2"
+    aa, inj = ([r["step_time_median_ms"] for r in runs(check / k)] for k in ("aa", "inj"))
+    print("### Verdicts on the GPU: A/A and --inject-slowdown 0.05, 4 × 1, 100 steps, 3 runs each, interleaved\n")
+    print(f"Run medians, plain: {', '.join(f'{x:.0f}' for x in aa)} ms; injected 5%: {', '.join(f'{x:.0f}' for x in inj)} ms.")
+    e = log_ratio(aa, inj, 0.05)
+    print(f"Injected / plain in the same lease: x{e.ratio:.3f}, 90% CI [{e.lo:.3f}, {e.hi:.3f}].\n")
+    groups = [[r["step_time_median_ms"] for r in runs(root / d) if r["decomposition_id"] == "4x1"] for d in BASELINE_DIRS]
+    print("| session against the baseline | unit: machine (the suite; 2 baseline machines) | unit: run (pooling the baseline's 5 runs) |")
+    print("|---|---|---|")
+    for name, cur in (("A/A", aa), ("injected 5%", inj)):
+        cells = []
+        for est in (estimate(groups, cur, 0.05), log_ratio([v for g in groups for v in g], cur, 0.05)):
+            verdict = "regression" if est.p_above(1.05) <= 0.05 else ("pass" if est.hi < 1.05 else "inconclusive")
+            cells.append(f"x{est.ratio:.3f} [{est.lo:.3f}, {est.hi:.3f}], p(ratio <= 1.05) = {est.p_above(1.05):.3f}: {verdict}")
+        print(f"| {name} | {cells[0]} | {cells[1]} |")
+    print("\nSmallest estimate flagged as a regression against this baseline (unit: machine, threshold 5%):")
+    for d in decs:
+        g = [[r["step_time_median_ms"] for r in runs(root / name) if r["decomposition_id"] == d] for name in BASELINE_DIRS]
+        se = estimate(g, g[0], 0.05).se
+        print(f"- {d}: x{1.05 * math.exp(_st.t.ppf(0.95, len(g) - 1) * se):.2f} alone (alpha 0.05), "
+              f"x{1.05 * math.exp(_st.t.ppf(1 - 0.05 / 3, len(g) - 1) * se):.2f} at the first Holm step of 3")
+    print()
+    print(f"Minimum detectable slowdown of this check if all runs came from one machine (run as unit, 3 vs 5 runs, one comparison, CV {cv_all['4x1']:.1%}): "
+          f"{min_detectable_slowdown(cv_all['4x1'], 5, 3, 0.05, 0.05):.1%}; at 5 vs 5: {min_detectable_slowdown(cv_all['4x1'], 5, 5, 0.05, 0.05):.1%}.\n")
     prof = runs(root / "profile-12steps")
     print("### GPU kernel time against step time (torch.profiler over steps 6–9 of 12)\n")
     print("| micro × GA | wall ms/step (profiled) | kernel ms/step | kernel launches/step | GPU busy (kernel/wall) | median step ms, same run |")
