@@ -180,6 +180,8 @@ def perf_session(request) -> PerfSession:
     budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
     s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}{budget}, "
                f"results in {opts.results_dir}")
+    for note in s.plan_notes():
+        s.progress(note)
     try:
         return s.run()
     except ValueError as exc:  # --resume of a session with other settings

@@ -18,7 +18,7 @@ from typing import Callable
 from . import baseline as bl
 from .runner import RunRequest, parse_faults, read_jsonl, run_one, schedule
 from .spec import Workload
-from .stats import LOSS_RTOL, EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, Verdict
+from .stats import LOSS_RTOL, EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, Verdict, smallest_flagged
 
 
 @dataclass
@@ -114,7 +114,14 @@ class PerfSession:
         self.looks_used = 1
         done = o.repeats
         while not self.left and not o.update_baselines and done < (o.max_repeats or o.repeats):
-            todo = [c for c, v in self.runtime_verdicts().items() if v.outcome == "inconclusive" and c in self._case_index]
+            verdicts = self.runtime_verdicts()
+            todo = [c for c, v in verdicts.items() if v.outcome == "inconclusive" and c in self._case_index]
+            # with the machine as the unit, more runs on this one machine do not narrow the interval: no extra runs
+            stuck = [c for c in todo if verdicts[c].details.get("unit") == "machine"]
+            if stuck:
+                self.progress(f"inconclusive against a baseline from several machines: {', '.join(stuck)}; more runs here would not "
+                              "narrow it (record runs from more machines into the baseline), so none are added")
+            todo = [c for c in todo if c not in stuck]
             if not todo:
                 break
             more = min(o.repeats, o.max_repeats - done)
@@ -156,6 +163,24 @@ class PerfSession:
         self.records = [r for r in theirs if (r["workload"], r["decomposition_id"]) in selected]
         self.resumed = len(self.records)
         self.progress(f"resume: session {last}, {self.resumed} run(s) already in {o.results_dir} count toward --repeats")
+
+    def plan_notes(self) -> list[str]:
+        """Before any run: what the runtime verdicts can detect against baselines gathered on several machines."""
+        out = []
+        for w in self.workload_names:
+            b = self.baselines[w]
+            if not isinstance(b, bl.Baseline):
+                continue
+            t = self.thresholds(b)
+            alpha = t["alpha"] / max(1, len(self.cases)) / self.options.looks  # Holm's first step: the strictest
+            flagged = {d: smallest_flagged(g, alpha, t["runtime"]) for d in self.decomps(w)
+                       if len(g := [x for x in b.grouped(d, b.runtime_metric(d)) if x]) >= 2}
+            if flagged:
+                k = len(b.data.get("provenance", {}).get("machines") or []) or "several"
+                out.append(f"note: the baseline of {w} spans {k} machines, so the machine is the unit: a runtime regression is flagged "
+                           f"only above {', '.join(f'{d} x{v:.2f}' for d, v in flagged.items())} (at the strictest Holm step); "
+                           "more runs here do not change that, more machines in the baseline do")
+        return out
 
     @property
     def incomplete(self) -> str | None:

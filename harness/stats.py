@@ -162,6 +162,16 @@ def machine_ratio(groups: Sequence[Sequence[float]], cur: Sequence[float], alpha
     return RatioEstimate(d, se, k - 1 if se > 0 else math.inf, alpha, sum(map(len, groups)), len(cur), "machine", k)
 
 
+def smallest_flagged(groups: Sequence[Sequence[float]], alpha: float, threshold: float) -> float:
+    """The smallest ratio estimate that :func:`machine_ratio` against these baseline ``groups`` can call a regression at ``alpha``.
+
+    It depends on the baseline alone (the spread of its machine means), not on the session's runs, so a
+    session can say before it starts what its runtime verdicts can and cannot detect.
+    """
+    e = machine_ratio(groups, [1.0], alpha)
+    return (1 + threshold) * math.exp(float(_st.t.ppf(1 - alpha, e.df)) * e.se) if math.isfinite(e.df) else 1 + threshold
+
+
 def estimate(base: Sequence[float] | Sequence[Sequence[float]], cur: Sequence[float], alpha: float) -> RatioEstimate:
     """The runtime estimate: :func:`machine_ratio` when ``base`` is grouped by machine over >= 2 machines, else Welch."""
     if base and isinstance(base[0], (list, tuple)):
@@ -264,7 +274,8 @@ class RuntimeCheck:
             elif e.hi < t_up:
                 out[c] = Verdict("runtime", c, "pass", f"pass: {head}", details)
             else:
-                out[c] = Verdict("runtime", c, "inconclusive", f"inconclusive: {head}; the interval straddles +{self.threshold:.0%}", details)
+                hint = "; more runs from other machines in the baseline narrow it" if e.unit == "machine" else ""
+                out[c] = Verdict("runtime", c, "inconclusive", f"inconclusive: {head}; the interval straddles +{self.threshold:.0%}{hint}", details)
         return out
 
 

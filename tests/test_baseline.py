@@ -138,3 +138,11 @@ def test_runs_are_grouped_by_machine(tmp_path, tiny):
     assert b.data["provenance"]["machines"] == ["boot-a", "boot-b"]
     same = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
     assert same.grouped("1x4", "step_time_median_ms") == [[100, 101, 99, 100, 102]]  # one session, no boot id: one machine
+
+
+def test_a_session_says_up_front_what_a_multi_machine_baseline_can_detect():
+    w = Workload.load(ROOT / "workloads" / "qwen3-1.7b-lora.toml")
+    s = PerfSession(Options(gpu="h200", baselines_dir=ROOT / "baselines"), {w.name: w}, [(w.name, "4x1")], progress=lambda m: None)
+    (note,) = s.plan_notes()
+    assert "spans 2 machines" in note and "4x1 x1.68" in note  # as in docs/results/h200.md
+    assert PerfSession(Options(gpu="t4", baselines_dir=ROOT / "baselines"), {}, [], progress=lambda m: None).plan_notes() == []

@@ -137,3 +137,27 @@ def test_resume_with_nothing_recorded_starts_a_new_session(tmp_path, tiny, monke
     assert len(calls) == 3 and s.resumed == 0
     with pytest.raises(ValueError, match="--budget-minutes must be positive"):
         sess.Options(gpu="cpu", budget_s=0)
+
+
+def test_no_extra_runs_against_a_baseline_from_several_machines(tmp_path, tiny, monkeypatch):
+    """More runs on this machine cannot narrow a machine-level interval, so --max-repeats adds none (GPU time saved)."""
+    recs = []
+    for machine, level in (("boot-a", 100.0), ("boot-b", 115.0)):
+        for i in range(3):
+            recs += [dict(r, run_id=f"{machine}-{r['run_id']}-{i}", env={"boot_id": machine}) for r in fake_runs_at(tiny, level)]
+    bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", recs, "test", min_repeats=1))
+    calls, said = [], []
+    monkeypatch.setattr(sess, "run_one", fake_runner({"1x4": [108.0], "2x2": [108.0], "4x1": [108.0]}, calls))
+    o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", repeats=3, max_repeats=9)
+    s = sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=said.append).run()
+    assert len(calls) == 9  # the first look only
+    v = s.runtime_verdicts()["tiny-qwen3-1x4"]
+    assert v.outcome == "inconclusive" and v.details["unit"] == "machine" and "other machines" in v.message
+    assert any("none are added" in m for m in said)
+
+
+def fake_runs_at(w, level):
+    return [{"run_id": d.id, "session_id": "s", "workload": w.name, "workload_hash": w.hash, "decomposition_id": d.id, "repeat": 1,
+             "gpu": "cpu", "status": "ok", "step_time_median_ms": level, "train_runtime_s": level / 100,
+             "step_times_ms": [level] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
+             "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0} for d in w.decompositions]

@@ -103,3 +103,14 @@ def test_machine_ratio_is_a_prediction_interval_over_machines():
     assert one.unit == "run" and one.n_base == 3
     v = RuntimeCheck(0.05, 0.05).decide({"c": (groups, [1600.0, 1610, 1590])})["c"]
     assert "unit: machine; the baseline spans 2 machines" in v.message and v.details["unit"] == "machine"
+
+
+def test_smallest_flagged_is_where_the_verdict_flips():
+    from harness.stats import smallest_flagged
+
+    groups = [[400.0, 410, 405], [440.0, 445, 436]]
+    edge = smallest_flagged(groups, 0.05, 0.05)
+    base = math.exp(sum(sum(math.log(v) for v in g) / 3 for g in groups) / 2)
+    chk = RuntimeCheck(0.05, 0.05)
+    assert chk.decide({"c": (groups, [base * edge * 1.01] * 3)})["c"].outcome == "regression"
+    assert chk.decide({"c": (groups, [base * edge * 0.99] * 3)})["c"].outcome == "inconclusive"

@@ -9,10 +9,8 @@ import sys
 from pathlib import Path
 from statistics import fmean, median
 
-from scipy import stats as _st
-
 from harness.simulate import min_detectable_slowdown
-from harness.stats import Sample, estimate, log_ratio
+from harness.stats import Sample, estimate, log_ratio, smallest_flagged
 
 
 def runs(d: Path) -> list[dict]:
@@ -104,9 +102,7 @@ def main(root: Path) -> None:
     print("\nSmallest estimate flagged as a regression against this baseline (unit: machine, threshold 5%):")
     for d in decs:
         g = [[r["step_time_median_ms"] for r in runs(root / name) if r["decomposition_id"] == d] for name in BASELINE_DIRS]
-        se = estimate(g, g[0], 0.05).se
-        print(f"- {d}: x{1.05 * math.exp(_st.t.ppf(0.95, len(g) - 1) * se):.2f} alone (alpha 0.05), "
-              f"x{1.05 * math.exp(_st.t.ppf(1 - 0.05 / 3, len(g) - 1) * se):.2f} at the first Holm step of 3")
+        print(f"- {d}: x{smallest_flagged(g, 0.05, 0.05):.2f} alone (alpha 0.05), x{smallest_flagged(g, 0.05 / 3, 0.05):.2f} at the first Holm step of 3")
     print()
     print(f"Minimum detectable slowdown of this check if all runs came from one machine (run as unit, 3 vs 5 runs, one comparison, CV {cv_all['4x1']:.1%}): "
           f"{min_detectable_slowdown(cv_all['4x1'], 5, 3, 0.05, 0.05):.1%}; at 5 vs 5: {min_detectable_slowdown(cv_all['4x1'], 5, 5, 0.05, 0.05):.1%}.\n")
