@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | ab}``.
 
 Each command prints one line and exits 2 on bad input; ``compare`` exits 1 on a regression.
 """
@@ -138,6 +138,15 @@ def cmd_compare(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_ab(args) -> int:
+    from .ab import run_rounds
+
+    a, b = run_rounds(args)
+    args.a, args.b, args.markdown = [str(a)], [str(b)], str(Path(args.results_dir) / "report.md")
+    args.allow_gpu_mismatch = False
+    return cmd_compare(args)
+
+
 def cmd_report(args) -> int:
     s = _session_against(args.baseline or args.results_dirs, args.results_dirs, args) if args.baseline else None
     if s is None:
@@ -234,6 +243,21 @@ def main(argv: list[str] | None = None) -> int:
     ca.add_argument("--results-dir", default="perf-results/calibrate")
     ca.add_argument("--timeout", type=float, default=1800)
     ca.set_defaults(fn=cmd_calibrate)
+    ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
+    ab.add_argument("--gpu", required=True)
+    ab.add_argument("--workload", required=True)
+    ab.add_argument("--decomposition", action="append", help="only these decompositions (repeatable); default all")
+    ab.add_argument("--python-a", help="interpreter of side A (default: this one)")
+    ab.add_argument("--python-b", required=True, help="interpreter of side B, e.g. .tox/latest/bin/python")
+    ab.add_argument("--inject-slowdown-b", type=float, default=0.0, help="sensitivity self-check: slow side B by this fraction")
+    ab.add_argument("--repeats", type=int, default=5)
+    ab.add_argument("--steps", type=int)
+    ab.add_argument("--alpha", type=float)
+    ab.add_argument("--threshold", type=float)
+    ab.add_argument("--workloads-dir", default="workloads")
+    ab.add_argument("--results-dir", default="perf-results/ab")
+    ab.add_argument("--timeout", type=float, default=1800)
+    ab.set_defaults(fn=cmd_ab)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

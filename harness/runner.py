@@ -33,6 +33,7 @@ class RunRequest:
     inject_slowdown: float = 0.0
     fault: str | None = None
     profile_steps: int = 0
+    python: str | None = None  # the interpreter (environment) to run the worker with; default: this one
 
     @property
     def case_id(self) -> str:
@@ -113,7 +114,7 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     started = time.time()
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.worker", str(req_path), str(res_path)],
+        proc = subprocess.Popen([req.python or sys.executable, "-m", "harness.worker", str(req_path), str(res_path)],
                                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             code = proc.wait(timeout=timeout_s)
