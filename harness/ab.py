@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .runner import RunRequest, run_one
 from .session import headline
-from .spec import load_workloads
+from .spec import load_workload
 
 
 def interpreter(path: str | None, side: str) -> str:
@@ -34,10 +34,7 @@ def interpreter(path: str | None, side: str) -> str:
 
 def run_rounds(args, out=print) -> tuple[Path, Path]:
     """Make the interleaved runs; return the results dirs of A and B."""
-    ws = load_workloads(args.workloads_dir)
-    if args.workload not in ws:
-        raise ValueError(f"no workload {args.workload!r} in {args.workloads_dir}; known: {', '.join(ws)}")
-    w = ws[args.workload].with_overrides(max_steps=args.steps)
+    w = load_workload(args.workloads_dir, args.workload, args.steps)
     decs = [w.decomposition(d) for d in args.decomposition] if args.decomposition else list(w.decompositions)
     if args.repeats < 2:
         raise ValueError(f"--repeats must be at least 2 (the test needs two runs per side), got {args.repeats}")

@@ -19,15 +19,12 @@ from .baseline import DEFAULT_THRESHOLDS, GPU_DEFAULTS
 from .runner import RunRequest, run_one
 from .session import headline
 from .simulate import min_detectable_slowdown
-from .spec import load_workloads
+from .spec import load_workload
 from .stats import RuntimeCheck
 
 
 def calibrate(args, out=print) -> int:
-    ws = load_workloads(args.workloads_dir)
-    if args.workload not in ws:
-        raise ValueError(f"no workload {args.workload!r} in {args.workloads_dir}; known: {', '.join(ws)}")
-    w = ws[args.workload].with_overrides(max_steps=args.steps)
+    w = load_workload(args.workloads_dir, args.workload, args.steps)
     t = {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(args.gpu, {})}
     session = f"calibrate-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     groups = {g: {d.id: [] for d in w.decompositions} for g in ("A", "A'", "S")}

@@ -12,15 +12,12 @@ from pathlib import Path
 
 from .runner import RunRequest, run_one
 from .session import headline
-from .spec import load_workloads
+from .spec import load_workload
 from .stats import log_ratio
 
 
 def measure(args) -> int:
-    ws = load_workloads(args.workloads_dir)
-    if args.workload not in ws:
-        raise ValueError(f"no workload {args.workload!r} in {args.workloads_dir}; known: {', '.join(ws)}")
-    w = ws[args.workload].with_overrides(max_steps=args.steps)
+    w = load_workload(args.workloads_dir, args.workload, args.steps)
     d = w.decomposition(args.decomposition)
     session = f"overhead-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     on, off = [], []

@@ -71,7 +71,7 @@ def build(session) -> dict:
     base_versions = {w: b.env.get("versions", {}) for w, b in session.baselines.items() if isinstance(b, bl.Baseline)}
     return {
         "gpu": session.options.gpu, "session_id": session.session_id, "command": session.options.command,
-        "inject_slowdown": session.options.inject_slowdown, "rows": rows, "incomplete": getattr(session, "incomplete", None),
+        "inject_slowdown": session.options.inject_slowdown, "rows": rows, "incomplete": session.incomplete,
         "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in session.all_verdicts()],
         "env": {k: env.get(k) for k in ("gpu", "gpu_count", "driver", "cuda", "cpu", "hostname", "attn_implementation", "gpu_clocks")},
         "versions": env.get("versions", {}), "baseline_versions": base_versions,

@@ -174,7 +174,7 @@ class PerfSession:
             t = self.thresholds(b)
             alpha = t["alpha"] / max(1, len(self.cases)) / self.options.looks  # Holm's first step: the strictest
             flagged = {d: smallest_flagged(g, alpha, t["runtime"]) for d in self.decomps(w)
-                       if len(g := [x for x in b.grouped(d, b.runtime_metric(d)) if x]) >= 2}
+                       if len(g := b.grouped(d, b.runtime_metric(d))) >= 2}
             if flagged:
                 k = len(b.data.get("provenance", {}).get("machines") or []) or "several"
                 out.append(f"note: the baseline of {w} spans {k} machines, so the machine is the unit: a runtime regression is flagged "

@@ -283,3 +283,10 @@ def load_workloads(directory: str | Path) -> dict[str, Workload]:
         _check(w.name not in found, f"{path}: workload name {w.name!r} is used twice")
         found[w.name] = w
     return found
+
+
+def load_workload(directory: str | Path, name: str, steps: int | None = None) -> Workload:
+    """The workload ``name`` from ``directory``, with ``--steps`` applied. Raises SpecError naming the known ones."""
+    found = load_workloads(directory)
+    _check(name in found, f"no workload {name!r} in {directory}; known: {', '.join(found)}")
+    return found[name].with_overrides(max_steps=steps)

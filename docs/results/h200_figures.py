@@ -10,7 +10,7 @@ from pathlib import Path
 from statistics import fmean, median
 
 from harness.simulate import min_detectable_slowdown
-from harness.stats import Sample, estimate, log_ratio, smallest_flagged
+from harness.stats import RuntimeCheck, Sample, log_ratio, smallest_flagged
 
 
 def runs(d: Path) -> list[dict]:
@@ -95,9 +95,10 @@ def main(root: Path) -> None:
     print("|---|---|---|")
     for name, cur in (("A/A", aa), ("injected 5%", inj)):
         cells = []
-        for est in (estimate(groups, cur, 0.05), log_ratio([v for g in groups for v in g], cur, 0.05)):
-            verdict = "regression" if est.p_above(1.05) <= 0.05 else ("pass" if est.hi < 1.05 else "inconclusive")
-            cells.append(f"x{est.ratio:.3f} [{est.lo:.3f}, {est.hi:.3f}], p(ratio <= 1.05) = {est.p_above(1.05):.3f}: {verdict}")
+        for base in (groups, [v for g in groups for v in g]):  # grouped by machine (the suite), then pooled
+            v = RuntimeCheck(0.05, 0.05).decide({"4x1": (base, cur)})["4x1"]
+            e = v.details
+            cells.append(f"x{e['ratio']:.3f} [{e['lo']:.3f}, {e['hi']:.3f}], p(ratio <= 1.05) = {e['p_regression']:.3f}: {v.outcome}")
         print(f"| {name} | {cells[0]} | {cells[1]} |")
     print("\nSmallest estimate flagged as a regression against this baseline (unit: machine, threshold 5%):")
     for d in decs:
