@@ -24,6 +24,11 @@ def log_cv(values):
 
 
 BASELINE_DIRS = ("100steps", "100steps-s2")  # device session 1 (rounds 1-2) and session 2 (rounds 3-5)
+CHECK_DIR = "aa-s3"  # device session 3, a third lease: `pytest perftests --gpu=h200 -k qwen3` against the baseline
+
+
+def medians(d: Path, dec: str) -> list[float]:
+    return [r["step_time_median_ms"] for r in runs(d) if r["decomposition_id"] == dec and r["status"] == "ok"]
 
 
 def main(root: Path) -> None:
@@ -46,15 +51,14 @@ def main(root: Path) -> None:
         print(f"| {d.replace('x', ' × ')} | {len(rs)} | {', '.join(f'{x:.1f}' for x in rt)} | {', '.join(f'{x:.0f}' for x in st)} | {log_cv(st):.1%} | {log_cv(rt):.1%} | "
               f"{rs[0]['peak_reserved_bytes'] / 2**30:.2f} | {median(r['tokens_per_s'] for r in rs):.0f} | "
               f"{' / '.join(f'{ph[p]:.1f}' for p in ph)} | {util:.0%} | {walls} | {', '.join(f'{x:.1f}' for x in outside)} |")
-    print("\n### Between machine leases (device session 1: rounds 1-2; session 2: rounds 3-5)\n")
-    print("| micro × GA | session 1 median step ms | session 2 median step ms | session 2 / session 1 (means of logs) | CV within session 2 |")
-    print("|---|---|---|---:|---:|")
+    print("\n### Between machine leases (device session 1: rounds 1-2; session 2: rounds 3-5; session 3: the fresh-checkout session below)\n")
+    print("| micro × GA | lease 1 median step ms | lease 2 | lease 3 | lease 2 / lease 1 | lease 3 / lease 1 | CV within lease 2 | CV within lease 3 |")
+    print("|---|---|---|---|---:|---:|---:|---:|")
     for d in decs:
-        lease = {i: [r["step_time_median_ms"] for r in runs(root / name) if r["decomposition_id"] == d and r["status"] == "ok"]
-                 for i, name in enumerate(BASELINE_DIRS)}
-        shift = math.exp(fmean(map(math.log, lease[1])) - fmean(map(math.log, lease[0])))
-        print(f"| {d.replace('x', ' × ')} | {', '.join(f'{x:.0f}' for x in lease[0])} | {', '.join(f'{x:.0f}' for x in lease[1])} | "
-              f"x{shift:.3f} | {log_cv(lease[1]):.1%} |")
+        lease = [medians(root / name, d) for name in (*BASELINE_DIRS, CHECK_DIR)]
+        shift = [math.exp(fmean(map(math.log, lease[i])) - fmean(map(math.log, lease[0]))) for i in (1, 2)]
+        print(f"| {d.replace('x', ' × ')} | " + " | ".join(", ".join(f"{x:.0f}" for x in ls) for ls in lease) + " | "
+              f"x{shift[0]:.3f} | x{shift[1]:.3f} | {log_cv(lease[1]):.1%} | {log_cv(lease[2]):.1%} |")
     t = {d: Sample(tuple(r["step_time_median_ms"] for r in by[d])).median for d in decs}
     print(f"\n1 × 4 takes x{t['1x4'] / t['4x1']:.2f} the step time of 4 × 1, 2 × 2 x{t['2x2'] / t['4x1']:.2f} (medians of run medians).\n")
     imports = ", ".join("%.1f" % r["timing_s"]["import_s"] for d in decs for r in by[d])
@@ -107,6 +111,7 @@ def main(root: Path) -> None:
     print()
     print(f"Minimum detectable slowdown of this check if all runs came from one machine (run as unit, 3 vs 5 runs, one comparison, CV {cv_all['4x1']:.1%}): "
           f"{min_detectable_slowdown(cv_all['4x1'], 5, 3, 0.05, 0.05):.1%}; at 5 vs 5: {min_detectable_slowdown(cv_all['4x1'], 5, 5, 0.05, 0.05):.1%}.\n")
+    aa_session(root, decs)
     prof = runs(root / "profile-12steps")
     print("### GPU kernel time against step time (torch.profiler over steps 6–9 of 12)\n")
     print("| micro × GA | wall ms/step (profiled) | kernel ms/step | kernel launches/step | GPU busy (kernel/wall) | median step ms, same run |")
@@ -116,6 +121,29 @@ def main(root: Path) -> None:
         print(f"| {r['decomposition_id'].replace('x', ' × ')} | {p['wall_ms_per_step']:.0f} | {p['kernel_ms_per_step']:.0f} | {p['kernels_per_step']:.0f} | {p['gpu_busy_fraction']:.0%} | {r['step_time_median_ms']:.0f} |")
     oom = runs(root / "oom-probe")[0]
     print(f"\n### Out of memory\n\n`oom-probe` ({oom['decomposition_id']}): status `{oom['status']}`, `{oom['error']}`; wall {oom['wall_s']:.0f} s; the session went on.")
+
+
+def aa_session(root: Path, decs: list[str]) -> None:
+    """The full A/A session of a fresh checkout on a third lease: the suite's verdicts, the run-level
+    counterfactual, and what the baseline could flag once that lease is one of its machines."""
+    recs = runs(root / CHECK_DIR)
+    print(f"### A/A: a fresh checkout, `pytest perftests --gpu=h200 -k qwen3`, third lease ({CHECK_DIR}/, {len(recs)} runs)\n")
+    groups = {d: [medians(root / name, d) for name in BASELINE_DIRS] for d in decs}
+    cur = {d: medians(root / CHECK_DIR, d) for d in decs}
+    print("| micro × GA | run medians ms | unit: machine (the suite; Holm over 3) | unit: run (pooled baseline runs; Holm over 3) |")
+    print("|---|---|---|---|")
+    verdicts = [RuntimeCheck(0.05, 0.05).decide({d: (base[d], cur[d]) for d in decs}) for base in
+                (groups, {d: [v for g in groups[d] for v in g] for d in decs})]
+    for d in decs:
+        cells = [f"x{v[d].details['ratio']:.3f} [{v[d].details['lo']:.3f}, {v[d].details['hi']:.3f}], "
+                 f"p(ratio <= 1.05) = {v[d].details['p_regression']:.3f}: {v[d].outcome}" for v in verdicts]
+        print(f"| {d.replace('x', ' × ')} | {', '.join(f'{x:.0f}' for x in cur[d])} | {cells[0]} | {cells[1]} |")
+    print("\nSmallest estimate flagged with this lease added as a third baseline machine (unit: machine, threshold 5%):")
+    for d in decs:
+        g3 = [*groups[d], cur[d]]
+        print(f"- {d}: x{smallest_flagged(g3, 0.05, 0.05):.2f} alone, x{smallest_flagged(g3, 0.05 / 3, 0.05):.2f} at the first Holm step of 3"
+              f" (2 machines: x{smallest_flagged(groups[d], 0.05 / 3, 0.05):.2f})")
+    print()
 
 
 if __name__ == "__main__":
