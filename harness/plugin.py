@@ -59,7 +59,8 @@ def pytest_configure(config):
     if want == "auto":
         want = detected
     elif want != "cpu" and want != detected:
-        raise pytest.UsageError(f"--gpu={want} but this machine has {detected}; run with --gpu={detected} (or --gpu=cpu)")
+        hint = f"--gpu={detected} or --gpu=auto" if detected != "cpu" else "--gpu=cpu on this machine, or on a machine with that GPU"
+        raise pytest.UsageError(f"--gpu={want} but this machine has {detected}; run with {hint}")
     config.stash[_GPU] = want
     config.addinivalue_line("markers", "perf: a performance case of the harness")
     o = config.getoption

@@ -173,13 +173,17 @@ class PerfSession:
                 continue
             t = self.thresholds(b)
             alpha = t["alpha"] / max(1, len(self.cases)) / self.options.looks  # Holm's first step: the strictest
-            flagged = {d: smallest_flagged(g, alpha, t["runtime"]) for d in self.decomps(w)
-                       if len(g := b.grouped(d, b.runtime_metric(d))) >= 2}
-            if flagged:
+            groups = {d: g for d in self.decomps(w) if len(g := b.grouped(d, b.runtime_metric(d))) >= 2}
+            if groups:
+                flagged = {d: smallest_flagged(g, alpha, t["runtime"]) for d, g in groups.items()}
                 k = len(b.data.get("provenance", {}).get("machines") or []) or "several"
+                # the interval assumes this session's mean is as noisy as a baseline machine's mean: as many runs as its fullest machine
+                enough = max(len(m) for g in groups.values() for m in g)
+                cost = (f"; --repeats {enough} is enough (the baseline's machines have at most {enough} runs each)"
+                        if enough < self.options.repeats else "")
                 out.append(f"note: the baseline of {w} spans {k} machines, so the machine is the unit: a runtime regression is flagged "
                            f"only above {', '.join(f'{d} x{v:.2f}' for d, v in flagged.items())} (at the strictest Holm step); "
-                           "more runs here do not change that, more machines in the baseline do")
+                           f"more runs here do not change that, more machines in the baseline do{cost}")
         return out
 
     @property

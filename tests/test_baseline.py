@@ -145,4 +145,7 @@ def test_a_session_says_up_front_what_a_multi_machine_baseline_can_detect():
     s = PerfSession(Options(gpu="h200", baselines_dir=ROOT / "baselines"), {w.name: w}, [(w.name, "4x1")], progress=lambda m: None)
     (note,) = s.plan_notes()
     assert "spans 2 machines" in note and "4x1 x1.68" in note  # as in docs/results/h200.md
+    assert note.endswith("--repeats 3 is enough (the baseline's machines have at most 3 runs each)")  # 2 + 3 runs
+    s3 = PerfSession(Options(gpu="h200", baselines_dir=ROOT / "baselines", repeats=3), {w.name: w}, [(w.name, "4x1")], progress=lambda m: None)
+    assert "is enough" not in s3.plan_notes()[0]
     assert PerfSession(Options(gpu="t4", baselines_dir=ROOT / "baselines"), {}, [], progress=lambda m: None).plan_notes() == []
