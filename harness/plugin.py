@@ -49,7 +49,7 @@ def pytest_addoption(parser):
     g.addoption("--fail-inconclusive", action="store_true", help="inconclusive runtime verdicts fail instead of being reported")
     g.addoption("--require-baseline", action="store_true", help="a missing baseline fails instead of skipping")
     g.addoption("--budget-minutes", type=float, default=None,
-                help="start no run that would end past this many minutes (estimated from the case's slowest run); the rest is left for --resume")
+                help="start no run that would end past this many minutes (estimated from the case's slowest run, else the session's, else the baseline's train_runtime); the rest is left for --resume")
     g.addoption("--resume", action="store_true", help="continue the last session in --results-dir: its runs count, only the missing ones are made")
 
 

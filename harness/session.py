@@ -40,7 +40,7 @@ class Options:
     profile_steps: int = 0
     command: str = ""
     resume: bool = False  # continue the last session in results_dir: its runs count, only the missing ones are made
-    budget_s: float | None = None  # start no run that would end past this many seconds (estimated from the case's slowest run)
+    budget_s: float | None = None  # start no run that would end past this many seconds (see PerfSession._run_estimate)
 
     def __post_init__(self):
         if self.repeats < 1:
@@ -85,7 +85,7 @@ class PerfSession:
         plan = [(w, d, rep) for w, d, rep in plan if (w.name, d.id, rep) not in done]
         for i, (w, d, rep) in enumerate(plan):
             if o.budget_s is not None:
-                est = max((r.get("wall_s") or 0.0 for r in self.runs(w.name, d.id, ok_only=False)), default=0.0)
+                est = self._run_estimate(w.name, d.id)
                 spent = self.clock() - self._t0
                 if spent + est > o.budget_s:
                     self.left = len(plan) - i
@@ -99,6 +99,18 @@ class PerfSession:
             rec = run_one(req, o.results_dir, self.session_id, o.timeout_s, o.gpu)
             self.records.append(rec)
             self.progress(f"[{n}/{total_hint}] {req.case_id} run {rep}: {headline(rec)}")
+
+    def _run_estimate(self, workload: str, decomp: str) -> float:
+        """Seconds the next run of a case is expected to take, for --budget-minutes; erring long.
+
+        The case's slowest run in this session; before its first, the session's slowest run so far;
+        before any, the baseline's slowest train_runtime of the case (a run takes at least that); else 0.
+        """
+        walls = [r.get("wall_s") or 0.0 for r in self.runs(workload, decomp, ok_only=False)] or [r.get("wall_s") or 0.0 for r in self.records]
+        if walls:
+            return max(walls)
+        b = self.baselines.get(workload)
+        return max(b.values(decomp, "train_runtime_s"), default=0.0) if isinstance(b, bl.Baseline) else 0.0
 
     def run(self) -> "PerfSession":
         """Execute the planned runs once; then, while runtime verdicts are inconclusive, more rounds up to --max-repeats."""

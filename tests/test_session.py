@@ -118,10 +118,21 @@ def test_a_case_not_run_within_the_budget_is_skipped_not_failed(tmp_path, tiny, 
     monkeypatch.setattr(sess, "run_one", fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls, walls={"1x4": 60, "2x2": 50}, clock=clock))
     o = sess.Options(gpu="cpu", results_dir=tmp_path / "b", baselines_dir=tmp_path / "baselines", repeats=2, budget_s=100)
     s = sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None, clock=clock).run()
-    assert calls == [("1x4", 1), ("2x2", 1)] and s.left == 4  # 110 s spent: 4x1 never starts
+    # 1x4 took 60 s; 2x2 has no run yet, so it is reckoned at the session's slowest (60 s): 120 > 100, stop
+    assert calls == [("1x4", 1)] and s.left == 5
     v = s.runtime_verdicts()
     assert v["tiny-qwen3-4x1"].outcome == "skip" and "tiny-qwen3-4x1 not run yet: INCOMPLETE" in v["tiny-qwen3-4x1"].message
     assert all(not x.failed for x in v.values())
+
+
+def test_the_first_run_is_reckoned_from_the_baseline(tmp_path, tiny, monkeypatch):
+    base = make(tmp_path, tiny, monkeypatch, {"1x4": [9000.0], "2x2": [80.0], "4x1": [90.0]}, [], repeats=5).run()
+    bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", base.records, "test"))  # 1x4: train_runtime 90 s
+    calls, clock = [], FakeClock()
+    monkeypatch.setattr(sess, "run_one", fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls, clock=clock))
+    o = sess.Options(gpu="cpu", results_dir=tmp_path / "c", baselines_dir=tmp_path / "baselines", repeats=1, budget_s=60)
+    s = sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None, clock=clock).run()
+    assert calls == [] and s.left == 3  # a 90-s run does not fit in 60 s, so none starts
 
 
 def test_resume_refuses_a_session_with_other_settings(tmp_path, tiny, monkeypatch):
