@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from .spec import Workload, changed_fields
@@ -26,6 +27,22 @@ DEFAULT_THRESHOLDS = {"alpha": 0.05, "runtime": 0.05, "memory_rel": 0.02, "memor
 # CPU runners share cores with everything else; a looser practical threshold keeps false alarms away.
 GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}
 MIN_REPEATS = 5
+
+
+PHASES = ("data", "forward", "backward", "optimizer", "other")
+
+
+def run_phases(run: dict) -> dict[str, float] | None:
+    """One run's median steady-state time per phase (ms per optimizer step), or None without phase timings."""
+    ph, w = run.get("phases_ms") or {}, run.get("warmup_steps") or 0
+    steady = {p: ph[p][w:] for p in PHASES if ph.get(p)}
+    return {p: round(median(v), 3) for p, v in steady.items() if v} or None
+
+
+def median_phases(rows: list[dict[str, float]]) -> dict[str, float] | None:
+    """Median over runs of each phase, from :func:`run_phases` rows; None for no rows."""
+    rows = [r for r in rows if r]
+    return {p: median(r[p] for r in rows if p in r) for p in rows[0]} if rows else None
 
 
 class BaselineError(Exception):
@@ -63,6 +80,10 @@ class Baseline:
 
     def decompositions(self) -> list[str]:
         return list(self.data["decompositions"])
+
+    def phases(self, decomp: str) -> dict[str, float] | None:
+        """Median over the baseline's runs of each phase (ms per optimizer step); None if no run recorded phases."""
+        return median_phases([r.get("phases_ms") for r in self.data["decompositions"].get(decomp, {}).get("runs", [])])
 
     def values(self, decomp: str, key: str) -> list[float]:
         runs = self.data["decompositions"].get(decomp, {}).get("runs", [])
@@ -167,6 +188,8 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
                    "machine": env.get("boot_id") or r.get("machine") or r.get("session_id")}
             row.update({k: r.get(k) for k in RUN_KEYS})
             row["steady_step_times_ms"] = [round(x, 3) for x in r["step_times_ms"][r["warmup_steps"]:]]
+            if (ph := run_phases(r)) is not None:
+                row["phases_ms"] = ph
             runs.append(row)
         decs[d.id] = {"decomposition": d.as_dict(), "runs": runs, "losses": rs[0].get("losses")}
     env = dict(records[0].get("env") or {})

@@ -23,13 +23,30 @@ def _rng(s: Sample, fmt: str) -> dict | None:
 
 def _phases(runs: list[dict]) -> dict | None:
     """Median over runs of each run's median steady-state phase time (ms per optimizer step)."""
-    per_run = [r for r in runs if r.get("phases_ms")]
-    if not per_run:
-        return None
-    out = {}
-    for p in per_run[0]["phases_ms"]:
-        out[p] = median(median(r["phases_ms"][p][r["warmup_steps"]:]) for r in per_run)
-    return out
+    return bl.median_phases([bl.run_phases(r) for r in runs])
+
+
+def where(row: dict) -> list[tuple[str, float, float]]:
+    """Where the step time moved against the baseline: (phase, change in ms, relative change) per phase,
+    largest absolute change first; empty when this session or the baseline has no phase timings.
+    Descriptive (medians of medians), not a test: it points at the phase to look at, the verdict says whether it matters."""
+    cur, base = row.get("phases_ms"), row.get("baseline_phases_ms")
+    if not cur or not base:
+        return []
+    out = [(p, cur[p] - base[p], (cur[p] / base[p] - 1) if base[p] else float("nan")) for p in bl.PHASES if p in cur and p in base]
+    return sorted(out, key=lambda x: -abs(x[1]))
+
+
+def _step_moved(row: dict) -> float | None:
+    """Median step time minus the baseline's (ms): the total that :func:`where` splits into phases."""
+    cur, base = row.get("step_time_ms"), row.get("baseline_step_time_ms")
+    return cur["median"] - base["median"] if cur and base else None
+
+
+def _where_text(row: dict, top: int | None = None) -> str:
+    step = _step_moved(row)
+    head = f"median step {step:+.1f} ms; " if step is not None else ""
+    return head + ", ".join(f"{p} {d:+.1f} ms" + (f" ({r:+.0%})" if r == r else "") for p, d, r in where(row)[:top])
 
 
 def _gpu_busy(runs: list[dict]) -> float | None:
@@ -63,6 +80,7 @@ def build(session) -> dict:
             "gpu_busy": _gpu_busy(ok),
             "kernel_ms_per_step": median(kern) if kern else None,
             "baseline_step_time_ms": _rng(base_step, ".1f"), "baseline_train_runtime_s": _rng(base_rt, ".2f"),
+            "baseline_phases_ms": b.phases(d) if isinstance(b, bl.Baseline) else None,
             "verdict": v.outcome if v else None, "ratio": (v.details.get("ratio") if v else None),
             "ratio_lo": (v.details.get("lo") if v else None), "ratio_hi": (v.details.get("hi") if v else None),
             "step_traces_ms": [r["step_times_ms"] for r in ok], "warmup_steps": wl.measure.warmup_steps,
@@ -109,6 +127,8 @@ def terminal_lines(data: dict) -> list[str]:
         runs = f"{r['ok']}/{r['runs']}"
         lines.append(f"{r['workload'] + '-' + r['decomposition']:<26} {runs:>5} {_fmt(r['step_time_ms']):>26} {_fmt(r['train_runtime_s']):>24} {_delta(r):>22}  {r['verdict'] or '-'}"
                      + (f" ({', '.join(r['failures'])})" if r["failures"] else ""))
+    moved = [r for r in data["rows"] if r["verdict"] in ("regression", "inconclusive", "improvement") and where(r)]
+    lines += [f"  where {r['workload']}-{r['decomposition']} moved vs baseline (medians): {_where_text(r, 3)}" for r in moved]
     lines.append("")
     skips: dict[str, list[str]] = {}
     for v in data["verdicts"]:
@@ -143,6 +163,14 @@ def markdown(data: dict) -> str:
         tps = f"{r['tokens_per_s']['median']:.0f}" if r["tokens_per_s"] else "-"
         out.append(f"| {r['workload']} | {r['micro_batch']} × {r['grad_accum']}{'' if r['world_size'] == 1 else ' × ' + str(r['world_size'])} | {r['effective_batch']} | "
                    f"{r['ok']}/{r['runs']} | {_fmt(r['train_runtime_s'])} | {_fmt(r['step_time_ms'])} | {_delta(r)} | {r['verdict'] or '-'} | {mem} | {tps} | {phases} | {busy} |")
+    moved = [r for r in data["rows"] if where(r)]
+    if moved:
+        out += ["", "### Where the step time moved against the baseline (ms per optimizer step, medians; descriptive, not a test)", "",
+                "| case | step | " + " | ".join(bl.PHASES) + " |", "|---|---:|" + "---:|" * len(bl.PHASES)]
+        for r in moved:
+            d = {p: f"{x:+.1f} ({y:+.0%})" if y == y else f"{x:+.1f}" for p, x, y in where(r)}
+            step = _step_moved(r)
+            out.append(f"| {r['workload']}-{r['decomposition']} | {'-' if step is None else f'{step:+.1f}'} | " + " | ".join(d.get(p, "-") for p in bl.PHASES) + " |")
     bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]
     out += ["", "### Verdicts", ""]
     judged = [v for v in data["verdicts"] if v["outcome"] != "skip"]

@@ -28,3 +28,33 @@ def test_report_files_summary_and_plots(tmp_path, tiny, monkeypatch):  # noqa: F
     assert {v["outcome"] for v in js["verdicts"] if v["kind"] == "runtime"} == {"regression"}
     lines = report.terminal_lines(data)
     assert any(ln.startswith("tiny-qwen3-2x2") and "+30.0%" in ln and ln.endswith("regression") for ln in lines)
+
+
+def _with_phases(records, backward):
+    """Give fake runs phase timings: the step split as data 1, forward 30, optimizer 4, other 5, backward the rest."""
+    for r in records:
+        n, step = len(r["step_times_ms"]), r["step_time_median_ms"]
+        r["phases_ms"] = {"data": [1.0] * n, "forward": [30.0] * n, "backward": [backward(step)] * n, "optimizer": [4.0] * n, "other": [5.0] * n}
+    return records
+
+
+def test_report_says_which_phase_moved(tmp_path, tiny, monkeypatch):  # noqa: F811
+    base = {"1x4": [100, 101, 99, 100, 100.5], "2x2": [80, 81, 79, 80, 80.5], "4x1": [90, 91, 89, 90, 90.5]}
+    rec = make(tmp_path, tiny, monkeypatch, base, [], repeats=5).run()
+    bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", _with_phases(rec.records, lambda s: s - 40), "test"))
+    stored = bl.load(tmp_path / "baselines", "cpu", tiny)
+    assert stored.phases("1x4") == {"data": 1.0, "forward": 30.0, "backward": 60.0, "optimizer": 4.0, "other": 5.0}
+    # 1x4 is 30 ms slower, all of it in backward
+    s = make(tmp_path, tiny, monkeypatch, {**base, "1x4": [x + 30 for x in base["1x4"]]}, [], repeats=5).run()
+    _with_phases(s.records, lambda st: st - 40)
+    data = report.build(s)
+    row = next(r for r in data["rows"] if r["decomposition"] == "1x4")
+    (top, *rest) = report.where(row)
+    assert top[0] == "backward" and abs(top[1] - 30) < 1e-9 and abs(top[2] - 0.5) < 1e-9 and all(d == 0 for _, d, _ in rest)
+    assert "where tiny-qwen3-1x4 moved vs baseline (medians): median step +30.0 ms; backward +30.0 ms (+50%)" in "\n".join(report.terminal_lines(data))
+    md = report.markdown(data)
+    assert "### Where the step time moved against the baseline" in md
+    assert "| tiny-qwen3-1x4 | +30.0 | +0.0 (+0%) | +0.0 (+0%) | +30.0 (+50%) | +0.0 (+0%) | +0.0 (+0%) |" in md
+    # a session without phase timings (--no-phases): no section, no line
+    plain = report.build(make(tmp_path, tiny, monkeypatch, base, [], repeats=5).run())
+    assert all(report.where(r) == [] for r in plain["rows"]) and "Where the step time moved" not in report.markdown(plain)
