@@ -85,6 +85,8 @@ def build(session) -> dict:
             "ratio_lo": (v.details.get("lo") if v else None), "ratio_hi": (v.details.get("hi") if v else None),
             "step_traces_ms": [r["step_times_ms"] for r in ok], "warmup_steps": wl.measure.warmup_steps,
         })
+    for row in rows:
+        row["where"] = _where_text(row) if where(row) else None
     env = next((r.get("env") for r in session.records if r.get("env")), {}) or {}
     base_versions = {w: b.env.get("versions", {}) for w, b in session.baselines.items() if isinstance(b, bl.Baseline)}
     return {

@@ -49,6 +49,7 @@ def test_report_says_which_phase_moved(tmp_path, tiny, monkeypatch):  # noqa: F8
     _with_phases(s.records, lambda st: st - 40)
     data = report.build(s)
     row = next(r for r in data["rows"] if r["decomposition"] == "1x4")
+    assert row["where"].startswith("median step +30.0 ms; backward +30.0 ms (+50%)")  # report.json: the issue script quotes it
     (top, *rest) = report.where(row)
     assert top[0] == "backward" and abs(top[1] - 30) < 1e-9 and abs(top[2] - 0.5) < 1e-9 and all(d == 0 for _, d, _ in rest)
     assert "where tiny-qwen3-1x4 moved vs baseline (medians): median step +30.0 ms; backward +30.0 ms (+50%)" in "\n".join(report.terminal_lines(data))

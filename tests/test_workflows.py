@@ -108,6 +108,8 @@ REPORT = {
         {"kind": "equivalence", "case": "qwen3-1.7b-lora", "outcome": "inconclusive", "message": "?"},
     ],
     "versions": {"torch": "2.11.0", "transformers": "5.17.0"},
+    "rows": [{"workload": "qwen3-1.7b-lora", "decomposition": "1x4", "where": "median step +180.0 ms; backward +170.0 ms (+19%)"},
+             {"workload": "qwen3-1.7b-lora", "decomposition": "2x2", "where": None}],
 }
 
 
@@ -122,6 +124,10 @@ def test_issue_script_opens_one_issue_per_regression(fake_gh):
     body = ordering[ordering.index("--body") + 1]
     assert "than 2x2" in body and "than 4x1" in body and "https://example.invalid/run/1" in body and "2.11.0" in body
     assert all(c[c.index("--label") + 1] == "perf-regression" for c in created)
+    runtime = next(c for c in created if "runtime" in c[c.index("--title") + 1])
+    assert "- where the step time moved against the baseline (medians): median step +180.0 ms; backward +170.0 ms (+19%)" in runtime[runtime.index("--body") + 1]
+    memory = next(c for c in created if "memory" in c[c.index("--title") + 1])
+    assert "where the step time moved" not in memory[memory.index("--body") + 1]
     searches = [c for c in calls if c[:2] == ["issue", "list"]]
     assert len(searches) == 3 and all("--state" in c and "perf-regression" in c for c in searches)
 

@@ -4,6 +4,7 @@
 # Reads the suite's report (perf-results/report.json):
 #   {"gpu": "l4", "session_id": "...",
 #    "verdicts": [{"kind": "runtime", "case": "qwen3-1.7b-lora-1x4", "outcome": "regression", "message": "..."}],
+#    "rows": [{"workload": "qwen3-1.7b-lora", "decomposition": "1x4", "where": "median step +38.1 ms; backward +35.0 ms (+9%), ..."}],
 #    "versions": {"torch": "...", "transformers": "...", ...}}
 # For every verdict whose outcome is `regression` or `fail` it takes the stable title
 #   perf regression: <gpu> <env> <kind> <case>
@@ -41,8 +42,10 @@ versions=$(jq -r '(.versions // {}) | to_entries | map("| \(.key) | `\(.value)` 
 
 # one line per title: {"title": ..., "verdicts": [...]}; titles must not carry quotes (they go into a search)
 groups=$(jq -c --arg gpu "$gpu" --arg env "$PERF_ENV" '
-  [.verdicts // [] | .[] | select(.outcome == "regression" or .outcome == "fail")
-   | . + {title: ("perf regression: \($gpu) \($env) \(.kind) \(.case)" | gsub("[\"\\\\]"; ""))}]
+  (.rows // [] | map({key: "\(.workload)-\(.decomposition)", value: .where}) | from_entries) as $where
+  | [.verdicts // [] | .[] | select(.outcome == "regression" or .outcome == "fail")
+   | . + {title: ("perf regression: \($gpu) \($env) \(.kind) \(.case)" | gsub("[\"\\\\]"; "")),
+          where: (if .kind == "runtime" then $where[.case] else null end)}]
   | group_by(.title) | .[] | {title: .[0].title, verdicts: .}' "$REPORT")
 
 if [[ -z "$groups" ]]; then
@@ -55,7 +58,8 @@ gh label create "$LABEL" --color B60205 --description "Performance regression fo
 
 body_for() {  # $1: one group as JSON
   local group=$1
-  jq -r '.verdicts[] | "- **\(.kind) \(.case)**: \(.outcome): \(.message)"' <<<"$group"
+  jq -r '.verdicts[] | "- **\(.kind) \(.case)**: \(.outcome): \(.message)"
+    + (if .where then "\n  - where the step time moved against the baseline (medians): \(.where)" else "" end)' <<<"$group"
   echo
   echo "- GPU: \`$gpu\`, tox environment: \`$PERF_ENV\`${session:+, session \`$session\`}"
   if [[ -n "$RUN_URL" ]]; then echo "- Run: $RUN_URL"; fi
