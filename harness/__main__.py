@@ -134,6 +134,8 @@ def cmd_compare(args) -> int:
     print("\n".join(report.terminal_lines(data)))
     if args.markdown:
         bl.write_atomic(args.markdown, report.markdown(data))
+    if getattr(args, "out", None):  # ab: the full report beside its runs (report.json is what the regression-issue script reads)
+        print("wrote " + ", ".join(map(str, report.write(data, args.out))))
     failed = [v for v in s.all_verdicts() if v.failed]
     return 1 if failed else 0
 
@@ -142,7 +144,7 @@ def cmd_ab(args) -> int:
     from .ab import run_rounds
 
     a, b = run_rounds(args)
-    args.a, args.b, args.markdown = [str(a)], [str(b)], str(Path(args.results_dir) / "report.md")
+    args.a, args.b, args.markdown, args.out = [str(a)], [str(b)], None, args.results_dir
     args.allow_gpu_mismatch = False
     return cmd_compare(args)
 

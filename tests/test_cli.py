@@ -91,3 +91,5 @@ def test_ab_interleaves_two_environments_on_one_machine(tmp_path):
     assert sides == ["a", "b", "b", "a", "a", "b"]
     assert len({r["env"]["boot_id"] for r in recs}) == 1  # one machine: the run stays the unit
     assert (tmp_path / "ab" / "report.md").exists()
+    js = json.loads((tmp_path / "ab" / "report.json").read_text())  # what the regression-issue script reads
+    assert {v["outcome"] for v in js["verdicts"] if v["kind"] == "runtime"} == {"regression"}
