@@ -127,15 +127,16 @@ def _session_against(a_dirs: list[str], b_dirs: list[str], args) -> PerfSession:
     return _judge(b, baselines, gpu, b_dirs, args)
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args, out_dir: str | None = None) -> int:
+    """Print B judged against A; with ``out_dir`` also write the full report there (report.json, report.md, job summary)."""
     s = _session_against(args.a, args.b, args)
     data = report.build(s)
     print(f"A (baseline): {', '.join(args.a)}\nB (current):  {', '.join(args.b)}")
     print("\n".join(report.terminal_lines(data)))
     if args.markdown:
         bl.write_atomic(args.markdown, report.markdown(data))
-    if getattr(args, "out", None):  # ab: the full report beside its runs (report.json is what the regression-issue script reads)
-        print("wrote " + ", ".join(map(str, report.write(data, args.out))))
+    if out_dir:
+        print("wrote " + ", ".join(map(str, report.write(data, out_dir))))
     failed = [v for v in s.all_verdicts() if v.failed]
     return 1 if failed else 0
 
@@ -144,9 +145,8 @@ def cmd_ab(args) -> int:
     from .ab import run_rounds
 
     a, b = run_rounds(args)
-    args.a, args.b, args.markdown, args.out = [str(a)], [str(b)], None, args.results_dir
-    args.allow_gpu_mismatch = False
-    return cmd_compare(args)
+    args.a, args.b, args.markdown, args.allow_gpu_mismatch = [str(a)], [str(b)], None, False
+    return cmd_compare(args, out_dir=args.results_dir)  # report.json beside the runs: the regression-issue script reads it
 
 
 def cmd_report(args) -> int:

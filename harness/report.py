@@ -43,10 +43,15 @@ def _step_moved(row: dict) -> float | None:
     return cur["median"] - base["median"] if cur and base else None
 
 
+def _moved(d: float, r: float, unit: str = "") -> str:
+    """One phase's change: ``+30.0 ms (+50%)``, without the percentage when the baseline phase was 0."""
+    return f"{d:+.1f}{unit}" + (f" ({r:+.0%})" if r == r else "")
+
+
 def _where_text(row: dict, top: int | None = None) -> str:
     step = _step_moved(row)
     head = f"median step {step:+.1f} ms; " if step is not None else ""
-    return head + ", ".join(f"{p} {d:+.1f} ms" + (f" ({r:+.0%})" if r == r else "") for p, d, r in where(row)[:top])
+    return head + ", ".join(f"{p} {_moved(d, r, ' ms')}" for p, d, r in where(row)[:top])
 
 
 def _gpu_busy(runs: list[dict]) -> float | None:
@@ -85,8 +90,8 @@ def build(session) -> dict:
             "ratio_lo": (v.details.get("lo") if v else None), "ratio_hi": (v.details.get("hi") if v else None),
             "step_traces_ms": [r["step_times_ms"] for r in ok], "warmup_steps": wl.measure.warmup_steps,
         })
-    for row in rows:
-        row["where"] = _where_text(row) if where(row) else None
+    for row in rows:  # the phase split as one line, for report.json readers (the regression-issue script)
+        row["where"] = _where_text(row) if row["phases_ms"] and row["baseline_phases_ms"] else None
     env = next((r.get("env") for r in session.records if r.get("env")), {}) or {}
     base_versions = {w: b.env.get("versions", {}) for w, b in session.baselines.items() if isinstance(b, bl.Baseline)}
     return {
@@ -170,7 +175,7 @@ def markdown(data: dict) -> str:
         out += ["", "### Where the step time moved against the baseline (ms per optimizer step, medians; descriptive, not a test)", "",
                 "| case | step | " + " | ".join(bl.PHASES) + " |", "|---|---:|" + "---:|" * len(bl.PHASES)]
         for r in moved:
-            d = {p: f"{x:+.1f} ({y:+.0%})" if y == y else f"{x:+.1f}" for p, x, y in where(r)}
+            d = {p: _moved(x, y) for p, x, y in where(r)}
             step = _step_moved(r)
             out.append(f"| {r['workload']}-{r['decomposition']} | {'-' if step is None else f'{step:+.1f}'} | " + " | ".join(d.get(p, "-") for p in bl.PHASES) + " |")
     bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]

@@ -89,12 +89,12 @@ def main(root: Path) -> None:
         print(f"| {name} | " + " | ".join(f"{min_detectable_slowdown(cv, nb, nc, 0.05, 0.05, cases=3):.1%}" for nb, nc in ((5, 5), (5, 10), (10, 10), (20, 20))) + " |")
     print()
     check = root / "check-4x1-s2"
-    aa, inj = ([r["step_time_median_ms"] for r in runs(check / k)] for k in ("aa", "inj"))
+    aa, inj = (medians(check / k, "4x1") for k in ("aa", "inj"))
     print("### Verdicts on the GPU: A/A and --inject-slowdown 0.05, 4 × 1, 100 steps, 3 runs each, interleaved\n")
     print(f"Run medians, plain: {', '.join(f'{x:.0f}' for x in aa)} ms; injected 5%: {', '.join(f'{x:.0f}' for x in inj)} ms.")
     e = log_ratio(aa, inj, 0.05)
     print(f"Injected / plain in the same lease: x{e.ratio:.3f}, 90% CI [{e.lo:.3f}, {e.hi:.3f}].\n")
-    groups = [[r["step_time_median_ms"] for r in runs(root / d) if r["decomposition_id"] == "4x1"] for d in BASELINE_DIRS]
+    groups = [medians(root / d, "4x1") for d in BASELINE_DIRS]
     print("| session against the baseline | unit: machine (the suite; 2 baseline machines) | unit: run (pooling the baseline's 5 runs) |")
     print("|---|---|---|")
     for name, cur in (("A/A", aa), ("injected 5%", inj)):
@@ -106,7 +106,7 @@ def main(root: Path) -> None:
         print(f"| {name} | {cells[0]} | {cells[1]} |")
     print("\nSmallest estimate flagged as a regression against this baseline (unit: machine, threshold 5%):")
     for d in decs:
-        g = [[r["step_time_median_ms"] for r in runs(root / name) if r["decomposition_id"] == d] for name in BASELINE_DIRS]
+        g = [medians(root / name, d) for name in BASELINE_DIRS]
         print(f"- {d}: x{smallest_flagged(g, 0.05, 0.05):.2f} alone (alpha 0.05), x{smallest_flagged(g, 0.05 / 3, 0.05):.2f} at the first Holm step of 3")
     print()
     print(f"Minimum detectable slowdown of this check if all runs came from one machine (run as unit, 3 vs 5 runs, one comparison, CV {cv_all['4x1']:.1%}): "
