@@ -23,19 +23,58 @@ def log_cv(values):
     return math.sqrt(sum((x - m) ** 2 for x in lv) / (len(lv) - 1)) if len(lv) > 1 else float("nan")
 
 
-BASELINE_DIRS = ("100steps", "100steps-s2")  # device session 1 (rounds 1-2) and session 2 (rounds 3-5)
-CHECK_DIR = "aa-s3"  # device session 3, a third lease: `pytest perftests --gpu=h200 -k qwen3` against the baseline
+BASELINE_DIRS = ("100steps", "100steps-s2")  # device session 1 (rounds 1-2) and session 2 (rounds 3-5): the first baseline
+CHECK_DIR = "aa-s3"  # device sessions 3-4, leases 3 and 4: `pytest perftests --gpu=h200 -k qwen3` against the first baseline
+LEASE5 = "lease5"  # device session 4, lease 5: one plain round, then 4x1 with --inject-slowdown 0.5 against leases 1-4
+LEASE6 = "lease6"  # device session 4, lease 6: one plain round; its runs.jsonl did not come back, report.json did
+COMMITTED = (*BASELINE_DIRS, CHECK_DIR, f"{LEASE5}/round")  # the committed baseline: 11 runs each over leases 1-5
 
 
 def medians(d: Path, dec: str) -> list[float]:
     return [r["step_time_median_ms"] for r in runs(d) if r["decomposition_id"] == dec and r["status"] == "ok"]
 
 
+def machines(root: Path, dirs, dec: str) -> dict[str, list[float]]:
+    """Run medians of ``dec`` per machine, as the baseline groups them: boot id, else the results dir."""
+    out: dict[str, list[float]] = {}
+    for d in dirs:
+        for r in runs(root / d):
+            if r["decomposition_id"] == dec and r["status"] == "ok":
+                out.setdefault(r["env"].get("boot_id") or f"dir:{d}", []).append(r["step_time_median_ms"])
+    return out
+
+
+def gmean(values) -> float:
+    return math.exp(fmean(map(math.log, values)))
+
+
+def leases(root: Path, decs: list[str]) -> None:
+    """Each lease's mean step time: how far machines of one kind differ, against how far runs on one differ."""
+    print("\n### Between machine leases (one row per lease; machine = boot id, or results dir for runs made before boot ids were recorded)\n")
+    per = {d: list(machines(root, COMMITTED, d).values()) for d in decs}
+    six = {r["decomposition"]: [r["step_time_ms"]["median"]] for r in json.loads((root / LEASE6 / "report.json").read_text())["rows"]}
+    for d in decs:
+        per[d].append(six[d])
+    names = ["1 (100steps)", "2 (100steps-s2)", "3 (aa-s3, rounds 1-4)", "4 (aa-s3, round 5)", "5 (lease5/round)", "6 (lease6, report.json)"]
+    print("| lease | runs | " + " | ".join(f"{d.replace('x', ' × ')} mean step ms" for d in decs) + " | " + " / ".join(decs) + " vs lease 1 |")
+    print("|---|---:|" + "---:|" * len(decs) + "---|")
+    for i, name in enumerate(names):
+        means = [gmean(per[d][i]) for d in decs]
+        print(f"| {name} | {len(per[decs[0]][i])} | " + " | ".join(f"{m:.0f}" for m in means) + " | "
+              + " / ".join(f"x{m / gmean(per[d][0]):.2f}" for m, d in zip(means, decs)) + " |")
+    between = {d: log_cv([gmean(g) for g in per[d]]) for d in decs}
+    within = {d: math.sqrt(fmean([log_cv(g) ** 2 for g in per[d] if len(g) > 1])) for d in decs}
+    print("\nLog-sd of the 6 lease means: " + ", ".join(f"{d} {between[d]:.1%}" for d in decs)
+          + "; of runs within a lease (pooled over leases with 2+ runs): " + ", ".join(f"{d} {within[d]:.1%}" for d in decs) + ".")
+    t = {d: gmean([v for g in per[d] for v in g]) for d in decs}
+    print(f"Over all 6 leases 1 × 4 takes x{t['1x4'] / t['4x1']:.2f} the step time of 4 × 1 and 2 × 2 x{t['2x2'] / t['4x1']:.2f} (geometric means of run medians).")
+
+
 def main(root: Path) -> None:
     full = [r for d in BASELINE_DIRS for r in runs(root / d)]
     decs = ["1x4", "2x2", "4x1"]
     by = {d: [r for r in full if r["decomposition_id"] == d and r["status"] == "ok"] for d in decs}
-    print("### Per decomposition, 100 steps (qwen3-1.7b-lora, fp16; the baseline's 5 runs each)\n")
+    print("### Per decomposition, 100 steps (qwen3-1.7b-lora, fp16; rounds 1-5 on leases 1-2, the first baseline)\n")
     print("| micro × GA | runs | train_runtime s | median step ms | CV step (log sd) | CV train_runtime | peak reserved GiB | tokens/s | phases ms/step data / fwd / bwd / opt / other | NVML busy | process wall s | outside training s |")
     print("|---|---:|---|---|---:|---:|---:|---:|---|---:|---|---|")
     wall_total = {}
@@ -51,16 +90,9 @@ def main(root: Path) -> None:
         print(f"| {d.replace('x', ' × ')} | {len(rs)} | {', '.join(f'{x:.1f}' for x in rt)} | {', '.join(f'{x:.0f}' for x in st)} | {log_cv(st):.1%} | {log_cv(rt):.1%} | "
               f"{rs[0]['peak_reserved_bytes'] / 2**30:.2f} | {median(r['tokens_per_s'] for r in rs):.0f} | "
               f"{' / '.join(f'{ph[p]:.1f}' for p in ph)} | {util:.0%} | {walls} | {', '.join(f'{x:.1f}' for x in outside)} |")
-    print("\n### Between machine leases (device session 1: rounds 1-2; session 2: rounds 3-5; session 3: the fresh-checkout session below)\n")
-    print("| micro × GA | lease 1 median step ms | lease 2 | lease 3 | lease 2 / lease 1 | lease 3 / lease 1 | CV within lease 2 | CV within lease 3 |")
-    print("|---|---|---|---|---:|---:|---:|---:|")
-    for d in decs:
-        lease = [medians(root / name, d) for name in (*BASELINE_DIRS, CHECK_DIR)]
-        shift = [math.exp(fmean(map(math.log, lease[i])) - fmean(map(math.log, lease[0]))) for i in (1, 2)]
-        print(f"| {d.replace('x', ' × ')} | " + " | ".join(", ".join(f"{x:.0f}" for x in ls) for ls in lease) + " | "
-              f"x{shift[0]:.3f} | x{shift[1]:.3f} | {log_cv(lease[1]):.1%} | {log_cv(lease[2]):.1%} |")
+    leases(root, decs)
     t = {d: Sample(tuple(r["step_time_median_ms"] for r in by[d])).median for d in decs}
-    print(f"\n1 × 4 takes x{t['1x4'] / t['4x1']:.2f} the step time of 4 × 1, 2 × 2 x{t['2x2'] / t['4x1']:.2f} (medians of run medians).\n")
+    print(f"\nRounds 1-5: 1 × 4 takes x{t['1x4'] / t['4x1']:.2f} the step time of 4 × 1, 2 × 2 x{t['2x2'] / t['4x1']:.2f} (medians of run medians).\n")
     imports = ", ".join("%.1f" % r["timing_s"]["import_s"] for d in decs for r in by[d])
     print("Time outside training per run (process wall − train_runtime): start-up, imports "
           f"({imports} s), model build "
@@ -112,6 +144,8 @@ def main(root: Path) -> None:
     print(f"Minimum detectable slowdown of this check if all runs came from one machine (run as unit, 3 vs 5 runs, one comparison, CV {cv_all['4x1']:.1%}): "
           f"{min_detectable_slowdown(cv_all['4x1'], 5, 3, 0.05, 0.05):.1%}; at 5 vs 5: {min_detectable_slowdown(cv_all['4x1'], 5, 5, 0.05, 0.05):.1%}.\n")
     aa_session(root, decs)
+    inject_half(root)
+    committed(root, decs)
     prof = runs(root / "profile-12steps")
     print("### GPU kernel time against step time (torch.profiler over steps 6–9 of 12)\n")
     print("| micro × GA | wall ms/step (profiled) | kernel ms/step | kernel launches/step | GPU busy (kernel/wall) | median step ms, same run |")
@@ -124,10 +158,11 @@ def main(root: Path) -> None:
 
 
 def aa_session(root: Path, decs: list[str]) -> None:
-    """The full A/A session of a fresh checkout on a third lease: the suite's verdicts, the run-level
-    counterfactual, and what the baseline could flag once that lease is one of its machines."""
+    """The full A/A session of a fresh checkout (rounds 1-4 on lease 3, round 5 with --resume on lease 4)
+    against the first baseline: the suite's verdicts and the run-level counterfactual."""
     recs = runs(root / CHECK_DIR)
-    print(f"### A/A: a fresh checkout, `pytest perftests --gpu=h200 -k qwen3`, third lease ({CHECK_DIR}/, {len(recs)} runs)\n")
+    print(f"### A/A: a fresh checkout, `pytest perftests --gpu=h200 -k qwen3` against the first baseline (leases 1-2), "
+          f"on leases 3 and 4 ({CHECK_DIR}/, {len(recs)} runs)\n")
     groups = {d: [medians(root / name, d) for name in BASELINE_DIRS] for d in decs}
     cur = {d: medians(root / CHECK_DIR, d) for d in decs}
     print("| micro × GA | run medians ms | unit: machine (the suite; Holm over 3) | unit: run (pooled baseline runs; Holm over 3) |")
@@ -138,12 +173,55 @@ def aa_session(root: Path, decs: list[str]) -> None:
         cells = [f"x{v[d].details['ratio']:.3f} [{v[d].details['lo']:.3f}, {v[d].details['hi']:.3f}], "
                  f"p(ratio <= 1.05) = {v[d].details['p_regression']:.3f}: {v[d].outcome}" for v in verdicts]
         print(f"| {d.replace('x', ' × ')} | {', '.join(f'{x:.0f}' for x in cur[d])} | {cells[0]} | {cells[1]} |")
-    print("\nSmallest estimate flagged with this lease added as a third baseline machine (unit: machine, threshold 5%):")
-    for d in decs:
-        g3 = [*groups[d], cur[d]]
-        print(f"- {d}: x{smallest_flagged(g3, 0.05, 0.05):.2f} alone, x{smallest_flagged(g3, 0.05 / 3, 0.05):.2f} at the first Holm step of 3"
-              f" (2 machines: x{smallest_flagged(groups[d], 0.05 / 3, 0.05):.2f})")
     print()
+
+
+def inject_half(root: Path) -> None:
+    """4x1 slowed by 50% on a fifth lease, judged against leases 1-4, next to that lease's own plain round."""
+    inj = runs(root / LEASE5 / "inj")
+    plain = {r["decomposition_id"]: r for r in runs(root / LEASE5 / "round")}
+    base4 = {d: list(machines(root, (*BASELINE_DIRS, CHECK_DIR), d).values()) for d in plain}
+    cur = [r["step_time_median_ms"] for r in inj]
+    v = RuntimeCheck(0.05, 0.05).decide({"4x1": (base4["4x1"], cur)})["4x1"]
+    e = v.details
+    print(f"### --inject-slowdown 0.5, 4 × 1, 3 runs on a fifth lease, against the baseline of leases 1-4 ({LEASE5}/inj)\n")
+    print(f"Run medians: {', '.join(f'{x:.0f}' for x in cur)} ms. The suite: x{e['ratio']:.3f} [{e['lo']:.3f}, {e['hi']:.3f}], "
+          f"p(ratio <= 1.05) = {e['p_regression']:.3f}: {v.outcome} (flagged above x{smallest_flagged(base4['4x1'], 0.05, 0.05):.2f}).")
+    print("The same lease's plain round, against the mean of leases 1-4: "
+          + ", ".join(f"{d} {plain[d]['step_time_median_ms']:.0f} ms (x{plain[d]['step_time_median_ms'] / gmean([gmean(g) for g in base4[d]]):.2f})" for d in plain) + ".")
+    ph = ("data", "forward", "backward", "optimizer", "other")
+    def phases(rs):
+        return {p: median(median(r["phases_ms"][p][r["warmup_steps"]:]) for r in rs) for p in ph}
+    a, b = phases([plain["4x1"]]), phases(inj)
+    print("Phases, ms per step, plain 4 × 1 run → injected runs (median): " + ", ".join(f"{p} {a[p]:.0f} → {b[p]:.0f}" for p in ph)
+          + f"; without `other` (where the injected sleep lives): {sum(a[p] for p in ph[:4]):.0f} → {sum(b[p] for p in ph[:4]):.0f}.\n")
+
+
+def committed(root: Path, decs: list[str]) -> None:
+    """What the committed baseline (leases 1-5) can flag, against the first one (leases 1-2)."""
+    print("### What the committed baseline can flag (leases 1-5, 11 runs each; unit: machine, threshold 5%)\n")
+    for d in decs:
+        g = list(machines(root, COMMITTED, d).values())
+        first = [medians(root / name, d) for name in BASELINE_DIRS]
+        print(f"- {d}: x{smallest_flagged(g, 0.05, 0.05):.2f} alone, x{smallest_flagged(g, 0.05 / 3, 0.05):.2f} at the first Holm step of 3"
+              f" (first baseline, 2 machines: x{smallest_flagged(first, 0.05, 0.05):.2f}, x{smallest_flagged(first, 0.05 / 3, 0.05):.2f})")
+    print()
+    imports(root)
+
+
+def imports(root: Path) -> None:
+    """Where the 12-20 s of imports per run go (python3 -X importtime on the H200, second of two runs)."""
+    lines = (root / "importtime" / "importtime-2.txt").read_text().splitlines()
+    top = [(ln.split("|")[2].strip(), int(ln.split("|")[1]) / 1e6) for ln in lines
+           if ln.startswith("import time:") and ln.split("|")[1].strip().isdigit() and not ln.split("|")[2].startswith("  ")]
+    nested = {n.strip(): int(c) / 1e6 for ln in lines if ln.startswith("import time:") and (c := ln.split("|")[1].strip()).isdigit()
+              for n in [ln.split("|")[2]]}
+    walls = [ln for f in ("importtime-1.txt", "importtime-2.txt") for ln in (root / "importtime" / f).read_text().splitlines() if ln.startswith("wall")]
+    print("### Imports (`python3 -X importtime -c \"import torch, transformers, peft, trl, datasets; import harness.worker\"`, twice)\n")
+    print(f"Wall: {', '.join(w.split()[1] for w in walls)} s. Top-level, cumulative: "
+          + ", ".join(f"{n} {t:.1f} s" for n, t in sorted(top, key=lambda x: -x[1]) if t >= 0.3)
+          + f". Inside peft: transformers.models.auto.auto_factory {nested['transformers.models.auto.auto_factory']:.1f} s, of which "
+          f"sklearn {nested['sklearn']:.1f} s (through transformers.generation.candidate_generator) and torch._dynamo {nested['torch._dynamo']:.1f} s.\n")
 
 
 if __name__ == "__main__":
