@@ -144,7 +144,10 @@ def cmd_compare(args, out_dir: str | None = None) -> int:
 def cmd_ab(args) -> int:
     from .ab import run_rounds
 
-    a, b = run_rounds(args)
+    sides = run_rounds(args)
+    if sides is None:
+        return 0
+    a, b = sides
     args.a, args.b, args.markdown, args.allow_gpu_mismatch = [str(a)], [str(b)], None, False
     return cmd_compare(args, out_dir=args.results_dir)  # report.json beside the runs: the regression-issue script reads it
 
@@ -252,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     ab.add_argument("--python-a", help="interpreter of side A (default: this one)")
     ab.add_argument("--python-b", required=True, help="interpreter of side B, e.g. .tox/latest/bin/python")
     ab.add_argument("--inject-slowdown-b", type=float, default=0.0, help="sensitivity self-check: slow side B by this fraction")
+    ab.add_argument("--skip-same-versions", action="store_true",
+                    help="make no runs when A and B have the same python and library versions (nightly: no new release)")
     ab.add_argument("--repeats", type=int, default=5)
     ab.add_argument("--steps", type=int)
     ab.add_argument("--alpha", type=float)

@@ -10,8 +10,10 @@ A's runs go to RESULTS_DIR/a, B's to RESULTS_DIR/b, and the verdicts are those o
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -32,13 +34,38 @@ def interpreter(path: str | None, side: str) -> str:
     return found
 
 
-def run_rounds(args, out=print) -> tuple[Path, Path]:
-    """Make the interleaved runs; return the results dirs of A and B."""
+def side_versions(python: str, side: str) -> dict[str, str | None]:
+    """Python and library versions (``harness.env.versions``) as the interpreter of one side sees them.
+    Raises ValueError with one line if it cannot say (its workers would fail the same way)."""
+    code = "import json; from harness.env import versions; print(json.dumps(versions()))"
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ValueError(f"--python-{side} {python}: cannot report its versions ({last}); install this project into that environment (tox does)")
+    return json.loads(proc.stdout)
+
+
+def same_versions(a: str, b: str) -> str | None:
+    """The versions both sides share, as one line, when A and B have identical versions; None when they differ."""
+    va, vb = side_versions(a, "a"), side_versions(b, "b")
+    return ", ".join(f"{k} {v}" for k, v in va.items() if v) if va == vb else None
+
+
+def run_rounds(args, out=print) -> tuple[Path, Path] | None:
+    """Make the interleaved runs; return the results dirs of A and B, or None when ``--skip-same-versions``
+    finds nothing to compare (both sides have the same versions: no release since the pins)."""
     w = load_workload(args.workloads_dir, args.workload, args.steps)
     decs = [w.decomposition(d) for d in args.decomposition] if args.decomposition else list(w.decompositions)
     if args.repeats < 2:
         raise ValueError(f"--repeats must be at least 2 (the test needs two runs per side), got {args.repeats}")
     sides = {"a": (interpreter(args.python_a, "a"), 0.0), "b": (interpreter(args.python_b, "b"), args.inject_slowdown_b)}
+    if args.skip_same_versions and not args.inject_slowdown_b and (same := same_versions(sides["a"][0], sides["b"][0])):
+        msg = f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)"
+        out(msg)
+        if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
+            with open(summary, "a") as fh:
+                fh.write(f"## A/B {w.name} on {args.gpu}\n\n{msg}\n")
+        return None
     root = Path(args.results_dir)
     dirs = {s: root / s for s in sides}
     stamp = f"ab-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"

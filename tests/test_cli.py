@@ -1,7 +1,10 @@
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from harness.spec import Workload
 
@@ -15,8 +18,9 @@ def write_runs(d: Path, records):
     (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
-def harness(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True)
+def harness(*args, cwd, env_extra=None):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, env=env)
 
 
 def test_baseline_update_from_two_sessions(tmp_path):
@@ -93,3 +97,26 @@ def test_ab_interleaves_two_environments_on_one_machine(tmp_path):
     assert (tmp_path / "ab" / "report.md").exists()
     js = json.loads((tmp_path / "ab" / "report.json").read_text())  # what the regression-issue script reads
     assert {v["outcome"] for v in js["verdicts"] if v["kind"] == "runtime"} == {"regression"}
+
+
+def test_ab_makes_no_runs_when_both_sides_have_the_same_versions(tmp_path, monkeypatch):
+    """The nightly A/B costs GPU time only when `latest` resolved to something new."""
+    summary = tmp_path / "summary.md"
+    same = harness("ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--workloads-dir", str(ROOT / "workloads"), "--results-dir", "ab",
+                   "--python-b", sys.executable, "--skip-same-versions", cwd=tmp_path, env_extra={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "A and B have the same versions (python " in same.stdout and "nothing to compare, no runs made" in same.stdout
+    assert not (tmp_path / "ab").exists() and "nothing to compare" in summary.read_text()
+
+    from harness import ab
+    real = ab.side_versions
+    seen = iter([{"python": "3.11.9", "trl": "1.16.0"}, {"python": "3.11.9", "trl": "1.17.0"}])
+    monkeypatch.setattr(ab, "side_versions", lambda python, side: next(seen))
+    assert ab.same_versions("a", "b") is None  # a new trl: the A/B runs
+    monkeypatch.setattr(ab, "side_versions", lambda python, side: {"python": "3.11.9", "trl": "1.16.0", "datasets": None})
+    assert ab.same_versions("a", "b") == "python 3.11.9, trl 1.16.0"
+    broken = tmp_path / "python-without-harness"
+    broken.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named harness' >&2; exit 1\n")
+    broken.chmod(0o755)
+    with pytest.raises(ValueError, match="cannot report its versions .ModuleNotFoundError: No module named harness.; install this project"):
+        real(str(broken), "b")

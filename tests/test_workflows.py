@@ -144,3 +144,18 @@ def test_issue_script_comments_on_the_open_issue_with_the_exact_title(fake_gh):
 def test_issue_script_without_regressions_or_report_files_nothing(fake_gh):
     assert fake_gh(dict(REPORT, verdicts=[v for v in REPORT["verdicts"] if v["outcome"] not in ("regression", "fail")])) == []
     assert fake_gh(None) == []
+
+
+def test_nightly_ab_runs_pinned_against_latest_only_when_they_differ():
+    """The latest job A/Bs pinned against the environment it just measured, on the same runner, and makes no
+    runs when latest resolved to the pins (harness ab --skip-same-versions); its regressions file issues too."""
+    import yaml
+
+    job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]
+    steps = {s.get("name"): s for s in job["steps"]}
+    ab = steps["A/B pinned vs latest"]
+    assert "matrix.env == 'latest'" in ab["if"] and "!cancelled()" in ab["if"]
+    assert "--python-a .tox/pinned/bin/python --python-b .tox/latest/bin/python" in " ".join(ab["run"].split())
+    assert "--skip-same-versions" in ab["run"] and "--results-dir perf-results/ab" in ab["run"]
+    issues = steps["Open or update regression issues (A/B)"]
+    assert issues["env"]["REPORT"] == "perf-results/ab/report.json" and "steps.ab.outcome == 'failure'" in issues["if"]
