@@ -48,10 +48,25 @@ def _moved(d: float, r: float, unit: str = "") -> str:
     return f"{d:+.1f}{unit}" + (f" ({r:+.0%})" if r == r else "")
 
 
+def probe_moved(row: dict) -> float | None:
+    """Relative change of the host probe's launch time (``host_probe.launch_us``, medians) against the
+    baseline's runs: +0.12 means this machine's host issues tiny ops 12% slower. None without both.
+    Descriptive: a step time that moved with it points at the machine rather than the code."""
+    cur, base = row.get("host_launch_us"), row.get("baseline_host_launch_us")
+    return cur / base - 1 if cur and base else None
+
+
+def _launch_us(runs: list[dict]) -> float | None:
+    v = [r["host_probe"]["launch_us"] for r in runs if isinstance(r.get("host_probe"), dict) and r["host_probe"].get("launch_us")]
+    return median(v) if v else None
+
+
 def _where_text(row: dict, top: int | None = None) -> str:
     step = _step_moved(row)
     head = f"median step {step:+.1f} ms; " if step is not None else ""
-    return head + ", ".join(f"{p} {_moved(d, r, ' ms')}" for p, d, r in where(row)[:top])
+    probe = probe_moved(row)
+    tail = f"; host launch probe {probe:+.0%} vs baseline" if probe is not None else ""
+    return head + ", ".join(f"{p} {_moved(d, r, ' ms')}" for p, d, r in where(row)[:top]) + tail
 
 
 def _gpu_busy(runs: list[dict]) -> float | None:
@@ -84,6 +99,8 @@ def build(session) -> dict:
             "phases_ms": _phases(ok),
             "gpu_busy": _gpu_busy(ok),
             "kernel_ms_per_step": median(kern) if kern else None,
+            "host_launch_us": _launch_us(ok),
+            "baseline_host_launch_us": _launch_us(b.data["decompositions"].get(d, {}).get("runs", [])) if isinstance(b, bl.Baseline) else None,
             "baseline_step_time_ms": _rng(base_step, ".1f"), "baseline_train_runtime_s": _rng(base_rt, ".2f"),
             "baseline_phases_ms": b.phases(d) if isinstance(b, bl.Baseline) else None,
             "verdict": v.outcome if v else None, "ratio": (v.details.get("ratio") if v else None),
@@ -173,11 +190,12 @@ def markdown(data: dict) -> str:
     moved = [r for r in data["rows"] if where(r)]
     if moved:
         out += ["", "### Where the step time moved against the baseline (ms per optimizer step, medians; descriptive, not a test)", "",
-                "| case | step | " + " | ".join(bl.PHASES) + " |", "|---|---:|" + "---:|" * len(bl.PHASES)]
+                "| case | step | " + " | ".join(bl.PHASES) + " | host launch probe |", "|---|---:|" + "---:|" * (len(bl.PHASES) + 1)]
         for r in moved:
             d = {p: _moved(x, y) for p, x, y in where(r)}
-            step = _step_moved(r)
-            out.append(f"| {r['workload']}-{r['decomposition']} | {'-' if step is None else f'{step:+.1f}'} | " + " | ".join(d.get(p, "-") for p in bl.PHASES) + " |")
+            step, probe = _step_moved(r), probe_moved(r)
+            out.append(f"| {r['workload']}-{r['decomposition']} | {'-' if step is None else f'{step:+.1f}'} | " + " | ".join(d.get(p, "-") for p in bl.PHASES)
+                       + f" | {'-' if probe is None else f'{probe:+.0%}'} |")
     bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]
     out += ["", "### Verdicts", ""]
     judged = [v for v in data["verdicts"] if v["outcome"] != "skip"]

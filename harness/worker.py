@@ -48,7 +48,7 @@ def train(req: dict, timing: dict) -> dict:
 
     from . import build
     from .callbacks import (CudaClock, GpuSampler, HostClock, InstrumentedMixin, KernelProfiler, MeasureCallback, Recorder,
-                            SamplerCallback, attach_forward_hooks)
+                            SamplerCallback, attach_forward_hooks, host_probe)
     from .env import worker_env
     from .spec import Workload
 
@@ -68,6 +68,9 @@ def train(req: dict, timing: dict) -> dict:
     tokenizer = build.build_tokenizer(w)
     model = build.build_model(w, device)
     timing["model_build_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    probe = host_probe(device)
+    timing["probe_s"] = time.perf_counter() - t
     t = time.perf_counter()
     dataset = build.build_dataset(w, tokenizer)
     timing["data_build_s"] = time.perf_counter() - t
@@ -110,6 +113,7 @@ def train(req: dict, timing: dict) -> dict:
         "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
         "gpu_samples": sampler.samples if sampler is not None and sampler.available else None,
         "profile": profiler.result if profiler is not None else None,
+        "host_probe": probe,
         "env": worker_env(trainer.model),
     }
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 RECORD_KEYS = {"workload", "workload_hash", "decomposition", "status", "train_runtime_s", "step_times_ms", "warmup_steps",
-               "phases_ms", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "losses", "gpu_samples", "env"}
+               "phases_ms", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "losses", "gpu_samples", "env", "host_probe"}
 GPU_ONLY = {"peak_reserved_bytes", "peak_allocated_bytes", "gpu_samples"}
 ENV_KEYS = {"gpu", "gpu_count", "driver", "cuda", "versions", "attn_implementation", "cpu"}
 
@@ -37,6 +37,7 @@ def test_cpu_session_records_every_key(perf_project):
         assert min(r["phases_ms"]["forward"]) > 0 and min(r["phases_ms"]["backward"]) > 0
         assert ENV_KEYS <= set(r["env"]) and r["env"]["versions"]["trl"] and r["env"]["gpu"] is None
         assert r["decomposition"]["micro_batch"] * r["decomposition"]["grad_accum"] == 4
+        assert 0 < r["host_probe"]["launch_us"] < 1000 and 0 < r["host_probe"]["python_ns"] < 10_000 and r["timing_s"]["probe_s"] < 5
     # Each optimizer step sees the same 4 samples, so losses agree step by step across decompositions.
     for r in recs[1:]:
         assert r["losses"] == pytest.approx(recs[0]["losses"], rel=1e-4)

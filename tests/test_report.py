@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from harness import baseline as bl
 from harness import plots, report
 
@@ -55,7 +57,17 @@ def test_report_says_which_phase_moved(tmp_path, tiny, monkeypatch):  # noqa: F8
     assert "where tiny-qwen3-1x4 moved vs baseline (medians): median step +30.0 ms; backward +30.0 ms (+50%)" in "\n".join(report.terminal_lines(data))
     md = report.markdown(data)
     assert "### Where the step time moved against the baseline" in md
-    assert "| tiny-qwen3-1x4 | +30.0 | +0.0 (+0%) | +0.0 (+0%) | +30.0 (+50%) | +0.0 (+0%) | +0.0 (+0%) |" in md
+    assert "| tiny-qwen3-1x4 | +30.0 | +0.0 (+0%) | +0.0 (+0%) | +30.0 (+50%) | +0.0 (+0%) | +0.0 (+0%) | - |" in md
+    # with host probes on both sides, the line says how the machine itself moved (here: 20% slower host)
+    for r in s.records:
+        r["host_probe"] = {"launch_us": 6.0 if r["decomposition_id"] == "1x4" else 5.0}
+    stored.data["decompositions"]["1x4"]["runs"] = [dict(r, host_probe={"launch_us": 5.0}) for r in stored.data["decompositions"]["1x4"]["runs"]]
+    s.baselines[tiny.name] = stored
+    probed = report.build(s)
+    row = next(r for r in probed["rows"] if r["decomposition"] == "1x4")
+    assert report.probe_moved(row) == pytest.approx(0.2) and row["where"].endswith("; host launch probe +20% vs baseline")
+    assert "| +0.0 (+0%) | +20% |" in report.markdown(probed)
+    assert report.probe_moved(next(r for r in probed["rows"] if r["decomposition"] == "2x2")) is None  # no probe in the baseline's 2x2 runs
     # a session without phase timings (--no-phases): no section, no line
     plain = report.build(make(tmp_path, tiny, monkeypatch, base, [], repeats=5).run())
     assert all(report.where(r) == [] for r in plain["rows"]) and "Where the step time moved" not in report.markdown(plain)
