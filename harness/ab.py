@@ -42,7 +42,7 @@ def side_versions(python: str, side: str) -> dict[str, str | None]:
     if proc.returncode:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise ValueError(f"--python-{side} {python}: cannot report its versions ({last}); install this project into that environment (tox does)")
-    return json.loads(proc.stdout)
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # the last line: anything a library prints on import comes before
 
 
 def same_versions(a: str, b: str) -> str | None:
