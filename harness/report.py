@@ -56,8 +56,9 @@ def probe_moved(row: dict) -> float | None:
     return cur / base - 1 if cur and base else None
 
 
-def _launch_us(runs: list[dict]) -> float | None:
-    v = [r["host_probe"]["launch_us"] for r in runs if isinstance(r.get("host_probe"), dict) and r["host_probe"].get("launch_us")]
+def _launch_us(probes: list[dict | None]) -> float | None:
+    """Median ``launch_us`` over the runs' ``host_probe`` records that have one."""
+    v = [p["launch_us"] for p in probes if p and p.get("launch_us")]
     return median(v) if v else None
 
 
@@ -99,8 +100,8 @@ def build(session) -> dict:
             "phases_ms": _phases(ok),
             "gpu_busy": _gpu_busy(ok),
             "kernel_ms_per_step": median(kern) if kern else None,
-            "host_launch_us": _launch_us(ok),
-            "baseline_host_launch_us": _launch_us(b.data["decompositions"].get(d, {}).get("runs", [])) if isinstance(b, bl.Baseline) else None,
+            "host_launch_us": _launch_us([r.get("host_probe") for r in ok]),
+            "baseline_host_launch_us": _launch_us(b.values(d, "host_probe")) if isinstance(b, bl.Baseline) else None,
             "baseline_step_time_ms": _rng(base_step, ".1f"), "baseline_train_runtime_s": _rng(base_rt, ".2f"),
             "baseline_phases_ms": b.phases(d) if isinstance(b, bl.Baseline) else None,
             "verdict": v.outcome if v else None, "ratio": (v.details.get("ratio") if v else None),

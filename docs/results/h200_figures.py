@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from statistics import fmean, median
 
+from harness.baseline import PHASES, median_phases, run_phases
 from harness.simulate import min_detectable_slowdown
 from harness.stats import RuntimeCheck, Sample, log_ratio, smallest_flagged
 
@@ -82,7 +83,7 @@ def main(root: Path) -> None:
         rs = by[d]
         st = [r["step_time_median_ms"] for r in rs]
         rt = [r["train_runtime_s"] for r in rs]
-        ph = {p: median(median(r["phases_ms"][p][r["warmup_steps"]:]) for r in rs) for p in ("data", "forward", "backward", "optimizer", "other")}
+        ph = median_phases([run_phases(r) for r in rs])
         util = median(g["util_pct"] for r in rs for g in r["gpu_samples"]) / 100
         outside = [r["wall_s"] - r["train_runtime_s"] for r in rs]
         wall_total[d] = fmean(r["wall_s"] for r in rs)
@@ -189,10 +190,8 @@ def inject_half(root: Path) -> None:
           f"p(ratio <= 1.05) = {e['p_regression']:.3f}: {v.outcome} (flagged above x{smallest_flagged(base4['4x1'], 0.05, 0.05):.2f}).")
     print("The same lease's plain round, against the mean of leases 1-4: "
           + ", ".join(f"{d} {plain[d]['step_time_median_ms']:.0f} ms (x{plain[d]['step_time_median_ms'] / gmean([gmean(g) for g in base4[d]]):.2f})" for d in plain) + ".")
-    ph = ("data", "forward", "backward", "optimizer", "other")
-    def phases(rs):
-        return {p: median(median(r["phases_ms"][p][r["warmup_steps"]:]) for r in rs) for p in ph}
-    a, b = phases([plain["4x1"]]), phases(inj)
+    ph = PHASES
+    a, b = run_phases(plain["4x1"]), median_phases([run_phases(r) for r in inj])
     print("Phases, ms per step, plain 4 × 1 run → injected runs (median): " + ", ".join(f"{p} {a[p]:.0f} → {b[p]:.0f}" for p in ph)
           + f"; without `other` (where the injected sleep lives): {sum(a[p] for p in ph[:4]):.0f} → {sum(b[p] for p in ph[:4]):.0f}.\n")
 
