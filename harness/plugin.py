@@ -1,11 +1,11 @@
-"""pytest hooks only: options, GPU check, parametrisation, the session fixture and the terminal summary.
+"""pytest hooks only: options, device check, parametrisation, the session fixture and the terminal summary.
 
-Everything that measures or judges lives in :mod:`harness.session` and below.
+Options are declared in :mod:`harness.options`; runs are made by :mod:`harness.commands.session`,
+verdicts given by :mod:`harness.judging.judge`, reports written by :mod:`harness.reporting.report`.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import sys
@@ -13,65 +13,39 @@ from pathlib import Path
 
 import pytest
 
-from .env import detect_gpu
-from .session import Options, PerfSession
-from .spec import SpecError, Workload, load_workloads
+from harness import options as opt
+from harness.commands.session import Options, PerfSession
+from harness.measuring.env import detect_gpu, resolve_gpu
+from harness.spec import SpecError, Workload, load_workloads
 
 _GPU = pytest.StashKey[str]()
 _WORKLOADS = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[PerfSession]()
-_RECORDED = pytest.StashKey[list]()
 _OPTIONS = pytest.StashKey[Options]()
 
 
 def pytest_addoption(parser):
-    g = parser.getgroup("perf", "LoRA fine-tuning performance suite (harness)")
-    g.addoption("--gpu", default="auto", help="short GPU name (t4, l4, a10, a100, h100, h200, ...), 'auto' (detect, the default) or 'cpu'")
-    g.addoption("--repeats", type=int, default=5, help="fresh-process runs per decomposition (default 5)")
-    g.addoption("--max-repeats", type=int, default=None, help="run more repeats of inconclusive cases, up to this many (alpha is split over the looks)")
-    g.addoption("--steps", type=int, default=None, help="override max_steps for quick runs (changes the workload hash)")
-    g.addoption("--results-dir", default="perf-results", help="where runs.jsonl, logs and reports go (default perf-results)")
-    g.addoption("--baselines-dir", default=None, help="baseline store (default: <rootdir>/baselines)")
-    g.addoption("--workloads-dir", default=None, help="workload specs (default: <rootdir>/workloads)")
-    g.addoption("--workload", action="append", default=None, help="run this workload (repeatable); default: those for the device")
-    g.addoption("--order", choices=("interleaved", "reversed"), default="interleaved", help="run order of decompositions within a round")
-    try:
-        g.addoption("--timeout", "--run-timeout", dest="run_timeout", type=float, default=1800.0, help="wall-clock limit per run, seconds")
-    except (ValueError, argparse.ArgumentError):  # pytest-timeout owns --timeout
-        g.addoption("--run-timeout", dest="run_timeout", type=float, default=1800.0, help="wall-clock limit per run, seconds")
-    g.addoption("--update-baselines", action="store_true", help="record this session's runs as the new baseline for this GPU")
-    g.addoption("--inject-slowdown", type=float, default=0.0, help="sleep this fraction of each step's time (sensitivity self-check)")
-    g.addoption("--no-phases", action="store_true", help="turn off phase instrumentation (to measure its overhead)")
-    g.addoption("--profile-steps", type=int, default=0, help="profile CUDA kernels over N steps after warm-up (evidence runs; not for baselines)")
-    g.addoption("--alpha", type=float, default=None, help="override the baseline's alpha")
-    g.addoption("--threshold", type=float, default=None, help="override the baseline's practical runtime threshold (fraction)")
-    g.addoption("--calibrate", action="store_true", help="instead of the tests: A/A and --inject-slowdown (default 0.10) runs, then the minimum detectable slowdown")
-    g.addoption("--fail-inconclusive", action="store_true", help="inconclusive runtime verdicts fail instead of being reported")
-    g.addoption("--require-baseline", action="store_true", help="a missing baseline fails instead of skipping")
-    g.addoption("--budget-minutes", type=float, default=None,
-                help="start no run that would end past this many minutes (estimated from the case's slowest run, else the session's, else the baseline's train_runtime); the rest is left for --resume")
-    g.addoption("--resume", action="store_true", help="continue the last session in --results-dir: its runs count, only the missing ones are made")
+    opt.add(parser.getgroup("perf", "LoRA fine-tuning performance suite (harness)").addoption, opt.SESSION)
 
 
 def pytest_configure(config):
-    want = config.getoption("--gpu").lower()
-    detected = detect_gpu()
-    if want == "auto":
-        want = detected
-    elif want != "cpu" and want != detected:
-        hint = f"--gpu={detected} or --gpu=auto" if detected != "cpu" else "--gpu=cpu on this machine, or on a machine with that GPU"
-        raise pytest.UsageError(f"--gpu={want} but this machine has {detected}; run with {hint}")
-    config.stash[_GPU] = want
+    try:
+        gpu = resolve_gpu(config.getoption("gpu"), detect_gpu())
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_GPU] = gpu
     config.addinivalue_line("markers", "perf: a performance case of the harness")
+    config.addinivalue_line("markers", "slow: a self-test that makes real training runs (deselect with -m 'not slow')")
     o = config.getoption
-    budget = o("--budget-minutes")
+    budget = o("budget_minutes")
     try:
         config.stash[_OPTIONS] = Options(
-            gpu=want, results_dir=Path(o("--results-dir")), baselines_dir=Path(o("--baselines-dir") or _root(config) / "baselines"),
-            repeats=o("--repeats"), max_repeats=o("--max-repeats"), order=o("--order"), timeout_s=o("run_timeout"),
-            inject_slowdown=o("--inject-slowdown"), phases=not o("--no-phases"), alpha=o("--alpha"), threshold=o("--threshold"),
-            update_baselines=o("--update-baselines"), fail_inconclusive=o("--fail-inconclusive"), faults=os.environ.get("HARNESS_FAULTS"),
-            profile_steps=o("--profile-steps"), resume=o("--resume"), budget_s=None if budget is None else budget * 60,
+            gpu=gpu, results_dir=Path(o("results_dir")), baselines_dir=Path(o("baselines_dir") or _root(config) / "baselines"),
+            repeats=o("repeats"), max_repeats=o("max_repeats"), order=o("order"), timeout_s=o("run_timeout"),
+            inject_slowdown=o("inject_slowdown"), inject_work=o("inject_work"), phases=not o("no_phases"), alpha=o("alpha"),
+            threshold=o("threshold"), update_baselines=o("update_baselines"), fail_inconclusive=o("fail_inconclusive"),
+            faults=os.environ.get("HARNESS_FAULTS"), profile_steps=o("profile_steps"), resume=o("resume"),
+            budget_s=None if budget is None else budget * 60,
             command="pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -81,23 +55,27 @@ def _root(config) -> Path:
     return Path(config.rootpath)
 
 
+def _workloads_dir(config) -> Path:
+    return Path(config.getoption("workloads_dir") or _root(config) / "workloads")
+
+
 def _workloads(config) -> dict[str, Workload]:
     """Workloads selected for this session (loaded once). SpecError becomes one collection-error line."""
     if _WORKLOADS in config.stash:
         return config.stash[_WORKLOADS]
-    wdir = Path(config.getoption("--workloads-dir") or _root(config) / "workloads")
+    wdir = _workloads_dir(config)
     gpu = config.stash[_GPU]
     try:
         found = load_workloads(wdir)
-        names = config.getoption("--workload")
+        names = config.getoption("workload")
         if names:
             unknown = [n for n in names if n not in found]
             if unknown:
                 raise SpecError(f"--workload {', '.join(unknown)}: no such workload in {wdir}; known: {', '.join(found)}")
             chosen = {n: found[n] for n in names}
         else:
-            chosen = {n: w for n, w in found.items() if (gpu == "cpu" and "cpu" in w.devices) or (gpu != "cpu" and ("gpu" in w.devices or gpu in w.devices))}
-        steps = config.getoption("--steps")
+            chosen = {n: w for n, w in found.items() if w.runs_on(gpu)}
+        steps = config.getoption("steps")
         chosen = {n: w.with_overrides(max_steps=steps) for n, w in chosen.items()}
     except SpecError as exc:
         config.stash[_WORKLOADS] = exc
@@ -116,7 +94,7 @@ def pytest_generate_tests(metafunc):
             raise ws
     except SpecError as exc:
         error = f"bad workload: {exc}"
-    if error:
+    if error:  # outside the except block: one line, no chained traceback
         pytest.fail(error, pytrace=False)
     if "perf_case" in metafunc.fixturenames:
         ids = [f"{w.name}-{d.id}" for w in ws.values() for d in w.decompositions]
@@ -126,7 +104,7 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(config, items):
-    updating = config.getoption("--update-baselines")
+    updating = config.getoption("update_baselines")
     keep, drop = [], []
     for item in items:
         name = getattr(item, "originalname", item.name)
@@ -146,8 +124,7 @@ def _progress(config):
     def say(msg: str) -> None:
         if tr is None:
             print(msg, file=sys.stderr)
-            return
-        if cap is not None:
+        elif cap is not None:
             with cap.global_and_fixture_disabled():
                 tr.write_line(f"perf {msg}")
         else:
@@ -172,38 +149,35 @@ def perf_session(request) -> PerfSession:
             cases.append(tuple(cs.params["perf_case"]))
         elif "perf_workload" in cs.params:
             cases += [(cs.params["perf_workload"], d.id) for d in ws[cs.params["perf_workload"]].decompositions]
-    cases = [c for c in dict.fromkeys(cases)]
     order = {(w.name, d.id): i for i, (w, d) in enumerate((w, d) for w in ws.values() for d in w.decompositions)}
-    cases.sort(key=order.__getitem__)
+    cases = sorted(dict.fromkeys(cases), key=order.__getitem__)
     opts = config.stash[_OPTIONS]
     s = PerfSession(opts, ws, cases, progress=_progress(config))
     config.stash[_SESSION] = s
     budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
     s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}{budget}, "
                f"results in {opts.results_dir}")
-    for note in s.plan_notes():
+    for note in s.judge().plan_notes(opts.repeats):
         s.progress(note)
     try:
         return s.run()
-    except ValueError as exc:  # --resume of a session with other settings
+    except ValueError as exc:  # an unwritable results dir, a --resume of other settings
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_runtestloop(session):
     """With --calibrate, run the sensitivity self-check instead of the test cases."""
     config = session.config
-    if not config.getoption("--calibrate"):
+    if not config.getoption("calibrate"):
         return None
-    from .calibrate import calibrate
+    from harness.commands.calibrate import calibrate
 
-    say = _progress(config)
     o = config.getoption
-    wdir = Path(o("--workloads-dir") or _root(config) / "workloads")
     code = 0
     for name in _workloads(config):
-        args = argparse.Namespace(gpu=config.stash[_GPU], workload=name, repeats=o("--repeats"), slowdown=o("--inject-slowdown") or 0.10,
-                                  steps=o("--steps"), workloads_dir=wdir, results_dir=Path(o("--results-dir")) / "calibrate", timeout=o("run_timeout"))
-        code |= calibrate(args, out=say)
+        code |= calibrate(gpu=config.stash[_GPU], workload=name, repeats=o("repeats"), slowdown=o("inject_slowdown") or 0.10, steps=o("steps"),
+                          workloads_dir=_workloads_dir(config), results_dir=Path(o("results_dir")) / "calibrate", run_timeout=o("run_timeout"),
+                          out=_progress(config))
     if code:
         session.testsfailed = 1
     return True
@@ -213,20 +187,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = config.stash.get(_SESSION, None)
     if s is None or not s.executed:
         return
-    from .report import terminal_summary
+    from harness.reporting.report import terminal_summary
 
-    terminal_summary(terminalreporter, s, config.stash.get(_RECORDED, None))
+    terminal_summary(terminalreporter, s)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config, machine_info):
     """pytest-benchmark's machine_info has no GPU; add the one this session ran on."""
-    from .env import gpu_names
+    from harness.measuring.env import gpu_names
 
     machine_info["gpu"] = config.stash.get(_GPU, None)
     machine_info["gpu_names"] = gpu_names()
-
-
-def record_update(config, staged) -> None:
-    """Remember what --update-baselines wrote, for the before/after table."""
-    config.stash[_RECORDED] = config.stash.get(_RECORDED, []) + list(staged)

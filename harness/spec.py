@@ -236,6 +236,10 @@ class Workload:
         return dataclasses.replace(self, train=dataclasses.replace(self.train, max_steps=max_steps),
                                    measure=dataclasses.replace(self.measure, warmup_steps=warm))
 
+    def runs_on(self, device: str) -> bool:
+        """Selected by default on ``device`` ('cpu' or a GPU's short name): its ``devices`` list 'cpu', 'gpu' or that name."""
+        return "cpu" in self.devices if device == "cpu" else ("gpu" in self.devices or device in self.devices)
+
     def decomposition(self, ident: str) -> Decomposition:
         for d in self.decompositions:
             if d.id == ident:

@@ -4,9 +4,9 @@ decomposition; one ordering and one equivalence verdict per workload. Runs happe
 
 import pytest
 
-from harness import bench
-from harness.plugin import record_update
-from harness.stats import Verdict
+from harness.reporting import bench
+from harness.judging.stats import Verdict
+from harness.record import PHASES
 
 PHASE_SLACK = 1.05  # measured phases may exceed the step by at most 5%
 
@@ -18,9 +18,9 @@ def judge(verdicts, request):
         pytest.fail(lines, pytrace=False)
     inconclusive = [v for v in verdicts if v.outcome == "inconclusive"]
     missing = [v for v in verdicts if v.outcome == "skip"]
-    if inconclusive and request.config.getoption("--fail-inconclusive"):
+    if inconclusive and request.config.getoption("fail_inconclusive"):
         pytest.fail(lines, pytrace=False)
-    if any(v.details.get("missing_baseline") for v in missing) and request.config.getoption("--require-baseline"):
+    if any(v.details.get("missing_baseline") for v in missing) and request.config.getoption("require_baseline"):
         pytest.fail(lines, pytrace=False)
     if len(missing) == len(verdicts):
         pytest.skip(lines)
@@ -31,7 +31,7 @@ def judge(verdicts, request):
 
 def test_run(perf_session, perf_case):
     """Every run of the case finished, and its measured phases fit inside its steps."""
-    runs = perf_session.runs(*perf_case, ok_only=False)
+    runs = perf_session.judge().runs(*perf_case, ok_only=False)
     if not runs and perf_session.incomplete:
         pytest.skip(perf_session.incomplete)
     assert runs, f"no run of {perf_case} was executed"
@@ -48,7 +48,7 @@ def test_run(perf_session, perf_case):
         if not ph:
             continue
         for i in range(r["warmup_steps"], len(r["step_times_ms"])):
-            measured = sum(ph[p][i] for p in ("data", "forward", "backward", "optimizer"))
+            measured = sum(ph[p][i] for p in PHASES[:-1])
             step = r["step_times_ms"][i]
             assert measured <= PHASE_SLACK * step, (
                 f"run {r['repeat']} step {i + 1}: measured phases {measured:.1f} ms exceed the step's {step:.1f} ms by more than 5%: mis-measured")
@@ -57,28 +57,27 @@ def test_run(perf_session, perf_case):
 @pytest.mark.benchmark(timer=bench.REPLAY)
 def test_runtime(perf_session, perf_case, request, benchmark):
     """Verdict against the baseline; the step times are also replayed into pytest-benchmark."""
-    bench.record(benchmark, perf_session, *perf_case)
-    judge(perf_session.runtime_verdicts()[f"{perf_case[0]}-{perf_case[1]}"], request)
+    bench.record(benchmark, perf_session.judge(), *perf_case)
+    judge(perf_session.judge().runtime[f"{perf_case[0]}-{perf_case[1]}"], request)
 
 
 def test_memory(perf_session, perf_case, request):
-    judge(perf_session.memory_verdict(*perf_case), request)
+    judge(perf_session.judge().memory(*perf_case), request)
 
 
 def test_ordering(perf_session, perf_workload, request):
-    judge(perf_session.ordering_verdicts(perf_workload), request)
+    judge(perf_session.judge().ordering(perf_workload), request)
 
 
 def test_equivalence(perf_session, perf_workload, request):
-    judge(perf_session.equivalence_verdict(perf_workload), request)
+    judge(perf_session.judge().equivalence(perf_workload), request)
 
 
 def test_record_baseline(perf_session, perf_workload, request):
     """Only with --update-baselines: write the baseline of this workload (refusals fail here)."""
-    from harness.baseline import BaselineError
+    from harness.judging.baseline import BaselineError
 
     try:
-        staged = perf_session.update_baselines_for(perf_workload)
+        perf_session.update_baselines_for(perf_workload)
     except BaselineError as exc:
         pytest.fail(str(exc), pytrace=False)
-    record_update(request.config, staged)

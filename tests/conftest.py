@@ -1,8 +1,15 @@
+"""Shared fixtures of the self-tests: the tiny workload, fake run records, a fake runner, and a project layout for pytester."""
+
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+from harness.commands import session as sess
+from harness.files import append_jsonl
+from harness.measuring import loop
+from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,3 +25,81 @@ def perf_project(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.delenv("HARNESS_FAULTS", raising=False)
     return pytester
+
+
+@pytest.fixture
+def tiny():
+    return Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+
+
+def _fake_runs(w, medians, status="ok", gpu="cpu", **extra):
+    """Records of one run per median for every decomposition of ``w``, each with flat step times."""
+    out = []
+    for d in w.decompositions:
+        for i, m in enumerate(medians):
+            out.append({"run_id": f"{d.id}-{i}", "session_id": "s", "workload": w.name, "workload_hash": w.hash,
+                        "decomposition_id": d.id, "decomposition": d.as_dict(), "repeat": i + 1, "gpu": gpu, "status": status,
+                        "step_time_median_ms": m, "train_runtime_s": m * w.train.max_steps / 1000, "step_times_ms": [m] * w.train.max_steps,
+                        "warmup_steps": w.measure.warmup_steps, "peak_reserved_bytes": None, "peak_allocated_bytes": None,
+                        "tokens_per_s": 1.0, "losses": [1.0] * w.train.max_steps, "env": {"hostname": "h", "versions": {"torch": "x"}}, **extra})
+    return out
+
+
+@pytest.fixture
+def fake_runs():
+    return _fake_runs
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _fake_runner(times: dict[str, list[float]], calls: list, walls: dict[str, float] | None = None, clock: FakeClock | None = None):
+    """run_one stand-in: the n-th run of a decomposition gets times[d][n % len]; it appends to runs.jsonl like the real one."""
+
+    def run_one(req, results_dir, session_id, timeout_s, gpu):
+        d = req.decomposition.id
+        k = sum(1 for c in calls if c[0] == d)
+        calls.append((d, req.repeat))
+        m = times[d][k % len(times[d])]
+        w = req.workload
+        wall = (walls or {}).get(d, 1.0)
+        if clock is not None:
+            clock.now += wall
+        rec = {"run_id": f"{session_id}-{d}-{k}", "session_id": session_id, "workload": w.name, "workload_hash": w.hash, "decomposition_id": d,
+               "repeat": req.repeat, "gpu": gpu, "status": "ok", "step_time_median_ms": m, "train_runtime_s": m / 100,
+               "step_times_ms": [m] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
+               "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0, "wall_s": wall, "env": {},
+               "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work, "phases_enabled": req.phases,
+               "profile_steps": req.profile_steps}
+        Path(results_dir).mkdir(parents=True, exist_ok=True)
+        append_jsonl(Path(results_dir) / "runs.jsonl", rec)
+        return rec
+    return run_one
+
+
+@pytest.fixture
+def fake_runner(monkeypatch):
+    """``fake_runner(times, calls, walls=None, clock=None)`` puts a fake ``run_one`` under the run loop."""
+    def install(times, calls, walls=None, clock=None):
+        monkeypatch.setattr(loop, "run_one", _fake_runner(times, calls, walls, clock))
+    return install
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def make(tmp_path, tiny, fake_runner):
+    """``make(times, calls, **options)``: a PerfSession of the tiny workload on the fake runner."""
+    def build(times, calls, **opts):
+        fake_runner(times, calls)
+        o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", **opts)
+        return sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None)
+    return build

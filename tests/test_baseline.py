@@ -3,31 +3,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import baseline as bl
-from harness.session import Options, PerfSession
+from harness.judging import baseline as bl
+from harness.judging.judge import Judge, load_baselines
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
-def tiny():
-    return Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
-
-
-def fake_runs(w, medians, status="ok", gpu="cpu", **extra):
-    out = []
-    for d in w.decompositions:
-        for i, m in enumerate(medians):
-            out.append({"run_id": f"{d.id}-{i}", "session_id": "s", "workload": w.name, "workload_hash": w.hash,
-                        "decomposition_id": d.id, "decomposition": d.as_dict(), "repeat": i + 1, "gpu": gpu, "status": status,
-                        "step_time_median_ms": m, "train_runtime_s": m * w.train.max_steps / 1000, "step_times_ms": [m] * w.train.max_steps,
-                        "warmup_steps": w.measure.warmup_steps, "peak_reserved_bytes": None, "peak_allocated_bytes": None,
-                        "tokens_per_s": 1.0, "losses": [1.0] * w.train.max_steps, "env": {"hostname": "h", "versions": {"torch": "x"}}, **extra})
-    return out
-
-
-def test_record_and_load_round_trip(tmp_path, tiny):
+def test_record_and_load_round_trip(tmp_path, tiny, fake_runs):
     path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
     b = bl.load(tmp_path, "cpu", tiny)
     assert b.path == path and not b.imported and b.values("2x2", "step_time_median_ms") == [100, 101, 99, 100, 102]
@@ -52,7 +35,7 @@ def test_refusals_on_load(tmp_path, tiny, write, expected):
         assert "--update-baselines" in str(err.value)
 
 
-def test_refuses_another_gpu_and_another_hash(tmp_path, tiny):
+def test_refuses_another_gpu_and_another_hash(tmp_path, tiny, fake_runs):
     data = bl.from_runs(tiny, "l4", fake_runs(tiny, [100] * 5, gpu="l4"), "cmd")
     (tmp_path / "cpu").mkdir()
     (tmp_path / "cpu" / "tiny-qwen3.json").write_text(json.dumps(data))
@@ -64,15 +47,15 @@ def test_refuses_another_gpu_and_another_hash(tmp_path, tiny):
 
 
 @pytest.mark.parametrize("records, expected", [
-    (lambda w: fake_runs(w, [100] * 5)[:-1] + fake_runs(w, [100], status="oom")[-1:], "1 run(s) failed (4x1: oom)"),
-    (lambda w: fake_runs(w, [100] * 4), "has 4 run(s), at least 5 needed"),
-    (lambda w: fake_runs(w, [100] * 5, inject_slowdown=0.1), "injected slowdown"),
+    (lambda w, fake_runs: fake_runs(w, [100] * 5)[:-1] + fake_runs(w, [100], status="oom")[-1:], "1 run(s) failed (4x1: oom)"),
+    (lambda w, fake_runs: fake_runs(w, [100] * 4), "has 4 run(s), at least 5 needed"),
+    (lambda w, fake_runs: fake_runs(w, [100] * 5, inject_slowdown=0.1), "injected slowdown"),
 ])
-def test_update_refusals_write_nothing(tmp_path, tiny, records, expected):
+def test_update_refusals_write_nothing(tmp_path, tiny, records, expected, fake_runs):
     path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "old"))
     before = path.read_text()
     with pytest.raises(bl.BaselineError, match=expected.replace("(", r"\(").replace(")", r"\)")):
-        bl.from_runs(tiny, "cpu", records(tiny), "new")
+        bl.from_runs(tiny, "cpu", records(tiny, fake_runs), "new")
     assert path.read_text() == before
 
 
@@ -83,31 +66,29 @@ def imported_session(gpu, current):
         for i, v in enumerate(values):
             recs.append({"workload": w.name, "decomposition_id": d, "status": "ok", "train_runtime_s": v,
                          "step_time_median_ms": v * 10, "peak_reserved_bytes": 5 * 2**30, "losses": None})
-    s = PerfSession(Options(gpu=gpu, baselines_dir=ROOT / "baselines"), {w.name: w}, [(w.name, d) for d in current], progress=lambda m: None)
-    s.records, s.executed = recs, True
-    return s
+    return Judge({w.name: w}, tuple((w.name, d) for d in current), tuple(recs), load_baselines(ROOT / "baselines", gpu, {w.name: w}), gpu=gpu)
 
 
 def test_imported_t4_baseline_runtime_ordering_not_memory():
     same = imported_session("t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [248, 252, 246, 255, 250]})
     b = same.baselines["qwen3-1.7b-lora-pretrained"]
     assert b.imported and b.runtime_metric("1x4") == "train_runtime_s"
-    rt = same.runtime_verdicts()
+    rt = same.runtime
     assert all("train_runtime" in v.message for v in rt.values())
     assert not any(v.failed for v in rt.values())
-    order = {v.case.split(":")[1]: v.outcome for v in same.ordering_verdicts("qwen3-1.7b-lora-pretrained")}
+    order = {v.case.split(":")[1]: v.outcome for v in same.ordering("qwen3-1.7b-lora-pretrained")}
     assert order["4x1<1x4"] == "pass" and order["2x2~4x1"] == "tie"  # the published B/C ranges overlap
-    assert same.memory_verdict("qwen3-1.7b-lora-pretrained", "1x4").outcome == "skip"
+    assert same.memory("qwen3-1.7b-lora-pretrained", "1x4").outcome == "skip"
     slow = imported_session("t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [330, 335, 328, 340, 332]})
-    assert slow.runtime_verdicts()["qwen3-1.7b-lora-pretrained-4x1"].outcome == "regression"
-    assert any(v.outcome == "fail" for v in slow.ordering_verdicts("qwen3-1.7b-lora-pretrained"))
+    assert slow.runtime["qwen3-1.7b-lora-pretrained-4x1"].outcome == "regression"
+    assert any(v.outcome == "fail" for v in slow.ordering("qwen3-1.7b-lora-pretrained"))
 
 
 def test_imported_l4_baseline_orders_4x1_before_1x4():
     s = imported_session("l4", {"1x4": [218, 221, 216, 224, 219], "4x1": [124, 126, 125, 123, 127]})
-    order = {v.case.split(":")[1]: v.outcome for v in s.ordering_verdicts("qwen3-1.7b-lora-pretrained")}
+    order = {v.case.split(":")[1]: v.outcome for v in s.ordering("qwen3-1.7b-lora-pretrained")}
     assert order == {"4x1<1x4": "pass"}
-    assert all(v.outcome == "pass" for v in s.runtime_verdicts().values())
+    assert all(v.outcome == "pass" for v in s.runtime.values())
 
 
 def test_committed_h200_baseline_matches_the_workload_and_tells_the_order():
@@ -120,15 +101,13 @@ def test_committed_h200_baseline_matches_the_workload_and_tells_the_order():
     recs = [{"workload": w.name, "decomposition_id": d, "status": "ok", "step_time_median_ms": v, "train_runtime_s": v / 10,
              "peak_reserved_bytes": b.values(d, "peak_reserved_bytes")[0], "losses": b.losses(d)}
             for d in ("1x4", "2x2", "4x1") for v in b.values(d, "step_time_median_ms")]
-    s = PerfSession(Options(gpu="h200", baselines_dir=ROOT / "baselines"), {w.name: w}, [(w.name, d) for d in ("1x4", "2x2", "4x1")],
-                    progress=lambda m: None)
-    s.records, s.executed = recs, True
-    order = {v.case.split(":")[1]: v.outcome for v in s.ordering_verdicts(w.name)}
+    s = Judge({w.name: w}, tuple((w.name, d) for d in ("1x4", "2x2", "4x1")), tuple(recs), {w.name: b}, gpu="h200")
+    order = {v.case.split(":")[1]: v.outcome for v in s.ordering(w.name)}
     assert order == {"2x2<1x4": "pass", "4x1<1x4": "pass", "4x1<2x2": "pass"}
-    assert not any(v.failed for v in s.runtime_verdicts().values())
+    assert not any(v.failed for v in s.runtime.values())
 
 
-def test_runs_are_grouped_by_machine(tmp_path, tiny):
+def test_runs_are_grouped_by_machine(tmp_path, tiny, fake_runs):
     recs = fake_runs(tiny, [100, 101, 99, 100, 102])
     for i, r in enumerate(recs):
         r["env"] = dict(r["env"], boot_id="boot-a" if r["repeat"] <= 3 else "boot-b")
@@ -142,10 +121,9 @@ def test_runs_are_grouped_by_machine(tmp_path, tiny):
 
 def test_a_session_says_up_front_what_a_multi_machine_baseline_can_detect():
     w = Workload.load(ROOT / "workloads" / "qwen3-1.7b-lora.toml")
-    s = PerfSession(Options(gpu="h200", baselines_dir=ROOT / "baselines"), {w.name: w}, [(w.name, "4x1")], progress=lambda m: None)
-    (note,) = s.plan_notes()
+    s = Judge({w.name: w}, ((w.name, "4x1"),), (), load_baselines(ROOT / "baselines", "h200", {w.name: w}), gpu="h200")
+    (note,) = s.plan_notes(repeats=5)
     assert "spans 5 machines" in note and "4x1 x1.22" in note  # as in docs/results/h200.md
     assert note.endswith("--repeats 4 is enough (the baseline's machines have at most 4 runs each)")  # 2 + 3 + 4 + 1 + 1 runs
-    s3 = PerfSession(Options(gpu="h200", baselines_dir=ROOT / "baselines", repeats=4), {w.name: w}, [(w.name, "4x1")], progress=lambda m: None)
-    assert "is enough" not in s3.plan_notes()[0]
-    assert PerfSession(Options(gpu="t4", baselines_dir=ROOT / "baselines"), {}, [], progress=lambda m: None).plan_notes() == []
+    assert "is enough" not in s.plan_notes(repeats=4)[0]
+    assert Judge({}, (), (), {}, gpu="t4").plan_notes(repeats=5) == []

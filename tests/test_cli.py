@@ -8,8 +8,6 @@ import pytest
 
 from harness.spec import Workload
 
-from test_baseline import fake_runs  # noqa: E402
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -23,7 +21,7 @@ def harness(*args, cwd, env_extra=None):
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, env=env)
 
 
-def test_baseline_update_from_two_sessions(tmp_path):
+def test_baseline_update_from_two_sessions(tmp_path, fake_runs):
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
     spec = {"workload_spec": w.to_dict()}
     a = fake_runs(w, [100, 101, 99], **spec)
@@ -42,7 +40,7 @@ def test_baseline_update_from_two_sessions(tmp_path):
     assert wrong.returncode == 2 and "no runs on l4" in wrong.stderr and "found cpu" in wrong.stderr
 
 
-def test_compare_refuses_different_specs(tmp_path):
+def test_compare_refuses_different_specs(tmp_path, fake_runs):
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
     w30 = w.with_overrides(max_steps=30)
     write_runs(tmp_path / "a", fake_runs(w, [100] * 5, workload_spec=w.to_dict()))
@@ -53,7 +51,7 @@ def test_compare_refuses_different_specs(tmp_path):
     assert missing.returncode == 2 and "nowhere: no runs.jsonl here" in missing.stderr
 
 
-def test_compare_against_a_committed_baseline_file(tmp_path):
+def test_compare_against_a_committed_baseline_file(tmp_path, fake_runs):
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
     spec = {"workload_spec": w.to_dict()}
     write_runs(tmp_path / "rec", fake_runs(w, [100, 101, 99, 100, 102], **spec))
@@ -108,7 +106,7 @@ def test_ab_makes_no_runs_when_both_sides_have_the_same_versions(tmp_path, monke
     assert "A and B have the same versions (python " in same.stdout and "nothing to compare, no runs made" in same.stdout
     assert not (tmp_path / "ab").exists() and "nothing to compare" in summary.read_text()
 
-    from harness import ab
+    from harness.commands import ab
     real = ab.side_versions
     seen = iter([{"python": "3.11.9", "trl": "1.16.0"}, {"python": "3.11.9", "trl": "1.17.0"}])
     monkeypatch.setattr(ab, "side_versions", lambda python, side: next(seen))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner import RunRequest, run_one
+from harness.measuring.runner import RunRequest, run_one
 from harness.spec import DataSpec, Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ def saved_model_and_data(tmp_path, tiny):
     import datasets
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from harness.build import in_memory_tokenizer
+    from harness.measuring.build import in_memory_tokenizer
 
     tok = in_memory_tokenizer()
     model = AutoModelForCausalLM.from_config(AutoConfig.for_model("qwen3", **dict(tiny.model.config, vocab_size=len(tok))))

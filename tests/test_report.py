@@ -1,28 +1,28 @@
 """Reports from a session built with the fake runner of test_session."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
-from harness import baseline as bl
-from harness import plots, report
+from harness.judging import baseline as bl
+from harness.reporting import plots
+from harness.reporting import report
 
-from test_session import make, tiny  # noqa: F401  (fixture)
 
-
-def test_report_files_summary_and_plots(tmp_path, tiny, monkeypatch):  # noqa: F811
+def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
     base = {"1x4": [100, 101, 99, 100, 100.5], "2x2": [80, 81, 79, 80, 80.5], "4x1": [90, 91, 89, 90, 90.5]}
-    rec = make(tmp_path, tiny, monkeypatch, base, [], repeats=5).run()
+    rec = make(base, [], repeats=5).run()
     bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", rec.records, "test"))
     slow = {d: [x * 1.3 for x in v] for d, v in base.items()}
-    s = make(tmp_path, tiny, monkeypatch, slow, [], repeats=5).run()
+    s = make(slow, [], repeats=5).run()
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    data = report.build(s)
+    data = report.build(s.judge())
     paths = report.write(data, tmp_path / "out") + plots.write_all(data, tmp_path / "out")
     assert [p.name for p in paths] == ["report.json", "report.md", "step_times.png", "phases.png", "step_traces.png"]
-    assert all(p.stat().st_size > 1000 for p in paths[2:])
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths[2:])
     md = (tmp_path / "out" / "report.md").read_text()
     assert "| tiny-qwen3 | 1 × 4 | 4 | 5/5 |" in md and "+30.0%" in md and "**regression** runtime `tiny-qwen3-1x4`" in md
     assert summary.read_text().startswith("earlier step\n## LoRA fine-tuning performance")
@@ -40,16 +40,16 @@ def _with_phases(records, backward):
     return records
 
 
-def test_report_says_which_phase_moved(tmp_path, tiny, monkeypatch):  # noqa: F811
+def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
     base = {"1x4": [100, 101, 99, 100, 100.5], "2x2": [80, 81, 79, 80, 80.5], "4x1": [90, 91, 89, 90, 90.5]}
-    rec = make(tmp_path, tiny, monkeypatch, base, [], repeats=5).run()
+    rec = make(base, [], repeats=5).run()
     bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", _with_phases(rec.records, lambda s: s - 40), "test"))
     stored = bl.load(tmp_path / "baselines", "cpu", tiny)
     assert stored.phases("1x4") == {"data": 1.0, "forward": 30.0, "backward": 60.0, "optimizer": 4.0, "other": 5.0}
     # 1x4 is 30 ms slower, all of it in backward
-    s = make(tmp_path, tiny, monkeypatch, {**base, "1x4": [x + 30 for x in base["1x4"]]}, [], repeats=5).run()
+    s = make({**base, "1x4": [x + 30 for x in base["1x4"]]}, [], repeats=5).run()
     _with_phases(s.records, lambda st: st - 40)
-    data = report.build(s)
+    data = report.build(s.judge())
     row = next(r for r in data["rows"] if r["decomposition"] == "1x4")
     assert row["where"].startswith("median step +30.0 ms; backward +30.0 ms (+50%)")  # report.json: the issue script quotes it
     (top, *rest) = report.where(row)
@@ -62,12 +62,11 @@ def test_report_says_which_phase_moved(tmp_path, tiny, monkeypatch):  # noqa: F8
     for r in s.records:
         r["host_probe"] = {"launch_us": 6.0 if r["decomposition_id"] == "1x4" else 5.0}
     stored.data["decompositions"]["1x4"]["runs"] = [dict(r, host_probe={"launch_us": 5.0}) for r in stored.data["decompositions"]["1x4"]["runs"]]
-    s.baselines[tiny.name] = stored
-    probed = report.build(s)
+    probed = report.build(replace(s.judge(), baselines={tiny.name: stored}))
     row = next(r for r in probed["rows"] if r["decomposition"] == "1x4")
     assert report.probe_moved(row) == pytest.approx(0.2) and row["where"].endswith("; host launch probe +20% vs baseline")
     assert "| +0.0 (+0%) | +20% |" in report.markdown(probed)
     assert report.probe_moved(next(r for r in probed["rows"] if r["decomposition"] == "2x2")) is None  # no probe in the baseline's 2x2 runs
     # a session without phase timings (--no-phases): no section, no line
-    plain = report.build(make(tmp_path, tiny, monkeypatch, base, [], repeats=5).run())
+    plain = report.build(make(base, [], repeats=5).run().judge())
     assert all(report.where(r) == [] for r in plain["rows"]) and "Where the step time moved" not in report.markdown(plain)

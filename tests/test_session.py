@@ -1,87 +1,39 @@
 """PerfSession logic with a fake runner: order of runs, the sequential extension, verdict plumbing."""
 
-from pathlib import Path
-
 import pytest
 
-from harness import baseline as bl
-from harness import session as sess
-from harness.runner import append_jsonl
-from harness.spec import Workload
+from harness import options as opt
+from harness.commands import session as sess
+from harness.judging import baseline as bl
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def tiny():
-    return Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def fake_runner(times: dict[str, list[float]], calls: list, walls: dict[str, float] | None = None, clock: FakeClock | None = None):
-    """run_one stand-in: the n-th run of a decomposition gets times[d][n % len]; it appends to runs.jsonl like the real one."""
-
-    def run_one(req, results_dir, session_id, timeout_s, gpu):
-        d = req.decomposition.id
-        k = sum(1 for c in calls if c[0] == d)
-        calls.append((d, req.repeat))
-        m = times[d][k % len(times[d])]
-        w = req.workload
-        wall = (walls or {}).get(d, 1.0)
-        if clock is not None:
-            clock.now += wall
-        rec = {"run_id": f"{session_id}-{d}-{k}", "session_id": session_id, "workload": w.name, "workload_hash": w.hash, "decomposition_id": d,
-               "repeat": req.repeat, "gpu": gpu, "status": "ok", "step_time_median_ms": m, "train_runtime_s": m / 100,
-               "step_times_ms": [m] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
-               "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0, "wall_s": wall, "env": {},
-               "inject_slowdown": req.inject_slowdown, "phases_enabled": req.phases, "profile_steps": req.profile_steps}
-        Path(results_dir).mkdir(parents=True, exist_ok=True)
-        append_jsonl(Path(results_dir) / "runs.jsonl", rec)
-        return rec
-    return run_one
-
-
-def make(tmp_path, tiny, monkeypatch, times, calls, **opts):
-    monkeypatch.setattr(sess, "run_one", fake_runner(times, calls))
-    o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", **opts)
-    return sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None)
-
-
-def test_interleaved_and_reversed_order(tmp_path, tiny, monkeypatch):
+def test_interleaved_and_reversed_order(tmp_path, tiny, make, fake_runner, clock):
     calls = []
-    make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=2).run()
+    make({"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=2).run()
     assert calls == [("1x4", 1), ("2x2", 1), ("4x1", 1), ("1x4", 2), ("2x2", 2), ("4x1", 2)]
     calls.clear()
-    make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=1, order="reversed").run()
+    make({"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=1, order="reversed").run()
     assert [c[0] for c in calls] == ["4x1", "2x2", "1x4"]
 
 
-def test_inconclusive_cases_get_more_runs_up_to_max(tmp_path, tiny, monkeypatch):
+def test_inconclusive_cases_get_more_runs_up_to_max(tmp_path, tiny, make, fake_runner, clock):
     calls = []
     base = {"1x4": [100, 101, 99, 100, 100.5], "2x2": [80, 81, 79, 80, 80.5], "4x1": [90, 91, 89, 90, 90.5]}
-    rec = make(tmp_path, tiny, monkeypatch, base, calls, repeats=5).run()
+    rec = make(base, calls, repeats=5).run()
     bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", rec.records, "test"))
     calls.clear()
     # 2x2 is noisy around the threshold (inconclusive); the others are clearly fine.
     noisy = {"1x4": [100, 101, 99, 100, 100.5], "2x2": [80, 95, 82, 93, 79, 92, 84, 90, 81, 94], "4x1": [90, 91, 89, 90, 90.5]}
-    s = make(tmp_path, tiny, monkeypatch, noisy, calls, repeats=5, max_repeats=10).run()
+    s = make(noisy, calls, repeats=5, max_repeats=10).run()
     assert [c for c in calls if c[0] != "2x2"] == [(d, r) for r in range(1, 6) for d in ("1x4", "4x1")]
     assert [r for d, r in calls if d == "2x2"] == list(range(1, 11))
     assert s.looks_used == 2 and s.options.looks == 2
-    v = s.runtime_verdicts()
+    v = s.judge().runtime
     assert v["tiny-qwen3-1x4"].outcome == "pass" and v["tiny-qwen3-2x2"].details["n_cur"] == 10
     assert "alpha/2 per look" in v["tiny-qwen3-2x2"].details["correction"]
 
 
-def test_update_refuses_when_a_decomposition_was_not_run(tmp_path, tiny, monkeypatch):
-    s = make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=5)
+def test_update_refuses_when_a_decomposition_was_not_run(tmp_path, tiny, make, fake_runner, clock):
+    s = make({"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=5)
     s.cases = s.cases[:2]
     s.run()
     with pytest.raises(bl.BaselineError, match="4x1 were not run"):
@@ -89,10 +41,10 @@ def test_update_refuses_when_a_decomposition_was_not_run(tmp_path, tiny, monkeyp
     assert not (tmp_path / "baselines" / "cpu").exists()
 
 
-def test_budget_stops_before_a_run_that_would_overrun_and_resume_finishes(tmp_path, tiny, monkeypatch):
-    calls, clock = [], FakeClock()
+def test_budget_stops_before_a_run_that_would_overrun_and_resume_finishes(tmp_path, tiny, make, fake_runner, clock):
+    calls = []
     times = {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}
-    monkeypatch.setattr(sess, "run_one", fake_runner(times, calls, walls={"1x4": 30, "2x2": 20, "4x1": 10}, clock=clock))
+    fake_runner(times, calls, walls={"1x4": 30, "2x2": 20, "4x1": 10}, clock=clock)
     o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", repeats=3, budget_s=100)
     cases = [(tiny.name, d.id) for d in tiny.decompositions]
     first = sess.PerfSession(o, {tiny.name: tiny}, cases, progress=lambda m: None, clock=clock).run()
@@ -111,64 +63,58 @@ def test_budget_stops_before_a_run_that_would_overrun_and_resume_finishes(tmp_pa
     assert bl.load(tmp_path / "baselines", "cpu", tiny).values("2x2", "step_time_median_ms") == [80.0] * 3
 
 
-def test_a_case_not_run_within_the_budget_is_skipped_not_failed(tmp_path, tiny, monkeypatch):
-    calls, clock = [], FakeClock()
-    base = make(tmp_path, tiny, monkeypatch, {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, [], repeats=5).run()
+def test_a_case_not_run_within_the_budget_is_skipped_not_failed(tmp_path, tiny, make, fake_runner, clock):
+    calls = []
+    base = make({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, [], repeats=5).run()
     bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", base.records, "test"))
-    monkeypatch.setattr(sess, "run_one", fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls, walls={"1x4": 60, "2x2": 50}, clock=clock))
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls, walls={"1x4": 60, "2x2": 50}, clock=clock)
     o = sess.Options(gpu="cpu", results_dir=tmp_path / "b", baselines_dir=tmp_path / "baselines", repeats=2, budget_s=100)
     s = sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None, clock=clock).run()
     # 1x4 took 60 s; 2x2 has no run yet, so it is reckoned at the session's slowest (60 s): 120 > 100, stop
     assert calls == [("1x4", 1)] and s.left == 5
-    v = s.runtime_verdicts()
+    v = s.judge().runtime
     assert v["tiny-qwen3-4x1"].outcome == "skip" and "tiny-qwen3-4x1 not run yet: INCOMPLETE" in v["tiny-qwen3-4x1"].message
     assert all(not x.failed for x in v.values())
 
 
-def test_the_first_run_is_reckoned_from_the_baseline(tmp_path, tiny, monkeypatch):
-    base = make(tmp_path, tiny, monkeypatch, {"1x4": [9000.0], "2x2": [80.0], "4x1": [90.0]}, [], repeats=5).run()
+def test_the_first_run_is_reckoned_from_the_baseline(tmp_path, tiny, make, fake_runner, clock):
+    base = make({"1x4": [9000.0], "2x2": [80.0], "4x1": [90.0]}, [], repeats=5).run()
     bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", base.records, "test"))  # 1x4: train_runtime 90 s
-    calls, clock = [], FakeClock()
-    monkeypatch.setattr(sess, "run_one", fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls, clock=clock))
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls, clock=clock)
     o = sess.Options(gpu="cpu", results_dir=tmp_path / "c", baselines_dir=tmp_path / "baselines", repeats=1, budget_s=60)
     s = sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None, clock=clock).run()
     assert calls == [] and s.left == 3  # a 90-s run does not fit in 60 s, so none starts
 
 
-def test_resume_refuses_a_session_with_other_settings(tmp_path, tiny, monkeypatch):
-    make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=1, inject_slowdown=0.3).run()
-    s = make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=2, resume=True)
+def test_resume_refuses_a_session_with_other_settings(tmp_path, tiny, make, fake_runner, clock):
+    make({"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=1, inject_slowdown=0.3).run()
+    s = make({"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, [], repeats=2, resume=True)
     with pytest.raises(ValueError, match=r"--resume: session .* ran tiny-qwen3-1x4 with other settings \(--inject-slowdown 0.3 != 0.0\)"):
         s.run()
 
 
-def test_resume_with_nothing_recorded_starts_a_new_session(tmp_path, tiny, monkeypatch):
+def test_resume_with_nothing_recorded_starts_a_new_session(tmp_path, tiny, make, fake_runner, clock):
     calls = []
-    s = make(tmp_path, tiny, monkeypatch, {"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=1, resume=True).run()
+    s = make({"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=1, resume=True).run()
     assert len(calls) == 3 and s.resumed == 0
-    with pytest.raises(ValueError, match="--budget-minutes must be positive"):
-        sess.Options(gpu="cpu", budget_s=0)
+    with pytest.raises(opt.argparse.ArgumentTypeError, match="must be positive, got 0"):
+        opt.parse_positive_float("0")
 
 
-def test_no_extra_runs_against_a_baseline_from_several_machines(tmp_path, tiny, monkeypatch):
+def test_no_extra_runs_against_a_baseline_from_several_machines(tmp_path, tiny, fake_runner, fake_runs):
     """More runs on this machine cannot narrow a machine-level interval, so --max-repeats adds none (GPU time saved)."""
     recs = []
     for machine, level in (("boot-a", 100.0), ("boot-b", 115.0)):
         for i in range(3):
-            recs += [dict(r, run_id=f"{machine}-{r['run_id']}-{i}", env={"boot_id": machine}) for r in fake_runs_at(tiny, level)]
+            recs += [dict(r, run_id=f"{machine}-{r['run_id']}-{i}", env={"boot_id": machine}) for r in fake_runs(tiny, [level])]
     bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", recs, "test", min_repeats=1))
     calls, said = [], []
-    monkeypatch.setattr(sess, "run_one", fake_runner({"1x4": [108.0], "2x2": [108.0], "4x1": [108.0]}, calls))
+    fake_runner({"1x4": [108.0], "2x2": [108.0], "4x1": [108.0]}, calls)
     o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", repeats=3, max_repeats=9)
     s = sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=said.append).run()
     assert len(calls) == 9  # the first look only
-    v = s.runtime_verdicts()["tiny-qwen3-1x4"]
+    v = s.judge().runtime["tiny-qwen3-1x4"]
     assert v.outcome == "inconclusive" and v.details["unit"] == "machine" and "other machines" in v.message
     assert any("none are added" in m for m in said)
 
-
-def fake_runs_at(w, level):
-    return [{"run_id": d.id, "session_id": "s", "workload": w.name, "workload_hash": w.hash, "decomposition_id": d.id, "repeat": 1,
-             "gpu": "cpu", "status": "ok", "step_time_median_ms": level, "train_runtime_s": level / 100,
-             "step_times_ms": [level] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
-             "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0} for d in w.decompositions]

@@ -1,7 +1,7 @@
 import math
 
 
-from harness.stats import (EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, holm, log_ratio,
+from harness.judging.stats import (EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, holm, log_ratio,
                            mannwhitney_min_p, reachable)
 
 
@@ -89,7 +89,7 @@ def test_sample_summary():
 
 
 def test_machine_ratio_is_a_prediction_interval_over_machines():
-    from harness.stats import estimate, machine_ratio
+    from harness.judging.stats import estimate, machine_ratio
 
     # two machines 20% apart, each quiet inside: run-level Welch would call the session "known"; it is not
     groups = [[700.0, 705, 698], [890.0, 880, 895]]
@@ -106,7 +106,7 @@ def test_machine_ratio_is_a_prediction_interval_over_machines():
 
 
 def test_smallest_flagged_is_where_the_verdict_flips():
-    from harness.stats import smallest_flagged
+    from harness.judging.stats import smallest_flagged
 
     groups = [[400.0, 410, 405], [440.0, 445, 436]]
     edge = smallest_flagged(groups, 0.05, 0.05)

@@ -7,7 +7,7 @@ threshold. Noise: see harness.simulate.NoiseModel (heavy-tailed between and with
 
 import math
 
-from harness.simulate import NoiseModel, min_detectable_slowdown, power, simulate
+from harness.judging.simulate import NoiseModel, min_detectable_slowdown, power, simulate
 
 TRIALS = 1000
 ALPHA = 0.05

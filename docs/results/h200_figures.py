@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from statistics import fmean, median
 
-from harness.baseline import PHASES, median_phases, run_phases
-from harness.simulate import min_detectable_slowdown
-from harness.stats import RuntimeCheck, Sample, log_ratio, smallest_flagged
+from harness.record import PHASES, median_phases, run_phases
+from harness.judging.simulate import min_detectable_slowdown
+from harness.judging.stats import RuntimeCheck, Sample, log_ratio, smallest_flagged
 
 
 def runs(d: Path) -> list[dict]:

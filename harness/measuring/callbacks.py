@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import torch
 from transformers import TrainerCallback
 
-PHASES = ("data", "forward", "backward", "optimizer", "other")
+from harness.record import PHASES
+
 
 
 class HostClock:

@@ -1,4 +1,4 @@
-"""One training run in a fresh process: ``python -m harness.worker REQUEST.json RESULT.json``.
+"""One training run in a fresh process: ``python -m harness.measuring.worker REQUEST.json RESULT.json``.
 
 The request holds the workload, the decomposition and measurement switches. The worker writes its
 record atomically to RESULT.json (status ok | oom | error) and exits 0 only when the status is ok.
@@ -8,34 +8,15 @@ A crash, a signal or a timeout leaves no result; the runner then classifies the 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
 import traceback
+from statistics import median
+
+from harness.files import write_json_atomic
 
 EXIT_OK, EXIT_OOM, EXIT_ERROR = 0, 3, 4
-
-
-def write_json_atomic(path: str, obj) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _median(xs):
-    s = sorted(xs)
-    n = len(s)
-    return None if n == 0 else (s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2]))
 
 
 def train(req: dict, timing: dict) -> dict:
@@ -46,11 +27,11 @@ def train(req: dict, timing: dict) -> dict:
 
     datasets.disable_progress_bars()
 
-    from . import build
-    from .callbacks import (CudaClock, GpuSampler, HostClock, InstrumentedMixin, KernelProfiler, MeasureCallback, Recorder,
+    from harness.measuring import build
+    from harness.measuring.callbacks import (CudaClock, GpuSampler, HostClock, InstrumentedMixin, KernelProfiler, MeasureCallback, Recorder,
                             SamplerCallback, attach_forward_hooks, host_probe)
-    from .env import worker_env
-    from .spec import Workload
+    from harness.measuring.env import worker_env
+    from harness.spec import Workload
 
     timing["import_s"] = time.perf_counter() - t
     w = Workload.from_dict(req["workload"])
@@ -105,7 +86,7 @@ def train(req: dict, timing: dict) -> dict:
         "train_loss": float(out.metrics.get("train_loss", float("nan"))),
         "step_times_ms": measured["step_times_ms"],
         "warmup_steps": warm,
-        "step_time_median_ms": _median(steady),
+        "step_time_median_ms": median(steady) if steady else None,
         "phases_ms": measured["phases_ms"],
         "losses": measured["losses"],
         "tokens_per_s": (sum(tokens) / (sum(steady) / 1000.0)) if steady and sum(steady) > 0 else None,
@@ -130,7 +111,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # classified here; the runner records it
         import torch
 
-        from .build import HubUnavailable
+        from harness.measuring.build import HubUnavailable
 
         oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
         if isinstance(exc, HubUnavailable) or not oom and type(exc).__name__ in ("SpecError", "ValueError"):

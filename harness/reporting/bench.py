@@ -31,9 +31,9 @@ class ReplayClock:
 REPLAY = ReplayClock()
 
 
-def record(benchmark, session, workload: str, decomp: str) -> None:
+def record(benchmark, judge, workload: str, decomp: str) -> None:
     """Replay the case's steady-state step times (all runs) as rounds, and attach extra_info."""
-    runs = session.runs(workload, decomp)
+    runs = judge.runs(workload, decomp)
     steps = [t / 1000.0 for r in runs for t in r["step_times_ms"][r["warmup_steps"]:]]
     if not steps:
         return

@@ -10,16 +10,15 @@ another workload hash (naming the fields that changed).
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import median
 from typing import Any
 
-from .spec import Workload, changed_fields
+from harness.files import write_atomic
+from harness.record import median_phases, run_phases
+from harness.spec import Workload, changed_fields
 
 SCHEMA = 1
 RUN_KEYS = ("step_time_median_ms", "train_runtime_s", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "host_probe")
@@ -29,20 +28,9 @@ GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}
 MIN_REPEATS = 5
 
 
-PHASES = ("data", "forward", "backward", "optimizer", "other")
-
-
-def run_phases(run: dict) -> dict[str, float] | None:
-    """One run's median steady-state time per phase (ms per optimizer step), or None without phase timings."""
-    ph, w = run.get("phases_ms") or {}, run.get("warmup_steps") or 0
-    steady = {p: ph[p][w:] for p in PHASES if ph.get(p)}
-    return {p: round(median(v), 3) for p, v in steady.items() if v} or None
-
-
-def median_phases(rows: list[dict[str, float]]) -> dict[str, float] | None:
-    """Median over runs of each phase, from :func:`run_phases` rows; None for no rows."""
-    rows = [r for r in rows if r]
-    return {p: median(r[p] for r in rows if p in r) for p in rows[0]} if rows else None
+def default_thresholds(gpu: str) -> dict[str, float]:
+    """The thresholds a new baseline of ``gpu`` gets."""
+    return {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(gpu, {})}
 
 
 class BaselineError(Exception):
@@ -72,7 +60,7 @@ class Baseline:
 
     @property
     def thresholds(self) -> dict[str, float]:
-        return {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(self.gpu, {}), **self.data.get("thresholds", {})}
+        return {**default_thresholds(self.gpu), **self.data.get("thresholds", {})}
 
     @property
     def env(self) -> dict:
@@ -136,21 +124,6 @@ def _compact(obj: Any) -> str:
     return re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS, require_all: bool = True) -> None:
     """Refuse to record a baseline from failed runs or too few repeats. Raises BaselineError."""
     failed = [r for r in records if r.get("status") != "ok"]
@@ -204,7 +177,7 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
         "provenance": {"kind": "measured", "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command,
                        "sessions": sessions, "hosts": hosts, "machines": machines,
                        "note": note or (f"gathered over {len(sessions)} sessions on {len(hosts)} machine(s) of this kind" if len(sessions) > 1 else "")},
-        "thresholds": {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(gpu, {}), **(thresholds or {})},
+        "thresholds": {**default_thresholds(gpu), **(thresholds or {})},
         "decompositions": decs,
     }
 
@@ -221,3 +194,15 @@ def read_any(path: str | Path) -> dict | None:
         return json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def record(root: str | Path, workload: Workload, gpu: str, records: list[dict], command: str, note: str = "",
+           min_repeats: int = MIN_REPEATS) -> tuple[Path, dict | None, dict]:
+    """Write the baseline of ``workload`` on ``gpu`` from ``records``; return (path, old data or None, new data).
+
+    Raises BaselineError, writing nothing, on a refusal."""
+    data = from_runs(workload, gpu, records, command, note=note, min_repeats=min_repeats)
+    path = path_for(root, gpu, workload.name)
+    old = read_any(path)
+    write(root, data)
+    return path, old, data

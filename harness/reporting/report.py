@@ -10,9 +10,10 @@ import os
 from pathlib import Path
 from statistics import median
 
-from . import baseline as bl
-from .baseline import write_atomic
-from .stats import Sample
+from harness.files import write_atomic
+from harness.judging import baseline as bl
+from harness.record import PHASES, median_phases, run_phases
+from harness.judging.stats import Sample
 
 GIB = 2**30
 
@@ -23,7 +24,7 @@ def _rng(s: Sample, fmt: str) -> dict | None:
 
 def _phases(runs: list[dict]) -> dict | None:
     """Median over runs of each run's median steady-state phase time (ms per optimizer step)."""
-    return bl.median_phases([bl.run_phases(r) for r in runs])
+    return median_phases([run_phases(r) for r in runs])
 
 
 def where(row: dict) -> list[tuple[str, float, float]]:
@@ -33,7 +34,7 @@ def where(row: dict) -> list[tuple[str, float, float]]:
     cur, base = row.get("phases_ms"), row.get("baseline_phases_ms")
     if not cur or not base:
         return []
-    out = [(p, cur[p] - base[p], (cur[p] / base[p] - 1) if base[p] else float("nan")) for p in bl.PHASES if p in cur and p in base]
+    out = [(p, cur[p] - base[p], (cur[p] / base[p] - 1) if base[p] else float("nan")) for p in PHASES if p in cur and p in base]
     return sorted(out, key=lambda x: -abs(x[1]))
 
 
@@ -75,16 +76,16 @@ def _gpu_busy(runs: list[dict]) -> float | None:
     return median(util) / 100.0 if util else None
 
 
-def build(session) -> dict:
-    """Everything a report shows, as plain data (this is report.json)."""
+def build(judge, session_id: str = "", command: str = "", inject_slowdown: float = 0.0) -> dict:
+    """Everything a report shows, as plain data (this is report.json): the judge's records and verdicts, and what ran."""
     rows = []
-    verdicts = {v.case: v for v in session.runtime_verdicts().values()}
-    for w, d in session.cases:
-        runs = session.runs(w, d, ok_only=False)
+    verdicts = {v.case: v for v in judge.runtime.values()}
+    for w, d in judge.cases:
+        runs = judge.runs(w, d, ok_only=False)
         ok = [r for r in runs if r["status"] == "ok"]
-        wl = session.workloads[w]
+        wl = judge.workloads[w]
         dec = wl.decomposition(d)
-        b = session.baselines.get(w)
+        b = judge.baselines.get(w)
         base_step = Sample(tuple(b.values(d, "step_time_median_ms"))) if isinstance(b, bl.Baseline) else Sample(())
         base_rt = Sample(tuple(b.values(d, "train_runtime_s"))) if isinstance(b, bl.Baseline) else Sample(())
         v = verdicts.get(f"{w}-{d}")
@@ -93,10 +94,10 @@ def build(session) -> dict:
             "workload": w, "decomposition": d, "micro_batch": dec.micro_batch, "grad_accum": dec.grad_accum,
             "world_size": dec.world_size, "effective_batch": wl.effective_batch, "steps": wl.train.max_steps,
             "runs": len(runs), "ok": len(ok), "failures": sorted({r["status"] for r in runs if r["status"] != "ok"}),
-            "step_time_ms": _rng(session.metric(w, d, "step_time_median_ms"), ".1f"),
-            "train_runtime_s": _rng(session.metric(w, d, "train_runtime_s"), ".2f"),
-            "peak_reserved_gib": _rng(Sample(tuple(x / GIB for x in session.metric(w, d, "peak_reserved_bytes").values)), ".2f"),
-            "tokens_per_s": _rng(session.metric(w, d, "tokens_per_s"), ".0f"),
+            "step_time_ms": _rng(judge.metric(w, d, "step_time_median_ms"), ".1f"),
+            "train_runtime_s": _rng(judge.metric(w, d, "train_runtime_s"), ".2f"),
+            "peak_reserved_gib": _rng(Sample(tuple(x / GIB for x in judge.metric(w, d, "peak_reserved_bytes").values)), ".2f"),
+            "tokens_per_s": _rng(judge.metric(w, d, "tokens_per_s"), ".0f"),
             "phases_ms": _phases(ok),
             "gpu_busy": _gpu_busy(ok),
             "kernel_ms_per_step": median(kern) if kern else None,
@@ -110,12 +111,12 @@ def build(session) -> dict:
         })
     for row in rows:  # the phase split as one line, for report.json readers (the regression-issue script)
         row["where"] = _where_text(row) if row["phases_ms"] and row["baseline_phases_ms"] else None
-    env = next((r.get("env") for r in session.records if r.get("env")), {}) or {}
-    base_versions = {w: b.env.get("versions", {}) for w, b in session.baselines.items() if isinstance(b, bl.Baseline)}
+    env = next((r.get("env") for r in judge.records if r.get("env")), {}) or {}
+    base_versions = {w: b.env.get("versions", {}) for w, b in judge.baselines.items() if isinstance(b, bl.Baseline)}
     return {
-        "gpu": session.options.gpu, "session_id": session.session_id, "command": session.options.command,
-        "inject_slowdown": session.options.inject_slowdown, "rows": rows, "incomplete": session.incomplete,
-        "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in session.all_verdicts()],
+        "gpu": judge.gpu, "session_id": session_id, "command": command,
+        "inject_slowdown": inject_slowdown, "rows": rows, "incomplete": judge.incomplete,
+        "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in judge.all()],
         "env": {k: env.get(k) for k in ("gpu", "gpu_count", "driver", "cuda", "cpu", "hostname", "attn_implementation", "gpu_clocks")},
         "versions": env.get("versions", {}), "baseline_versions": base_versions,
     }
@@ -182,7 +183,7 @@ def markdown(data: dict) -> str:
             "|---|---|---:|---:|---|---|---|---|---:|---:|---|---:|"]
     for r in data["rows"]:
         ph = r["phases_ms"]
-        phases = " / ".join(f"{ph[p]:.1f}" for p in ("data", "forward", "backward", "optimizer", "other")) if ph else "-"
+        phases = " / ".join(f"{ph[p]:.1f}" for p in PHASES) if ph else "-"
         busy = f"{r['gpu_busy']:.0%}" if r["gpu_busy"] is not None else "-"
         mem = _fmt(r["peak_reserved_gib"]) if r["peak_reserved_gib"] else "-"
         tps = f"{r['tokens_per_s']['median']:.0f}" if r["tokens_per_s"] else "-"
@@ -191,11 +192,11 @@ def markdown(data: dict) -> str:
     moved = [r for r in data["rows"] if where(r)]
     if moved:
         out += ["", "### Where the step time moved against the baseline (ms per optimizer step, medians; descriptive, not a test)", "",
-                "| case | step | " + " | ".join(bl.PHASES) + " | host launch probe |", "|---|---:|" + "---:|" * (len(bl.PHASES) + 1)]
+                "| case | step | " + " | ".join(PHASES) + " | host launch probe |", "|---|---:|" + "---:|" * (len(PHASES) + 1)]
         for r in moved:
             d = {p: _moved(x, y) for p, x, y in where(r)}
             step, probe = _step_moved(r), probe_moved(r)
-            out.append(f"| {r['workload']}-{r['decomposition']} | {'-' if step is None else f'{step:+.1f}'} | " + " | ".join(d.get(p, "-") for p in bl.PHASES)
+            out.append(f"| {r['workload']}-{r['decomposition']} | {'-' if step is None else f'{step:+.1f}'} | " + " | ".join(d.get(p, "-") for p in PHASES)
                        + f" | {'-' if probe is None else f'{probe:+.0%}'} |")
     bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]
     out += ["", "### Verdicts", ""]
@@ -244,13 +245,16 @@ def baseline_table(staged) -> list[str]:
     return lines
 
 
-def terminal_summary(tr, session, recorded=None) -> None:
-    data = build(session)
-    paths = write(data, session.options.results_dir)
+def terminal_summary(tr, session) -> None:
+    """The end of a pytest session: report files, the summary table, and the baseline before/after table."""
+    o = session.options
+    data = build(session.judge(), session.session_id, o.command, o.inject_slowdown)
+    recorded = session.recorded
+    paths = write(data, o.results_dir)
     try:
-        from . import plots
+        from harness.reporting import plots
 
-        paths += plots.write_all(data, session.options.results_dir)
+        paths += plots.write_all(data, o.results_dir)
     except ImportError as exc:  # matplotlib is an optional extra
         tr.write_line(f"plots skipped: {exc}")
     tr.section("perf summary")
@@ -262,4 +266,4 @@ def terminal_summary(tr, session, recorded=None) -> None:
         lines = baseline_table(recorded)
         for line in lines:
             tr.write_line(line)
-        write_atomic(Path(session.options.results_dir) / "baseline-update.md", "```\n" + "\n".join(lines) + "\n```\n")
+        write_atomic(Path(o.results_dir) / "baseline-update.md", "```\n" + "\n".join(lines) + "\n```\n")

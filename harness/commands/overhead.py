@@ -1,40 +1,47 @@
 """Instrumentation overhead: the same decomposition with phase timing on and off, in ABBA order.
 
 Unit: the run. Metric: steady-state median step time. Reported: the ratio on/off of geometric means
-with its 90% Welch interval (harness.stats.log_ratio), and the per-pair ratios.
+with its 90% Welch interval (harness.judging.stats.log_ratio), and the per-pair ratios.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
+from typing import Callable
 
-from .runner import RunRequest, run_one
-from .session import headline
-from .spec import load_workload
-from .stats import log_ratio
+from harness.files import ensure_dir, new_id
+from harness.judging.stats import log_ratio
+from harness.measuring.loop import FreshSide, run_slots, schedule
+from harness.spec import load_workload
 
 
-def measure(args) -> int:
-    w = load_workload(args.workloads_dir, args.workload, args.steps)
-    d = w.decomposition(args.decomposition)
-    session = f"overhead-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    on, off = [], []
-    Path(args.results_dir).mkdir(parents=True, exist_ok=True)
-    for i in range(args.pairs):
-        order = (True, False) if i % 2 == 0 else (False, True)  # ABBA: drift lands on both sides
-        for phases in order:
-            rec = run_one(RunRequest(w, d, i + 1, phases=phases), Path(args.results_dir), session, args.timeout, args.gpu)
-            print(f"pair {i + 1} phases {'on ' if phases else 'off'}: {headline(rec)}", flush=True)
-            if rec["status"] != "ok":
-                print(f"error: run failed ({rec['status']}); see {rec['log']}")
-                return 1
-            (on if phases else off).append(rec["step_time_median_ms"])
+def measure(*, gpu: str, workload: str, decomposition: str, pairs: int = 5, steps: int | None = None,
+            workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/overhead", run_timeout: float = 1800.0,
+            out: Callable[[str], None] = print) -> int:
+    w = load_workload(workloads_dir, workload, steps)
+    d = w.decomposition(decomposition)
+    root, session = ensure_dir(results_dir), new_id("overhead")
+    sides = [FreshSide("on", root, session, phases=True), FreshSide("off", root, session, phases=False)]
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    failed: list[dict] = []
+
+    def keep(slot, rec):
+        if rec["status"] != "ok":
+            failed.append(rec)
+        else:
+            times[slot.side.name].append(rec["step_time_median_ms"])
+
+    # ABBA: drift lands on both sides
+    run_slots(schedule(sides, [(w, d)], pairs, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out, on_record=keep,
+              stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None)
+    if failed:
+        return 1
+    on, off = times["on"], times["off"]
     e = log_ratio(off, on, 0.05)
-    print(f"\n{w.name}-{d.id}, {w.train.max_steps} steps, {args.pairs} pairs, on {args.gpu}")
-    print("per pair (on/off): " + ", ".join(f"{a / b:.4f}" for a, b in zip(on, off)))
-    print(f"phase instrumentation overhead: {(e.ratio - 1) * 100:+.2f}% of step time, 90% CI [{(e.lo - 1) * 100:+.2f}%, {(e.hi - 1) * 100:+.2f}%]")
+    out(f"\n{w.name}-{d.id}, {w.train.max_steps} steps, {pairs} pairs, on {gpu}")
+    out("per pair (on/off): " + ", ".join(f"{a / b:.4f}" for a, b in zip(on, off)))
+    out(f"phase instrumentation overhead: {(e.ratio - 1) * 100:+.2f}% of step time, 90% CI [{(e.lo - 1) * 100:+.2f}%, {(e.hi - 1) * 100:+.2f}%]")
     return 0
 
 
@@ -46,7 +53,7 @@ def micro(n: int = 20000) -> dict:
     """
     import torch
 
-    from .callbacks import CudaClock, HostClock, Recorder
+    from harness.measuring.callbacks import CudaClock, HostClock, Recorder
 
     cuda = torch.cuda.is_available()
     dev = torch.device("cuda" if cuda else "cpu")

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
-PHASE_COLORS = {"data": "#8da0cb", "forward": "#66c2a5", "backward": "#fc8d62", "optimizer": "#e78ac3", "other": "#bbbbbb"}
+from harness.files import atomic_path  # noqa: E402
+from harness.record import PHASES  # noqa: E402
+
+PHASE_COLORS = dict(zip(PHASES, ("#8da0cb", "#66c2a5", "#fc8d62", "#e78ac3", "#bbbbbb")))
 
 
-def _save(fig, path: Path) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+def save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` as a PNG atomically and close it."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
-    os.replace(tmp, path)
     return path
 
 
@@ -25,7 +28,7 @@ def _label(r: dict) -> str:
     return f"{r['workload']}\n{r['micro_batch']}×{r['grad_accum']}"
 
 
-def step_times(data: dict, path: Path) -> Path:
+def step_times(data: dict) -> Figure:
     """Median steady-state step time per decomposition, current against baseline, whiskers = run range."""
     rows = [r for r in data["rows"] if r["step_time_ms"] or r["baseline_step_time_ms"]]
     fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(rows)), 3.6))
@@ -44,10 +47,10 @@ def step_times(data: dict, path: Path) -> Path:
     ax.set_title(f"Step time per decomposition on {data['env'].get('gpu') or data['gpu']}", fontsize=10)
     ax.legend(fontsize=8)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
-    return _save(fig, path)
+    return fig
 
 
-def phases(data: dict, path: Path) -> Path:
+def phases(data: dict) -> Figure:
     """Stacked median phase times per optimizer step."""
     rows = [r for r in data["rows"] if r["phases_ms"]]
     fig, ax = plt.subplots(figsize=(max(4, 1.4 * len(rows)), 3.6))
@@ -66,10 +69,10 @@ def phases(data: dict, path: Path) -> Path:
         ax.legend(fontsize=8, loc="upper right")
     else:
         ax.text(0.5, 0.5, "no phase data (runs with --no-phases)", ha="center", transform=ax.transAxes)
-    return _save(fig, path)
+    return fig
 
 
-def traces(data: dict, path: Path) -> Path:
+def traces(data: dict) -> Figure:
     """Every run's step times, one panel per decomposition."""
     rows = [r for r in data["rows"] if r["step_traces_ms"]]
     fig, axes = plt.subplots(1, max(len(rows), 1), figsize=(max(4, 3.2 * len(rows)), 3.2), sharey=False, squeeze=False)
@@ -85,9 +88,11 @@ def traces(data: dict, path: Path) -> Path:
             ax.set_ylim(0, 1.25 * max(steady))  # warm-up steps may run off the top
     axes[0][0].set_ylabel("step time, ms")
     axes[0][0].legend(fontsize=7)
-    return _save(fig, path)
+    return fig
+
+
+FIGURES = {"step_times.png": step_times, "phases.png": phases, "step_traces.png": traces}
 
 
 def write_all(data: dict, out: str | Path) -> list[Path]:
-    out = Path(out)
-    return [step_times(data, out / "step_times.png"), phases(data, out / "phases.png"), traces(data, out / "step_traces.png")]
+    return [save(make(data), Path(out) / name) for name, make in FIGURES.items()]

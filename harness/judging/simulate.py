@@ -3,8 +3,8 @@
 The noise model draws whole runs the way the suite sees them: each run gets a between-run effect
 (log-normal, with a fraction of runs drawn from a heavy-tailed t(3) instead), and each of its
 steady-state steps gets within-run noise (log-normal plus rare 1.5-4x spikes). The run's metric is
-the median of its steps, exactly as :mod:`harness.worker` computes it, and the verdict is
-:class:`harness.stats.RuntimeCheck` itself, Holm over ``cases`` comparisons per session.
+the median of its steps, exactly as :mod:`harness.measuring.worker` computes it, and the verdict is
+:class:`harness.judging.stats.RuntimeCheck` itself, Holm over ``cases`` comparisons per session.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _st
 
-from .stats import RuntimeCheck
+from harness.judging.stats import RuntimeCheck
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base
     """Simulate ``trials`` sessions of ``cases`` comparisons, all with true slowdown ``ratio``.
 
     With ``max_repeats``, inconclusive comparisons get ``n_cur`` more runs per look, and alpha is
-    split over the planned looks, as :class:`harness.session.PerfSession` does. With
+    split over the planned looks, as :class:`harness.commands.session.PerfSession` does. With
     ``noise.base_leases >= 2`` the baseline's runs are grouped by machine, as a baseline store records
     them, so the machine is the unit (``by_machine=False`` pools them: the run-level test).
     """

@@ -113,3 +113,15 @@ def worker_env(model=None) -> dict:
         cfg = getattr(model, "config", None)
         env["attn_implementation"] = getattr(cfg, "_attn_implementation", None) or getattr(cfg, "attn_implementation", None)
     return env
+
+
+def resolve_gpu(want: str, detected: str) -> str:
+    """The device a session runs on: ``auto`` is the detected one, ``cpu`` is always allowed, any other name must
+    match the detected GPU. Raises ValueError with one line saying what to pass instead."""
+    want = want.lower()
+    if want == "auto":
+        return detected
+    if want != "cpu" and want != detected:
+        hint = f"--gpu={detected} or --gpu=auto" if detected != "cpu" else "--gpu=cpu on this machine, or on a machine with that GPU"
+        raise ValueError(f"--gpu={want} but this machine has {detected}; run with {hint}")
+    return want

@@ -1,8 +1,10 @@
 """The launcher: run one training in a fresh process with a wall-clock timeout and classify the outcome.
 
 The parent never imports torch, so it never initialises CUDA. Every finished run is appended at once
-to ``<results-dir>/runs.jsonl`` (one JSON object per line, written with a single ``write`` on an
-``O_APPEND`` descriptor and fsynced), so an interrupted session keeps everything it measured.
+to ``<results-dir>/runs.jsonl`` (:func:`harness.files.append_jsonl`), so an interrupted session keeps
+everything it measured. The worker runs in its own process group; a timeout, Ctrl-C (SIGINT) or a
+SIGTERM to the parent kills that whole group before the parent goes on or exits, so no training is
+left on the device to overlap the next job's timed runs.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .spec import Decomposition, Workload
-from .worker import EXIT_OK, write_json_atomic
+from harness.files import append_jsonl, new_id, write_json_atomic
+from harness.measuring.worker import EXIT_OK
+from harness.spec import Decomposition, Workload
 
-STATUSES = ("ok", "oom", "crash", "timeout", "error")
 STDERR_TAIL = 3000
 
 
@@ -31,21 +33,15 @@ class RunRequest:
     repeat: int  # 1-based repeat of this (workload, decomposition)
     phases: bool = True
     inject_slowdown: float = 0.0
+    inject_work: int = 0  # test-only: extra casts per LoRA layer forward (harness.measuring.census)
     fault: str | None = None
     profile_steps: int = 0
+    census: bool = False  # a census run: count the work of the steps under the profiler (never a timed run)
     python: str | None = None  # the interpreter (environment) to run the worker with; default: this one
 
     @property
     def case_id(self) -> str:
         return f"{self.workload.name}-{self.decomposition.id}"
-
-
-def schedule(cases: list[tuple[Workload, Decomposition]], repeats: int, order: str = "interleaved", first_repeat: int = 1):
-    """Rounds of all cases: ``A B C A B C`` (interleaved) or ``C B A C B A`` (reversed)."""
-    if order not in ("interleaved", "reversed"):
-        raise ValueError(f"--order must be 'interleaved' or 'reversed', got {order!r}")
-    seq = list(cases) if order == "interleaved" else list(reversed(cases))
-    return [(w, d, r) for r in range(first_repeat, first_repeat + repeats) for (w, d) in seq]
 
 
 def parse_faults(text: str | None) -> dict[tuple[str, int], str]:
@@ -58,34 +54,6 @@ def parse_faults(text: str | None) -> dict[tuple[str, int], str]:
     return out
 
 
-def append_jsonl(path: Path, record: dict) -> None:
-    """Append one line atomically: a single write on an O_APPEND descriptor, then fsync."""
-    line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Records of a runs.jsonl; a torn last line (a killed writer) is skipped, not fatal."""
-    out = []
-    if not Path(path).exists():
-        return out
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                print(f"warning: {path}:{n} is not valid JSON; skipped", file=sys.stderr)
-    return out
-
-
 def _tail(path: Path) -> str:
     try:
         data = path.read_bytes()[-STDERR_TAIL:]
@@ -94,42 +62,80 @@ def _tail(path: Path) -> str:
     return data.decode(errors="replace")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so that the same cleanup runs."""
+
+
+@contextmanager
+def sigterm_as_interrupt():
+    """While a worker runs, make SIGTERM raise :class:`Terminated` (main thread only; elsewhere a no-op)."""
+    def handler(signum, frame):
+        raise Terminated(f"received {signal.Signals(signum).name}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def kill_group(proc: subprocess.Popen) -> int:
+    """SIGKILL the worker's whole process group and reap it; returns its exit code."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return proc.wait()
+
+
 def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: float, gpu: str) -> dict:
-    """Run one training in a fresh process; return its record (already appended to runs.jsonl)."""
+    """Run one training in a fresh process; return its record (already appended to runs.jsonl).
+
+    On KeyboardInterrupt (SIGINT) or SIGTERM the worker's process group is killed, nothing is recorded
+    for the unfinished run, and the interrupt propagates; the runs finished before it stay in runs.jsonl.
+    """
     results_dir = Path(results_dir)
     work = results_dir / "work"
     work.mkdir(parents=True, exist_ok=True)
-    run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    run_id = new_id()
     req_path, res_path, log_path = work / f"{run_id}.request.json", work / f"{run_id}.result.json", work / f"{run_id}.log"
-    write_json_atomic(str(req_path), {"workload": req.workload.to_dict(), "decomposition": req.decomposition.id,
-                                      "phases": req.phases, "inject_slowdown": req.inject_slowdown, "fault": req.fault,
-                                      "profile_steps": req.profile_steps,
-                                      "force_cpu": gpu == "cpu", "launched_at": time.time()})
+    write_json_atomic(req_path, {"workload": req.workload.to_dict(), "decomposition": req.decomposition.id,
+                                 "phases": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
+                                 "fault": req.fault, "profile_steps": req.profile_steps, "census": req.census,
+                                 "force_cpu": gpu == "cpu", "launched_at": time.time()})
     env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_DISABLE_PROGRESS_BARS="1")
-    env.pop("HARNESS_FAULT", None)
+    env.pop("HARNESS_FAULTS", None)  # the parent parsed them; the request carries this run's fault
     if gpu == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     # The worker runs from this source tree, whether or not harness is installed.
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     started = time.time()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([req.python or sys.executable, "-m", "harness.worker", str(req_path), str(res_path)],
+    with open(log_path, "wb") as log, sigterm_as_interrupt():
+        proc = subprocess.Popen([req.python or sys.executable, "-m", "harness.measuring.worker", str(req_path), str(res_path)],
                                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             code = proc.wait(timeout=timeout_s)
             timed_out = False
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            code = proc.wait()
+            code = kill_group(proc)
             timed_out = True
+        except BaseException:  # Ctrl-C, SIGTERM, anything: leave no training behind
+            kill_group(proc)
+            for p in (req_path, res_path):
+                p.unlink(missing_ok=True)
+            raise
     wall = time.time() - started
     record = {"run_id": run_id, "session_id": session_id, "workload": req.workload.name, "workload_hash": req.workload.hash,
               "workload_spec": req.workload.to_dict(),
               "decomposition": req.decomposition.as_dict(), "decomposition_id": req.decomposition.id, "repeat": req.repeat,
               "gpu": gpu, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "wall_s": wall,
-              "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "profile_steps": req.profile_steps,
-              "exit_code": code}
+              "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
+              "profile_steps": req.profile_steps, "exit_code": code}
     result = {}
     if res_path.exists() and not timed_out:
         try:
@@ -140,6 +146,8 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
         record.update(status="timeout", error=f"no result after the {timeout_s:g} s timeout; killed the process group")
     elif result:
         record.update(result)
+        if record["status"] == "ok" and code != EXIT_OK:  # a result that says ok from a process that then failed
+            record.update(status="crash", error=f"worker wrote an ok result but exited with code {code}")
     elif code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         record.update(status="crash", signal=name, error=f"worker killed by {name}")
@@ -147,8 +155,6 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
         record.update(status="crash", error=f"worker exited with code {code} and wrote no result")
     if record["status"] != "ok":
         record["stderr_tail"] = _tail(log_path)
-    if record["status"] == "ok" and code != EXIT_OK:  # defensive: a result that says ok from a failed process
-        record.update(status="crash", error=f"worker exited with code {code}")
     record["log"] = str(log_path)
     append_jsonl(results_dir / "runs.jsonl", record)
     for p in (req_path, res_path):

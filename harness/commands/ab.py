@@ -15,13 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
+from typing import Callable
 
-from .runner import RunRequest, run_one
-from .session import headline
-from .spec import load_workload
+from harness.files import ensure_dir, new_id
+from harness.measuring.loop import FreshSide, run_slots, schedule
+from harness.spec import load_workload
 
 
 def interpreter(path: str | None, side: str) -> str:
@@ -35,9 +34,9 @@ def interpreter(path: str | None, side: str) -> str:
 
 
 def side_versions(python: str, side: str) -> dict[str, str | None]:
-    """Python and library versions (``harness.env.versions``) as the interpreter of one side sees them.
+    """Python and library versions (``harness.measuring.env.versions``) as the interpreter of one side sees them.
     Raises ValueError with one line if it cannot say (its workers would fail the same way)."""
-    code = "import json; from harness.env import versions; print(json.dumps(versions()))"
+    code = "import json; from harness.measuring.env import versions; print(json.dumps(versions()))"
     proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
     if proc.returncode:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -51,31 +50,39 @@ def same_versions(a: str, b: str) -> str | None:
     return ", ".join(f"{k} {v}" for k, v in va.items() if v) if va == vb else None
 
 
-def run_rounds(args, out=print) -> tuple[Path, Path] | None:
-    """Make the interleaved runs; return the results dirs of A and B, or None when ``--skip-same-versions``
+def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None = None, decompositions: list[str] | None = None,
+               repeats: int = 5, steps: int | None = None, workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/ab",
+               run_timeout: float = 1800.0, inject_slowdown_b: float = 0.0, skip_same_versions: bool = False,
+               out: Callable[[str], None] = print) -> tuple[Path, Path] | None:
+    """Make the interleaved runs; return the results dirs of A and B, or None when ``skip_same_versions``
     finds nothing to compare (both sides have the same versions: no release since the pins)."""
-    w = load_workload(args.workloads_dir, args.workload, args.steps)
-    decs = [w.decomposition(d) for d in args.decomposition] if args.decomposition else list(w.decompositions)
-    if args.repeats < 2:
-        raise ValueError(f"--repeats must be at least 2 (the test needs two runs per side), got {args.repeats}")
-    sides = {"a": (interpreter(args.python_a, "a"), 0.0), "b": (interpreter(args.python_b, "b"), args.inject_slowdown_b)}
-    if args.skip_same_versions and not args.inject_slowdown_b and (same := same_versions(sides["a"][0], sides["b"][0])):
+    w = load_workload(workloads_dir, workload, steps)
+    decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
+    if repeats < 2:
+        raise ValueError(f"--repeats must be at least 2 (the test needs two runs per side), got {repeats}")
+    pa, pb = interpreter(python_a, "a"), interpreter(python_b, "b")
+    if skip_same_versions and not inject_slowdown_b and (same := same_versions(pa, pb)):
         msg = f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)"
         out(msg)
         if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
             with open(summary, "a") as fh:
-                fh.write(f"## A/B {w.name} on {args.gpu}\n\n{msg}\n")
+                fh.write(f"## A/B {w.name} on {gpu}\n\n{msg}\n")
         return None
-    root = Path(args.results_dir)
-    dirs = {s: root / s for s in sides}
-    stamp = f"ab-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    out(f"A: {sides['a'][0]}\nB: {sides['b'][0]}" + (f" (+{args.inject_slowdown_b:.0%} injected)" if args.inject_slowdown_b else ""))
-    total, n = 2 * args.repeats * len(decs), 0
-    for rep in range(1, args.repeats + 1):
-        for d in decs:
-            for s in ("a", "b") if rep % 2 else ("b", "a"):
-                python, slow = sides[s]
-                n += 1
-                rec = run_one(RunRequest(w, d, rep, inject_slowdown=slow, python=python), dirs[s], f"{stamp}-{s}", args.timeout, args.gpu)
-                out(f"[{n}/{total}] {s.upper()} {w.name}-{d.id} run {rep}: {headline(rec)}")
-    return dirs["a"], dirs["b"]
+    root = ensure_dir(results_dir)
+    stamp = new_id("ab")
+    sides = [FreshSide("a", root / "a", f"{stamp}-a", python=pa), FreshSide("b", root / "b", f"{stamp}-b", python=pb, inject_slowdown=inject_slowdown_b)]
+    out(f"A: {pa}\nB: {pb}" + (f" (+{inject_slowdown_b:.0%} injected)" if inject_slowdown_b else ""))
+    run_slots(schedule(sides, [(w, d) for d in decs], repeats, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out)
+    return root / "a", root / "b"
+
+
+def ab(*, alpha: float | None = None, threshold: float | None = None, out: Callable[[str], None] = print, **rounds) -> int:
+    """``python -m harness ab``: the interleaved runs, then B judged against A (``compare``), the full report in the results dir.
+    Exit code as ``compare``: 1 on a regression."""
+    from harness.commands.compare import compare
+
+    dirs = run_rounds(out=out, **rounds)
+    if dirs is None:
+        return 0
+    a, b = dirs
+    return compare([str(a)], [str(b)], alpha=alpha, threshold=threshold, out_dir=rounds.get("results_dir", "perf-results/ab"), out=out)

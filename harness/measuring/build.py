@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from .spec import Decomposition, Workload
+from harness.spec import Decomposition, Workload
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 CHAT_TEMPLATE = (

@@ -1,0 +1,128 @@
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | ab}``.
+
+Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
+is a function with keyword arguments. A command prints one line and exits 2 on bad input;
+``compare`` and ``ab`` exit 1 on a regression.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import options as opt
+from harness.commands.compare import UsageError
+from harness.judging import baseline as bl
+from harness.spec import SpecError
+
+
+def _cmd_baseline_update(a) -> int:
+    from harness.commands.compare import baseline_update
+
+    return baseline_update(a.results_dirs, gpu=a.gpu, workload=a.workload, baselines_dir=a.baselines_dir, min_repeats=a.min_repeats, note=a.note)
+
+
+def _cmd_compare(a) -> int:
+    from harness.commands.compare import compare
+
+    return compare(a.a, a.b, alpha=a.alpha, threshold=a.threshold, markdown=a.markdown, allow_gpu_mismatch=a.allow_gpu_mismatch)
+
+
+def _cmd_report(a) -> int:
+    from harness.commands.compare import write_report
+
+    return write_report(a.results_dirs, baseline=a.baseline, baselines_dir=a.baselines_dir, out_dir=a.out, alpha=a.alpha,
+                        threshold=a.threshold, allow_gpu_mismatch=a.allow_gpu_mismatch)
+
+
+def _cmd_overhead(a) -> int:
+    from harness.commands.overhead import measure, micro, micro_report
+
+    if a.micro:
+        steps = dict(kv.split("=") for kv in a.micro.split(","))  # "1x4=1510,4x1=394"
+        print("\n".join(micro_report(micro(), {d: (int(d.split("x")[1]), float(ms)) for d, ms in steps.items()})))
+        return 0
+    missing = [f"--{k}" for k in ("gpu", "workload", "decomposition") if not getattr(a, k)]
+    if missing:
+        raise UsageError(f"overhead needs {', '.join(missing)} (or --micro)")
+    return measure(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, pairs=a.pairs, steps=a.steps,
+                   workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
+
+
+def _cmd_calibrate(a) -> int:
+    from harness.commands.calibrate import calibrate
+
+    return calibrate(gpu=a.gpu, workload=a.workload, repeats=a.repeats, slowdown=a.slowdown, steps=a.steps, workloads_dir=a.workloads_dir,
+                     results_dir=a.results_dir, run_timeout=a.run_timeout)
+
+
+def _cmd_ab(a) -> int:
+    from harness.commands.ab import ab
+
+    return ab(gpu=a.gpu, workload=a.workload, python_a=a.python_a, python_b=a.python_b, decompositions=a.decomposition,
+              repeats=a.repeats, steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout,
+              inject_slowdown_b=a.inject_slowdown_b, skip_same_versions=a.skip_same_versions, alpha=a.alpha, threshold=a.threshold)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    bp = sub.add_parser("baseline", help="baseline store").add_subparsers(dest="bcmd", required=True)
+    up = bp.add_parser("update", help="record the runs of RESULTS_DIR(s) as the baseline of --gpu")
+    up.add_argument("results_dirs", nargs="+")
+    opt.add(up.add_argument, (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR), defaults={"baselines_dir": "baselines"}, required=("gpu",))
+    up.add_argument("--min-repeats", type=opt.parse_positive_int, default=bl.MIN_REPEATS)
+    up.add_argument("--note", default="")
+    up.set_defaults(fn=_cmd_baseline_update)
+
+    cp = sub.add_parser("compare", help="compare results dir B against A (a results dir, or a baseline file such as "
+                        "baselines/h200/qwen3-1.7b-lora.json) with the suite's statistics; exit 1 on a regression")
+    cp.add_argument("a", nargs=1)
+    cp.add_argument("b", nargs=1)
+    opt.add(cp.add_argument, opt.JUDGE)
+    cp.add_argument("--markdown", help="also write the Markdown report here")
+    cp.add_argument("--allow-gpu-mismatch", action="store_true")
+    cp.set_defaults(fn=_cmd_compare)
+
+    rp = sub.add_parser("report", help="write report.md, report.json and plots for RESULTS_DIR(s)")
+    rp.add_argument("results_dirs", nargs="+")
+    rp.add_argument("--baseline", nargs="*", help="results dir(s) to use as the baseline instead of baselines/")
+    opt.add(rp.add_argument, (opt.BASELINES_DIR, *opt.JUDGE), defaults={"baselines_dir": "baselines"})
+    rp.add_argument("--out")
+    rp.add_argument("--allow-gpu-mismatch", action="store_true")
+    rp.set_defaults(fn=_cmd_report)
+
+    run_defaults = {"workloads_dir": "workloads"}
+    op = sub.add_parser("overhead", help="phases on vs off, interleaved ABBA, on one decomposition")
+    op.add_argument("--micro", metavar="DECOMP=MS,...", help="instead: time one mark and one hook pair here and report their share of steps of these lengths")
+    opt.add(op.add_argument, (opt.GPU, opt.WORKLOAD, *opt.RUN), defaults={**run_defaults, "gpu": None, "results_dir": "perf-results/overhead"})
+    op.add_argument("--decomposition")
+    op.add_argument("--pairs", type=opt.parse_positive_int, default=5)
+    op.set_defaults(fn=_cmd_overhead)
+
+    ca = sub.add_parser("calibrate", help="A/A and injected-slowdown runs; prints the minimum detectable slowdown")
+    opt.add(ca.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN), defaults={**run_defaults, "results_dir": "perf-results/calibrate"},
+            required=("gpu", "workload"))
+    ca.add_argument("--slowdown", type=opt.parse_slowdown, default=0.10)
+    ca.set_defaults(fn=_cmd_calibrate)
+
+    ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
+    opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": "perf-results/ab"},
+            required=("gpu", "workload"))
+    ab.add_argument("--decomposition", action="append", help="only these decompositions (repeatable); default all")
+    ab.add_argument("--python-a", help="interpreter of side A (default: this one)")
+    ab.add_argument("--python-b", required=True, help="interpreter of side B, e.g. .tox/latest/bin/python")
+    ab.add_argument("--inject-slowdown-b", type=opt.parse_slowdown, default=0.0, help="sensitivity self-check: slow side B by this fraction")
+    ab.add_argument("--skip-same-versions", action="store_true",
+                    help="make no runs when A and B have the same python and library versions (nightly: no new release)")
+    ab.set_defaults(fn=_cmd_ab)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (UsageError, SpecError, bl.BaselineError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

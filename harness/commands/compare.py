@@ -1,0 +1,170 @@
+"""Judging runs already made: ``compare`` (B against A), ``report`` and ``baseline update``.
+
+Each is a function with keyword arguments (the CLI passes its parsed options); bad input raises
+:class:`UsageError` with one line.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Callable
+
+from harness.files import read_jsonl, write_atomic
+from harness.judging import baseline as bl
+from harness.judging.judge import Judge, load_baselines
+from harness.reporting import report
+from harness.spec import Workload, changed_fields
+
+
+class UsageError(Exception):
+    pass
+
+
+def command_line() -> str:
+    return "python -m harness " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def records(dirs: list[str]) -> list[dict]:
+    """Records of the results dirs; runs made before boot ids were recorded take their dir as their machine."""
+    out = []
+    for d in dirs:
+        if not (Path(d) / "runs.jsonl").exists():
+            raise UsageError(f"{d}: no runs.jsonl here; pass a --results-dir of an earlier session")
+        out += [dict(r, machine=r.get("machine") or f"dir:{d}") for r in read_jsonl(Path(d) / "runs.jsonl")]
+    return out
+
+
+def group(recs: list[dict], where: str) -> dict[str, tuple[Workload, list[dict]]]:
+    """Records by workload name, with the workload rebuilt from the records; one hash per name."""
+    out: dict[str, tuple[Workload, list[dict]]] = {}
+    for r in recs:
+        spec = r.get("workload_spec")
+        if spec is None:
+            raise UsageError(f"{where}: run {r.get('run_id')} has no workload_spec; it was written by an older harness")
+        name = r["workload"]
+        if name in out and out[name][0].hash != r["workload_hash"]:
+            raise UsageError(f"{where}: {name} was run with two different specs (hash {out[name][0].hash} and {r['workload_hash']}); "
+                             "pass the results dirs of one spec only")
+        if name not in out:
+            out[name] = (Workload.from_dict(spec), [])
+        out[name][1].append(r)
+    return out
+
+
+def judge_of(groups: dict[str, tuple[Workload, list[dict]]], baselines: dict, gpu: str, alpha: float | None = None,
+             threshold: float | None = None) -> Judge:
+    """A judge of the records in ``groups`` (workloads that have a baseline entry), over the decompositions that ran."""
+    workloads = {n: groups[n][0] for n in baselines}
+    cases = tuple((n, d.id) for n, w in workloads.items() for d in w.decompositions if any(r["decomposition_id"] == d.id for r in groups[n][1]))
+    return Judge(workloads, cases, tuple(r for n in baselines for r in groups[n][1]), baselines, gpu=gpu, alpha=alpha, threshold=threshold)
+
+
+def _against_file(path: Path, b_dirs: list[str], alpha, threshold, allow_gpu_mismatch: bool) -> Judge:
+    """B's records judged against a committed baseline file (baselines/<gpu>/<workload>.json)."""
+    b = group(records(b_dirs), "B")
+    name, gpu = path.stem, path.parent.name
+    if name not in b:
+        raise UsageError(f"{path} is the baseline of {name}, but B has runs of {', '.join(b) or 'nothing'} only")
+    gpus_b = sorted({r["gpu"] for r in b[name][1]})
+    if gpus_b != [gpu] and not allow_gpu_mismatch:
+        raise UsageError(f"{path} was recorded on {gpu} but B ran on {', '.join(gpus_b)}; timings across GPUs are not comparable (--allow-gpu-mismatch to force)")
+    try:
+        base = bl.load(path.parent.parent, gpu, b[name][0])
+    except bl.BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    return judge_of({name: b[name]}, {name: base}, gpus_b[0], alpha, threshold)
+
+
+def against(a: list[str], b: list[str], alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False) -> Judge:
+    """B's records judged against A: A's ok runs as the baseline, or A's baseline file."""
+    if len(a) == 1 and Path(a[0]).is_file():
+        return _against_file(Path(a[0]), b, alpha, threshold, allow_gpu_mismatch)
+    ga, gb = group([r for r in records(a) if r["status"] == "ok"], "A"), group(records(b), "B")
+    gpus_a = {r["gpu"] for _, rs in ga.values() for r in rs}
+    gpus_b = {r["gpu"] for _, rs in gb.values() for r in rs}
+    if gpus_a != gpus_b and not allow_gpu_mismatch:
+        raise UsageError(f"A ran on {sorted(gpus_a)} but B on {sorted(gpus_b)}; timings across GPUs are not comparable (--allow-gpu-mismatch to force)")
+    gpu = sorted(gpus_b)[0]
+    common = [n for n in gb if n in ga]
+    if not common:
+        raise UsageError(f"A and B share no workload (A: {', '.join(ga) or 'none'}; B: {', '.join(gb) or 'none'})")
+    baselines = {}
+    for n in common:
+        wa, ra = ga[n]
+        wb = gb[n][0]
+        if wa.hash != wb.hash:
+            raise UsageError(f"{n} differs between A and B: {'; '.join(changed_fields(wa.to_dict(), wb.to_dict()))}")
+        baselines[n] = bl.Baseline(Path(a[0]), bl.from_runs(wa, gpu, ra, "compare", min_repeats=1, require_all=False))
+    return judge_of(gb, baselines, gpu, alpha, threshold)
+
+
+def compare(a: list[str], b: list[str], *, alpha: float | None = None, threshold: float | None = None, markdown: str | None = None,
+            allow_gpu_mismatch: bool = False, out_dir: str | Path | None = None, out: Callable[[str], None] = print) -> int:
+    """Print B judged against A; with ``out_dir`` also write the full report there (report.json, report.md, job summary).
+    Returns 1 on a regression or failed check, else 0."""
+    judge = against(a, b, alpha, threshold, allow_gpu_mismatch)
+    data = report.build(judge, command=command_line())
+    out(f"A (baseline): {', '.join(a)}\nB (current):  {', '.join(b)}")
+    out("\n".join(report.terminal_lines(data)))
+    if markdown:
+        write_atomic(markdown, report.markdown(data))
+    if out_dir:
+        out("wrote " + ", ".join(map(str, report.write(data, out_dir))))
+    return 1 if any(v.failed for v in judge.all()) else 0
+
+
+def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, baselines_dir: str = "baselines", out_dir: str | None = None,
+                 alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False,
+                 out: Callable[[str], None] = print) -> int:
+    """report.md, report.json and plots for RESULTS_DIR(s), against ``baseline`` (results dirs or a file) or the stored baselines."""
+    if baseline:
+        judge = against(baseline, results_dirs, alpha, threshold, allow_gpu_mismatch)
+    else:
+        recs = records(results_dirs)
+        groups = group(recs, " + ".join(results_dirs))
+        gpu = recs[0]["gpu"]
+        baselines = load_baselines(baselines_dir, gpu, {n: w for n, (w, _) in groups.items()})
+        ids = {r["run_id"] for r in recs}
+        for name, base in baselines.items():  # a report of the very runs a baseline was recorded from compares nothing
+            if isinstance(base, bl.Baseline) and ids & {r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]}:
+                baselines[name] = bl.MissingBaseline(f"these runs of {name} are its baseline ({base.path}); not compared with themselves")
+        judge = judge_of(groups, baselines, gpu, alpha, threshold)
+    data = report.build(judge, command=command_line())
+    dest = Path(out_dir or results_dirs[0])
+    dest.mkdir(parents=True, exist_ok=True)
+    paths = report.write(data, dest)
+    try:
+        from harness.reporting import plots
+
+        paths += plots.write_all(data, dest)
+    except ImportError as exc:
+        out(f"plots skipped: {exc}")
+    out("\n".join(report.terminal_lines(data)))
+    out("wrote " + ", ".join(map(str, paths)))
+    return 0
+
+
+def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | None = None, baselines_dir: str = "baselines",
+                    min_repeats: int = bl.MIN_REPEATS, note: str = "", out: Callable[[str], None] = print) -> int:
+    """Record the runs of RESULTS_DIR(s) as the baseline of ``gpu``; every refusal happens before anything is written."""
+    recs = records(results_dirs)
+    other = sorted({r["gpu"] for r in recs if r["gpu"] != gpu})
+    recs = [r for r in recs if r["gpu"] == gpu]
+    if not recs:
+        raise UsageError(f"no runs on {gpu} in {', '.join(results_dirs)}" + (f" (found {', '.join(other)})" if other else ""))
+    groups = group(recs, " + ".join(results_dirs))
+    datas = []
+    for name in workload or list(groups):
+        if name not in groups:
+            raise UsageError(f"no runs of {name} on {gpu}; found {', '.join(groups)}")
+        w, rs = groups[name]
+        datas.append(bl.from_runs(w, gpu, rs, command_line(), note=note or "", min_repeats=min_repeats))
+    staged = []
+    for data in datas:
+        path = bl.path_for(baselines_dir, gpu, data["workload"]["name"])
+        staged.append((path, bl.read_any(path), data))
+        bl.write(baselines_dir, data)
+    out("\n".join(report.baseline_table(staged)))
+    return 0

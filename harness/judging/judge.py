@@ -1,0 +1,172 @@
+"""The judge: every verdict of a set of records against baselines. Pure: it makes no runs and writes nothing.
+
+Built from workloads, the cases to judge, records, baselines (loaded with :func:`load_baselines`, or
+built from other records) and overrides (alpha, threshold). The pytest session, ``compare``,
+``report``, ``ab`` and the tests all build one directly. Verdicts are computed once per judge;
+a session that makes more runs builds a new judge for its next look.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Mapping
+
+from harness.judging import baseline as bl
+from harness.judging.stats import (LOSS_RTOL, EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, Verdict,
+                                   smallest_flagged)
+from harness.spec import Workload
+
+Case = tuple[str, str]  # (workload name, decomposition id)
+
+
+def load_baselines(baselines_dir: str | Path, gpu: str, workloads: Mapping[str, Workload]) -> dict[str, bl.Baseline | bl.BaselineError]:
+    """The stored baseline of each workload on ``gpu``, or the BaselineError that says why there is none."""
+    out: dict[str, bl.Baseline | bl.BaselineError] = {}
+    for name, w in workloads.items():
+        try:
+            out[name] = bl.load(baselines_dir, gpu, w)
+        except bl.BaselineError as exc:
+            out[name] = exc
+    return out
+
+
+def _unusable(kind: str, case: str, err: bl.BaselineError) -> Verdict:
+    """A missing baseline skips (or fails with --require-baseline); an unusable one fails."""
+    missing = isinstance(err, bl.MissingBaseline)
+    return Verdict(kind, case, "skip" if missing else "fail", str(err), {"missing_baseline": missing})
+
+
+@dataclass(frozen=True)
+class Judge:
+    workloads: Mapping[str, Workload]
+    cases: tuple[Case, ...]  # in workload-file order
+    records: tuple[dict, ...]
+    baselines: Mapping[str, bl.Baseline | bl.BaselineError]
+    gpu: str = ""
+    alpha: float | None = None  # overrides of the baselines' thresholds
+    threshold: float | None = None
+    looks: int = 1  # planned sequential looks: alpha is split over them
+    incomplete: str | None = None  # why some planned runs were not made (--budget-minutes); their cases skip
+
+    # ---- records -----------------------------------------------------------------------------------
+    def runs(self, workload: str, decomp: str, ok_only: bool = True) -> list[dict]:
+        return [r for r in self.records if r["workload"] == workload and r["decomposition_id"] == decomp and (r["status"] == "ok" or not ok_only)]
+
+    def metric(self, workload: str, decomp: str, key: str) -> Sample:
+        return Sample(tuple(r[key] for r in self.runs(workload, decomp) if r.get(key) is not None))
+
+    @property
+    def workload_names(self) -> list[str]:
+        return list(dict.fromkeys(w for w, _ in self.cases))
+
+    def decomps(self, workload: str) -> list[str]:
+        return [d for w, d in self.cases if w == workload]
+
+    def thresholds(self, b: bl.Baseline) -> dict[str, float]:
+        """The baseline's thresholds with this judge's overrides."""
+        t = dict(b.thresholds)
+        if self.alpha is not None:
+            t["alpha"] = self.alpha
+        if self.threshold is not None:
+            t["runtime"] = self.threshold
+        return t
+
+    # ---- before any run ----------------------------------------------------------------------------
+    def plan_notes(self, repeats: int) -> list[str]:
+        """What the runtime verdicts can detect against baselines gathered on several machines (said before a session runs)."""
+        out = []
+        for w in self.workload_names:
+            b = self.baselines[w]
+            if not isinstance(b, bl.Baseline):
+                continue
+            t = self.thresholds(b)
+            alpha = t["alpha"] / max(1, len(self.cases)) / self.looks  # Holm's first step: the strictest
+            groups = {d: g for d in self.decomps(w) if len(g := b.grouped(d, b.runtime_metric(d))) >= 2}
+            if groups:
+                flagged = {d: smallest_flagged(g, alpha, t["runtime"]) for d, g in groups.items()}
+                k = len(b.data.get("provenance", {}).get("machines") or []) or "several"
+                # the interval assumes this session's mean is as noisy as a baseline machine's mean: as many runs as its fullest machine
+                enough = max(len(m) for g in groups.values() for m in g)
+                cost = f"; --repeats {enough} is enough (the baseline's machines have at most {enough} runs each)" if enough < repeats else ""
+                out.append(f"note: the baseline of {w} spans {k} machines, so the machine is the unit: a runtime regression is flagged "
+                           f"only above {', '.join(f'{d} x{v:.2f}' for d, v in flagged.items())} (at the strictest Holm step); "
+                           f"more runs here do not change that, more machines in the baseline do{cost}")
+        return out
+
+    # ---- verdicts ------------------------------------------------------------------------------------
+    @cached_property
+    def runtime(self) -> dict[str, Verdict]:
+        """Runtime verdict per case id (``workload-decomp``), Holm over the cases that share alpha and threshold."""
+        out: dict[str, Verdict] = {}
+        groups: dict[tuple[float, float], dict] = {}
+        metrics: dict[str, str] = {}
+        for w, d in self.cases:
+            case = f"{w}-{d}"
+            b = self.baselines[w]
+            if isinstance(b, bl.BaselineError):
+                out[case] = _unusable("runtime", case, b)
+                continue
+            key = b.runtime_metric(d)
+            base, cur = b.grouped(d, key), self.metric(w, d, key).values
+            if not base:
+                out[case] = Verdict("runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines")
+                continue
+            if not cur and self.incomplete and not self.runs(w, d, ok_only=False):
+                out[case] = Verdict("runtime", case, "skip", f"{case} not run yet: {self.incomplete}")
+                continue
+            if not cur:
+                out[case] = Verdict("runtime", case, "fail", f"no successful run of {case} to compare")
+                continue
+            t = self.thresholds(b)
+            metrics[case] = "train_runtime" if key == "train_runtime_s" else "steady-state median step time"
+            groups.setdefault((t["alpha"], t["runtime"]), {})[case] = (base, cur)
+        for (alpha, thr), cases in groups.items():
+            out.update(RuntimeCheck(alpha, thr).decide(cases, metrics, looks=self.looks))
+        return out
+
+    def memory(self, workload: str, decomp: str) -> Verdict:
+        case = f"{workload}-{decomp}"
+        b = self.baselines[workload]
+        if isinstance(b, bl.BaselineError):
+            return _unusable("memory", case, b)
+        cur = self.metric(workload, decomp, "peak_reserved_bytes").values
+        base = b.values(decomp, "peak_reserved_bytes")
+        if b.imported:
+            return Verdict("memory", case, "skip", f"baseline {b.path} is imported from a published source; only runtime and ordering apply")
+        if not cur or not base:
+            return Verdict("memory", case, "skip", f"no peak memory on {self.gpu} (CPU runs record none)" if not cur else f"baseline {b.path} has no peak memory for {decomp}")
+        t = self.thresholds(b)
+        return MemoryCheck(t["memory_rel"], int(t["memory_abs_mib"] * 2**20)).decide(case, base, cur)
+
+    def ordering(self, workload: str) -> list[Verdict]:
+        b = self.baselines[workload]
+        if isinstance(b, bl.BaselineError):
+            return [_unusable("ordering", workload, b)]
+        base, cur = {}, {}
+        for d in self.decomps(workload):
+            key = b.runtime_metric(d)
+            if b.values(d, key) and self.metric(workload, d, key).values:
+                base[d], cur[d] = b.values(d, key), self.metric(workload, d, key).values
+        if len(base) < 2:
+            return [Verdict("ordering", workload, "skip", "fewer than two decompositions with runs in both the baseline and this session")]
+        return OrderingCheck(self.thresholds(b)["alpha"]).decide(workload, base, cur)
+
+    def equivalence(self, workload: str) -> Verdict:
+        losses = {}
+        for d in self.decomps(workload):
+            runs = self.runs(workload, d)
+            if runs and runs[0].get("losses"):
+                losses[d] = runs[0]["losses"]
+        if len(losses) < 2:
+            return Verdict("equivalence", workload, "skip", "fewer than two decompositions ran successfully")
+        return EquivalenceCheck(LOSS_RTOL[self.workloads[workload].train.precision]).decide(workload, losses)
+
+    def all(self) -> list[Verdict]:
+        out = list(self.runtime.values())
+        for w in self.workload_names:
+            out += [self.memory(w, d) for d in self.decomps(w)]
+            out += self.ordering(w)
+            out.append(self.equivalence(w))
+        return out

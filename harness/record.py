@@ -1,0 +1,90 @@
+"""The run record: one JSON object per run in ``<results-dir>/runs.jsonl``, typed here and described
+key by key in ``docs/measurement.md`` (a test keeps the two in step).
+
+Records stay plain dicts on disk and in memory (old results dirs load unchanged); :class:`RunRecord`
+names every key and its type, so readers and type checkers agree on the layout.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any, Literal, TypedDict
+
+PHASES = ("data", "forward", "backward", "optimizer", "other")
+STATUS = Literal["ok", "oom", "crash", "timeout", "error"]
+
+
+class RunRecord(TypedDict, total=False):
+    # identity, written by the runner
+    run_id: str
+    session_id: str
+    workload: str
+    workload_hash: str
+    workload_spec: dict[str, Any]
+    decomposition: dict[str, int]  # {micro_batch, grad_accum, world_size}
+    decomposition_id: str  # "2x2"
+    repeat: int
+    gpu: str
+    started_at: str
+    wall_s: float
+    exit_code: int
+    log: str
+    # measurement switches of the run
+    phases_enabled: bool
+    inject_slowdown: float
+    inject_work: int
+    profile_steps: int
+    # outcome
+    status: STATUS
+    error: str
+    signal: str
+    stderr_tail: str
+    traceback: str
+    # measurements, written by the worker
+    train_runtime_s: float
+    train_loss: float
+    step_times_ms: list[float]
+    warmup_steps: int
+    step_time_median_ms: float
+    phases_ms: dict[str, list[float]] | None
+    losses: list[float | None]
+    tokens_per_s: float | None
+    peak_reserved_bytes: int | None
+    peak_allocated_bytes: int | None
+    gpu_samples: list[dict] | None
+    profile: dict | None
+    census: dict | None  # a census run's counts of the work per optimizer step (docs/measurement.md, Census)
+    host_probe: dict
+    env: dict[str, Any]
+    timing_s: dict[str, float]
+    # added when a baseline is read from results dirs: the machine the run was made on
+    machine: str
+
+
+def steady(rec: dict, key: str = "step_times_ms") -> list[float]:
+    """The run's per-step values after its warm-up steps."""
+    return list(rec.get(key) or [])[rec.get("warmup_steps") or 0:]
+
+
+def run_phases(rec: dict) -> dict[str, float] | None:
+    """One run's median steady-state time per phase (ms per optimizer step), or None without phase timings."""
+    ph, w = rec.get("phases_ms") or {}, rec.get("warmup_steps") or 0
+    steady_ph = {p: ph[p][w:] for p in PHASES if ph.get(p)}
+    return {p: round(median(v), 3) for p, v in steady_ph.items() if v} or None
+
+
+def median_phases(rows: list[dict[str, float] | None]) -> dict[str, float] | None:
+    """Median over runs of each phase, from :func:`run_phases` rows; None for no rows."""
+    rows = [r for r in rows if r]
+    return {p: median(r[p] for r in rows if p in r) for p in rows[0]} if rows else None
+
+
+def headline(rec: dict) -> str:
+    """One line for progress output: status and the run's headline figures."""
+    if rec["status"] != "ok":
+        kind = "OOM (does not fit)" if rec["status"] == "oom" else rec["status"].upper()
+        return f"{kind}: {rec.get('error', '')}"
+    parts = [f"ok in {rec['wall_s']:.1f} s", f"median step {rec['step_time_median_ms']:.1f} ms", f"train_runtime {rec['train_runtime_s']:.2f} s"]
+    if rec.get("peak_reserved_bytes"):
+        parts.append(f"peak reserved {rec['peak_reserved_bytes'] / 2**30:.2f} GiB")
+    return ", ".join(parts)
