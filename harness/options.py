@@ -9,8 +9,9 @@ value is one line from argparse or pytest naming the option, what is wrong and w
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 def parse_positive_int(text: str) -> int:
@@ -145,6 +146,8 @@ INJECT_SLOWDOWN = Opt(("--inject-slowdown",), "inject_slowdown", "sleep this fra
                       type=parse_slowdown, default=0.0)
 INJECT_WORK = Opt(("--inject-work",), "inject_work", "test-only: N extra casts per LoRA layer forward (a regression made of real work)",
                   type=parse_count, default=0)
+CENSUS = Opt(("--census",), "census", "after the timed runs, one census run per case: count its work per step under the profiler "
+             "(kernels, aten ops, syncs, allocations, Python calls) and judge it against the baseline's census", action="store_true")
 NO_PHASES = Opt(("--no-phases",), "no_phases", "turn off phase instrumentation (to measure its overhead)", action="store_true")
 PROFILE_STEPS = Opt(("--profile-steps",), "profile_steps", "profile CUDA kernels over N steps after warm-up (evidence runs; not for baselines)",
                     type=parse_count, default=0)
@@ -159,5 +162,5 @@ RESUME = Opt(("--resume",), "resume", "continue the last session in --results-di
 # groups: what a command that makes runs needs, what a judgement needs, and the pytest session's own
 RUN = (STEPS, WORKLOADS_DIR, RESULTS_DIR, TIMEOUT)
 JUDGE = (ALPHA, THRESHOLD)
-SESSION = (GPU, REPEATS, MAX_REPEATS, *RUN, BASELINES_DIR, WORKLOADS, ORDER, UPDATE_BASELINES, INJECT_SLOWDOWN, INJECT_WORK, NO_PHASES,
+SESSION = (GPU, REPEATS, MAX_REPEATS, *RUN, BASELINES_DIR, WORKLOADS, ORDER, UPDATE_BASELINES, CENSUS, INJECT_SLOWDOWN, INJECT_WORK, NO_PHASES,
            PROFILE_STEPS, *JUDGE, CALIBRATE, FAIL_INCONCLUSIVE, REQUIRE_BASELINE, BUDGET_MINUTES, RESUME)

@@ -42,7 +42,7 @@ def pytest_configure(config):
         config.stash[_OPTIONS] = Options(
             gpu=gpu, results_dir=Path(o("results_dir")), baselines_dir=Path(o("baselines_dir") or _root(config) / "baselines"),
             repeats=o("repeats"), max_repeats=o("max_repeats"), order=o("order"), timeout_s=o("run_timeout"),
-            inject_slowdown=o("inject_slowdown"), inject_work=o("inject_work"), phases=not o("no_phases"), alpha=o("alpha"),
+            inject_slowdown=o("inject_slowdown"), inject_work=o("inject_work"), census=o("census"), phases=not o("no_phases"), alpha=o("alpha"),
             threshold=o("threshold"), update_baselines=o("update_baselines"), fail_inconclusive=o("fail_inconclusive"),
             faults=os.environ.get("HARNESS_FAULTS"), profile_steps=o("profile_steps"), resume=o("resume"),
             budget_s=None if budget is None else budget * 60,
@@ -104,11 +104,12 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(config, items):
-    updating = config.getoption("update_baselines")
+    updating, census = config.getoption("update_baselines"), config.getoption("census")
     keep, drop = [], []
     for item in items:
         name = getattr(item, "originalname", item.name)
-        if (updating and name in ("test_runtime", "test_memory", "test_ordering")) or (not updating and name == "test_record_baseline"):
+        if ((updating and name in ("test_runtime", "test_memory", "test_ordering", "test_work")) or (not updating and name == "test_record_baseline")
+                or (not census and name == "test_work")):
             drop.append(item)
         else:
             keep.append(item)

@@ -53,12 +53,18 @@ class RunRecord(TypedDict, total=False):
     peak_allocated_bytes: int | None
     gpu_samples: list[dict] | None
     profile: dict | None
+    inject_work_fired: dict | None  # with inject_work: how often the extra work ran
     census: dict | None  # a census run's counts of the work per optimizer step (docs/measurement.md, Census)
     host_probe: dict
     env: dict[str, Any]
     timing_s: dict[str, float]
     # added when a baseline is read from results dirs: the machine the run was made on
     machine: str
+
+
+def is_census(rec: dict) -> bool:
+    """A census run: it counted the work of its steps under the profiler and ended early; never a timed run."""
+    return rec.get("census") is not None
 
 
 def steady(rec: dict, key: str = "step_times_ms") -> list[float]:

@@ -128,7 +128,7 @@ class Decomposition:
     _PATTERN = re.compile(r"^(\d+)x(\d+)(?:x(\d+))?$")
 
     @classmethod
-    def parse(cls, text: str) -> "Decomposition":
+    def parse(cls, text: str) -> Decomposition:
         m = cls._PATTERN.match(str(text).strip())
         _check(m is not None, f"decomposition {text!r} is not MICROxGA or MICROxGAxWORLD (e.g. '2x2')")
         return cls(int(m[1]), int(m[2]), int(m[3] or 1))
@@ -187,7 +187,7 @@ class Workload:
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str = "workload") -> "Workload":
+    def from_dict(cls, data: dict[str, Any], where: str = "workload") -> Workload:
         data = dict(data)
         _check(isinstance(data.get("name"), str), f"{where}: missing 'name'")
         where = f"{where} ({data['name']})" if where != data["name"] else where
@@ -210,7 +210,7 @@ class Workload:
         return _build(cls, data, where)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Workload":
+    def load(cls, path: str | Path) -> Workload:
         path = Path(path)
         try:
             raw = tomllib.loads(path.read_text())
@@ -227,7 +227,7 @@ class Workload:
         out["devices"] = list(self.devices)
         return out
 
-    def with_overrides(self, *, max_steps: int | None = None) -> "Workload":
+    def with_overrides(self, *, max_steps: int | None = None) -> Workload:
         """A copy with ``--steps`` applied. The hash changes with it, so baselines stay comparable only at equal steps."""
         if max_steps is None:
             return self

@@ -4,9 +4,9 @@ decomposition; one ordering and one equivalence verdict per workload. Runs happe
 
 import pytest
 
-from harness.reporting import bench
 from harness.judging.stats import Verdict
 from harness.record import PHASES
+from harness.reporting import bench
 
 PHASE_SLACK = 1.05  # measured phases may exceed the step by at most 5%
 
@@ -59,6 +59,14 @@ def test_runtime(perf_session, perf_case, request, benchmark):
     """Verdict against the baseline; the step times are also replayed into pytest-benchmark."""
     bench.record(benchmark, perf_session.judge(), *perf_case)
     judge(perf_session.judge().runtime[f"{perf_case[0]}-{perf_case[1]}"], request)
+
+
+def test_work(perf_session, perf_case, request):
+    """Only with --census: the case's work per optimizer step (every count exact; GPU kernel time) against the baseline's census."""
+    v = perf_session.judge().work(*perf_case)
+    if v is None:
+        pytest.fail(f"no census run of {perf_case[0]}-{perf_case[1]} finished; see runs.jsonl", pytrace=False)
+    judge(v, request)
 
 
 def test_memory(perf_session, perf_case, request):

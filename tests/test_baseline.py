@@ -63,7 +63,7 @@ def imported_session(gpu, current):
     w = Workload.load(ROOT / "workloads" / "qwen3-1.7b-lora-pretrained.toml")
     recs = []
     for d, values in current.items():
-        for i, v in enumerate(values):
+        for v in values:
             recs.append({"workload": w.name, "decomposition_id": d, "status": "ok", "train_runtime_s": v,
                          "step_time_median_ms": v * 10, "peak_reserved_bytes": 5 * 2**30, "losses": None})
     return Judge({w.name: w}, tuple((w.name, d) for d in current), tuple(recs), load_baselines(ROOT / "baselines", gpu, {w.name: w}), gpu=gpu)

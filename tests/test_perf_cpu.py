@@ -1,8 +1,12 @@
 """End to end on CPU with tiny-qwen3: real trainings in fresh processes, driven through pytest as a user would."""
 
 import json
+import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,9 +21,10 @@ def runs(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_cpu_session_records_every_key(perf_project):
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4, skipped=7, deselected=1)
+    result.assert_outcomes(passed=4, skipped=7, deselected=4)
     result.stdout.fnmatch_lines(["*[[]1/3[]] tiny-qwen3-1x4 run 1: ok in *median step * ms*",
                                  "*[[]3/3[]] tiny-qwen3-4x1 run 1: ok*", "*no baseline for tiny-qwen3 on cpu*--update-baselines*"])
     recs = runs(perf_project.path / "out" / "runs.jsonl")
@@ -43,6 +48,7 @@ def test_cpu_session_records_every_key(perf_project):
         assert r["losses"] == pytest.approx(recs[0]["losses"], rel=1e-4)
 
 
+@pytest.mark.slow
 def test_failures_are_results_and_the_session_goes_on(perf_project, monkeypatch):
     monkeypatch.setenv("HARNESS_FAULTS", "1x4#1=sigkill@3;2x2#1=oom@2;4x1#1=hang@2")
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "2",
@@ -63,10 +69,11 @@ def test_failures_are_results_and_the_session_goes_on(perf_project, monkeypatch)
     assert all(by[(d, 2)]["status"] == "ok" for d in ("1x4", "2x2", "4x1"))
 
 
+@pytest.mark.slow
 def test_baseline_then_aa_then_injected_slowdown(perf_project):
     common = ("perftests", "--gpu=cpu", "--baselines-dir", "baselines", "-p", "no:cacheprovider")
     rec = perf_project.runpytest_subprocess(*common, "--update-baselines", "--results-dir", "rec")
-    rec.assert_outcomes(passed=5, deselected=7)
+    rec.assert_outcomes(passed=5, deselected=10)
     rec.stdout.fnmatch_lines(["*baseline update*", "*tiny-qwen3*1x4*->*", "*written*baselines/cpu/tiny-qwen3.json*"])
     data = json.loads((perf_project.path / "baselines" / "cpu" / "tiny-qwen3.json").read_text())
     assert data["provenance"]["kind"] == "measured" and len(data["decompositions"]["1x4"]["runs"]) == 5
@@ -76,13 +83,18 @@ def test_baseline_then_aa_then_injected_slowdown(perf_project):
     assert aa.ret == 0 and aa.parseoutcomes().get("failed", 0) == 0
     table = [ln for ln in aa.outlines if ln.startswith("tiny-qwen3-")]
     assert len(table) == 3 and all(ln.rstrip().endswith(("pass", "inconclusive")) for ln in table), table
-    aa.stdout.fnmatch_lines(["*ordering*tiny-qwen3:*<1x4*pass*", "*equivalence*tiny-qwen3*pass*"])
+    # the ordering is judged and not reversed; whether the 5-run baseline could order the tiny splits at all
+    # (pass) or not (tie) is the machine's noise, not the harness's doing
+    ordering = [ln for ln in aa.outlines if ln.startswith("ordering ") and "tiny-qwen3:" in ln]
+    assert ordering and all(ln.split()[2] in ("pass", "tie", "inconclusive") for ln in ordering), ordering
+    aa.stdout.fnmatch_lines(["*equivalence*tiny-qwen3*pass*"])
 
     slow = perf_project.runpytest_subprocess(*common, "--results-dir", "slow", "--inject-slowdown", "0.6", "--max-repeats", "10",
                                              "--benchmark-json", "slow.json")
     print(slow.stdout.str())
     slow.stdout.fnmatch_lines_random([f"*FAILED perftests/test_perf.py::test_runtime[[]tiny-qwen3-{d}[]]*REGRESS*" for d in ("1x4", "2x2", "4x1")])
-    slow.stdout.fnmatch_lines(["*REGRESSION: steady-state median step time x1.* (+*%), CI [[]1.*, 1.*[]] vs baseline, threshold +10%*"])
+    # a correct verdict, whatever ratio the machine's noise makes of the injected 60%
+    slow.stdout.fnmatch_lines(["*REGRESSION: steady-state median step time x* (+*%), CI [[]*, *[]] vs baseline, threshold +10%*"])
     assert slow.parseoutcomes()["failed"] == 3
     assert "test_ordering" not in "".join(ln for ln in slow.outlines if ln.startswith("FAILED"))
     assert "test_equivalence" not in "".join(ln for ln in slow.outlines if ln.startswith("FAILED"))
@@ -105,7 +117,7 @@ def test_baseline_then_aa_then_injected_slowdown(perf_project):
     assert same.ret == 0, same.stdout.str()
     worse = perf_project.run(sys.executable, "-m", "harness", "compare", "rec", "slow")
     assert worse.ret == 1
-    worse.stdout.fnmatch_lines(["*tiny-qwen3-1x4*regression*", "*REGRESSION: steady-state median step time x1.*"])
+    worse.stdout.fnmatch_lines(["*tiny-qwen3-1x4*regression*", "*REGRESSION: steady-state median step time x*"])
 
     # The same baseline at another step count is refused, naming the field that changed.
     other = perf_project.runpytest_subprocess(*common, "--results-dir", "other", "--steps", "6", "--repeats", "1", "-k", "runtime and 4x1")
@@ -113,12 +125,13 @@ def test_baseline_then_aa_then_injected_slowdown(perf_project):
     assert other.ret == 1
 
 
+@pytest.mark.slow
 def test_calibrate_prints_the_minimum_detectable_slowdown(perf_project):
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--calibrate", "--repeats", "2", "--steps", "8",
                                                "--inject-slowdown", "0.5", "--results-dir", "cal", "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["*[[]18/18[]] S tiny-qwen3-4x1: ok*", "*calibration of tiny-qwen3 on cpu: 2 runs per group*",
-                                 "*1x4: run-to-run CV *; A/A *; injected 50%: * (realised x1.*); minimum detectable slowdown *",
+    result.stdout.fnmatch_lines(["*[[]18/18[]] S tiny-qwen3-4x1 run 2: ok*", "*calibration of tiny-qwen3 on cpu: 2 runs per group*",
+                                 "*1x4: run-to-run CV *; A/A *; injected 50%: * (realised x*); minimum detectable slowdown *",
                                  "*minimum detectable slowdown at 2 vs 2 runs, power 0.9, Holm over 3: *"])
     assert len(runs(perf_project.path / "cal" / "calibrate" / "runs.jsonl")) == 18
 
@@ -129,20 +142,22 @@ def test_gpu_mismatch_stops_at_once(perf_project):
     result.stderr.fnmatch_lines(["*--gpu=l4 but this machine has cpu; run with --gpu=cpu*"])
 
 
+@pytest.mark.slow
 def test_require_baseline_turns_a_missing_baseline_into_a_failure(perf_project):
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--repeats", "1", "--require-baseline",
                                                "-k", "(runtime or memory) and 4x1", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=2, deselected=10)
+    result.assert_outcomes(failed=2, deselected=13)
     result.stdout.fnmatch_lines(["*FAILED perftests/test_perf.py::test_runtime[[]tiny-qwen3-4x1[]]*no base*"])
 
 
+@pytest.mark.slow
 def test_budget_leaves_runs_for_resume(perf_project):
     """--budget-minutes stops before a run that would overrun; --resume makes only the missing runs, in the same session."""
     common = ("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "2", "--steps", "4", "-k", "test_run and not runtime",
               "-p", "no:cacheprovider")
     bad = perf_project.runpytest_subprocess(*common, "--budget-minutes", "0")
     assert bad.ret == 4
-    bad.stderr.fnmatch_lines(["*--budget-minutes must be positive, got 0*"])
+    bad.stderr.fnmatch_lines(["*--budget-minutes: must be positive, got 0*"])
     cut = perf_project.runpytest_subprocess(*common, "--budget-minutes", "0.001")  # 0.06 s: only the first run starts
     cut.assert_outcomes(passed=1, skipped=2)
     cut.stdout.fnmatch_lines(["*budget: * s spent, tiny-qwen3-2x2 run 1 would take ~* s more than the 0 s of --budget-minutes;"
@@ -160,3 +175,51 @@ def test_budget_leaves_runs_for_resume(perf_project):
     other = perf_project.runpytest_subprocess(*common, "--resume", "--inject-slowdown", "0.1")
     assert other.ret == 4
     other.stdout.fnmatch_lines(["*--resume: session * ran tiny-qwen3-1x4 with other settings (--inject-slowdown 0.0 != 0.1)*"])
+
+
+def _workers(cwd: Path) -> list[int]:
+    """Pids of live harness workers started in ``cwd``."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().split(b"\0")
+            if b"harness.measuring.worker" in cmd and os.readlink(p / "cwd") == str(cwd) and (p / "stat").read_text().split()[2] != "Z":
+                out.append(int(p.name))
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_kills_the_running_worker_keeps_finished_runs_and_resume_completes(perf_project, sig):
+    """Ctrl-C or a cancelled CI job must not leave a training running beside the next job's timed runs."""
+    common = ("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "-k", "test_run", "-p", "no:cacheprovider")
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *common], cwd=perf_project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = perf_project.path / "out" / "runs.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 1 and _workers(perf_project.path)):
+        time.sleep(0.2)
+    assert _workers(perf_project.path), "the second run's worker never started"
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode != 0, out
+    time.sleep(0.5)
+    assert _workers(perf_project.path) == [], f"a worker outlived the session after {sig.name}"
+    first = runs(log)
+    assert [r["decomposition_id"] for r in first] == ["1x4"] and first[0]["status"] == "ok"  # the finished run is kept
+    done = perf_project.runpytest_subprocess(*common, "--resume")
+    done.assert_outcomes(passed=3)
+    recs = runs(log)
+    assert [r["decomposition_id"] for r in recs] == ["1x4", "2x2", "4x1"] and {r["session_id"] for r in recs} == {first[0]["session_id"]}
+
+
+def test_a_results_dir_that_cannot_be_written_is_one_line(perf_project):
+    blocker = perf_project.path / "file"
+    blocker.write_text("not a directory")
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--results-dir", "file/out", "-k", "test_run and 4x1", "-p", "no:cacheprovider")
+    assert result.ret == 4
+    text = result.stdout.str() + result.stderr.str()
+    assert "--results-dir file/out: cannot write there (" in text and "pass a writable directory" in text and "Traceback" not in text

@@ -6,8 +6,7 @@ from dataclasses import replace
 import pytest
 
 from harness.judging import baseline as bl
-from harness.reporting import plots
-from harness.reporting import report
+from harness.reporting import plots, report
 
 
 def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
@@ -28,6 +27,14 @@ def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
     assert summary.read_text().startswith("earlier step\n## LoRA fine-tuning performance")
     js = json.loads((tmp_path / "out" / "report.json").read_text())
     assert {v["outcome"] for v in js["verdicts"] if v["kind"] == "runtime"} == {"regression"}
+    # what is drawn: bars at the medians, the change and verdict over each case, one trace per run
+    figs = {name: make(data) for name, make in plots.FIGURES.items()}
+    ax = figs["step_times.png"].axes[0]
+    heights = sorted(round(b.get_height(), 6) for b in ax.patches)
+    assert heights == sorted(round(m, 6) for m in (100, 80, 90, 130, 104, 117))
+    assert sorted(t.get_text() for t in ax.texts) == ["+30.0%\nregression"] * 3
+    assert [len(a.get_lines()) for a in figs["step_traces.png"].axes] == [5, 5, 5]
+    assert figs["phases.png"].axes[0].texts[0].get_text().startswith("no phase data")
     lines = report.terminal_lines(data)
     assert any(ln.startswith("tiny-qwen3-2x2") and "+30.0%" in ln and ln.endswith("regression") for ln in lines)
 

@@ -6,6 +6,7 @@ from harness import options as opt
 from harness.commands import session as sess
 from harness.judging import baseline as bl
 
+
 def test_interleaved_and_reversed_order(tmp_path, tiny, make, fake_runner, clock):
     calls = []
     make({"1x4": [1.0], "2x2": [1.0], "4x1": [1.0]}, calls, repeats=2).run()

@@ -1,8 +1,8 @@
 import math
 
+import pytest
 
-from harness.judging.stats import (EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, holm, log_ratio,
-                           mannwhitney_min_p, reachable)
+from harness.judging.stats import EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, holm, log_ratio, mannwhitney_min_p, reachable
 
 
 def test_log_ratio_interval_contains_truth_and_is_symmetric_in_logs():
@@ -114,3 +114,19 @@ def test_smallest_flagged_is_where_the_verdict_flips():
     chk = RuntimeCheck(0.05, 0.05)
     assert chk.decide({"c": (groups, [base * edge * 1.01] * 3)})["c"].outcome == "regression"
     assert chk.decide({"c": (groups, [base * edge * 0.99] * 3)})["c"].outcome == "inconclusive"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_welch_interval_matches_scipy(seed):
+    """scipy as the oracle: the hand-written Welch on logs gives scipy's t, df, one-sided p and interval."""
+    import numpy as np
+    from scipy import stats as st
+
+    rng = np.random.default_rng(seed)
+    base, cur = np.exp(rng.normal(5, 0.05, 5 + seed)), np.exp(rng.normal(5.03, 0.08, 4 + 2 * seed))
+    e = log_ratio(base.tolist(), cur.tolist(), 0.05)
+    ref = st.ttest_ind(np.log(cur), np.log(base), equal_var=False, alternative="greater")
+    assert e.log_diff / e.se == pytest.approx(ref.statistic) and e.df == pytest.approx(ref.df)
+    assert e.p_above(1.0) == pytest.approx(ref.pvalue)
+    lo, hi = st.ttest_ind(np.log(cur), np.log(base), equal_var=False).confidence_interval(0.90)
+    assert (e.lo, e.hi) == pytest.approx((math.exp(lo), math.exp(hi)))

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from statistics import fmean, median
 
-from harness.record import PHASES, median_phases, run_phases
 from harness.judging.simulate import min_detectable_slowdown
 from harness.judging.stats import RuntimeCheck, Sample, log_ratio, smallest_flagged
+from harness.record import PHASES, median_phases, run_phases
 
 
 def runs(d: Path) -> list[dict]:
@@ -87,14 +87,14 @@ def main(root: Path) -> None:
         util = median(g["util_pct"] for r in rs for g in r["gpu_samples"]) / 100
         outside = [r["wall_s"] - r["train_runtime_s"] for r in rs]
         wall_total[d] = fmean(r["wall_s"] for r in rs)
-        walls = ", ".join("%.0f" % r["wall_s"] for r in rs)
+        walls = ", ".join(f"{r['wall_s']:.0f}" for r in rs)
         print(f"| {d.replace('x', ' × ')} | {len(rs)} | {', '.join(f'{x:.1f}' for x in rt)} | {', '.join(f'{x:.0f}' for x in st)} | {log_cv(st):.1%} | {log_cv(rt):.1%} | "
               f"{rs[0]['peak_reserved_bytes'] / 2**30:.2f} | {median(r['tokens_per_s'] for r in rs):.0f} | "
               f"{' / '.join(f'{ph[p]:.1f}' for p in ph)} | {util:.0%} | {walls} | {', '.join(f'{x:.1f}' for x in outside)} |")
     leases(root, decs)
     t = {d: Sample(tuple(r["step_time_median_ms"] for r in by[d])).median for d in decs}
     print(f"\nRounds 1-5: 1 × 4 takes x{t['1x4'] / t['4x1']:.2f} the step time of 4 × 1, 2 × 2 x{t['2x2'] / t['4x1']:.2f} (medians of run medians).\n")
-    imports = ", ".join("%.1f" % r["timing_s"]["import_s"] for d in decs for r in by[d])
+    imports = ", ".join(f"{r['timing_s']['import_s']:.1f}" for d in decs for r in by[d])
     print("Time outside training per run (process wall − train_runtime): start-up, imports "
           f"({imports} s), model build "
           f"({median(r['timing_s']['model_build_s'] for d in decs for r in by[d]):.1f} s), data "

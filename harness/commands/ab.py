@@ -15,8 +15,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from harness.files import ensure_dir, new_id
 from harness.measuring.loop import FreshSide, run_slots, schedule

@@ -10,9 +10,9 @@ slowdown at power 0.9 for these repeats (harness.judging.simulate.min_detectable
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from statistics import variance
-from typing import Callable
 
 from harness.files import ensure_dir, new_id
 from harness.judging.baseline import default_thresholds

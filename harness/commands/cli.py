@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | ab}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. A command prints one line and exits 2 on bad input;
@@ -64,6 +64,13 @@ def _cmd_ab(a) -> int:
               inject_slowdown_b=a.inject_slowdown_b, skip_same_versions=a.skip_same_versions, alpha=a.alpha, threshold=a.threshold)
 
 
+def _cmd_census(a) -> int:
+    from harness.commands.census import census
+
+    return census(gpu=a.gpu, workload=a.workload, decompositions=a.decomposition, repeats=a.repeats, python=a.python, inject_work=a.inject_work,
+                  steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -105,6 +112,14 @@ def parser() -> argparse.ArgumentParser:
             required=("gpu", "workload"))
     ca.add_argument("--slowdown", type=opt.parse_slowdown, default=0.10)
     ca.set_defaults(fn=_cmd_calibrate)
+
+    ce = sub.add_parser("census", help="census runs only: count the work per optimizer step (kernels, aten ops, syncs, allocations, "
+                        "Python calls), and whether the counts are identical across runs")
+    opt.add(ce.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
+            defaults={**run_defaults, "results_dir": "perf-results/census", "repeats": 1}, required=("gpu", "workload"))
+    ce.add_argument("--decomposition", action="append", help="only these decompositions (repeatable); default all")
+    ce.add_argument("--python", help="interpreter (environment) to run the workers with; default: this one")
+    ce.set_defaults(fn=_cmd_census)
 
     ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
     opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": "perf-results/ab"},

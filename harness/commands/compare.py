@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from harness.files import read_jsonl, write_atomic
 from harness.judging import baseline as bl

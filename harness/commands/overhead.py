@@ -7,8 +7,8 @@ with its 90% Welch interval (harness.judging.stats.log_ratio), and the per-pair 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from harness.files import ensure_dir, new_id
 from harness.judging.stats import log_ratio

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 from harness.files import ensure_dir, new_id, read_jsonl
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.measuring.loop import FreshSide, Slot, run_slots, schedule
 from harness.measuring.runner import parse_faults
+from harness.record import is_census
 from harness.spec import Workload
 
 
@@ -36,6 +37,7 @@ class Options:
     timeout_s: float = 1800.0
     inject_slowdown: float = 0.0
     inject_work: int = 0
+    census: bool = False  # one census run per case after the timed runs
     phases: bool = True
     alpha: float | None = None
     threshold: float | None = None
@@ -88,18 +90,17 @@ class PerfSession:
                                          threshold=o.threshold, looks=o.looks, incomplete=self.incomplete))
         return self._judged[1]
 
-    @property
-    def side(self) -> FreshSide:
+    def side(self, census: bool = False) -> FreshSide:
         o = self.options
-        return FreshSide("", Path(o.results_dir), self.session_id, phases=o.phases, inject_slowdown=o.inject_slowdown,
-                         inject_work=o.inject_work, profile_steps=o.profile_steps)
+        return FreshSide("census" if census else "", Path(o.results_dir), self.session_id, phases=o.phases, inject_slowdown=o.inject_slowdown,
+                         inject_work=o.inject_work, profile_steps=o.profile_steps, census=census)
 
     # ---- execution --------------------------------------------------------------------------------
-    def _execute(self, pairs, repeats, first_repeat, total) -> None:
+    def _execute(self, pairs, repeats, first_repeat, total, census: bool = False) -> None:
         o = self.options
         cases = [(self.workloads[w], self.workloads[w].decomposition(d)) for w, d in pairs]
-        done = {(r["workload"], r["decomposition_id"], r["repeat"]) for r in self.records}
-        slots = [s for s in schedule([self.side], cases, repeats, order=o.order, first_repeat=first_repeat) if (*s.case, s.repeat) not in done]
+        done = {(r["workload"], r["decomposition_id"], r["repeat"]) for r in self.records if is_census(r) == census}
+        slots = [s for s in schedule([self.side(census)], cases, repeats, order=o.order, first_repeat=first_repeat) if (*s.case, s.repeat) not in done]
         ran = run_slots(slots, timeout_s=o.timeout_s, gpu=o.gpu, progress=self.progress, faults=parse_faults(o.faults),
                         stop=self._over_budget if o.budget_s is not None else None, done=len(self.records), total=total,
                         on_record=lambda _slot, rec: self.records.append(rec))
@@ -126,7 +127,7 @@ class PerfSession:
         b = self.baselines.get(workload)
         return max(b.values(decomp, "train_runtime_s"), default=0.0) if isinstance(b, bl.Baseline) else 0.0
 
-    def run(self) -> "PerfSession":
+    def run(self) -> PerfSession:
         """Execute the planned runs once; then, while runtime verdicts are inconclusive, more rounds up to --max-repeats.
 
         Raises ValueError (one line) for a results dir that cannot be written or a --resume of other settings.
@@ -162,6 +163,8 @@ class PerfSession:
                 break
             done += more
             self.looks_used += 1
+        if o.census and not self.left:  # the census: one short profiled run per case, never mixed into the timings
+            self._execute(self.cases, 1, 1, len(self.records) + len(self.cases), census=True)
         return self
 
     def _take_over(self) -> None:

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.files import write_atomic
-from harness.record import median_phases, run_phases
+from harness.record import is_census, median_phases, run_phases
 from harness.spec import Workload, changed_fields
 
 SCHEMA = 1
 RUN_KEYS = ("step_time_median_ms", "train_runtime_s", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "host_probe")
-DEFAULT_THRESHOLDS = {"alpha": 0.05, "runtime": 0.05, "memory_rel": 0.02, "memory_abs_mib": 64}
+# kernel_time: the practical threshold of the census's GPU kernel time per optimizer step (its noise is far
+# below wall time's: docs/results/census-h200/); census counts are compared exactly
+DEFAULT_THRESHOLDS = {"alpha": 0.05, "runtime": 0.05, "memory_rel": 0.02, "memory_abs_mib": 64, "kernel_time": 0.01}
 # CPU runners share cores with everything else; a looser practical threshold keeps false alarms away.
 GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}
 MIN_REPEATS = 5
@@ -89,6 +91,18 @@ class Baseline:
         """The metric runtime verdicts use: steady-state step time where recorded, else train_runtime."""
         return "step_time_median_ms" if self.values(decomp, "step_time_median_ms") else "train_runtime_s"
 
+    def census(self, decomp: str) -> list[dict]:
+        """The censuses recorded for ``decomp`` (one per census run), each with its ``machine``."""
+        return [dict(c["census"], machine=c.get("machine")) for c in self.data["decompositions"].get(decomp, {}).get("census", [])]
+
+    def census_grouped(self, decomp: str, key: str) -> list[list[float]]:
+        """A census value (e.g. ``kernel_ms``) of each census run, grouped by machine."""
+        out: dict[str | None, list[float]] = {}
+        for c in self.census(decomp):
+            if c.get(key) is not None:
+                out.setdefault(c["machine"], []).append(c[key])
+        return list(out.values())
+
     def losses(self, decomp: str) -> list[float] | None:
         return self.data["decompositions"].get(decomp, {}).get("losses")
 
@@ -130,9 +144,11 @@ def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_R
     if failed:
         kinds = ", ".join(sorted({f"{r['decomposition_id']}: {r['status']}" for r in failed}))
         raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(failed)} run(s) failed ({kinds}); fix them and rerun")
-    profiled = [r for r in records if r.get("profile_steps") or r.get("inject_slowdown")]
+    profiled = [r for r in records if r.get("profile_steps") or r.get("inject_slowdown") or r.get("inject_work")]
     if profiled:
-        raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(profiled)} run(s) were profiled or had an injected slowdown; record from plain runs")
+        raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(profiled)} run(s) were profiled or had injected "
+                            "slowdown or work; record from plain runs")
+    records = [r for r in records if not is_census(r)]
     ran = {r.get("decomposition_id") for r in records}
     for d in workload.decompositions:
         if not require_all and d.id not in ran:
@@ -151,8 +167,8 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
         raise BaselineError(f"refusing to record a baseline for {workload.name}: runs of another spec (hash {', '.join(map(str, bad))}) are mixed in")
     decs: dict[str, Any] = {}
     for d in workload.decompositions:
-        rs = [r for r in records if r["decomposition_id"] == d.id]
-        if not rs:
+        rs = [r for r in records if r["decomposition_id"] == d.id and not is_census(r)]
+        if not rs and not any(r["decomposition_id"] == d.id for r in records):
             continue
         runs = []
         for r in rs:
@@ -164,8 +180,14 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
             if (ph := run_phases(r)) is not None:
                 row["phases_ms"] = ph
             runs.append(row)
-        decs[d.id] = {"decomposition": d.as_dict(), "runs": runs, "losses": rs[0].get("losses")}
-    env = dict(records[0].get("env") or {})
+        decs[d.id] = {"decomposition": d.as_dict(), "runs": runs, "losses": rs[0].get("losses") if rs else None}
+        census = [{"run_id": r["run_id"], "machine": (r.get("env") or {}).get("boot_id") or r.get("machine") or r.get("session_id"),
+                   "versions": (r.get("env") or {}).get("versions"), "census": r["census"]}
+                  for r in records if r["decomposition_id"] == d.id and is_census(r) and r["census"].get("fits")]
+        if census:
+            decs[d.id]["census"] = census
+    timed = [r for r in records if not is_census(r)] or records
+    env = dict(timed[0].get("env") or {})
     sessions = sorted({r.get("session_id") for r in records if r.get("session_id")})
     hosts = sorted({(r.get("env") or {}).get("hostname") for r in records if (r.get("env") or {}).get("hostname")})
     machines = sorted({row["machine"] for d in decs.values() for row in d["runs"] if row["machine"]})

@@ -8,14 +8,15 @@ a session that makes more runs builds a new judge for its next look.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping
 
 from harness.judging import baseline as bl
-from harness.judging.stats import (LOSS_RTOL, EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, Verdict,
-                                   smallest_flagged)
+from harness.judging import census_diff
+from harness.judging.stats import LOSS_RTOL, EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, Verdict, estimate, fmt_ratio, smallest_flagged
+from harness.record import is_census
 from harness.spec import Workload
 
 Case = tuple[str, str]  # (workload name, decomposition id)
@@ -51,8 +52,10 @@ class Judge:
     incomplete: str | None = None  # why some planned runs were not made (--budget-minutes); their cases skip
 
     # ---- records -----------------------------------------------------------------------------------
-    def runs(self, workload: str, decomp: str, ok_only: bool = True) -> list[dict]:
-        return [r for r in self.records if r["workload"] == workload and r["decomposition_id"] == decomp and (r["status"] == "ok" or not ok_only)]
+    def runs(self, workload: str, decomp: str, ok_only: bool = True, census: bool = False) -> list[dict]:
+        """The timed runs of a case (``census=True``: its census runs instead, which never enter a timing)."""
+        return [r for r in self.records if r["workload"] == workload and r["decomposition_id"] == decomp
+                and (r["status"] == "ok" or not ok_only) and is_census(r) == census]
 
     def metric(self, workload: str, decomp: str, key: str) -> Sample:
         return Sample(tuple(r[key] for r in self.runs(workload, decomp) if r.get(key) is not None))
@@ -163,9 +166,53 @@ class Judge:
             return Verdict("equivalence", workload, "skip", "fewer than two decompositions ran successfully")
         return EquivalenceCheck(LOSS_RTOL[self.workloads[workload].train.precision]).decide(workload, losses)
 
+    def censuses(self, workload: str, decomp: str) -> list[dict]:
+        """This session's censuses of a case (from its ok census runs whose window fitted)."""
+        return [r["census"] for r in self.runs(workload, decomp, census=True) if r["census"].get("fits")]
+
+    def work(self, workload: str, decomp: str) -> Verdict | None:
+        """The work verdict of a case, when it has a census: its counts against the baseline's census, exactly
+        (``changed`` fails, with the lines that say what changed), and its GPU kernel time per step against the
+        baseline's census runs (by machine when they span several), Welch/machine interval, threshold
+        ``kernel_time`` (a ``regression`` above it). None when this session made no census of the case."""
+        case = f"{workload}-{decomp}"
+        cur = self.censuses(workload, decomp)
+        if not cur:
+            return None
+        b = self.baselines[workload]
+        if isinstance(b, bl.BaselineError):
+            return _unusable("work", case, b)
+        base = b.census(decomp)
+        if not base:
+            return Verdict("work", case, "skip", f"baseline {b.path} has no census of {decomp}; record one with --census --update-baselines")
+        v = census_diff.verdict(base[0], cur[0])
+        details: dict = {"lines": v.lines, "counts": v.outcome}
+        t = self.thresholds(b)
+        groups, kcur = b.census_grouped(decomp, "kernel_ms"), [c["kernel_ms"] for c in cur if c.get("kernel_ms")]
+        kt = None
+        if groups and kcur and sum(map(len, groups)) + len(kcur) >= 4:
+            e = estimate(groups, kcur, t["alpha"])
+            thr = t["kernel_time"]
+            flagged = e.p_above(1 + thr) < t["alpha"]
+            kt = f"kernel time per step {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{thr:.0%} (unit: {e.unit})"
+            details.update(kernel_ratio=e.ratio, kernel_lo=e.lo, kernel_hi=e.hi, kernel_flagged=flagged, kernel_unit=e.unit,
+                           kernel_smallest_flagged=smallest_flagged(groups, t["alpha"], thr) if len(groups) >= 2 else None)
+        elif groups and kcur:
+            kt = census_diff.time_line(v.diff)
+        text = "; ".join(v.lines) if v.lines else "the work per optimizer step is the same as the baseline's (every count equal)"
+        text += f"; {kt}" if kt else ""
+        if v.outcome == "unknown":
+            return Verdict("work", case, "skip", text, details)
+        if v.outcome == "changed":
+            return Verdict("work", case, "changed", f"WORK CHANGED: {text}", details)
+        if details.get("kernel_flagged"):
+            return Verdict("work", case, "regression", f"REGRESSION: {text}", details)
+        return Verdict("work", case, "pass", f"pass: {text}", details)
+
     def all(self) -> list[Verdict]:
         out = list(self.runtime.values())
         for w in self.workload_names:
+            out += [v for d in self.decomps(w) if (v := self.work(w, d)) is not None]
             out += [self.memory(w, d) for d in self.decomps(w)]
             out += self.ordering(w)
             out.append(self.equivalence(w))

@@ -30,10 +30,10 @@ an outlying run widens it (towards inconclusive) rather than faking a regression
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import fmean, median
-from typing import Sequence
 
 from scipy import stats as _st
 

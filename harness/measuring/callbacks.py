@@ -30,7 +30,6 @@ from transformers import TrainerCallback
 from harness.record import PHASES
 
 
-
 class HostClock:
     """Marks are ``perf_counter`` seconds; elapsed in ms."""
 

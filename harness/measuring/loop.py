@@ -12,9 +12,10 @@ slot when ``stop`` says so (``--budget-minutes``); the records it returns are al
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from harness.files import new_id
 from harness.measuring.runner import RunRequest, run_one
@@ -27,7 +28,7 @@ ORDERS = ("interleaved", "reversed")
 class Side(Protocol):
     name: str
 
-    def run(self, slot: "Slot", *, timeout_s: float, gpu: str, fault: str | None = None) -> dict: ...
+    def run(self, slot: Slot, *, timeout_s: float, gpu: str, fault: str | None = None) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,11 @@ class FreshSide:
     profile_steps: int = 0
     census: bool = False
 
-    def request(self, slot: "Slot", fault: str | None = None) -> RunRequest:
+    def request(self, slot: Slot, fault: str | None = None) -> RunRequest:
         return RunRequest(slot.workload, slot.decomposition, slot.repeat, phases=self.phases, inject_slowdown=self.inject_slowdown,
                           inject_work=self.inject_work, fault=fault, profile_steps=self.profile_steps, census=self.census, python=self.python)
 
-    def run(self, slot: "Slot", *, timeout_s: float, gpu: str, fault: str | None = None) -> dict:
+    def run(self, slot: Slot, *, timeout_s: float, gpu: str, fault: str | None = None) -> dict:
         return run_one(self.request(slot, fault), self.results_dir, self.session_id, timeout_s, gpu)
 
 

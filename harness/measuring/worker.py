@@ -28,8 +28,18 @@ def train(req: dict, timing: dict) -> dict:
     datasets.disable_progress_bars()
 
     from harness.measuring import build
-    from harness.measuring.callbacks import (CudaClock, GpuSampler, HostClock, InstrumentedMixin, KernelProfiler, MeasureCallback, Recorder,
-                            SamplerCallback, attach_forward_hooks, host_probe)
+    from harness.measuring.callbacks import (
+        CudaClock,
+        GpuSampler,
+        HostClock,
+        InstrumentedMixin,
+        KernelProfiler,
+        MeasureCallback,
+        Recorder,
+        SamplerCallback,
+        attach_forward_hooks,
+        host_probe,
+    )
     from harness.measuring.env import worker_env
     from harness.spec import Workload
 
@@ -59,7 +69,7 @@ def train(req: dict, timing: dict) -> dict:
     t = time.perf_counter()
     recorder = Recorder(CudaClock() if cuda else HostClock(), phases=req.get("phases", True),
                         slowdown=float(req.get("inject_slowdown") or 0.0), fault=req.get("fault"))
-    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if cuda else None
+    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if cuda and not req.get("census") else None
     trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
     with tempfile.TemporaryDirectory(prefix="harness-run-") as outdir:
         trainer = trainer_cls(model=model, args=build.sft_config(w, dec, outdir, device), train_dataset=dataset,
@@ -72,6 +82,15 @@ def train(req: dict, timing: dict) -> dict:
         profiler = KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
         if profiler is not None:
             trainer.add_callback(profiler)
+        # the census (harness.measuring.census) counts the work of steady steps, then ends the run; inject_work is test-only extra work
+        census = inject = None
+        if req.get("census") or req.get("inject_work"):
+            from harness.measuring.census import CensusCallback, InjectWork
+
+            inject = InjectWork(trainer.model, int(req["inject_work"])) if req.get("inject_work") else None
+            if req.get("census"):
+                census = CensusCallback(w.measure.warmup_steps, {"inject_work": lambda: inject.fired} if inject else None, stop=True)
+                trainer.add_callback(census)
         timing["trainer_setup_s"] = time.perf_counter() - t
         t = time.perf_counter()
         out = trainer.train()
@@ -96,6 +115,10 @@ def train(req: dict, timing: dict) -> dict:
         "profile": profiler.result if profiler is not None else None,
         "host_probe": probe,
         "env": worker_env(trainer.model),
+        "census": census.result if census is not None else None,
+        "inject_work_fired": {"calls": inject.fired, "layers": inject.layers, "casts_per_call": inject.n,
+                              "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None}
+                             if inject is not None else None,
     }
 
 

@@ -12,8 +12,9 @@ from statistics import median
 
 from harness.files import write_atomic
 from harness.judging import baseline as bl
-from harness.record import PHASES, median_phases, run_phases
+from harness.judging import census_diff
 from harness.judging.stats import Sample
+from harness.record import PHASES, median_phases, run_phases
 
 GIB = 2**30
 
@@ -71,6 +72,48 @@ def _where_text(row: dict, top: int | None = None) -> str:
     return head + ", ".join(f"{p} {_moved(d, r, ' ms')}" for p, d, r in where(row)[:top]) + tail
 
 
+PEAK_FLOPS = {"h200": census_diff.H200_DENSE_FP16_FLOPS, "h100": census_diff.H200_DENSE_FP16_FLOPS}  # Hopper SXM, dense fp16/bf16
+
+
+def diagnosis(census: dict, step_ms: float | None, workload, gpu: str) -> dict:
+    """What limits the step, from a census and the median step time: GPU busy fraction (kernel time / step
+    time), kernel launches per sample, host time per launch (step time / launches), host-bound (GPU busy
+    below 50%) or GPU-bound (80% or more), and MFU from LoRA-correct FLOPs (docs/measurement.md)."""
+    out: dict = {"step_ms": step_ms, "kernel_ms": census.get("kernel_ms"), "kernels": census.get("kernels"), "ops": census.get("ops")}
+    samples = workload.effective_batch
+    if census.get("kernels"):
+        out["launches_per_sample"] = census["kernels"] / samples
+    if step_ms and census.get("kernel_ms"):
+        busy = census["kernel_ms"] / step_ms
+        out.update(gpu_busy=busy, host_us_per_launch=step_ms * 1000 / census["kernels"],
+                   bound="host-bound" if busy < 0.5 else "GPU-bound" if busy >= 0.8 else "mixed")
+    try:
+        lo = workload.lora
+        fpt = census_diff.lora_flops_per_token(workload.model.config, lo.r, lo.target_modules, workload.train.gradient_checkpointing,
+                                               workload.train.max_length)
+        out["flops_per_step"] = fpt * samples * workload.train.max_length
+        if step_ms and gpu in PEAK_FLOPS:
+            out["mfu"] = census_diff.mfu(out["flops_per_step"], step_ms / 1000, PEAK_FLOPS[gpu])
+    except (KeyError, ValueError, TypeError):
+        pass
+    return out
+
+
+def diagnosis_text(d: dict) -> str:
+    parts = []
+    if d.get("gpu_busy") is not None:
+        parts.append(f"GPU busy {d['gpu_busy']:.0%} ({d['kernel_ms']:.0f} ms of kernels in a {d['step_ms']:.0f} ms step): {d['bound']}")
+    if d.get("launches_per_sample") is not None:
+        parts.append(f"{d['launches_per_sample']:,.0f} kernel launches per sample")
+    if d.get("host_us_per_launch") is not None:
+        parts.append(f"{d['host_us_per_launch']:.1f} us of step per launch")
+    if d.get("ops"):
+        parts.append(f"{d['ops']:,.0f} aten ops per step")
+    if d.get("mfu") is not None:
+        parts.append(f"MFU {d['mfu']:.1%} (LoRA-correct FLOPs)")
+    return "; ".join(parts)
+
+
 def _gpu_busy(runs: list[dict]) -> float | None:
     util = [g["util_pct"] for r in runs for g in (r.get("gpu_samples") or [])]
     return median(util) / 100.0 if util else None
@@ -111,6 +154,16 @@ def build(judge, session_id: str = "", command: str = "", inject_slowdown: float
         })
     for row in rows:  # the phase split as one line, for report.json readers (the regression-issue script)
         row["where"] = _where_text(row) if row["phases_ms"] and row["baseline_phases_ms"] else None
+        cs = judge.censuses(row["workload"], row["decomposition"])
+        wv = judge.work(row["workload"], row["decomposition"])
+        row["work"] = {"outcome": wv.outcome, "lines": wv.details.get("lines", [])} if wv is not None else None
+        if cs:
+            step = (row["step_time_ms"] or row["baseline_step_time_ms"] or {}).get("median")
+            row["diagnosis"] = diagnosis(cs[0], step, judge.workloads[row["workload"]], judge.gpu)
+            row["census"] = {k: cs[0].get(k) for k in ("ops", "kernels", "kernel_ms", "cpu_op_ms", "python_calls", "syncs", "alloc",
+                                                         "attention_backend", "steps")}
+        else:
+            row["diagnosis"] = row["census"] = None
     env = next((r.get("env") for r in judge.records if r.get("env")), {}) or {}
     base_versions = {w: b.env.get("versions", {}) for w, b in judge.baselines.items() if isinstance(b, bl.Baseline)}
     return {
@@ -155,6 +208,7 @@ def terminal_lines(data: dict) -> list[str]:
                      + (f" ({', '.join(r['failures'])})" if r["failures"] else ""))
     moved = [r for r in data["rows"] if r["verdict"] in ("regression", "inconclusive", "improvement") and where(r)]
     lines += [f"  where {r['workload']}-{r['decomposition']} moved vs baseline (medians): {_where_text(r, 3)}" for r in moved]
+    lines += [f"  work {r['workload']}-{r['decomposition']}: {diagnosis_text(r['diagnosis'])}" for r in data["rows"] if r.get("diagnosis")]
     lines.append("")
     skips: dict[str, list[str]] = {}
     for v in data["verdicts"]:
@@ -198,6 +252,18 @@ def markdown(data: dict) -> str:
             step, probe = _step_moved(r), probe_moved(r)
             out.append(f"| {r['workload']}-{r['decomposition']} | {'-' if step is None else f'{step:+.1f}'} | " + " | ".join(d.get(p, "-") for p in PHASES)
                        + f" | {'-' if probe is None else f'{probe:+.0%}'} |")
+    counted = [r for r in data["rows"] if r.get("census")]
+    if counted:
+        out += ["", "### Work per optimizer step (census: counts that do not depend on the machine's speed)", "",
+                "| case | aten ops | kernels | kernel ms | Python calls | attention | work vs baseline | diagnosis |", "|---|---:|---:|---:|---:|---|---|---|"]
+        for r in counted:
+            c, w = r["census"], r.get("work") or {}
+
+            def n(x):
+                return "-" if x is None else census_diff.num(x)
+            km = "-" if c.get("kernel_ms") is None else f"{c['kernel_ms']:.1f}"
+            out.append(f"| {r['workload']}-{r['decomposition']} | {n(c.get('ops'))} | {n(c.get('kernels'))} | {km} | {n(c.get('python_calls'))} | "
+                       f"{c.get('attention_backend')} | {w.get('outcome', '-')}: {'; '.join(w.get('lines') or []) or 'same'} | {diagnosis_text(r['diagnosis'])} |")
     bad = [v for v in data["verdicts"] if v["outcome"] not in ("pass", "tie", "skip")]
     out += ["", "### Verdicts", ""]
     judged = [v for v in data["verdicts"] if v["outcome"] != "skip"]

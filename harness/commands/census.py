@@ -1,0 +1,83 @@
+"""``python -m harness census``: census runs only (no timed runs), to record a census, check that it is
+deterministic, or count the work of another environment.
+
+Each run is a fresh worker that trains through the warm-up, counts the work of a window of whole
+logging periods under the profiler (``harness.measuring.census``), and ends. The command prints one
+line per census and, over the runs of each case, whether every count was identical; ``compare`` and
+``baseline update`` read the census runs like any others (they never enter a timing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from statistics import fmean, stdev
+
+from harness.files import ensure_dir, new_id
+from harness.judging import census_diff
+from harness.measuring.loop import FreshSide, run_slots, schedule
+from harness.spec import load_workload
+
+
+def summary_line(c: dict) -> str:
+    """One census in one line: the counts per optimizer step."""
+    if not c.get("fits"):
+        return f"no census: {c.get('reason')}"
+    parts = [f"aten ops {census_diff.num(c['ops'])}"]
+    if c.get("kernels") is not None:
+        syncs = c.get("syncs") or {}
+        parts += [f"kernels {census_diff.num(c['kernels'])}", f"kernel time {c['kernel_ms']:.2f} ms",
+                  f"syncs {census_diff.num(sum(v for k, v in syncs.items() if 'ynchronize' in k))}",
+                  f"D2H copies {census_diff.num(syncs.get('memcpy_dtoh', 0))}",
+                  f"cudaMalloc {census_diff.num((c.get('alloc') or {}).get('cudaMalloc', 0))}"]
+    else:
+        parts.append(f"aten self CPU time {c['cpu_op_ms']:.2f} ms")
+    if c.get("python_calls") is not None:
+        parts.append(f"Python calls {census_diff.num(c['python_calls'])}")
+    parts.append(f"attention {c.get('attention_backend')}")
+    return f"per optimizer step (steps {c['steps'][0]}-{c['steps'][1]}): " + ", ".join(parts)
+
+
+def determinism(censuses: list[dict]) -> list[str]:
+    """Whether every count is identical across these censuses of one case, and the spread of the times."""
+    ok = [c for c in censuses if c.get("fits")]
+    if len(ok) < 2:
+        return []
+    changed = [census_diff.diff(ok[0], c) for c in ok[1:]]
+    out = []
+    if not any(d.counts_changed for d in changed):
+        out.append(f"counts identical across {len(ok)} censuses (ops, kernels, syncs, allocations, attention backend)")
+    else:
+        for i, d in enumerate(changed, 2):
+            if d.counts_changed:
+                out.append(f"census {i} differs from census 1: " + "; ".join(census_diff.lines(d, ok[0], ok[i - 1])))
+    py = [c["python_calls"] for c in ok if c.get("python_calls") is not None]
+    if len(py) >= 2:
+        out.append(f"Python calls per step: {', '.join(census_diff.num(x) for x in py)}" + (" (identical)" if len(set(py)) == 1 else ""))
+    for key in ("kernel_ms", "cpu_op_ms"):
+        v = [c[key] for c in ok if c.get(key)]
+        if len(v) >= 2:
+            out.append(f"{key} per step: mean {fmean(v):.3f}, CV {stdev(v) / fmean(v):.2%} over {len(v)} censuses")
+    return out
+
+
+def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, repeats: int = 1, python: str | None = None,
+           inject_work: int = 0, steps: int | None = None, workloads_dir: str | Path = "workloads",
+           results_dir: str | Path = "perf-results/census", run_timeout: float = 1800.0, out: Callable[[str], None] = print) -> int:
+    """Make ``repeats`` census runs of each decomposition; returns 1 if a run failed."""
+    from harness.commands.ab import interpreter
+
+    w = load_workload(workloads_dir, workload, steps)
+    decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
+    side = FreshSide("census", ensure_dir(results_dir), new_id("census"), python=interpreter(python, "a") if python else None,
+                     inject_work=inject_work, census=True)
+    ran = run_slots(schedule([side], [(w, d) for d in decs], repeats), timeout_s=run_timeout, gpu=gpu, progress=out)
+    by: dict[str, list[dict]] = {}
+    for r in ran.records:
+        if r["status"] == "ok" and r.get("census"):
+            by.setdefault(r["decomposition_id"], []).append(r["census"])
+            out(f"{w.name}-{r['decomposition_id']} run {r['repeat']}: {summary_line(r['census'])}")
+    for d, cs in by.items():
+        for line in determinism(cs):
+            out(f"{w.name}-{d}: {line}")
+    return 1 if any(r["status"] != "ok" for r in ran.records) else 0

@@ -1,0 +1,321 @@
+"""The pure half of the census (no torch): compare two censuses, word the changes, judge the counts;
+and LoRA-correct FLOPs for MFU.
+
+A census (``harness/census.py``, ``docs/measurement.md`` "Census") counts the work of one optimizer
+step: aten operators, CUDA kernel launches, synchronisations, allocations, Python calls. Counts do
+not depend on how fast the machine is, so two censuses of one workload compare exactly: a diff that
+is not empty is a change of the work, not noise. Times (``kernel_ms``, ``cpu_op_ms``) are carried
+along for information; their relative change is reported and never judged here.
+
+This module imports nothing outside the standard library, so the pytest parent can use it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# NVIDIA H200 (SXM) dense FP16/BF16 Tensor Core peak. The datasheet
+# (https://www.nvidia.com/en-us/data-center/h200/, "H200 SXM": "FP16 Tensor Core 1,979 TFLOPS*",
+# "* With sparsity") gives the 2:4-sparse figure; dense is half of it. H200 NVL is lower (1,671 sparse).
+H200_DENSE_FP16_FLOPS = 989.5e12
+
+COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
+GROUPS = ("syncs", "alloc")  # dicts of per-step counters
+NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
+LABELS = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Python calls", "syncs": "syncs", "alloc": "allocator calls"}
+TOP = 8  # names shown per line
+MIN_STEPS = 3  # a census window covers at least this many optimizer steps
+
+
+@dataclass(frozen=True)
+class Change:
+    """One counter that differs: per optimizer step, ``delta = cur - base`` (a missing side counts as 0)."""
+
+    name: str
+    base: float | None
+    cur: float | None
+
+    @property
+    def delta(self) -> float:
+        return (self.cur or 0) - (self.base or 0)
+
+
+@dataclass(frozen=True)
+class CensusDiff:
+    """What differs between two censuses. Every count is per optimizer step.
+
+    ``counters``: the scalar counters (``ops``, ``kernels``, ``python_calls``) that differ beyond their
+    tolerance; ``ops`` / ``kernels``: per-name changes, largest ``|delta|`` first; ``syncs`` / ``alloc``:
+    the CUDA runtime counters that differ; ``time``: the per-name time changes (kernel time on GPU,
+    self CPU time of aten ops on CPU), largest first, with ``time_total = (base_ms, cur_ms, relative)``,
+    never judged; ``attention``: ``(base, cur)`` when the SDPA backend changed; ``config``:
+    ``(key, old, new)`` for every changed key of the resolved configuration (reported, not judged);
+    ``missing``: why a side could not be compared (no census, or its window did not fit).
+    """
+
+    counters: dict[str, Change] = field(default_factory=dict)
+    ops: list[Change] = field(default_factory=list)
+    kernels: list[Change] = field(default_factory=list)
+    syncs: list[Change] = field(default_factory=list)
+    alloc: list[Change] = field(default_factory=list)
+    time_key: str = "kernel_ms"
+    time_total: tuple[float | None, float | None, float | None] | None = None
+    time: list[Change] = field(default_factory=list)
+    attention: tuple[str, str] | None = None
+    config: list[tuple[str, Any, Any]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def counts_changed(self) -> bool:
+        """Whether any judged count (or the attention backend) differs beyond its tolerance."""
+        return bool(self.counters or self.ops or self.kernels or self.syncs or self.alloc or self.attention)
+
+
+@dataclass(frozen=True)
+class CensusVerdict:
+    """``outcome``: ``pass`` (every count equal within tolerance), ``changed`` (``lines`` say what), or
+    ``unknown`` (a side has no comparable census; ``lines`` say why)."""
+
+    outcome: str
+    lines: list[str]
+    diff: CensusDiff
+
+
+def window_plan(warmup_steps: int, logging_steps: int, max_steps: int) -> dict:
+    """Where the census windows go (``harness/census.py``): ``start`` (steps skipped), ``n`` (steps counted), and whether the op
+    window (``fits``) and the Python-calls window after it (``python_fits``) fit in ``max_steps``."""
+    period = max(int(logging_steps or 1), 1)
+    start = period * max(math.ceil(max(warmup_steps, 0) / period), 1)  # at least one period: step 1 is never steady
+    n = period * math.ceil(MIN_STEPS / period)
+    plan = {"start": start, "n": n, "logging_steps": period, "max_steps": max_steps,
+            "fits": start + n <= max_steps, "python_fits": start + 2 * n <= max_steps}
+    if not plan["fits"]:
+        plan["reason"] = (f"window does not fit: steps {start + 1}-{start + n} (warm-up {warmup_steps} rounded up to a multiple of the logging period "
+                          f"{period}, then {n} steps = whole logging periods, at least {MIN_STEPS}) need max_steps >= {start + n}, "
+                          f"the run has {max_steps}")
+    elif not plan["python_fits"]:
+        plan["python_reason"] = (f"Python-calls window does not fit: steps {start + n + 1}-{start + 2 * n} need max_steps >= "
+                                 f"{start + 2 * n}, the run has {max_steps}")
+    return plan
+
+
+# ---- tolerances ---------------------------------------------------------------------------------
+def _tolerance(tolerances, family: str) -> tuple[float, float]:
+    """(absolute, relative) tolerance of a counter family. ``tolerances`` is None (exact), a number (absolute,
+    per step, for every family), or a dict ``family -> number | "N%"`` (``"0.5%"`` is relative)."""
+    if tolerances is None:
+        return 0.0, 0.0
+    t = tolerances.get(family, tolerances.get("default", 0)) if isinstance(tolerances, dict) else tolerances
+    if isinstance(t, str) and t.strip().endswith("%"):
+        return 0.0, float(t.strip()[:-1]) / 100.0
+    return float(t), 0.0
+
+
+def _differs(a: float | None, b: float | None, tol: tuple[float, float]) -> bool:
+    if a is None or b is None:
+        return (a is None) != (b is None) and (a or b or 0) != 0
+    allowed = max(tol[0], tol[1] * max(abs(a), abs(b)), 1e-9)
+    return abs(b - a) > allowed
+
+
+def _named_changes(base: dict | None, cur: dict | None, tol) -> list[Change]:
+    base, cur = base or {}, cur or {}
+    out = [Change(k, base.get(k), cur.get(k)) for k in set(base) | set(cur) if _differs(base.get(k, 0), cur.get(k, 0), tol)]
+    return sorted(out, key=lambda c: (-abs(c.delta), c.name))
+
+
+def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> ``{"a.b": v}``; lists stay values."""
+    if not isinstance(d, dict):
+        return {prefix.rstrip("."): d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _usable(c: dict | None) -> str | None:
+    if not c:
+        return "no census"
+    if not c.get("fits", True):
+        return c.get("reason") or "window does not fit"
+    return None
+
+
+# ---- diff ---------------------------------------------------------------------------------------
+def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
+    """Compare census ``cur`` with ``base`` (both as the worker records them). ``tolerances``: None (exact,
+    the default), a number (absolute, per optimizer step, for every counter), or a dict by family
+    (``ops``, ``kernels``, ``python_calls``, ``syncs``, ``alloc``, ``default``) of numbers or ``"N%"``."""
+    missing = [f"{side}: {why}" for side, c in (("base", base), ("current", cur)) if (why := _usable(c))]
+    config = _config_changes((base or {}).get("config"), (cur or {}).get("config"))
+    if not missing and base.get("device") != cur.get("device"):
+        missing = [f"devices differ ({base.get('device')} -> {cur.get('device')}): censuses of different devices do not compare"]
+    if missing:
+        return CensusDiff(missing=missing, config=config)
+    counters = {}
+    for key in COUNTERS:
+        if _differs(base.get(key), cur.get(key), _tolerance(tolerances, key)):
+            counters[key] = Change(key, base.get(key), cur.get(key))
+    named = {key: _named_changes(base.get(field_), cur.get(field_), _tolerance(tolerances, key)) for key, field_ in NAMED.items()}
+    groups = {key: _named_changes(base.get(key), cur.get(key), _tolerance(tolerances, key)) for key in GROUPS}
+    time_key = "kernel_ms" if base.get("kernel_ms") is not None or cur.get("kernel_ms") is not None else "cpu_op_ms"
+    tb, tc = base.get(time_key), cur.get(time_key)
+    rel = (tc / tb - 1.0) if tb and tc is not None else None
+    time = _named_changes(base.get(f"{time_key}_by_name"), cur.get(f"{time_key}_by_name"), (0.0, 0.0))
+    time = sorted(time, key=lambda c: (-abs(c.delta), c.name))
+    ab, ac = base.get("attention_backend"), cur.get("attention_backend")
+    return CensusDiff(counters=counters, ops=named["ops"], kernels=named["kernels"], syncs=groups["syncs"], alloc=groups["alloc"],
+                      time_key=time_key, time_total=(tb, tc, rel), time=time, attention=(ab, ac) if ab != ac else None, config=config)
+
+
+def _config_changes(a: dict | None, b: dict | None) -> list[tuple[str, Any, Any]]:
+    if a is None or b is None:
+        return []
+    fa, fb = flatten(a), flatten(b)
+    absent = "<absent>"
+    return [(k, fa.get(k, absent), fb.get(k, absent)) for k in sorted(set(fa) | set(fb)) if fa.get(k, absent) != fb.get(k, absent)]
+
+
+# ---- words --------------------------------------------------------------------------------------
+def num(x: float | None) -> str:
+    """``11447.0`` -> ``11,447``; ``0.25`` -> ``0.25``; None -> ``-``."""
+    if x is None:
+        return "-"
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.3f}".rstrip("0").rstrip(".")
+
+
+def signed(x: float) -> str:
+    return ("+" if x > 0 else "") + num(x) if x else "0"
+
+
+def _short(name: str, width: int = 70) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def _names(changes: list[Change], top: int = TOP) -> str:
+    shown = ", ".join(f"{_short(c.name)} {signed(c.delta)}" for c in changes[:top])
+    return shown + (f", ... ({len(changes) - top} more)" if len(changes) > top else "")
+
+
+def lines(d: CensusDiff, base: dict | None = None, cur: dict | None = None) -> list[str]:
+    """Short human lines, one per changed family, e.g.
+    ``aten ops per optimizer step 5,120 -> 5,232 (+112): aten::_to_copy +112, aten::to +112``.
+    ``base``/``cur`` (the censuses) fill in totals for families whose total is equal but whose names moved."""
+    out = list(d.missing)
+    for key in ("ops", "kernels"):
+        total = d.counters.get(key)
+        changes = getattr(d, key)
+        if total is None and not changes:
+            continue
+        if total is None:
+            b = (base or {}).get(key)
+            head = f"{LABELS[key]} per optimizer step {num(b)} (total unchanged)"
+        else:
+            head = f"{LABELS[key]} per optimizer step {num(total.base)} -> {num(total.cur)} ({signed(total.delta)})"
+        out.append(head + (f": {_names(changes)}" if changes else ""))
+    if "python_calls" in d.counters:
+        c = d.counters["python_calls"]
+        rel = f", {c.delta / c.base:+.1%}" if c.base else ""
+        out.append(f"Python calls per optimizer step {num(c.base)} -> {num(c.cur)} ({signed(c.delta)}{rel})")
+    for key in GROUPS:
+        changes = getattr(d, key)
+        if changes:
+            out.append(f"{LABELS[key]} per optimizer step: " + ", ".join(f"{c.name} {num(c.base)} -> {num(c.cur)}" for c in changes))
+    if d.attention:
+        out.append(f"attention backend {d.attention[0]} -> {d.attention[1]}")
+    if d.config:
+        shown = "; ".join(f"{k}: {v0!r} -> {v1!r}" for k, v0, v1 in d.config[:TOP])
+        out.append(f"config changed ({len(d.config)} keys): {shown}" + (" ..." if len(d.config) > TOP else ""))
+    return out
+
+
+def time_line(d: CensusDiff) -> str | None:
+    """The timing change, for information only: ``kernel time per optimizer step 12.3 -> 13.1 ms (+6.5%, not judged)``."""
+    if not d.time_total or d.time_total[0] is None or d.time_total[1] is None:
+        return None
+    b, c, rel = d.time_total
+    label = "kernel time" if d.time_key == "kernel_ms" else "aten self CPU time"
+    tops = ", ".join(f"{_short(x.name, 50)} {x.delta:+.2f}" for x in d.time[:3])
+    return f"{label} per optimizer step {b:.2f} -> {c:.2f} ms ({rel:+.1%}, not judged)" + (f": {tops}" if tops else "") if rel is not None else None
+
+
+def verdict(base: dict | None, cur: dict | None, tolerances=None) -> CensusVerdict:
+    """Judge the counts (not the times): ``pass`` when every counter and the attention backend are equal
+    within ``tolerances`` (default: exact), ``changed`` with the lines otherwise, ``unknown`` when a side has
+    no usable census. Config changes are listed in the lines but do not make the outcome ``changed``."""
+    d = diff(base, cur, tolerances)
+    ls = lines(d, base, cur)
+    if d.missing:
+        return CensusVerdict("unknown", ls, d)
+    return CensusVerdict("changed" if d.counts_changed else "pass", ls, d)
+
+
+# ---- FLOPs --------------------------------------------------------------------------------------
+def _linears(cfg: dict) -> list[tuple[str, int, int]]:
+    """``(name, in, out)`` of the Linear layers of one decoder layer of a dense Llama/Qwen-style model."""
+    h = cfg["hidden_size"]
+    heads = cfg["num_attention_heads"]
+    kv = cfg.get("num_key_value_heads") or heads
+    d = cfg.get("head_dim") or h // heads
+    inter = cfg["intermediate_size"]
+    return [("self_attn.q_proj", h, heads * d), ("self_attn.k_proj", h, kv * d), ("self_attn.v_proj", h, kv * d),
+            ("self_attn.o_proj", heads * d, h), ("mlp.gate_proj", h, inter), ("mlp.up_proj", h, inter), ("mlp.down_proj", inter, h)]
+
+
+def _targeted(name: str, target_modules) -> bool:
+    if target_modules == "all-linear":  # peft: every Linear but the output layer
+        return True
+    if isinstance(target_modules, str):  # peft: a regex matched in full against the module's name
+        return re.fullmatch(target_modules, f"model.layers.0.{name}") is not None
+    return any(name == t or name.endswith("." + t) for t in target_modules)
+
+
+def lora_flops_parts(model_cfg: dict, r: int, target_modules, checkpointing: bool, seq_len: int = 0) -> dict[str, float]:
+    """FLOPs per token of one training step of LoRA on a dense decoder (Llama/Qwen family), by part.
+
+    Counted (2 FLOPs per multiply-add): the matmuls of every Linear layer (``P_base`` weights: the 7
+    projections of each decoder layer, plus the LM head, tied or not) and of the LoRA adapters
+    (``P_lora = sum r * (in + out)`` over the targeted projections), and, when ``seq_len`` is given, the
+    attention score and value matmuls ``4 * L * seq_len * heads * head_dim`` per token (full square,
+    no halving for the causal mask). Not counted: norms, activations, softmax, RoPE, embedding lookup,
+    loss, optimizer. Forward ``2 P_base + 2 P_lora + attn``; backward: activation gradients only for
+    the frozen base (``2 P_base``), activation and weight gradients for LoRA (``4 P_lora``), both
+    attention gradients (``2 attn``); checkpointing recomputes the decoder layers' forward once
+    (``2 P_layers + 2 P_lora + attn``, without the LM head).
+    """
+    if model_cfg.get("num_experts") or model_cfg.get("num_local_experts"):
+        raise ValueError("lora_flops_per_token counts dense decoders only; this config has experts")
+    layers = model_cfg["num_hidden_layers"]
+    lin = _linears(model_cfg)
+    p_layers = layers * sum(i * o for _, i, o in lin)
+    p_head = model_cfg["hidden_size"] * model_cfg["vocab_size"]
+    p_lora = layers * sum(r * (i + o) for n, i, o in lin if _targeted(n, target_modules))
+    heads = model_cfg["num_attention_heads"]
+    d = model_cfg.get("head_dim") or model_cfg["hidden_size"] // heads
+    attn = 4.0 * layers * seq_len * heads * d
+    p_base = p_layers + p_head
+    fwd = 2.0 * p_base + 2.0 * p_lora + attn
+    bwd = 2.0 * p_base + 4.0 * p_lora + 2.0 * attn
+    rec = (2.0 * p_layers + 2.0 * p_lora + attn) if checkpointing else 0.0
+    return {"p_base": p_base, "p_lora": p_lora, "forward": fwd, "backward": bwd, "recompute": rec, "total": fwd + bwd + rec}
+
+
+def lora_flops_per_token(model_cfg: dict, r: int, target_modules="all-linear", checkpointing: bool = True, seq_len: int = 0) -> float:
+    """Training FLOPs per token of LoRA, LoRA-correct (no weight gradients of frozen weights); see :func:`lora_flops_parts`."""
+    return lora_flops_parts(model_cfg, r, target_modules, checkpointing, seq_len)["total"]
+
+
+def mfu(flops_per_step: float, step_time_s: float, peak_flops: float = H200_DENSE_FP16_FLOPS) -> float | None:
+    """Model FLOPs utilisation: ``flops_per_step / (step_time_s * peak_flops)``."""
+    if not step_time_s or step_time_s <= 0 or not math.isfinite(step_time_s):
+        return None
+    return flops_per_step / (step_time_s * peak_flops)

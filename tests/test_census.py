@@ -1,0 +1,250 @@
+"""The census: counts of a step's work (harness/measuring/census.py), their diff and the LoRA FLOPs (harness/judging/census_diff.py).
+
+The slow tests run real tiny-qwen3 trainings on CPU in fresh processes (about 9 s each, five in all);
+the rest is pure and fast. This process never imports torch.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.judging import census_diff as cd
+from harness.measuring.runner import RunRequest, run_one
+from harness.spec import load_workload
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = 12  # warm-up 3 -> window steps 5-8 (one logging period of 4), Python calls in steps 9-12
+INJECTED = {"aten::to", "aten::_to_copy", "aten::empty_strided", "aten::copy_"}  # one cast: to -> _to_copy -> empty_strided + copy_
+
+
+def census_run(tmp: Path, steps: int = STEPS, inject_work: int = 0) -> dict:
+    w = load_workload(ROOT / "workloads", "tiny-qwen3", steps)
+    rec = run_one(RunRequest(w, w.decomposition("1x4"), 1, census=True, inject_work=inject_work), tmp, "census", 600, "cpu")
+    assert rec["status"] == "ok", rec.get("stderr_tail")
+    return rec
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Three plain census runs and one with inject_work=1, all tiny-qwen3 1x4 on CPU."""
+    tmp = tmp_path_factory.mktemp("census")
+    return {"plain": [census_run(tmp / f"plain{i}") for i in range(3)], "inject": census_run(tmp / "inject", inject_work=1)}
+
+
+# ---- real runs (slow) ---------------------------------------------------------------------------
+@pytest.mark.slow
+def test_census_keys_on_cpu(runs):
+    rec = runs["plain"][0]
+    assert rec["census"] is not None and rec["inject_work"] == 0 and rec["inject_work_fired"] is None
+    c = rec["census"]
+    assert c["fits"] and c["device"] == "cpu" and c["steps"] == [5, 8] and c["n"] == 4 and c["logging_steps"] == 4
+    assert c["ops"] == pytest.approx(sum(c["ops_by_name"].values()), abs=0.01) and c["window"]["ops"] == c["ops"] * 4
+    assert all(k.startswith("aten::") for k in c["ops_by_name"])
+    for k in ("kernels", "kernels_by_name", "syncs", "alloc", "kernel_ms", "kernel_ms_by_name"):
+        assert c[k] is None, k
+    assert c["cpu_op_ms"] > 0 and 0 < len(c["cpu_op_ms_by_name"]) <= 20
+    # One logging period in the window: the loss logging's `tr_loss -= tr_loss` runs once, i.e. 0.25 per step.
+    assert c["ops_by_name"]["aten::sub_"] == 0.25
+    assert c["python_calls"] > 0 and c["python_steps"] == [9, 12]
+    assert c["python_method"] == ("sys.monitoring" if sys.version_info >= (3, 12) else "sys.setprofile")
+    assert c["attention_backend"] == "flash" and "aten::_scaled_dot_product_flash_attention_for_cpu" in c["attention_names"]
+    cfg = c["config"]
+    assert cfg["attn_implementation"] == "sdpa" and cfg["checkpointing"]["kwargs"] == {"use_reentrant": False}
+    assert cfg["args"]["max_steps"] == STEPS and "output_dir" not in cfg["args"] and "logging_dir" not in cfg["args"]
+    assert cfg["peft"]["default"]["r"] == 8 and isinstance(cfg["peft"]["default"]["target_modules"], list)
+    assert c["overhead"]["profiled_ms"] > 0 and c["overhead"]["python_counted_ms"] > 0
+
+
+@pytest.mark.slow
+def test_census_is_deterministic_on_cpu(runs):
+    """Three fresh runs: identical op counts by name, and identical Python call counts."""
+    cs = [r["census"] for r in runs["plain"]]
+    for c in cs[1:]:
+        assert c["ops_by_name"] == cs[0]["ops_by_name"]
+        assert cd.verdict(cs[0], c).outcome == "pass", cd.verdict(cs[0], c).lines
+    calls = [c["window"]["python_calls"] for c in cs]
+    assert len(set(calls)) == 1, f"Python calls per window differ across runs: {calls} (spread {max(calls) - min(calls)})"
+
+
+@pytest.mark.slow
+def test_injected_work_shows_exactly_in_the_diff(runs):
+    """inject_work=1 adds one cast per LoRA forward; the diff names exactly the cast's ops, K per step each, where
+    K is the hook's own count per step (14 LoRA layers x 4 micro-batches forward, plus the checkpoint recompute,
+    which stops early, before the last LoRA layer of each decoder layer: 56 + 48 = 104)."""
+    base, cur = runs["plain"][0], runs["inject"]
+    fired = cur["inject_work_fired"]
+    assert fired["layers"] == 14 and fired["casts_per_call"] == 1
+    k = fired["per_step"]
+    assert k == cur["census"]["counters"]["inject_work"] and k == int(k) and 56 < k <= 112
+    assert fired["calls"] == k * STEPS  # every step does the same work
+    d = cd.diff(base["census"], cur["census"])
+    assert {c.name: c.delta for c in d.ops} == {name: k for name in INJECTED}
+    assert d.counters["ops"].delta == 4 * k and set(d.counters) <= {"ops", "python_calls"}
+    assert not d.kernels and not d.syncs and not d.alloc and d.attention is None and d.config == []
+    v = cd.verdict(base["census"], cur["census"])
+    assert v.outcome == "changed"
+    assert v.lines[0].startswith(f"aten ops per optimizer step {cd.num(base['census']['ops'])} -> {cd.num(cur['census']['ops'])} (+{int(4 * k)}): ")
+    assert f"aten::_to_copy +{int(k)}" in v.lines[0]
+    # The casts are discarded: training computes exactly the same losses.
+    assert cur["losses"] == base["losses"]
+
+
+@pytest.mark.slow
+def test_window_that_does_not_fit_is_said_not_raised(tmp_path):
+    rec = census_run(tmp_path, steps=6)
+    c = rec["census"]
+    assert c["fits"] is False and "window does not fit: steps 5-8" in c["reason"] and "the run has 6" in c["reason"]
+    assert c["config"]["args"]["max_steps"] == 6
+    v = cd.verdict(c, c)
+    assert v.outcome == "unknown" and "window does not fit" in v.lines[0]
+
+
+# ---- pure ---------------------------------------------------------------------------------------
+def census(**over):
+    base = {"fits": True, "device": "cuda", "n": 4, "steps": [5, 8], "logging_steps": 4,
+            "ops": 100.0, "ops_by_name": {"aten::mm": 60.0, "aten::add": 40.0},
+            "kernels": 50.0, "kernels_by_name": {"gemm": 30.0, "add_kernel": 20.0},
+            "syncs": {"cudaStreamSynchronize": 0.25, "memcpy_dtoh": 0.25}, "alloc": {"cudaMalloc": 0.0, "cudaFree": 0.0},
+            "kernel_ms": 10.0, "kernel_ms_by_name": {"gemm": 8.0, "add_kernel": 2.0}, "python_calls": 1000.0,
+            "attention_backend": "flash", "config": {"args": {"lr": 1e-4, "optim": "adamw_torch"}, "attn_implementation": "sdpa"}}
+    for k, v in over.items():
+        base[k] = v
+    return base
+
+
+def test_identical_censuses_pass():
+    v = cd.verdict(census(), census())
+    assert v.outcome == "pass" and v.lines == [] and not v.diff.counts_changed
+
+
+def test_diff_names_the_changed_ops_and_kernels_largest_first():
+    cur = census(ops=312.0, ops_by_name={"aten::mm": 60.0, "aten::add": 40.0, "aten::_to_copy": 196.0, "aten::copy_": 16.0},
+                 kernels=246.0, kernels_by_name={"gemm": 30.0, "add_kernel": 20.0, "copy_kernel": 196.0},
+                 kernel_ms=11.0, kernel_ms_by_name={"gemm": 8.0, "add_kernel": 2.0, "copy_kernel": 1.0})
+    d = cd.diff(census(), cur)
+    assert [(c.name, c.base, c.cur, c.delta) for c in d.ops] == [("aten::_to_copy", None, 196.0, 196.0), ("aten::copy_", None, 16.0, 16.0)]
+    assert [c.name for c in d.kernels] == ["copy_kernel"] and set(d.counters) == {"ops", "kernels"}
+    assert d.time_total == (10.0, 11.0, pytest.approx(0.1)) and d.time[0].name == "copy_kernel"
+    v = cd.verdict(census(), cur)
+    assert v.outcome == "changed"
+    assert v.lines == ["aten ops per optimizer step 100 -> 312 (+212): aten::_to_copy +196, aten::copy_ +16",
+                       "kernel launches per optimizer step 50 -> 246 (+196): copy_kernel +196"]
+    assert cd.time_line(v.diff) == "kernel time per optimizer step 10.00 -> 11.00 ms (+10.0%, not judged): copy_kernel +1.00"
+
+
+def test_timing_alone_is_not_judged():
+    v = cd.verdict(census(), census(kernel_ms=20.0, kernel_ms_by_name={"gemm": 18.0, "add_kernel": 2.0}))
+    assert v.outcome == "pass" and v.lines == []
+    assert "+100.0%, not judged" in cd.time_line(v.diff)
+
+
+def test_moved_names_with_equal_total_syncs_python_and_attention():
+    cur = census(ops_by_name={"aten::mm": 59.0, "aten::add": 41.0}, syncs={"cudaStreamSynchronize": 1.25, "memcpy_dtoh": 1.25},
+                 python_calls=1200.0, attention_backend="math", alloc={"cudaMalloc": 2.0, "cudaFree": 0.0})
+    v = cd.verdict(census(), cur)
+    assert v.outcome == "changed"
+    assert v.lines == ["aten ops per optimizer step 100 (total unchanged): aten::add +1, aten::mm -1",
+                       "Python calls per optimizer step 1,000 -> 1,200 (+200, +20.0%)",
+                       "syncs per optimizer step: cudaStreamSynchronize 0.25 -> 1.25, memcpy_dtoh 0.25 -> 1.25",
+                       "allocator calls per optimizer step: cudaMalloc 0 -> 2",
+                       "attention backend flash -> math"]
+
+
+def test_tolerances_absolute_and_relative():
+    cur = census(python_calls=1004.0, ops=101.0, ops_by_name={"aten::mm": 61.0, "aten::add": 40.0})
+    assert cd.verdict(census(), cur).outcome == "changed"
+    assert cd.verdict(census(), cur, tolerances=1).outcome == "changed"  # python calls +4 > 1
+    assert cd.verdict(census(), cur, tolerances={"python_calls": "0.5%", "ops": 1}).outcome == "pass"
+    assert cd.verdict(census(), cur, tolerances={"python_calls": "0.3%", "ops": 1}).outcome == "changed"
+
+
+def test_config_changes_are_listed_not_judged():
+    cur = census(config={"args": {"lr": 2e-4, "optim": "adamw_torch", "new_key": True}, "attn_implementation": "sdpa"})
+    v = cd.verdict(census(), cur)
+    assert v.outcome == "pass"
+    assert v.diff.config == [("args.lr", 1e-4, 2e-4), ("args.new_key", "<absent>", True)]
+    assert v.lines == ["config changed (2 keys): args.lr: 0.0001 -> 0.0002; args.new_key: '<absent>' -> True"]
+
+
+def test_cpu_censuses_compare_cpu_op_time():
+    cpu = {k: None for k in ("kernels", "kernels_by_name", "syncs", "alloc", "kernel_ms", "kernel_ms_by_name")}
+    a = census(**cpu, cpu_op_ms=100.0, cpu_op_ms_by_name={"aten::mm": 80.0})
+    b = census(**cpu, cpu_op_ms=90.0, cpu_op_ms_by_name={"aten::mm": 70.0})
+    d = cd.diff(a, b)
+    assert d.time_key == "cpu_op_ms" and not d.counts_changed
+    assert cd.time_line(d) == "aten self CPU time per optimizer step 100.00 -> 90.00 ms (-10.0%, not judged): aten::mm -10.00"
+
+
+def test_missing_or_unfit_census_is_unknown():
+    v = cd.verdict(None, census())
+    assert v.outcome == "unknown" and v.lines == ["base: no census"]
+    v = cd.verdict(census(), {"fits": False, "reason": "window does not fit: steps 5-8 ... need max_steps >= 8, the run has 6"})
+    assert v.outcome == "unknown" and v.lines == ["current: window does not fit: steps 5-8 ... need max_steps >= 8, the run has 6"]
+    v = cd.verdict(census(), census(device="cpu"))
+    assert v.outcome == "unknown" and v.lines[0].startswith("devices differ (cuda -> cpu)")
+
+
+def test_window_plan():
+    assert cd.window_plan(3, 4, 20) == {"start": 4, "n": 4, "logging_steps": 4, "max_steps": 20, "fits": True, "python_fits": True}
+    p = cd.window_plan(3, 4, 10)
+    assert p["fits"] and not p["python_fits"] and "steps 9-12 need max_steps >= 12" in p["python_reason"]
+    p = cd.window_plan(3, 4, 6)
+    assert not p["fits"] and p["reason"].startswith("window does not fit: steps 5-8") and "max_steps >= 8, the run has 6" in p["reason"]
+    assert (cd.window_plan(0, 1, 20)["start"], cd.window_plan(0, 1, 20)["n"]) == (1, 3)  # step 1 is never in the window
+    assert (cd.window_plan(5, 2, 20)["start"], cd.window_plan(5, 2, 20)["n"]) == (6, 4)
+    assert (cd.window_plan(5, 10, 40)["start"], cd.window_plan(5, 10, 40)["n"]) == (10, 10)
+
+
+TINY = {"vocab_size": 2048, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 32}
+
+
+def test_lora_flops_per_token_by_hand():
+    # One tiny-qwen3 layer: q 128x128, k 128x64, v 128x64, o 128x128, gate/up 128x384, down 384x128 -> 196,608 weights.
+    p_layers, p_head = 2 * 196_608, 128 * 2048
+    p_lora = 2 * 8 * ((128 + 128) + 2 * (128 + 64) + (128 + 128) + 2 * (128 + 384) + (384 + 128))
+    parts = cd.lora_flops_parts(TINY, 8, "all-linear", checkpointing=True)
+    assert parts["p_base"] == p_layers + p_head and parts["p_lora"] == p_lora == 38_912
+    fwd, bwd, rec = 2 * (p_layers + p_head) + 2 * p_lora, 2 * (p_layers + p_head) + 4 * p_lora, 2 * p_layers + 2 * p_lora
+    assert cd.lora_flops_per_token(TINY, 8, "all-linear", checkpointing=True) == fwd + bwd + rec == 3_719_168
+    assert cd.lora_flops_per_token(TINY, 8, "all-linear", checkpointing=False) == fwd + bwd
+    attn = 4 * 2 * 128 * 4 * 32  # 4 * layers * seq * heads * head_dim
+    assert cd.lora_flops_per_token(TINY, 8, "all-linear", True, seq_len=128) == fwd + bwd + rec + 4 * attn
+    # Only q and v adapted: P_lora = 2 layers * 8 * ((128 + 128) + (128 + 64)).
+    assert cd.lora_flops_parts(TINY, 8, ["q_proj", "v_proj"], False)["p_lora"] == 2 * 8 * (256 + 192)
+    assert cd.lora_flops_parts(TINY, 8, r".*\.(q_proj|v_proj)", False)["p_lora"] == 2 * 8 * (256 + 192)
+    with pytest.raises(ValueError, match="dense decoders only"):
+        cd.lora_flops_per_token({**TINY, "num_experts": 8}, 8)
+
+
+def test_mfu():
+    assert cd.H200_DENSE_FP16_FLOPS == 989.5e12
+    assert cd.mfu(989.5e12 * 0.5, 1.0) == pytest.approx(0.5)
+    assert cd.mfu(1e12, 0.0) is None
+
+
+def test_the_pure_module_does_not_import_torch():
+    import subprocess
+
+    code = "import sys, harness.judging.census_diff; assert 'torch' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}).returncode == 0
+
+
+@pytest.mark.slow
+def test_compare_flags_the_injected_work_by_name(runs, tmp_path):
+    """End to end through the CLI: `compare` of a plain census run (A) and one with one extra cast per LoRA
+    forward (B) fails the work verdict and names exactly the extra operators, +K each, K = the hook's count."""
+    import json
+    import subprocess
+
+    for side, recs in (("a", [runs["plain"][0]]), ("b", [runs["inject"]])):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = subprocess.run([sys.executable, "-m", "harness", "compare", "a", "b"], cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 1, res.stdout + res.stderr
+    k = runs["inject"]["inject_work_fired"]["per_step"]
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("work ") and "WORK CHANGED" in ln)
+    assert f"(+{4 * k:,.0f})" in line and all(f"{op} +{k:,.0f}" in line for op in INJECTED), line
+    same = subprocess.run([sys.executable, "-m", "harness", "compare", "a", "a"], cwd=tmp_path, capture_output=True, text=True)
+    assert same.returncode == 0 and "the work per optimizer step is the same" in same.stdout, same.stdout
