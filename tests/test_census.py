@@ -248,3 +248,13 @@ def test_compare_flags_the_injected_work_by_name(runs, tmp_path):
     assert f"(+{4 * k:,.0f})" in line and all(f"{op} +{k:,.0f}" in line for op in INJECTED), line
     same = subprocess.run([sys.executable, "-m", "harness", "compare", "a", "a"], cwd=tmp_path, capture_output=True, text=True)
     assert same.returncode == 0 and "the work per optimizer step is the same" in same.stdout, same.stdout
+
+
+def test_gpu_user_annotations_are_not_kernels():
+    """torch 2.11 leaves the optimizer's record_function range on the device timeline unlabelled; it is no kernel."""
+    c = {"fits": True, "device": "cuda", "kernels": 11.0, "kernels_by_name": {"Optimizer.step#AdamW.step": 1.0, "void k<(lambda()#1)>(int)": 10.0},
+         "kernel_ms": 10.0, "kernel_ms_by_name": {"Optimizer.step#AdamW.step": 6.0, "void k<(lambda()#1)>(int)": 4.0}}
+    n = cd.normalize(c)
+    assert n["kernels"] == 10.0 and n["kernel_ms"] == 4.0 and list(n["kernels_by_name"]) == ["void k<(lambda()#1)>(int)"]
+    assert cd.normalize(n) == n and c["kernels"] == 11.0  # idempotent, and the input is left alone
+    assert not cd.is_annotation("void at::native::vectorized_elementwise_kernel<4, lambda(float)#1>") and cd.is_annotation("ProfilerStep#6")

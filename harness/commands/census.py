@@ -15,6 +15,7 @@ from statistics import fmean, stdev
 
 from harness.files import ensure_dir, new_id
 from harness.judging import census_diff
+from harness.judging.judge import CENSUS_TOLERANCES
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.spec import load_workload
 
@@ -43,10 +44,10 @@ def determinism(censuses: list[dict]) -> list[str]:
     ok = [c for c in censuses if c.get("fits")]
     if len(ok) < 2:
         return []
-    changed = [census_diff.diff(ok[0], c) for c in ok[1:]]
+    changed = [census_diff.diff(ok[0], c, CENSUS_TOLERANCES) for c in ok[1:]]
     out = []
     if not any(d.counts_changed for d in changed):
-        out.append(f"counts identical across {len(ok)} censuses (ops, kernels, syncs, allocations, attention backend)")
+        out.append(f"counts identical across {len(ok)} censuses (ops, kernels, syncs, allocations, attention backend; Python calls within 0.1%)")
     else:
         for i, d in enumerate(changed, 2):
             if d.counts_changed:
@@ -75,8 +76,9 @@ def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, 
     by: dict[str, list[dict]] = {}
     for r in ran.records:
         if r["status"] == "ok" and r.get("census"):
-            by.setdefault(r["decomposition_id"], []).append(r["census"])
-            out(f"{w.name}-{r['decomposition_id']} run {r['repeat']}: {summary_line(r['census'])}")
+            c = census_diff.normalize(r["census"])
+            by.setdefault(r["decomposition_id"], []).append(c)
+            out(f"{w.name}-{r['decomposition_id']} run {r['repeat']}: {summary_line(c)}")
     for d, cs in by.items():
         for line in determinism(cs):
             out(f"{w.name}-{d}: {line}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.files import write_atomic
+from harness.judging.census_diff import normalize
 from harness.record import is_census, median_phases, run_phases
 from harness.spec import Workload, changed_fields
 
@@ -24,7 +25,7 @@ SCHEMA = 1
 RUN_KEYS = ("step_time_median_ms", "train_runtime_s", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "host_probe")
 # kernel_time: the practical threshold of the census's GPU kernel time per optimizer step (its noise is far
 # below wall time's: docs/results/census-h200/); census counts are compared exactly
-DEFAULT_THRESHOLDS = {"alpha": 0.05, "runtime": 0.05, "memory_rel": 0.02, "memory_abs_mib": 64, "kernel_time": 0.01}
+DEFAULT_THRESHOLDS = {"alpha": 0.05, "runtime": 0.05, "memory_rel": 0.02, "memory_abs_mib": 64, "kernel_time": 0.005}
 # CPU runners share cores with everything else; a looser practical threshold keeps false alarms away.
 GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}
 MIN_REPEATS = 5
@@ -93,7 +94,7 @@ class Baseline:
 
     def census(self, decomp: str) -> list[dict]:
         """The censuses recorded for ``decomp`` (one per census run), each with its ``machine``."""
-        return [dict(c["census"], machine=c.get("machine")) for c in self.data["decompositions"].get(decomp, {}).get("census", [])]
+        return [dict(normalize(c["census"]), machine=c.get("machine")) for c in self.data["decompositions"].get(decomp, {}).get("census", [])]
 
     def census_grouped(self, decomp: str, key: str) -> list[list[float]]:
         """A census value (e.g. ``kernel_ms``) of each census run, grouped by machine."""

@@ -20,6 +20,9 @@ from harness.record import is_census
 from harness.spec import Workload
 
 Case = tuple[str, str]  # (workload name, decomposition id)
+# Census counts are compared exactly, except Python calls: on the H200 they differed by up to 8.2 per step
+# (0.007%) between runs of one environment (docs/results/census-h200/), so 0.1% is allowed there.
+CENSUS_TOLERANCES = {"python_calls": "0.1%"}
 
 
 def load_baselines(baselines_dir: str | Path, gpu: str, workloads: Mapping[str, Workload]) -> dict[str, bl.Baseline | bl.BaselineError]:
@@ -116,6 +119,9 @@ class Judge:
             if not base:
                 out[case] = Verdict("runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines")
                 continue
+            if not cur and self.runs(w, d, census=True) and not self.runs(w, d, ok_only=False):
+                out[case] = Verdict("runtime", case, "skip", f"{case} has census runs only: no timed run to compare")
+                continue
             if not cur and self.incomplete and not self.runs(w, d, ok_only=False):
                 out[case] = Verdict("runtime", case, "skip", f"{case} not run yet: {self.incomplete}")
                 continue
@@ -168,7 +174,7 @@ class Judge:
 
     def censuses(self, workload: str, decomp: str) -> list[dict]:
         """This session's censuses of a case (from its ok census runs whose window fitted)."""
-        return [r["census"] for r in self.runs(workload, decomp, census=True) if r["census"].get("fits")]
+        return [census_diff.normalize(r["census"]) for r in self.runs(workload, decomp, census=True) if r["census"].get("fits")]
 
     def work(self, workload: str, decomp: str) -> Verdict | None:
         """The work verdict of a case, when it has a census: its counts against the baseline's census, exactly
@@ -185,7 +191,7 @@ class Judge:
         base = b.census(decomp)
         if not base:
             return Verdict("work", case, "skip", f"baseline {b.path} has no census of {decomp}; record one with --census --update-baselines")
-        v = census_diff.verdict(base[0], cur[0])
+        v = census_diff.verdict(base[0], cur[0], CENSUS_TOLERANCES)
         details: dict = {"lines": v.lines, "counts": v.outcome}
         t = self.thresholds(b)
         groups, kcur = b.census_grouped(decomp, "kernel_ms"), [c["kernel_ms"] for c in cur if c.get("kernel_ms")]
@@ -194,7 +200,7 @@ class Judge:
             e = estimate(groups, kcur, t["alpha"])
             thr = t["kernel_time"]
             flagged = e.p_above(1 + thr) < t["alpha"]
-            kt = f"kernel time per step {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{thr:.0%} (unit: {e.unit})"
+            kt = f"kernel time per step {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{thr:.1%} (unit: {e.unit})"
             details.update(kernel_ratio=e.ratio, kernel_lo=e.lo, kernel_hi=e.hi, kernel_flagged=flagged, kernel_unit=e.unit,
                            kernel_smallest_flagged=smallest_flagged(groups, t["alpha"], thr) if len(groups) >= 2 else None)
         elif groups and kcur:

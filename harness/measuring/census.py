@@ -225,8 +225,14 @@ def summarize(events, n: int, cuda: bool) -> dict:
     cpu_ops = []
     launch_last = -1
     dev_syncs = []
+    events = list(events)
+    # record_function ranges (Optimizer.step#AdamW.step) are mirrored onto the device timeline as user
+    # annotations; where this torch does not say so, a device event named like a host event is one
+    host_names = {e.name() for e in events if e.device_type() == torch.autograd.DeviceType.CPU}
     for e in events:
         at, name = _kind(e), e.name()
+        if at == "kernel" and name in host_names:
+            at = "gpu_user_annotation"
         if at == "cpu_op":
             cpu_ops.append((e.start_thread_id(), e.start_ns(), e.end_ns(), name))
             if name.startswith("aten::"):
