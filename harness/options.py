@@ -14,67 +14,27 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def parse_positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
+def _parser(name: str, convert: Callable[[str], Any], ok: Callable[[Any], bool], expected: str, rule: str) -> Callable[[str], Any]:
+    """An argparse ``type=``: ``convert`` the text, then check it with ``ok``; each failure is one line."""
+    def parse(text: str):
+        try:
+            v = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"{rule}, got {text}")
+        return v
+
+    parse.__name__ = name
+    return parse
 
 
-def parse_count(text: str) -> int:
-    """A whole number >= 0."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
-
-
-def parse_positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return v
-
-
-def parse_slowdown(text: str) -> float:
-    """A fraction of the step time in [0, 10): 0.1 is 10%."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.1 (10%), got {text!r}") from None
-    if not 0 <= v < 10:
-        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 10), got {text}")
-    return v
-
-
-def parse_alpha(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability such as 0.05, got {text!r}") from None
-    if not 0 < v < 0.5:
-        raise argparse.ArgumentTypeError(f"must be in (0, 0.5), got {text}")
-    return v
-
-
-def parse_threshold(text: str) -> float:
-    """The practical threshold as a fraction: 0.05 is +5%."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05 (5%), got {text!r}") from None
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1), got {text}")
-    return v
+parse_positive_int = _parser("parse_positive_int", int, lambda v: v >= 1, "a whole number >= 1", "must be >= 1")
+parse_count = _parser("parse_count", int, lambda v: v >= 0, "a whole number >= 0", "must be >= 0")
+parse_positive_float = _parser("parse_positive_float", float, lambda v: v > 0, "a number > 0", "must be positive")
+parse_slowdown = _parser("parse_slowdown", float, lambda v: 0 <= v < 10, "a fraction such as 0.1 (10%)", "must be a fraction in [0, 10)")
+parse_alpha = _parser("parse_alpha", float, lambda v: 0 < v < 0.5, "a probability such as 0.05", "must be in (0, 0.5)")
+parse_threshold = _parser("parse_threshold", float, lambda v: 0 <= v < 1, "a fraction such as 0.05 (5%)", "must be a fraction in [0, 1)")
 
 
 _UNSET = object()
