@@ -89,6 +89,7 @@ def add(add_option: Callable[..., Any], opts: tuple[Opt, ...], defaults: dict[st
 GPU = Opt(("--gpu",), "gpu", "short GPU name (t4, l4, a10, a100, h100, h200, ...), 'auto' (detect) or 'cpu'", default="auto")
 WORKLOAD = Opt(("--workload",), "workload", "a workload by name (workloads/NAME.toml)")
 WORKLOADS = Opt(("--workload",), "workload", "run this workload (repeatable); default: those for the device", action="append")
+DECOMPOSITIONS = Opt(("--decomposition",), "decomposition", "only these decompositions (repeatable); default all", action="append")
 STEPS = Opt(("--steps",), "steps", "override max_steps for quick runs (changes the workload hash)", type=parse_positive_int)
 REPEATS = Opt(("--repeats",), "repeats", "fresh-process runs per decomposition (and side)", type=parse_positive_int, default=5)
 RESULTS_DIR = Opt(("--results-dir",), "results_dir", "where runs.jsonl, logs and reports go", default="perf-results")

@@ -67,11 +67,6 @@ def is_census(rec: dict) -> bool:
     return rec.get("census") is not None
 
 
-def steady(rec: dict, key: str = "step_times_ms") -> list[float]:
-    """The run's per-step values after its warm-up steps."""
-    return list(rec.get(key) or [])[rec.get("warmup_steps") or 0:]
-
-
 def run_phases(rec: dict) -> dict[str, float] | None:
     """One run's median steady-state time per phase (ms per optimizer step), or None without phase timings."""
     ph, w = rec.get("phases_ms") or {}, rec.get("warmup_steps") or 0

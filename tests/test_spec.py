@@ -79,3 +79,17 @@ def test_bad_workload_fails_collection_with_one_line(perf_project, case):
     lines = [ln for ln in result.outlines if expected in ln]
     assert lines, result.stdout.str()
     assert "bad workload:" in lines[0] and "Traceback" not in result.stdout.str()
+
+
+def test_the_run_record_type_and_its_documentation_agree():
+    """Every key of harness.record.RunRecord is described in docs/measurement.md, and the table names no other key."""
+    import re
+
+    from harness.record import RunRecord
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "measurement.md").read_text()
+    keys = set(RunRecord.__annotations__)
+    assert not [k for k in keys if f"`{k}`" not in doc], "document these run record keys in docs/measurement.md"
+    table = [ln for ln in doc.split("## Census")[0].splitlines() if ln.startswith("| `")]
+    named = {k for ln in table for k in re.findall(r"`([a-z_]+)`", ln.split("|")[1])}
+    assert named <= keys, f"docs/measurement.md describes keys the record does not have: {sorted(named - keys)}"

@@ -115,16 +115,14 @@ def parser() -> argparse.ArgumentParser:
 
     ce = sub.add_parser("census", help="census runs only: count the work per optimizer step (kernels, aten ops, syncs, allocations, "
                         "Python calls), and whether the counts are identical across runs")
-    opt.add(ce.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
+    opt.add(ce.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
             defaults={**run_defaults, "results_dir": "perf-results/census", "repeats": 1}, required=("gpu", "workload"))
-    ce.add_argument("--decomposition", action="append", help="only these decompositions (repeatable); default all")
     ce.add_argument("--python", help="interpreter (environment) to run the workers with; default: this one")
     ce.set_defaults(fn=_cmd_census)
 
     ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
-    opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": "perf-results/ab"},
+    opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": "perf-results/ab"},
             required=("gpu", "workload"))
-    ab.add_argument("--decomposition", action="append", help="only these decompositions (repeatable); default all")
     ab.add_argument("--python-a", help="interpreter of side A (default: this one)")
     ab.add_argument("--python-b", required=True, help="interpreter of side B, e.g. .tox/latest/bin/python")
     ab.add_argument("--inject-slowdown-b", type=opt.parse_slowdown, default=0.0, help="sensitivity self-check: slow side B by this fraction")

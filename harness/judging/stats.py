@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from statistics import fmean, median
+from statistics import fmean, median, stdev
 
 from scipy import stats as _st
 
@@ -41,11 +41,6 @@ from scipy import stats as _st
 # ---------------------------------------------------------------------------------------------
 # Summaries
 # ---------------------------------------------------------------------------------------------
-def steady(step_times: Sequence[float], warmup: int) -> list[float]:
-    """Step times after the first ``warmup`` steps."""
-    return list(step_times[warmup:])
-
-
 @dataclass(frozen=True)
 class Sample:
     """Run-level values of one metric, lazily summarised."""
@@ -70,7 +65,7 @@ class Sample:
         if len(self.values) < 2:
             return None
         m = fmean(self.values)
-        return math.sqrt(sum((v - m) ** 2 for v in self.values) / (len(self.values) - 1)) / m if m else None
+        return stdev(self.values) / m if m else None
 
     def __len__(self) -> int:
         return len(self.values)
