@@ -134,12 +134,12 @@ class PerfSession:
         """
         if self.executed:
             return self
-        self.executed = True
         o = self.options
         ensure_dir(o.results_dir)
         self._t0 = self.clock()
         if o.resume:
             self._take_over()
+        self.executed = True  # from here on the session has a report, even if interrupted
         self._execute(self.cases, o.repeats, 1, len(self.cases) * o.repeats)
         self.looks_used = 1
         done = o.repeats
