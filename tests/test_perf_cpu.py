@@ -196,7 +196,10 @@ def _workers(cwd: Path) -> list[int]:
 
 def _interrupt_during_run(project, common: tuple, after: int, sig: signal.Signals) -> None:
     """Start a session, wait until ``after`` runs are recorded and a worker is running, send ``sig`` to the session only."""
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *common], cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # a shell without job control starts background jobs with SIGINT ignored, and children inherit that (CI scripts
+    # run as `... &` do); a terminal's Ctrl-C reaches a session whose SIGINT has its default action, so restore it
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *common], cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     log = project.path / "out" / "runs.jsonl"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= after and _workers(project.path)):
