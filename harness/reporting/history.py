@@ -154,6 +154,28 @@ def detect(values: Sequence[float], *, k: float = PENALTY_K, alpha: float = ALPH
     return Detection(n, sigma, penalty, tuple(cands), ())
 
 
+def synthetic(seed: int, n: int = 30, sigma: float = 0.02, shift: float = 0.0, at: int | None = None, noise: str = "normal",
+              level_ms: float = 400.0) -> list[float]:
+    """A synthetic series of session medians (ms): log-normal noise of sd ``sigma`` ("normal"), or t(3) scaled to
+    that sd ("t3"); from session ``at`` on, ``shift`` (0.10: 10% slower) is added."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    e = rng.normal(0.0, sigma, n) if noise == "normal" else rng.standard_t(3, n) * sigma / math.sqrt(3)
+    if shift and at is not None:
+        e[at:] += math.log1p(shift)
+    return [level_ms * math.exp(x) for x in e]
+
+
+def simulate(series: int = 200, n: int = 30, sigma: float = 0.02, shift: float = 0.0, at: int | None = None, noise: str = "normal",
+             first_seed: int = 0, **kw) -> dict[str, float]:
+    """Detection over ``series`` synthetic series: the share with any change point (``any``; without a shift, the
+    false-alarm rate), with one at ``at`` (``found``), and with exactly that one (``exact``)."""
+    hits = [[c.index for c in detect(synthetic(first_seed + i, n, sigma, shift, at, noise), **kw).kept] for i in range(series)]
+    return {"any": sum(bool(h) for h in hits) / series, "found": sum(at in h for h in hits) / series,
+            "exact": sum(h == [at] for h in hits) / series}
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading
 # ---------------------------------------------------------------------------------------------
