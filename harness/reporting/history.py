@@ -90,7 +90,7 @@ class Detection:
     n: int
     sigma: float | None  # robust sd of the log values (successive differences)
     penalty: float | None
-    candidates: tuple[int, ...]  # PELT's, before the test
+    candidates: tuple[ChangePoint, ...]  # PELT's, as the first round of the test saw them
     kept: tuple[ChangePoint, ...]
     note: str = ""  # why nothing was searched, when nothing was
 
@@ -143,15 +143,15 @@ def detect(values: Sequence[float], *, k: float = PENALTY_K, alpha: float = ALPH
         return Detection(n, 0.0, 0.0, (), (), "constant series")
     penalty = k * sigma**2 * math.log(n)
     cands = rpt.Pelt(model="l2", min_size=min_size, jump=1).fit(np.asarray(y).reshape(-1, 1)).predict(pen=penalty)[:-1]
-    cps = list(cands)
+    cps, first = list(cands), tuple(_test(values, cands, min_size))
     while cps:
         tested = _test(values, cps, min_size)
         rejected = holm([c.p for c in tested], alpha)
         if all(rejected):
-            return Detection(n, sigma, penalty, tuple(cands), tuple(tested))
+            return Detection(n, sigma, penalty, first, tuple(tested))
         worst = max(range(len(tested)), key=lambda i: (tested[i].p, -abs(math.log(tested[i].ratio))))
         del cps[worst]
-    return Detection(n, sigma, penalty, tuple(cands), ())
+    return Detection(n, sigma, penalty, first, ())
 
 
 def synthetic(seed: int, n: int = 30, sigma: float = 0.02, shift: float = 0.0, at: int | None = None, noise: str = "normal",
@@ -266,7 +266,8 @@ def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, 
             starts[sid], start_text[sid] = t, r.get("started_at") or ""
     excluded = Counter(x for r in recs if (x := exclusion(r)) and x != "census")
     keys = sorted({(r["gpu"], r["workload"], r["decomposition_id"], r["_track"]) for r in recs
-                   if exclusion(r) is None or (is_census(r) and (r["census"] or {}).get("fits", True))})
+                   if exclusion(r) is None or (is_census(r) and (r["census"] or {}).get("fits", True))},
+                  key=lambda k: (k[0] == "cpu", *k))  # GPUs first
 
     def order(sid: str):
         t = starts[sid]
@@ -325,7 +326,9 @@ def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, 
                        "census_sessions": [s["session_id"] for s in timeline if s["kind"] == "census"],
                        "version_changes": vchanges, "change_points": cps,
                        "detector": {"n": det.n, "sigma": _finite(det.sigma), "penalty": _finite(det.penalty),
-                                    "candidates": [timing[i]["session_id"] for i in det.candidates], "note": det.note}})
+                                    "candidates": [{"session_id": timing[c.index]["session_id"], "x": timing[c.index]["x"],
+                                                    **{f: _finite(v) for f, v in asdict(c).items()}} for c in det.candidates],
+                                    "note": det.note}})
     return {"command": command, "generated_at": datetime.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"),
             "results_dirs": [{"track": t, "dir": d, "runs": len(rs)} for t, d, rs in dirs],
             "rule": {"method": "PELT (ruptures, l2) on log session medians; Welch t between neighbouring segments, "
@@ -435,7 +438,8 @@ def _num(x, fmt=".1f") -> str:
 
 
 def _versions_text(v: dict) -> str:
-    return ", ".join(f"{k} {val}" for k, val in v.items() if k != SPEC) + (f"; spec {v[SPEC][:8]}" if v.get(SPEC) else "")
+    libs = ", ".join(f"{k} {val}" for k, val in v.items() if k != SPEC)
+    return "; ".join(x for x in (libs, f"spec {v[SPEC][:8]}" if v.get(SPEC) else "") if x)
 
 
 def _table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
@@ -457,8 +461,9 @@ def _series_html(s: dict, img: str) -> str:
     out = [f'<h2 id="{_e(slug(s["key"]))}">{_e(s["name"])}</h2>', f'<img src="{_e(img)}" alt="{_e(s["name"])}: step time per session">']
     d = s["detector"]
     sig = f"sigma (log) {d['sigma']:.4f}, penalty {d['penalty']:.3g}" if d["sigma"] else d["note"] or "nothing to search"
+    cands = ", ".join(f'{c["session_id"]} x{c["ratio"]:.3f} p={c["p"]:.2g}' for c in d["candidates"])
     out.append(f'<p class="muted">{len(s["sessions"])} timing sessions, {len(s["census_sessions"])} census sessions; {_e(sig)}; '
-               f'PELT candidates: {_e(", ".join(d["candidates"]) or "none")}</p>')
+               f'PELT candidates (first test round): {_e(cands or "none")}</p>')
     if s["change_points"]:
         rows = [[_e(c["started_at"]), f"<code>{_e(c['session_id'])}</code>", f'<span class="cp">x{c["ratio"]:.3f}</span> [{c["lo"]:.3f}, {c["hi"]:.3f}]',
                  f"{c['p']:.2g}", f"{c['n_before']} / {c['n_after']}",
@@ -474,8 +479,15 @@ def _series_html(s: dict, img: str) -> str:
         rows = [[str(v["x"]), _e(v["kind"]), _e(v["started_at"]), f"<code>{_e(v['session_id'])}</code>",
                  _e("; ".join(change_text(ch) for ch in v["changes"]))] for v in s["version_changes"]]
         out.append("<h3>Version changes</h3>" + _table(["#", "sessions", "first session with it", "session", "change"], rows))
-    rows = []
+    rows, prev = [], None
     for t in s["timeline"]:
+        # versions in full on the first row, then only what differs from the row above
+        if prev is None:
+            vtext = _versions_text(t["versions"])
+        else:
+            diff = {k: v for k, v in t["versions"].items() if prev.get(k) != v}
+            vtext = _versions_text(diff) if diff else "as above"
+        prev = t["versions"]
         if t["kind"] == "timing":
             vals = [f'<td class="n">{_num(t["median_ms"])}</td>', f'<td class="n">{_num(t["min_ms"])}–{_num(t["max_ms"])}</td>',
                     f'<td class="n">{t["runs"]}' + (f' (+{t["failed"]} failed)' if t["failed"] else "") + "</td>", "<td></td>"]
@@ -484,7 +496,7 @@ def _series_html(s: dict, img: str) -> str:
             vals = ["<td></td>", "<td></td>", f'<td class="n">{t["runs"]}</td>', f"<td>{_e(counts)}</td>"]
         rows.append(f'<tr class="{t["kind"]}"><td>{t["x"]}</td><td>{_e(t["kind"])}</td><td>{_e(t["started_at"])}</td>'
                     f'<td><code>{_e(t["session_id"])}</code></td>' + "".join(vals) +
-                    f'<td>{_e(", ".join(t["machines"]))}</td><td>{_e(", ".join(t["dirs"]))}</td><td>{_e(_versions_text(t["versions"]))}</td></tr>')
+                    f'<td>{_e(", ".join(t["machines"]))}</td><td>{_e(", ".join(t["dirs"]))}</td><td>{_e(vtext)}</td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ["#", "kind", "started", "session", "median step ms", "run range ms", "runs",
                                              "census per step", "machine", "results dir", "versions"])
     out.append(f"<h3>Sessions</h3><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
