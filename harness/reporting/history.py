@@ -30,9 +30,10 @@ Change points (:func:`detect`), the idea of Otava / E-Divisive with a t-test, on
    segments merge) and test again. What remains is kept, each with its ratio after/before and the 90%
    Welch interval of that ratio, and the versions on either side.
 
-Measured by simulation (``tests/test_history.py``, ``docs/results/history/README.md``): with Gaussian noise
-on the log scale, at most 5% of series without a shift get any change point (the family-wise rate per
-series); a 6-sigma shift is found at its session.
+Measured by simulation (``tests/test_history.py``, ``docs/results/history/README.md``, 1000 series a cell): of
+series without a shift, 1.6-5.0% get any change point (10-60 sessions, Gaussian or t(3) noise on the log
+scale; the family-wise rate per series, alpha 0.05); a 6-sigma shift at session 15 of 30 is found there in
+98-99% of series.
 """
 
 from __future__ import annotations
@@ -296,7 +297,7 @@ def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, 
                 s.update(runs=len(cs), ops=_med([c.get("ops") for c in cs]), kernels=_med([c.get("kernels") for c in cs]),
                          python_calls=_med([c.get("python_calls") for c in cs]))
                 timeline.append(s)
-        if not any(s["kind"] == "timing" for s in timeline) and not any(s["kind"] == "census" for s in timeline):
+        if not timeline:
             continue
         for x, s in enumerate(timeline):
             s["x"] = x
