@@ -120,8 +120,16 @@ BUDGET_MINUTES = Opt(("--budget-minutes",), "budget_minutes", "start no run that
                      "run, else the session's, else the baseline's train_runtime); the rest is left for --resume", type=parse_positive_float)
 RESUME = Opt(("--resume",), "resume", "continue the last session in --results-dir: its runs count, only the missing ones are made", action="store_true")
 
+HISTORY_OUT = Opt(("--out",), "out_dir", "folder of the page: index.html (data embedded as JSON), history.json, one PNG per series",
+                  default="perf-history")
+CHANGE_ALPHA = Opt(("--alpha",), "alpha", "false-alarm rate of the change points of one series (Holm over its candidates)",
+                   type=parse_alpha, default=0.05)
+PENALTY = Opt(("--penalty",), "penalty", "k of the PELT penalty k * sigma^2 * log(n) on log session medians (3: modified BIC)",
+              type=parse_positive_float, default=3.0)
+
 # groups: what a command that makes runs needs, what a judgement needs, and the pytest session's own
 RUN = (STEPS, WORKLOADS_DIR, RESULTS_DIR, TIMEOUT)
 JUDGE = (ALPHA, THRESHOLD)
 SESSION = (GPU, REPEATS, MAX_REPEATS, *RUN, BASELINES_DIR, WORKLOADS, ORDER, UPDATE_BASELINES, CENSUS, INJECT_SLOWDOWN, INJECT_WORK, NO_PHASES,
            PROFILE_STEPS, *JUDGE, CALIBRATE, FAIL_INCONCLUSIVE, REQUIRE_BASELINE, BUDGET_MINUTES, RESUME)
+HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY)

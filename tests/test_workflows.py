@@ -1,5 +1,6 @@
 """The GitHub workflows validate against the GitHub workflow schema, and the regression-issue script
-parses and files one issue per regressed verdict (checked against a fake gh CLI)."""
+parses and files one issue per regressed verdict (checked against a fake gh CLI); the nightly's history
+job gathers the nights' results (a fake gh again), builds the page and deploys it to GitHub Pages."""
 
 import json
 import os
@@ -159,3 +160,94 @@ def test_nightly_ab_runs_pinned_against_latest_only_when_they_differ():
     assert "--skip-same-versions" in ab["run"] and "--results-dir perf-results/ab" in ab["run"]
     issues = steps["Open or update regression issues (A/B)"]
     assert issues["env"]["REPORT"] == "perf-results/ab/report.json" and "steps.ab.outcome == 'failure'" in issues["if"]
+
+
+def _history_job() -> tuple[dict, dict, dict]:
+    import yaml
+
+    wf = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())
+    job = wf["jobs"]["history"]
+    return wf, job, {s.get("name") or s.get("uses"): s for s in job["steps"]}
+
+
+def test_nightly_history_job_builds_and_deploys_the_page():
+    """After the perf jobs (whatever their verdicts), the history job gathers this night's and earlier nights' results
+    artifacts, builds the page with `python -m harness history`, deploys it to GitHub Pages and links it in the summary;
+    only this job may write to Pages."""
+    wf, job, steps = _history_job()
+    assert job["needs"] == "perf" and "!cancelled()" in job["if"]
+    perms = job["permissions"]
+    assert perms["pages"] == "write" and perms["id-token"] == "write" and perms["actions"] == "read"
+    others = [wf.get("permissions", {}), *(j.get("permissions", {}) for n, j in wf["jobs"].items() if n != "history")]
+    assert not any("pages" in p or "id-token" in p for p in others)
+    assert job["environment"]["name"] == "github-pages"
+    upload = next(s for s in wf["jobs"]["perf"]["steps"] if s.get("name") == "Upload results")
+    assert upload["with"]["name"] == "perf-${{ matrix.gpu }}-${{ matrix.env }}" and upload["with"]["retention-days"] >= 30
+    tonight = steps["Download this night's results"]
+    assert tonight["uses"].startswith("actions/download-artifact@") and tonight["with"]["pattern"] == "perf-*"
+    earlier = steps["Download earlier nights' results"]["run"]
+    assert "gh run list --workflow nightly.yml" in earlier and "gh run download" in earlier
+    build = steps["Build the history page"]["run"]
+    assert "python -m harness history" in build and "--out site" in build
+    uses = [s.get("uses", "") for s in job["steps"]]
+    pages = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact@"))
+    assert pages["with"]["path"] == "site"
+    deploy = next(i for i, u in enumerate(uses) if u.startswith("actions/deploy-pages@"))
+    assert uses.index(pages["uses"]) < deploy and job["steps"][deploy]["id"] == "deployment"
+    assert job["environment"]["url"] == "${{ steps.deployment.outputs.page_url }}"
+    summary = steps["Link the page in the job summary"]
+    assert "steps.deployment.outputs.page_url" in summary["env"]["PAGE_URL"] and "GITHUB_STEP_SUMMARY" in summary["run"]
+
+
+def _bash_step(script: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+FAKE_GH_RUNS = r"""#!/usr/bin/env bash
+# `run list` prints three run ids (the current one among them); `run download ID --dir D --pattern P` makes D/perf-cpu-pinned
+printf '%s\0' "$@" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split("\0")[:-1]))' >> "$FAKE_GH_LOG"
+if [[ "$1 $2" == "run list" ]]; then printf '30\n20\n10\n'; fi
+if [[ "$1 $2" == "run download" ]]; then
+  if [[ "$3" == 10 ]]; then echo "no valid artifacts found to download" >&2; exit 1; fi
+  mkdir -p "$5/perf-cpu-pinned"
+fi
+"""
+
+
+def test_nightly_history_steps_gather_the_nights_and_build_the_page(tmp_path):
+    """The download step fetches every earlier night but this one (an expired night is skipped), and the build step
+    turns the downloaded artifacts into one page with pinned and latest apart (the A/B folders inside an artifact are not
+    sessions of its track)."""
+    _, job, steps = _history_job()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "gh").write_text(FAKE_GH_RUNS)
+    (bindir / "gh").chmod(0o755)
+    (bindir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # this interpreter (a symlink would lose its venv)
+    (bindir / "python").chmod(0o755)
+    log = tmp_path / "gh.log"
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", FAKE_GH_LOG=str(log), GITHUB_RUN_ID="30",
+               HISTORY_NIGHTS="3", PYTHONPATH=str(ROOT))
+    proc = _bash_step(steps["Download earlier nights' results"]["run"], tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert calls[0][:2] == ["run", "list"] and "--limit" in calls[0] and calls[0][calls[0].index("--limit") + 1] == "3"
+    assert [c[2] for c in calls[1:]] == ["20", "10"] and all(c[c.index("--pattern") + 1] == "perf-*" for c in calls[1:])
+    assert "run 10: no results artifacts" in proc.stdout
+    # tonight (30) and night 20 as the download steps leave them: one folder per artifact
+    results = ROOT / "docs" / "results"
+    for night, env_name, src in (("20", "pinned", "ab-cpu/a"), ("30", "pinned", "ab-cpu/a"), ("30", "latest", "ab-cpu/b")):
+        dest = tmp_path / "history-in" / night / f"perf-cpu-{env_name}"
+        shutil.copytree(results / src, dest, dirs_exist_ok=True)
+    shutil.copytree(results / "ab-cpu", tmp_path / "history-in" / "30" / "perf-cpu-latest" / "ab", ignore=shutil.ignore_patterns("*.md", "*.log"))
+    (tmp_path / "history-in" / "20" / "perf-cpu-latest").mkdir()  # a job that made no run uploads no runs.jsonl
+    proc = _bash_step(steps["Build the history page"]["run"], tmp_path, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    html = (tmp_path / "site" / "index.html").read_text()
+    data = json.loads(html.split('id="history-data">', 1)[1].split("</script>", 1)[0])
+    keys = sorted(s["key"] for s in data["series"])
+    assert keys == [f"cpu/tiny-qwen3/{d}/{t}" for d in ("1x4", "2x2", "4x1") for t in ("latest", "pinned")]
+    latest = next(s for s in data["series"] if s["key"] == "cpu/tiny-qwen3/4x1/latest")
+    assert latest["sessions"] == ["ab-20261129T215219-092982-b"]  # not the A/B's a/ and b/ below it

@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | history}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. A command prints one line and exits 2 on bad input;
@@ -71,6 +71,12 @@ def _cmd_census(a) -> int:
                   steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 
+def _cmd_history(a) -> int:
+    from harness.commands.history import history
+
+    return history(a.results_dirs, out_dir=a.out_dir, alpha=a.alpha, penalty=a.penalty)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -129,6 +135,13 @@ def parser() -> argparse.ArgumentParser:
     ab.add_argument("--skip-same-versions", action="store_true",
                     help="make no runs when A and B have the same python and library versions (nightly: no new release)")
     ab.set_defaults(fn=_cmd_ab)
+
+    hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
+                        "changes, census counts and change points, as a static page (index.html and PNGs)")
+    hi.add_argument("results_dirs", nargs="+", metavar="[TRACK=]RESULTS_DIR",
+                    help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
+    opt.add(hi.add_argument, opt.HISTORY)
+    hi.set_defaults(fn=_cmd_history)
     return p
 
 

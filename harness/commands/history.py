@@ -1,0 +1,61 @@
+"""``history``: the trend of the sessions in many results dirs, with version changes and change points, as a static page.
+
+A RESULTS_DIR argument is a results dir (its ``runs.jsonl``), or a folder holding results dirs at any depth
+(every ``runs.jsonl`` below it: the nightly downloads its artifacts into one), optionally labelled
+``TRACK=DIR`` so that sessions of different environments on one runner (the nightly's ``pinned`` and
+``latest``) make separate series.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.commands.compare import UsageError, command_line, records
+from harness.reporting import history as hist
+
+_LABEL = re.compile(r"^([A-Za-z0-9_.-]+)=(.+)$")
+
+
+def expand(arg: str) -> list[tuple[str, str]]:
+    """``(track, results dir)`` pairs of one argument: ``[TRACK=]DIR``; a DIR without runs.jsonl stands for every results dir below it."""
+    track, path = "", arg
+    m = _LABEL.match(arg)
+    if m and not Path(arg).exists():
+        track, path = m.groups()
+    p = Path(path)
+    if (p / "runs.jsonl").is_file():
+        return [(track, path)]
+    if not p.is_dir():
+        raise UsageError(f"{path}: not a directory; pass results dirs (each with a runs.jsonl) or a folder of them")
+    found = sorted(str(f.parent) for f in p.rglob("runs.jsonl"))
+    if not found:
+        raise UsageError(f"{path}: no runs.jsonl here or below; pass the --results-dir of earlier sessions")
+    return [(track, d) for d in found]
+
+
+def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: float = hist.ALPHA, penalty: float = hist.PENALTY_K,
+            out: Callable[[str], None] = print) -> int:
+    """Write ``index.html`` (with the data embedded as JSON), ``history.json`` and one PNG per series to ``out_dir``."""
+    try:
+        import ruptures  # noqa: F401
+    except ImportError:
+        raise UsageError(f"history needs ruptures for its change points: {hist.INSTALL}") from None
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError("history needs matplotlib for its plots: pip install matplotlib") from None
+    pairs = [p for a in results_dirs for p in expand(a)]
+    data = hist.build([(t, d, records([d])) for t, d in pairs], k=penalty, alpha=alpha, command=command_line())
+    if not data["series"]:
+        raise UsageError(f"no timed or census runs in {', '.join(results_dirs)}")
+    paths = hist.write(data, out_dir)
+    for s in data["series"]:
+        cps = "; ".join(f"{c['started_at']} x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] p={c['p']:.2g}" for c in s["change_points"])
+        out(f"{s['name']}: {len(s['sessions'])} sessions, {len(s['census_sessions'])} census; "
+            f"{len(s['version_changes'])} version change(s); change points: {cps or 'none'}")
+    if data["excluded_runs"]:
+        out("left out of the timing series: " + ", ".join(f"{k} {v}" for k, v in data["excluded_runs"].items()))
+    out(f"wrote {paths[0]} ({len(paths) - 2} plot(s))")
+    return 0
