@@ -71,8 +71,10 @@ def test_failures_are_results_and_the_session_goes_on(perf_project, monkeypatch)
 
 @pytest.mark.slow
 def test_baseline_then_aa_then_injected_slowdown(perf_project):
-    """Baseline (5 runs per split), then an A/A session and a session with 60% injected (3 runs per split each,
-    up to 6 while inconclusive), at 10 steps per run (7 steady): the pipeline end to end; power is the simulation's job."""
+    """Baseline (5 runs per split), then an A/A session and a session with 150% injected (3 runs per split each,
+    up to 6 while inconclusive), at 10 steps per run (7 steady): the pipeline end to end; power is the simulation's job.
+    150%, because on an overloaded 2-core machine identical runs varied from 89 to 154 ms and 60% was left inconclusive
+    (docs/results/ci-drift/README.md)."""
     common = ("perftests", "--gpu=cpu", "--baselines-dir", "baselines", "--steps", "10", "-p", "no:cacheprovider")
     rec = perf_project.runpytest_subprocess(*common, "--update-baselines", "--results-dir", "rec")
     rec.assert_outcomes(passed=5, deselected=10)
@@ -91,11 +93,11 @@ def test_baseline_then_aa_then_injected_slowdown(perf_project):
     assert ordering and all(ln.split()[2] in ("pass", "tie", "inconclusive") for ln in ordering), ordering
     aa.stdout.fnmatch_lines(["*equivalence*tiny-qwen3*pass*"])
 
-    slow = perf_project.runpytest_subprocess(*common, "--results-dir", "slow", "--inject-slowdown", "0.6", "--repeats", "3", "--max-repeats", "6",
+    slow = perf_project.runpytest_subprocess(*common, "--results-dir", "slow", "--inject-slowdown", "1.5", "--repeats", "3", "--max-repeats", "6",
                                              "--benchmark-json", "slow.json")
     print(slow.stdout.str())
     slow.stdout.fnmatch_lines_random([f"*FAILED perftests/test_perf.py::test_runtime[[]tiny-qwen3-{d}[]]*REGRESS*" for d in ("1x4", "2x2", "4x1")])
-    # a correct verdict, whatever ratio the machine's noise makes of the injected 60%
+    # a correct verdict, whatever ratio the machine's noise makes of the injected 150%
     slow.stdout.fnmatch_lines(["*REGRESSION: steady-state median step time x* (+*%), CI [[]*, *[]] vs baseline, threshold +10%*"])
     assert slow.parseoutcomes()["failed"] == 3
     assert "test_ordering" not in "".join(ln for ln in slow.outlines if ln.startswith("FAILED"))
