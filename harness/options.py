@@ -51,7 +51,7 @@ class Opt:
     choices: tuple[str, ...] | None = None
 
     def kwargs(self, default: Any = _UNSET, required: bool = False) -> dict[str, Any]:
-        kw: dict[str, Any] = {"dest": self.dest, "help": self.help}
+        kw: dict[str, Any] = {"dest": self.dest, "help": self.help.replace("%", "%%")}  # argparse formats help with %
         default = self.default if default is _UNSET else default
         if self.action:
             kw["action"] = self.action
