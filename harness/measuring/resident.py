@@ -14,8 +14,9 @@ callback is a :class:`~harness.measuring.callbacks.MeasureCallback` that also ga
 * a command ``{"cmd": "block", "k": K}`` times a fixed host canary loop (:func:`canary`), restarts the
   step clock and lets the Trainer run K optimizer steps;
 * at ``on_step_end`` of the K-th step it synchronizes CUDA when there is one (before that step's time
-  is taken), reports the block (per-step host wall times in ms, the canary, wall and CPU time, per-step
-  phases and losses) as one line, and waits again, still inside ``on_step_end``;
+  is taken), reports the block (per-step host wall times in ms, the canary, wall and CPU time, how many
+  CPUs the rest of the machine kept busy meanwhile (``other_cpus``, from /proc/stat), per-step phases and
+  losses) as one line, and waits again, still inside ``on_step_end``;
 * ``{"cmd": "stop"}``, or the end of the command pipe (the parent is gone), ends training cleanly.
 
 The wait sits at the boundary between two steps, after one step's end and before the Trainer's logging
@@ -24,6 +25,10 @@ a normal run (the previous step's logging, its own data fetch, forward, backward
 worker does nothing at all while it waits: when the parent releases the other side, this one is idle.
 (Waiting in ``on_step_begin`` instead would leave the logging and data fetch outside every timed
 window, running while the other side's block is timed.)
+
+Both sides run glibc malloc with fixed thresholds (:data:`STABLE_MALLOC`; ``malloc_default`` turns it
+off): with glibc's moving thresholds each process settles into its own rate of page faults, which made
+two processes of one build differ by up to 20% on the CPU runner.
 
 The parent never imports torch. A worker runs in its own process group, killed on :meth:`ResidentWorker.close`,
 on any exception (Ctrl-C, and SIGTERM under :func:`harness.measuring.runner.sigterm_as_interrupt`) and on
@@ -52,6 +57,13 @@ from harness.spec import Decomposition, Workload
 UNBOUNDED_STEPS = 10**9  # max_steps of a resident trainer: it stops on command, never by itself
 CANARY_ITERATIONS = 50_000  # about 1-2 ms of plain Python on a current host
 STOP_GRACE_S = 60.0  # how long close() waits for a clean stop before it kills the group
+# glibc malloc with fixed thresholds. By default glibc moves its mmap threshold as the process frees large
+# chunks and trims the heap top back to the OS, so each process settles into its own mix of mmap/munmap
+# and page faults per step: on the 2-core CPU runner, processes of one build differed by up to 20% in
+# step time and 0.2-0.45 s of system time per 30 steps (docs/results/interleave-cpu/). Fixed thresholds
+# (a constant 32 MiB mmap threshold, no trimming below 1 GiB, the heap grown 64 MiB at a time) made the
+# system time ~0 and cut the launch-to-launch spread; both sides get the same setting.
+STABLE_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_TOP_PAD_": str(64 << 20)}
 
 
 def canary(n: int = CANARY_ITERATIONS) -> float:
@@ -61,6 +73,20 @@ def canary(n: int = CANARY_ITERATIONS) -> float:
     for i in range(n):
         acc += i
     return (time.perf_counter() - t) * 1000.0
+
+
+def host_cpu_times() -> tuple[float, float] | None:
+    """(busy, steal) seconds of the whole machine so far, from /proc/stat (Linux); None elsewhere. Busy is every
+    non-idle state, steal included: CPU time taken from this VM by its host."""
+    try:
+        with open("/proc/stat") as fh:
+            f = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = f[3] + (f[4] if len(f) > 4 else 0)
+    steal = f[7] if len(f) > 7 else 0
+    return (sum(f[:8]) - idle) / hz, steal / hz
 
 
 # ------------------------------------------------------------------------------------------------
@@ -96,7 +122,7 @@ def _gate_class():
             self.info: dict = {}  # sent with "ready"; filled in by main() once the trainer is built
             self.left = 0  # steps left in the current block
             self.blocks = 0
-            self._k = self._canary = self._t0 = self._cpu0 = self._wall0 = None
+            self._k = self._canary = self._t0 = self._cpu0 = self._wall0 = self._host0 = None
 
         def on_train_begin(self, args, state, control, **kwargs):
             super().on_train_begin(args, state, control, **kwargs)
@@ -119,11 +145,17 @@ def _gate_class():
         def _report(self, state) -> None:
             wall = time.perf_counter() - self._t0
             cpu = time.process_time() - self._cpu0
+            host = host_cpu_times()
+            other = steal = None
+            if host is not None and self._host0 is not None and wall > 0:
+                # CPUs kept busy by everything else on the machine during the block, on average (0: a quiet machine)
+                other = max(0.0, (host[0] - self._host0[0] - cpu) / wall)
+                steal = (host[1] - self._host0[1]) / wall
             got = self.rec.drain()
             self.blocks += 1
             self.chan.send({"event": "block", "k": self._k, "step_times_ms": got["step_times_ms"], "canary_ms": self._canary,
                             "wall_s": wall, "cpu_s": cpu, "started_at": self._wall0, "global_step": state.global_step,
-                            "phases_ms": got["phases_ms"], "losses": got["losses"]})
+                            "other_cpus": other, "steal_cpus": steal, "phases_ms": got["phases_ms"], "losses": got["losses"]})
 
         def _wait(self, control) -> None:
             msg = self.chan.recv()
@@ -135,7 +167,7 @@ def _gate_class():
             self._k = self.left = int(msg["k"])
             self.rec.drain()  # nothing from outside a block leaks into it
             self._canary = canary()
-            self._wall0, self._cpu0 = time.time(), time.process_time()
+            self._wall0, self._cpu0, self._host0 = time.time(), time.process_time(), host_cpu_times()
             self._t0 = time.perf_counter()
             self.rec.resume()
 
@@ -150,6 +182,8 @@ def main(argv: list[str]) -> int:
     with open(request_path) as fh:
         req = json.load(fh)
     chan = _Channel(int(cmd_fd), int(rep_fd))
+    if req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
+        os.sched_setaffinity(0, req["cpus"])
     timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
     gates = []
 
@@ -160,7 +194,8 @@ def main(argv: list[str]) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
             built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS)
-            gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda,
+            gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
+                             "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
                              "inject_work_layers": built.inject.layers if built.inject is not None else None}
             built.trainer.train()
         chan.send({"event": "stopped", "blocks": gates[0].blocks, "worker_total_s": time.time() - t_main})
@@ -204,10 +239,10 @@ class ResidentWorker:
 
     def __init__(self, name: str, workload: Workload, decomposition: Decomposition, work_dir: str | Path, *, gpu: str,
                  launch: int = 1, python: str | None = None, phases: bool = True, inject_slowdown: float = 0.0, inject_work: int = 0,
-                 fault: str | None = None, timeout_s: float = 1800.0):
+                 fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = 1800.0):
         self.name, self.workload, self.decomposition, self.gpu, self.launch = name, workload, decomposition, gpu, launch
         self.python, self.phases, self.inject_slowdown, self.inject_work, self.fault = python, phases, inject_slowdown, inject_work, fault
-        self.timeout_s = timeout_s
+        self.timeout_s, self.cpus, self.malloc_default = timeout_s, list(cpus) if cpus else None, malloc_default
         self.work_dir = Path(work_dir)
         self.id = new_id(f"{name.lower()}{launch}")
         self.log_path = self.work_dir / f"{self.id}.log"
@@ -230,14 +265,14 @@ class ResidentWorker:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.req_path, {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
                                           "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
-                                          "force_cpu": self.gpu == "cpu", "launched_at": time.time()})
+                                          "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()})
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         self.started_at = time.time()
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen([self.python or sys.executable, "-m", "harness.measuring.resident", str(self.req_path), str(cmd_r), str(rep_w)],
-                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=worker_environ(self.gpu),
+                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.environ(),
                                              start_new_session=True, pass_fds=(cmd_r, rep_w))
         except BaseException:
             for fd in (cmd_r, cmd_w, rep_r, rep_w):
@@ -249,6 +284,14 @@ class ResidentWorker:
         if wait:
             self.wait_ready()
         return self
+
+    def environ(self) -> dict[str, str]:
+        """The worker's environment: a fresh worker's (:func:`harness.measuring.runner.worker_environ`) plus
+        :data:`STABLE_MALLOC` unless ``malloc_default``."""
+        env = worker_environ(self.gpu)
+        if not self.malloc_default:
+            env.update(STABLE_MALLOC)
+        return env
 
     def wait_ready(self) -> dict:
         """Wait until the worker has built its trainer; its ``ready`` report (set-up times, probe, env)."""
