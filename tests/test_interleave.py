@@ -318,3 +318,49 @@ def test_killing_the_parent_leaves_no_worker(tmp_path, how):
         time.sleep(0.2)
     assert _residents(str(tmp_path)) == [], f"a resident worker outlived its parent after {how}"
     assert "Traceback" not in out or how == "SIGINT"
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU end to end (tiny-qwen3): real resident workers, real verdicts
+# ---------------------------------------------------------------------------------------------
+# 2x2, 5 steps per block, 32 pairs over 8 launches (4 pairs each): on the 2-core runner a launch costs 6-11 s of
+# start-up and a pair about 0.9 s, so the launches, not the pairs, decide the time; 8 launches keep the verdict
+# valid and powerful whether or not launches differ (docs/results/interleave-cpu/). --budget-minutes keeps a slow
+# machine within the 3 minutes: the verdict is then made on the launches done.
+E2E = ("--block-steps", "5", "--pairs", "32", "--launches", "8", "--look-every", "2", "--threshold", "0.02", "--budget-minutes", "2.6")
+
+
+def _e2e(tmp_path, *extra):
+    args, env = _cli(tmp_path, *E2E, *extra)
+    args[args.index("--decomposition") + 1] = "2x2"
+    t0 = time.monotonic()
+    res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
+    wall = time.monotonic() - t0
+    print(res.stdout[-3000:], f"\nwall {wall:.0f} s")
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    return res, report, wall
+
+
+@pytest.mark.slow
+def test_e2e_injected_5pct_slowdown_is_a_regression_within_3_minutes(tmp_path):
+    res, report, wall = _e2e(tmp_path, "--inject-slowdown-b", "0.05", "--seed", "101")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert report["verdict"]["outcome"] == "regression" and "REGRESSION: B/A x" in res.stdout
+    assert report["verdict"]["lo"] > 1.02
+    assert wall < 180, f"took {wall:.0f} s"
+    blocks = [json.loads(ln) for ln in (tmp_path / "out" / "blocks.jsonl").read_text().splitlines()]
+    assert {b["side"] for b in blocks} == {"a", "b"} and len({b["launch"] for b in blocks}) >= 2
+    assert all(b["inject_slowdown"] == (0.05 if b["side"] == "b" else 0.0) for b in blocks)
+    measured = [b for b in blocks if not b["warmup"]]
+    assert {b["position"] for b in measured} == {1, 2} and all(len(b["step_times_ms"]) == 5 for b in measured)
+    assert (tmp_path / "out" / "report.md").read_text().startswith("# interleave tiny-qwen3-2x2 on cpu")
+
+
+@pytest.mark.slow
+def test_e2e_aa_is_no_regression(tmp_path):
+    res, report, wall = _e2e(tmp_path, "--seed", "102")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert report["verdict"]["outcome"] in ("pass", "inconclusive"), report["verdict"]["message"]
+    for line in ("per-pair sigma of the log ratio: ", "minimum detectable slowdown at alpha 0.01, power 0.9, ", "launch variance: ",
+                 "resume penalty (first step / median of the others, 95% CI): ", "host canary: correlation", "time: "):
+        assert line in res.stdout

@@ -254,8 +254,12 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
                     for s in SIDES:
                         workers[s].kill()
                     raise
+                t_close = time.time()
+                for s in SIDES:
+                    workers[s].stop()
                 for s in SIDES:
                     workers[s].close()
+                info["close_s"] = time.time() - t_close
                 if stopped:
                     break
     except WorkerDied as exc:
@@ -270,7 +274,8 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
     cpu = _children_cpu() - cpu_start
     summary = analyse(blocks, alpha=alpha, threshold=threshold, looks=len(plan.looks), metric=metric, drop_first=drop_first_step, session=session)
     cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
-    timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "blocks_wall_s": sum(b["wall_s"] for b in blocks),
+    timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "close_s": sum(li.get("close_s", 0) for li in launch_info),
+              "blocks_wall_s": sum(b["wall_s"] for b in blocks),
               "warmup_blocks_wall_s": sum(b["wall_s"] for b in blocks if b["warmup"]), "workers_cpu_s": cpu,
               "blocks_cpu_s": sum(b["cpu_s"] for b in blocks), "device": "gpu" if cuda else "cpu"}
     report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
@@ -328,7 +333,8 @@ def report_lines(r: dict) -> list[str]:
                    f"{o['busy_share']:.0%} of blocks ran beside more than half a busy CPU")
     dev = "GPU" if t["device"] == "gpu" else "CPU"
     out.append(f"time: {t['wall_s']:.0f} s wall ({dev} held), of which start-up {t['startup_s']:.0f} s over {len(r.get('launches') or [])} launch(es), "
-               f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s); worker CPU {t['workers_cpu_s']:.0f} s "
+               f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s), stopping {t.get('close_s', 0):.0f} s; "
+               f"worker CPU {t['workers_cpu_s']:.0f} s "
                f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
     return out
 

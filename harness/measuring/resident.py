@@ -252,6 +252,7 @@ class ResidentWorker:
         self.exit_code: int | None = None
         self.started_at: float | None = None
         self.blocks = 0
+        self.stopped_cleanly = False
         self._cmd = self._rep = None
         self._buf = b""
 
@@ -314,19 +315,30 @@ class ResidentWorker:
         self.blocks += 1
         return rep
 
+    def stop(self) -> None:
+        """Ask the worker to stop (training ends cleanly) without waiting for it; :meth:`close` waits. Stopping
+        both sides first and then closing them lets them finish at the same time."""
+        if self.proc is not None and self.exit_code is None and self._cmd is not None and self.proc.poll() is None:
+            try:
+                self._send({"cmd": "stop"}, "while stopping")
+            except WorkerDied:
+                pass
+            self._close_fd("_cmd")
+
     def close(self) -> int | None:
-        """Ask the worker to stop, wait for it (at most ``STOP_GRACE_S``), then kill its process group whatever it did.
-        Idempotent; returns the exit code (None if never started)."""
+        """Ask the worker to stop, wait until its training has ended (its ``stopped`` report, at most ``STOP_GRACE_S``),
+        then kill its process group whatever it did: the interpreter's own teardown (about 2 s with torch loaded)
+        is of no use here. Idempotent; returns the exit code (None if never started); ``stopped_cleanly`` says
+        whether training ended on the command."""
         if self.proc is None:
             return None
         if self.exit_code is None:
             try:
-                if self.proc.poll() is None:
+                self.stop()
+                if self._rep is not None and self.proc.poll() is None:
                     try:
-                        self._send({"cmd": "stop"}, "while stopping")
-                        self._close_fd("_cmd")
-                        self.proc.wait(timeout=STOP_GRACE_S)
-                    except (WorkerDied, subprocess.TimeoutExpired):
+                        self.stopped_cleanly = self._recv("while stopping", STOP_GRACE_S).get("event") == "stopped"
+                    except WorkerDied:
                         pass
             finally:
                 self.exit_code = kill_group(self.proc)
@@ -388,13 +400,14 @@ class ResidentWorker:
             raise self._died(when, f"it answered {msg.get('event')!r} where {event!r} was due")
         return msg
 
-    def _recv(self, when: str) -> dict:
-        deadline = time.monotonic() + self.timeout_s
+    def _recv(self, when: str, timeout_s: float | None = None) -> dict:
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.kill()
-                raise self._died(when, f"no reply within the {self.timeout_s:g} s timeout; killed its process group")
+                raise self._died(when, f"no reply within the {timeout_s:g} s timeout; killed its process group")
             ready, _, _ = select.select([self._rep], [], [], min(left, 1.0))
             if not ready:
                 continue
