@@ -17,7 +17,7 @@ split over the planned looks, until conclusive or the pairs or ``--budget-minute
 At the end: the verdict, the interval, the per-pair sigma, the minimum detectable slowdown, the launch
 check, the resume penalty, the host canary's correlation and the time spent; ``report.json`` and
 ``report.md`` in the results dir. Exit code 1 on a regression, 3 when a worker died (one ``error:``
-line), 2 on bad input, else 0.
+line), 2 on bad input, 130 when interrupted (Ctrl-C or SIGTERM: the workers are killed first), else 0.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from harness.spec import load_workload
 SIDES = ("a", "b")
 DEFAULT_THRESHOLD = 0.02
 DEFAULT_METRIC = "mean"
-EXIT_REGRESSION, EXIT_WORKER_DIED = 1, 3
+EXIT_REGRESSION, EXIT_WORKER_DIED, EXIT_INTERRUPTED = 1, 3, 130
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,6 +265,9 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
     except WorkerDied as exc:
         out(f"error: {exc}")
         return EXIT_WORKER_DIED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
+        out(f"interrupted ({exc or 'Ctrl-C'}): workers killed; {len(blocks)} block(s) kept in {blocks_path}")
+        return EXIT_INTERRUPTED
 
     n_pairs = sum(map(len, groups))
     if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
