@@ -37,6 +37,18 @@ parse_alpha = _parser("parse_alpha", float, lambda v: 0 < v < 0.5, "a probabilit
 parse_threshold = _parser("parse_threshold", float, lambda v: 0 <= v < 1, "a fraction such as 0.05 (5%)", "must be a fraction in [0, 1)")
 
 
+
+def _cpu_list(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return sorted(set(out))
+
+
+parse_cpus = _parser("parse_cpus", _cpu_list, lambda v: bool(v) and min(v) >= 0, "a CPU list such as 0 or 2-3,6", "must name CPUs >= 0")
+
+
 _UNSET = object()
 
 
@@ -51,7 +63,7 @@ class Opt:
     choices: tuple[str, ...] | None = None
 
     def kwargs(self, default: Any = _UNSET, required: bool = False) -> dict[str, Any]:
-        kw: dict[str, Any] = {"dest": self.dest, "help": self.help}
+        kw: dict[str, Any] = {"dest": self.dest, "help": self.help.replace("%", "%%")}  # argparse formats help with %
         default = self.default if default is _UNSET else default
         if self.action:
             kw["action"] = self.action
@@ -126,6 +138,31 @@ CHANGE_ALPHA = Opt(("--alpha",), "alpha", "false-alarm rate of the change points
                    type=parse_alpha, default=0.05)
 PENALTY = Opt(("--penalty",), "penalty", "k of the PELT penalty k * sigma^2 * log(n) on log session medians (3: modified BIC)",
               type=parse_positive_float, default=3.0)
+# interleave: A against B in blocks of k steps on resident workers (harness.commands.interleave)
+DECOMPOSITION = Opt(("--decomposition",), "decomposition", "the decomposition to compare, e.g. 4x1")
+PYTHON_A = Opt(("--python-a",), "python_a", "interpreter (environment) of side A (default: this one)")
+PYTHON_B = Opt(("--python-b",), "python_b", "interpreter (environment) of side B (default: this one)")
+INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "sensitivity self-check: side B sleeps this fraction of each step",
+                        type=parse_slowdown, default=0.0)
+INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only: side B does N extra casts per LoRA layer forward (real extra work)",
+                    type=parse_count, default=0)
+BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k)", type=parse_positive_int, default=10)
+PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
+LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; the launch is a variance component "
+               "(processes of one build differ), tested at every look, and the unit when launches differ", type=parse_positive_int, default=6)
+LOOK_EVERY = Opt(("--look-every",), "look_every", "judge every M pairs (once the last launch has 2 pairs) and stop when conclusive; "
+                 "alpha is split over the planned looks (default: one look at the end)", type=parse_positive_int)
+SEED = Opt(("--seed",), "seed", "seed of the order inside each pair (default: drawn, and recorded in the report)", type=int)
+DROP_FIRST_STEP = Opt(("--drop-first-step",), "drop_first_step", "leave each block's first step out of its metric (a resume penalty)",
+                      action="store_true")
+PAIR_BUDGET_MINUTES = Opt(("--budget-minutes",), "budget_minutes", "start no pair (or launch) that would end past this many minutes from the start, "
+                          "start-up included; the verdict is made on the pairs so far", type=parse_positive_float)
+CPUS = Opt(("--cpus",), "cpus", "pin both resident workers to these CPUs (e.g. 0 or 2-3), so that neither side gets a faster or quieter core "
+           "(default: not pinned)", type=parse_cpus)
+MALLOC_DEFAULT = Opt(("--malloc-default",), "malloc_default", "run the workers with glibc malloc's moving thresholds instead of fixed ones "
+                     "(fixed thresholds keep processes of one build alike: docs/statistics.md)", action="store_true")
+INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
+              DROP_FIRST_STEP, NO_PHASES, CPUS, MALLOC_DEFAULT)
 
 # groups: what a command that makes runs needs, what a judgement needs, and the pytest session's own
 RUN = (STEPS, WORKLOADS_DIR, RESULTS_DIR, TIMEOUT)

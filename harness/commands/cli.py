@@ -1,8 +1,8 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | history}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | history}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. A command prints one line and exits 2 on bad input;
-``compare`` and ``ab`` exit 1 on a regression.
+``compare``, ``ab`` and ``interleave`` exit 1 on a regression (``interleave`` 3 when a worker died).
 """
 
 from __future__ import annotations
@@ -75,6 +75,17 @@ def _cmd_history(a) -> int:
     from harness.commands.history import history
 
     return history(a.results_dirs, out_dir=a.out_dir, alpha=a.alpha, penalty=a.penalty)
+def _cmd_interleave(a) -> int:
+    import os
+
+    from harness.commands.interleave import interleave
+
+    return interleave(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, python_a=a.python_a, python_b=a.python_b,
+                      inject_slowdown_b=a.inject_slowdown_b, inject_work_b=a.inject_work_b, block_steps=a.block_steps, pairs=a.pairs,
+                      launches=a.launches, look_every=a.look_every, budget_minutes=a.budget_minutes, alpha=a.alpha, threshold=a.threshold,
+                      seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default,
+                      workloads_dir=a.workloads_dir,
+                      results_dir=a.results_dir, run_timeout=a.run_timeout, faults=os.environ.get("HARNESS_FAULTS"))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -142,6 +153,11 @@ def parser() -> argparse.ArgumentParser:
                     help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
     opt.add(hi.add_argument, opt.HISTORY)
     hi.set_defaults(fn=_cmd_history)
+    il = sub.add_parser("interleave", help="A against B on this machine in blocks of k steps on two resident workers, in random order per "
+                        "pair, over several launches; sequential t test on the pair log ratios; exit 1 on a regression")
+    opt.add(il.add_argument, (opt.GPU, opt.WORKLOAD, *opt.INTERLEAVE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
+            defaults={**run_defaults, "results_dir": "perf-results/interleave"}, required=("gpu", "workload", "decomposition"))
+    il.set_defaults(fn=_cmd_interleave)
     return p
 
 

@@ -119,3 +119,69 @@ def min_detectable_slowdown(cv: float, n_base: int, n_cur: int, alpha: float, th
         else:
             lo = mid
     return hi - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Block-interleaved comparisons (python -m harness interleave)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairNoise:
+    """Noise of one pair's log ratio log(B/A): normal with sd ``sigma`` (or a t with ``tail_df`` degrees of freedom
+    scaled to the same sd, for heavy tails), plus a per-launch offset with sd ``launch_sd`` shared by the launch's pairs."""
+
+    sigma: float = 0.03
+    launch_sd: float = 0.0
+    tail_df: float | None = None
+
+    def draw(self, rng: np.random.Generator, ratio: float, sizes: list[int]) -> list[list[float]]:
+        out = []
+        for n in sizes:
+            if self.tail_df:
+                e = rng.standard_t(self.tail_df, n) * self.sigma / math.sqrt(self.tail_df / (self.tail_df - 2))
+            else:
+                e = rng.normal(0.0, self.sigma, n)
+            off = rng.normal(0.0, self.launch_sd) if self.launch_sd else 0.0
+            out.append((math.log(ratio) + off + e).tolist())
+        return out
+
+
+@dataclass(frozen=True)
+class InterleaveSim:
+    ratio: float
+    trials: int
+    regression: float  # share of comparisons ending in a regression verdict (at any look)
+    passed: float
+    improvement: float
+    inconclusive: float
+    mean_pairs: float  # pairs made on average (sequential looks stop early)
+    launch_unit: float  # share of final verdicts made with the launch as the unit
+
+
+def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int = 60, launches: int = 2, look_every: int | None = None,
+                        alpha: float = 0.05, threshold: float = 0.02, seed: int = 0, launch_alpha: float | None = None) -> InterleaveSim:
+    """Simulate ``trials`` interleaved comparisons with true ratio B/A ``ratio``, through the command's own plan
+    (:class:`harness.judging.paired.Plan`) and verdict (:class:`harness.judging.paired.PairedCheck`): looks every
+    ``look_every`` pairs once every launch has 2 pairs, stopping at the first conclusive look."""
+    from harness.judging.paired import CONCLUSIVE, LAUNCH_ALPHA, PairedCheck, Plan
+
+    plan = Plan(pairs, launches, look_every)
+    check = PairedCheck(alpha, threshold, len(plan.looks), LAUNCH_ALPHA if launch_alpha is None else launch_alpha)
+    rng = np.random.default_rng(seed)
+    sizes = [b - a for a, b in zip(plan.starts, (*plan.starts[1:], pairs))]
+    counts = {"regression": 0, "pass": 0, "improvement": 0, "inconclusive": 0}
+    used = unit = 0
+    for _ in range(trials):
+        data = noise.draw(rng, ratio, sizes)
+        for n in plan.looks:
+            groups, left = [], n
+            for g in data:
+                groups.append(g[:left])
+                left -= len(groups[-1])
+            v = check.decide([g for g in groups if g])
+            if v.outcome in CONCLUSIVE:
+                break
+        counts[v.outcome] += 1
+        used += n
+        unit += v.details["unit"] == "launch"
+    return InterleaveSim(ratio, trials, *(counts[k] / trials for k in ("regression", "pass", "improvement", "inconclusive")),
+                         used / trials, unit / trials)

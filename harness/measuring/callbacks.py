@@ -131,7 +131,17 @@ class Recorder:
         if self.fault_kind and step == self.fault_step:
             _fire(self.fault_kind)
 
+    def resume(self) -> None:
+        """Restart the step clock: the next step's time runs from now (a resident worker, after waiting between blocks)."""
+        self._t_prev = time.perf_counter()
+
     # -- results --
+    def drain(self) -> dict:
+        """:meth:`finish` for the steps recorded since the last drain, which are then forgotten (a resident worker's block)."""
+        out = self.finish()
+        self.steps, self.step_times_ms = [], []
+        return out
+
     def finish(self) -> dict:
         self.clock.resolve()
         n = len(self.steps)

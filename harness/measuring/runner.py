@@ -92,6 +92,18 @@ def kill_group(proc: subprocess.Popen) -> int:
     return proc.wait()
 
 
+def worker_environ(gpu: str) -> dict[str, str]:
+    """The environment of a worker process (fresh or resident): unbuffered, quiet, no GPU for ``--gpu cpu``,
+    and this source tree first on PYTHONPATH, whether or not harness is installed."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_DISABLE_PROGRESS_BARS="1")
+    env.pop("HARNESS_FAULTS", None)  # the parent parsed them; the request carries this run's fault
+    if gpu == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
+
+
 def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: float, gpu: str) -> dict:
     """Run one training in a fresh process; return its record (already appended to runs.jsonl).
 
@@ -107,13 +119,7 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
                                  "phases": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
                                  "fault": req.fault, "profile_steps": req.profile_steps, "census": req.census,
                                  "force_cpu": gpu == "cpu", "launched_at": time.time()})
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_DISABLE_PROGRESS_BARS="1")
-    env.pop("HARNESS_FAULTS", None)  # the parent parsed them; the request carries this run's fault
-    if gpu == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    # The worker runs from this source tree, whether or not harness is installed.
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env = worker_environ(gpu)
     started = time.time()
     with open(log_path, "wb") as log, sigterm_as_interrupt():
         proc = subprocess.Popen([req.python or sys.executable, "-m", "harness.measuring.worker", str(req_path), str(res_path)],

@@ -12,14 +12,37 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from statistics import median
+from typing import Any
 
 from harness.files import write_json_atomic
 
 EXIT_OK, EXIT_OOM, EXIT_ERROR = 0, 3, 4
 
 
-def train(req: dict, timing: dict) -> dict:
+@dataclass
+class Built:
+    """What :func:`build_trainer` made: the trainer and the measuring objects attached to it."""
+
+    workload: Any
+    decomposition: Any
+    cuda: bool
+    trainer: Any
+    recorder: Any
+    sampler: Any = None
+    profiler: Any = None
+    census: Any = None
+    inject: Any = None
+    probe: dict | None = None
+
+
+def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | None = None, max_steps: int | None = None) -> Built:
+    """Tokenizer, model, dataset and the instrumented SFTTrainer of one request, with its callbacks; ``timing``
+    gets the set-up times. Shared by a fresh run (:func:`train`) and a resident worker
+    (:mod:`harness.measuring.resident`), which passes its own ``measure`` callback (a subclass of
+    ``MeasureCallback``, called with the recorder) and an unbounded ``max_steps`` (the Trainer cycles the data)."""
     t = time.perf_counter()
     import datasets
     import torch
@@ -40,7 +63,7 @@ def train(req: dict, timing: dict) -> dict:
         attach_forward_hooks,
         host_probe,
     )
-    from harness.measuring.env import worker_env
+    from harness.measuring.env import worker_env  # noqa: F401  (imported here so that import_s covers it, as before)
     from harness.spec import Workload
 
     timing["import_s"] = time.perf_counter() - t
@@ -71,30 +94,39 @@ def train(req: dict, timing: dict) -> dict:
                         slowdown=float(req.get("inject_slowdown") or 0.0), fault=req.get("fault"))
     sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if cuda and not req.get("census") else None
     trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
-    with tempfile.TemporaryDirectory(prefix="harness-run-") as outdir:
-        trainer = trainer_cls(model=model, args=build.sft_config(w, dec, outdir, device), train_dataset=dataset,
-                              processing_class=tokenizer, peft_config=build.lora_config(w))
-        trainer.add_callback(MeasureCallback(recorder))
-        if sampler is not None:
-            trainer.add_callback(SamplerCallback(sampler))
-        if recorder.phases:
-            attach_forward_hooks(trainer.model, recorder)
-        profiler = KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
-        if profiler is not None:
-            trainer.add_callback(profiler)
-        # the census (harness.measuring.census) counts the work of steady steps, then ends the run; inject_work is test-only extra work
-        census = inject = None
-        if req.get("census") or req.get("inject_work"):
-            from harness.measuring.census import CensusCallback, InjectWork
+    args = build.sft_config(w if max_steps is None else w.with_overrides(max_steps=max_steps), dec, outdir, device)
+    trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=build.lora_config(w))
+    trainer.add_callback((measure or MeasureCallback)(recorder))
+    if sampler is not None:
+        trainer.add_callback(SamplerCallback(sampler))
+    if recorder.phases:
+        attach_forward_hooks(trainer.model, recorder)
+    profiler = KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
+    if profiler is not None:
+        trainer.add_callback(profiler)
+    # the census (harness.measuring.census) counts the work of steady steps, then ends the run; inject_work is test-only extra work
+    census = inject = None
+    if req.get("census") or req.get("inject_work"):
+        from harness.measuring.census import CensusCallback, InjectWork
 
-            inject = InjectWork(trainer.model, int(req["inject_work"])) if req.get("inject_work") else None
-            if req.get("census"):
-                census = CensusCallback(w.measure.warmup_steps, {"inject_work": lambda: inject.fired} if inject else None, stop=True)
-                trainer.add_callback(census)
-        timing["trainer_setup_s"] = time.perf_counter() - t
+        inject = InjectWork(trainer.model, int(req["inject_work"])) if req.get("inject_work") else None
+        if req.get("census"):
+            census = CensusCallback(w.measure.warmup_steps, {"inject_work": lambda: inject.fired} if inject else None, stop=True)
+            trainer.add_callback(census)
+    timing["trainer_setup_s"] = time.perf_counter() - t
+    return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe)
+
+
+def train(req: dict, timing: dict) -> dict:
+    with tempfile.TemporaryDirectory(prefix="harness-run-") as outdir:
+        b = build_trainer(req, timing, outdir)
         t = time.perf_counter()
-        out = trainer.train()
+        out = b.trainer.train()
         timing["train_s"] = time.perf_counter() - t
+    import torch  # imported (and timed in import_s) by build_trainer
+
+    from harness.measuring.env import worker_env
+    w, cuda, recorder, sampler, profiler, census, inject = b.workload, b.cuda, b.recorder, b.sampler, b.profiler, b.census, b.inject
     measured = recorder.finish()
     warm = w.measure.warmup_steps
     steady = measured["step_times_ms"][warm:]
@@ -113,13 +145,30 @@ def train(req: dict, timing: dict) -> dict:
         "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
         "gpu_samples": sampler.samples if sampler is not None and sampler.available else None,
         "profile": profiler.result if profiler is not None else None,
-        "host_probe": probe,
-        "env": worker_env(trainer.model),
+        "host_probe": b.probe,
+        "env": worker_env(b.trainer.model),
         "census": census.result if census is not None else None,
         "inject_work_fired": {"calls": inject.fired, "layers": inject.layers, "casts_per_call": inject.n,
                               "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None}
                              if inject is not None else None,
     }
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(status, one-line message) of a failed training: ``oom`` or ``error``. Shared with the resident worker."""
+    import torch
+
+    from harness.measuring.build import HubUnavailable
+
+    oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    if isinstance(exc, HubUnavailable) or not oom and type(exc).__name__ in ("SpecError", "ValueError"):
+        message = str(exc)
+    else:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        if oom:  # keep what was asked and what was free; the full text stays in "traceback"
+            text = ". ".join(text.split(". ")[:3])
+        message = f"{type(exc).__name__}: {text[:300]}"
+    return ("oom" if oom else "error"), message
 
 
 def main(argv: list[str]) -> int:
@@ -132,26 +181,14 @@ def main(argv: list[str]) -> int:
         result = train(req, timing)
         code = EXIT_OK
     except Exception as exc:  # classified here; the runner records it
-        import torch
-
-        from harness.measuring.build import HubUnavailable
-
-        oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
-        if isinstance(exc, HubUnavailable) or not oom and type(exc).__name__ in ("SpecError", "ValueError"):
-            message = str(exc)
-        else:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            if oom:  # keep what was asked and what was free; the full text stays in "traceback"
-                text = ". ".join(text.split(". ")[:3])
-            message = f"{type(exc).__name__}: {text[:300]}"
-        result = {"status": "oom" if oom else "error", "error": message, "traceback": traceback.format_exc()[-4000:]}
-        print(("does not fit: " if oom else "error: ") + message, file=sys.stderr)
-        code = EXIT_OOM if oom else EXIT_ERROR
+        status, message = classify(exc)
+        result = {"status": status, "error": message, "traceback": traceback.format_exc()[-4000:]}
+        print(("does not fit: " if status == "oom" else "error: ") + message, file=sys.stderr)
+        code = EXIT_OOM if status == "oom" else EXIT_ERROR
     timing["worker_total_s"] = time.time() - t_main
     result["timing_s"] = timing
     write_json_atomic(result_path, result)
     return code
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,362 @@
+"""``python -m harness interleave``: A against B on one machine, in many short blocks instead of a few whole runs.
+
+Two resident workers (:mod:`harness.measuring.resident`), one per side, build their trainers once and then
+take turns: a **pair** is one block of k optimizer steps of each, in an order drawn per pair from a
+seeded RNG (the seed is recorded), and only one side trains at a time (the other waits, blocked on its
+pipe). The pairs are spread over ``--launches`` launches (launch 1 serves the first 1/L of the pairs,
+then both workers are closed and started again), so that the launch can be tested as a variance
+component. Before its first pair, each launch runs one unrecorded-in-the-verdict warm-up block of
+``[measure] warmup_steps`` steps per side.
+
+Every block is appended at once to ``<results-dir>/blocks.jsonl`` (side, launch, pair, position in the
+pair, k, step times, canary, wall clock, CPU time, phases), so an interrupted comparison keeps what it
+measured. The statistics (:mod:`harness.judging.paired`): per pair the log ratio of B's block metric
+over A's, a one-sided t test against log(1 + threshold) at looks every ``--look-every`` pairs, alpha
+split over the planned looks, until conclusive or the pairs or ``--budget-minutes`` are spent.
+
+At the end: the verdict, the interval, the per-pair sigma, the minimum detectable slowdown, the launch
+check, the resume penalty, the host canary's correlation and the time spent; ``report.json`` and
+``report.md`` in the results dir. Exit code 1 on a regression, 3 when a worker died (one ``error:``
+line), 2 on bad input, 130 when interrupted (Ctrl-C or SIGTERM: the workers are killed first), else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import resource
+import time
+from collections.abc import Callable
+from pathlib import Path
+from statistics import fmean, median
+
+from harness.commands.ab import interpreter
+from harness.files import append_jsonl, ensure_dir, new_id, read_jsonl, write_atomic, write_json_atomic
+from harness.judging import paired as pd
+from harness.judging.baseline import default_thresholds
+from harness.measuring.resident import ResidentWorker, WorkerDied
+from harness.measuring.runner import parse_faults, sigterm_as_interrupt
+from harness.spec import load_workload
+
+SIDES = ("a", "b")
+DEFAULT_THRESHOLD = 0.02
+DEFAULT_METRIC = "mean"
+EXIT_REGRESSION, EXIT_WORKER_DIED, EXIT_INTERRUPTED = 1, 3, 130
+
+
+# ---------------------------------------------------------------------------------------------
+# Analysis of blocks.jsonl (pure: also used to re-analyse stored measurements)
+# ---------------------------------------------------------------------------------------------
+def pairs_of(blocks: list[dict], session: str | None = None) -> list[dict]:
+    """Complete pairs (one measured block of each side), in pair order: ``{"pair", "launch", "order", "a", "b"}``."""
+    by: dict[int, dict] = {}
+    for r in blocks:
+        if r.get("warmup") or (session and r.get("session_id") != session):
+            continue
+        by.setdefault(r["pair"], {"pair": r["pair"], "launch": r["launch"], "order": r.get("order")})[r["side"]] = r
+    return [p for _, p in sorted(by.items()) if "a" in p and "b" in p]
+
+
+def grouped(pairs: list[dict], metric: str = DEFAULT_METRIC, drop_first: bool = False) -> list[list[float]]:
+    """Pair log ratios log(B/A), grouped by launch in launch order."""
+    out: dict[int, list[float]] = {}
+    for p in pairs:
+        a = pd.block_metric(p["a"]["step_times_ms"], metric, drop_first)
+        b = pd.block_metric(p["b"]["step_times_ms"], metric, drop_first)
+        out.setdefault(p["launch"], []).append(math.log(b / a))
+    return [out[k] for k in sorted(out)]
+
+
+def _sd(xs: list[float]) -> float | None:
+    if len(xs) < 2:
+        return None
+    m = fmean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 1, metric: str = DEFAULT_METRIC,
+            drop_first: bool = False, session: str | None = None) -> dict:
+    """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty, canary."""
+    pairs = pairs_of(blocks, session)
+    if len(pairs) < 2:
+        return {"pairs": len(pairs), "verdict": None}
+    groups = grouped(pairs, metric, drop_first)
+    check = pd.PairedCheck(alpha, threshold, looks)
+    v = check.decide(groups)
+    d = [x for g in groups for x in g]
+    n = len(d)
+    sigma = _sd(d)
+    variants = {}
+    for how in pd.METRICS:
+        for drop in (False, True):
+            dd = [x for g in grouped(pairs, how, drop) for x in g]
+            variants[f"{how}{'-drop-first' if drop else ''}"] = {"sigma": _sd(dd), "ratio": math.exp(fmean(dd))}
+    resume = {}
+    for s in SIDES:
+        rp = pd.resume_penalty([p[s]["step_times_ms"] for p in pairs])
+        resume[s] = None if rp is None else {"ratio": rp.ratio, "lo": rp.lo, "hi": rp.hi, "blocks": rp.blocks}
+    canary: dict = {}
+    if all(p[s].get("canary_ms") for p in pairs for s in SIDES):
+        for s in SIDES:
+            canary[f"corr_{s}"] = pd.correlation([math.log(p[s]["canary_ms"]) for p in pairs],
+                                                  [math.log(pd.block_metric(p[s]["step_times_ms"], metric, drop_first)) for p in pairs])
+        c = [math.log(p["b"]["canary_ms"] / p["a"]["canary_ms"]) for p in pairs]
+        cov = pd.canary_covariate(d, c)
+        if cov is not None:
+            canary.update(pair_corr=cov.corr, slope=cov.slope, sigma_plain=cov.sigma_plain, sigma_adjusted=cov.sigma_adjusted,
+                          reduction=cov.reduction, ratio_plain=math.exp(cov.plain), ratio_adjusted=math.exp(cov.adjusted),
+                          se_plain=cov.plain_se, se_adjusted=cov.adjusted_se)
+        canary["median_ms"] = {s: median(p[s]["canary_ms"] for p in pairs) for s in SIDES}
+    other = [p[s]["other_cpus"] for p in pairs for s in SIDES if p[s].get("other_cpus") is not None]
+    cpu = [p["a"].get("cpu_s", 0) + p["b"].get("cpu_s", 0) for p in pairs]
+    wall = [p["a"].get("wall_s", 0) + p["b"].get("wall_s", 0) for p in pairs]
+    steps = [p[s]["step_times_ms"] for p in pairs for s in SIDES]
+    return {
+        "pairs": n, "launch_sizes": [len(g) for g in groups], "metric": metric, "drop_first": drop_first,
+        "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
+        "sigma": sigma, "variants": variants,
+        "mds": {"alpha": 0.01, "power": 0.9, "slowdown": pd.min_detectable(sigma, n, 0.01, 0.9) if sigma else None,
+                "approx_3_6": 3.6 * sigma / math.sqrt(n) if sigma else None,
+                "with_settings": pd.min_detectable(sigma, n, check.per_look, 0.9, threshold) if sigma else None,
+                "pairs_for_3pct": pd.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},
+        "resume_penalty": resume, "canary": canary,
+        "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
+        "k": sorted({len(x) for x in steps}),
+        "cpu_s_per_pair": fmean(cpu) if cpu else None, "wall_s_per_pair": fmean(wall) if wall else None,
+        "other_cpus": {"median": median(other), "max": max(other), "busy_share": sum(x > 0.5 for x in other) / len(other)} if other else None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------------
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}%}"
+
+
+def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | None = None, python_b: str | None = None,
+               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, block_steps: int = 10, pairs: int = 60, launches: int = 6,
+               look_every: int | None = None, budget_minutes: float | None = None, alpha: float | None = None,
+               threshold: float | None = None, seed: int | None = None, drop_first_step: bool = False, no_phases: bool = False,
+               cpus: list[int] | None = None, malloc_default: bool = False,
+               workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/interleave", run_timeout: float = 1800.0,
+               faults: str | None = None, out: Callable[[str], None] = print) -> int:
+    """Run the interleaved comparison (module docstring); exit code 1 on a regression, 3 when a worker died, else 0.
+
+    ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
+    """
+    t_start, cpu_start = time.time(), _children_cpu()
+    w = load_workload(workloads_dir, workload)
+    dec = w.decomposition(decomposition)
+    if block_steps < 1:
+        raise ValueError(f"--block-steps must be at least 1, got {block_steps}")
+    plan = pd.Plan(pairs, launches, look_every)
+    alpha = alpha if alpha is not None else default_thresholds(gpu)["alpha"]
+    threshold = threshold if threshold is not None else DEFAULT_THRESHOLD
+    check = pd.PairedCheck(alpha, threshold, len(plan.looks))
+    py = {"a": interpreter(python_a, "a"), "b": interpreter(python_b, "b")}
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    rng = random.Random(seed)
+    orders = ["ab" if rng.random() < 0.5 else "ba" for _ in range(pairs)]
+    fault = parse_faults(faults)
+    root = ensure_dir(results_dir)
+    blocks_path = root / "blocks.jsonl"
+    session = new_id("interleave")
+    metric = DEFAULT_METRIC
+    switches = {"a": {"inject_slowdown": 0.0, "inject_work": 0}, "b": {"inject_slowdown": inject_slowdown_b, "inject_work": inject_work_b}}
+    settings = {"gpu": gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": dec.id, "python_a": py["a"], "python_b": py["b"],
+                "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "block_steps": block_steps, "pairs": pairs,
+                "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
+                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "cpus": cpus, "malloc_default": malloc_default,
+                "warmup_steps": w.measure.warmup_steps, "session_id": session}
+    injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
+                                     f"inject-work {inject_work_b}" if inject_work_b else "") if x)
+    out(f"interleave {w.name}-{dec.id} on {gpu}: A {py['a']}, B {py['b']}{f' ({injected})' if injected else ''}")
+    out(f"  {block_steps} steps per block, up to {pairs} pairs over {launches} launches, looks at {', '.join(map(str, plan.looks))} pairs "
+        f"(alpha {alpha:g} / {len(plan.looks)} per look), threshold +{threshold:.1%}, seed {seed}; blocks in {blocks_path}")
+
+    groups: list[list[float]] = []
+    verdict = None
+    stopped = None
+    launch_info: list[dict] = []
+    blocks: list[dict] = []
+    pair_wall: list[float] = []
+
+    def over_budget(need_s: float) -> bool:
+        return budget_minutes is not None and time.time() - t_start + need_s > budget_minutes * 60
+
+    def record(side: str, launch: int, rep: dict, **where) -> dict:
+        rec = {"session_id": session, "side": side, "launch": launch, **where, "k": rep["k"], "step_times_ms": rep["step_times_ms"],
+               "canary_ms": rep["canary_ms"], "started_at": rep["started_at"], "wall_s": rep["wall_s"], "cpu_s": rep["cpu_s"],
+               "global_step": rep["global_step"], "other_cpus": rep.get("other_cpus"), "steal_cpus": rep.get("steal_cpus"),
+               "phases_ms": rep.get("phases_ms"), "losses": rep.get("losses"),
+               "inject_slowdown": switches[side]["inject_slowdown"], "inject_work": switches[side]["inject_work"]}
+        append_jsonl(blocks_path, rec)
+        blocks.append(rec)
+        return rec
+
+    try:
+        with sigterm_as_interrupt():
+            for launch in range(1, launches + 1):
+                start = plan.starts[launch - 1]
+                end = plan.starts[launch] if launch < launches else pairs
+                startup_est = max((li["startup_s"] for li in launch_info), default=0.0)
+                if verdict is not None and verdict.outcome in pd.CONCLUSIVE:
+                    break
+                if launch > 1 and over_budget(startup_est + 2 * (fmean(pair_wall) if pair_wall else 0.0)):
+                    stopped = f"budget of {budget_minutes:g} min spent before launch {launch}"
+                    break
+                workers = {s: ResidentWorker(s.upper(), w, dec, root / "work", gpu=gpu, launch=launch, python=py[s], phases=not no_phases,
+                                             fault=fault.get((s, launch)), cpus=cpus, malloc_default=malloc_default, timeout_s=run_timeout, **switches[s]) for s in SIDES}
+                try:
+                    t_launch = time.time()
+                    for s in SIDES:
+                        workers[s].start(wait=False)
+                    ready = {s: workers[s].wait_ready() for s in SIDES}
+                    info = {"launch": launch, "startup_s": time.time() - t_launch, "ready": {s: {k: ready[s].get(k) for k in
+                            ("timing_s", "host_probe", "cuda", "cpus", "malloc", "startup_wall_s", "inject_work_layers")} for s in SIDES},
+                            "env": {s: ready[s].get("env") for s in SIDES}}
+                    launch_info.append(info)
+                    out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s (pairs {start + 1}-{end})")
+                    warm = max(w.measure.warmup_steps, 1)
+                    for s in (SIDES if launch % 2 else SIDES[::-1]):
+                        record(s, launch, workers[s].block(warm), pair=None, position=None, order=None, warmup=True)
+                    for i in range(start, end):
+                        if over_budget(fmean(pair_wall) if pair_wall else 0.0):
+                            stopped = f"budget of {budget_minutes:g} min spent after {sum(map(len, groups))} pairs"
+                            break
+                        t_pair = time.time()
+                        got = {}
+                        for pos, s in enumerate(orders[i], 1):
+                            got[s] = record(s, launch, workers[s].block(block_steps), pair=i + 1, position=pos, order=orders[i], warmup=False)
+                        pair_wall.append(time.time() - t_pair)
+                        d = math.log(pd.block_metric(got["b"]["step_times_ms"], metric, drop_first_step)
+                                     / pd.block_metric(got["a"]["step_times_ms"], metric, drop_first_step))
+                        while len(groups) < launch:
+                            groups.append([])
+                        groups[launch - 1].append(d)
+                        n = i + 1
+                        if n in plan.looks:
+                            verdict = check.decide(groups, f"{w.name}-{dec.id}", plan.looks.index(n) + 1)
+                            out(f"look {plan.looks.index(n) + 1}/{len(plan.looks)} at {n} pairs: {verdict.message}")
+                            if verdict.outcome in pd.CONCLUSIVE:
+                                break
+                        elif n % 10 == 0:
+                            allv = [x for g in groups for x in g]
+                            out(f"[{n}/{pairs}] launch {launch}: B/A so far x{math.exp(fmean(allv)):.4f}, pair sigma {_pct(_sd(allv))}")
+                except BaseException:
+                    for s in SIDES:
+                        workers[s].kill()
+                    raise
+                t_close = time.time()
+                for s in SIDES:
+                    workers[s].stop()
+                for s in SIDES:
+                    workers[s].close()
+                info["close_s"] = time.time() - t_close
+                if stopped:
+                    break
+    except WorkerDied as exc:
+        out(f"error: {exc}")
+        return EXIT_WORKER_DIED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
+        out(f"interrupted ({exc or 'Ctrl-C'}): workers killed; {len(blocks)} block(s) kept in {blocks_path}")
+        return EXIT_INTERRUPTED
+
+    n_pairs = sum(map(len, groups))
+    if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
+        # a budget stop between looks: this last look replaces the next planned one, so alpha per look still holds
+        verdict = check.decide(groups, f"{w.name}-{dec.id}", None) if n_pairs >= 2 else None
+    wall = time.time() - t_start
+    cpu = _children_cpu() - cpu_start
+    summary = analyse(blocks, alpha=alpha, threshold=threshold, looks=len(plan.looks), metric=metric, drop_first=drop_first_step, session=session)
+    cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
+    timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "close_s": sum(li.get("close_s", 0) for li in launch_info),
+              "blocks_wall_s": sum(b["wall_s"] for b in blocks),
+              "warmup_blocks_wall_s": sum(b["wall_s"] for b in blocks if b["warmup"]), "workers_cpu_s": cpu,
+              "blocks_cpu_s": sum(b["cpu_s"] for b in blocks), "device": "gpu" if cuda else "cpu"}
+    report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
+              "verdict": None if verdict is None else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details}}
+    lines = report_lines(report)
+    for ln in lines:
+        out(ln)
+    write_json_atomic(root / "report.json", report)
+    write_atomic(root / "report.md", markdown(report, lines))
+    return EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+def report_lines(r: dict) -> list[str]:
+    """The end-of-command summary, one fact per line."""
+    t, v = r["timing"], r.get("verdict")
+    out = []
+    if v is None:
+        out.append(f"no verdict: {r.get('pairs', 0)} complete pair(s); at least 2 are needed" + (f" ({r['stopped']})" if r.get("stopped") else ""))
+    else:
+        out.append(v["message"])
+        out.append(f"interval (level {1 - 2 * v['alpha']:.4g}, one-sided {v['alpha']:.3g} each end): B/A x{v['ratio']:.4f} "
+                   f"[{v['lo']:.4f}, {v['hi']:.4f}], {v['pairs']} pairs in {len(r.get('launch_sizes') or [])} launch(es), unit {v['unit']}"
+                   + (f"; {r['stopped']}" if r.get("stopped") else ""))
+    if r.get("sigma") is not None:
+        m = r["mds"]
+        out.append(f"per-pair sigma of the log ratio: {_pct(r['sigma'], 2)} ({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block"
+                   f"{', first step dropped' if r['drop_first'] else ''}); "
+                   + ", ".join(f"{k} {_pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None))
+        out.append(f"minimum detectable slowdown at alpha 0.01, power 0.9, {r['pairs']} pairs: {_pct(m['slowdown'], 2)} "
+                   f"(3.6 sigma/sqrt(n) = {_pct(m['approx_3_6'], 2)}); with this run's alpha per look and threshold: {_pct(m['with_settings'], 2)}; "
+                   f"pairs for 3%: {m['pairs_for_3pct'] or 'n/a'}")
+    lc = (v or {}).get("launch_check")
+    if lc:
+        differ = lc["p"] < pd.LAUNCH_ALPHA
+        out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd {_pct(lc['sigma_launch'], 2)} "
+                   f"vs pair sd {_pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
+                   + ("; LAUNCHES DIFFER: the launch is the unit" if differ else "; no launch effect detected"))
+    elif v is not None:
+        out.append("launch variance: not tested (fewer than 2 launches with pairs)")
+    rp = r.get("resume_penalty") or {}
+    if any(rp.values()):
+        out.append("resume penalty (first step / median of the others, 95% CI): "
+                   + "; ".join(f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p))
+    c = r.get("canary") or {}
+    if c.get("pair_corr") is not None:
+        out.append(f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; with the pair log ratio "
+                   f"{c['pair_corr']:+.2f}; as a covariate sigma {_pct(c['sigma_plain'], 2)} -> {_pct(c['sigma_adjusted'], 2)} "
+                   f"(variance {c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; not used by the verdict")
+    if r.get("other_cpus"):
+        o = r["other_cpus"]
+        out.append(f"other load on this machine during the blocks: median {o['median']:.2f} CPUs busy elsewhere, max {o['max']:.2f}; "
+                   f"{o['busy_share']:.0%} of blocks ran beside more than half a busy CPU")
+    dev = "GPU" if t["device"] == "gpu" else "CPU"
+    out.append(f"time: {t['wall_s']:.0f} s wall ({dev} held), of which start-up {t['startup_s']:.0f} s over {len(r.get('launches') or [])} launch(es), "
+               f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s), stopping {t.get('close_s', 0):.0f} s; "
+               f"worker CPU {t['workers_cpu_s']:.0f} s "
+               f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
+    return out
+
+
+def markdown(r: dict, lines: list[str]) -> str:
+    s = r["settings"]
+    head = [f"# interleave {s['workload']}-{s['decomposition']} on {s['gpu']}", "",
+            f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
+                                                                    if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
+            f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
+            f"alpha {s['alpha']}, threshold {s['threshold']}, seed {s['seed']}, metric {s['metric']}"
+            + (", first step dropped" if s["drop_first_step"] else ""), "", "## Result", ""]
+    return "\n".join(head + [f"- {ln}" for ln in lines]) + "\n"
+
+
+def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first: bool = False) -> dict:
+    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric or first-step policy."""
+    root = Path(results_dir)
+    rep = json.loads((root / "report.json").read_text())
+    s = rep["settings"]
+    return analyse(read_jsonl(root / "blocks.jsonl"), alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=metric,
+                   drop_first=drop_first, session=s["session_id"])

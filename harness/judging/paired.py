@@ -1,0 +1,452 @@
+"""Statistics of block-interleaved comparisons on one machine (``python -m harness interleave``). Pure; no I/O.
+
+Design (``harness.commands.interleave`` makes the data):
+
+* **Unit of replication: the pair.** Two resident workers, A and B, take turns running blocks of k
+  optimizer steps; a pair is one block of each, in an order drawn at random per pair (seeded). Each
+  block is summarised by one number, :func:`block_metric` (the mean of its step times by default, or
+  the median; the first step optionally dropped), and each pair by its **log ratio**
+  d = log(B's block metric / A's). Whatever the machine does for longer than a pair (a slow period,
+  a clock change, a noisy neighbour) cancels in d, and the random order within the pair keeps a
+  systematic first/second effect out of the mean of d.
+* **Test.** One-sample t on the n pair log ratios: mean d̄, sd s, SE = s/√n, n − 1 degrees of freedom
+  (:func:`paired_estimate`). The ratio B/A is exp(d̄) with a (1 − 2a) interval exp(d̄ ± t₁₋ₐ,ₙ₋₁·SE), so
+  each end is a one-sided level-a bound. Practical threshold δ, T = 1 + δ; a = α / (planned looks).
+* **Verdicts** (:class:`PairedCheck`), the same conventions as :class:`harness.judging.stats.RuntimeCheck`:
+
+  - ``regression``: H0 "B/A ≤ T" rejected one-sided at a (equivalently: the interval's lower end is
+    above T). When B is truly at most δ slower, this happens with probability at most α over all looks
+    together;
+  - ``improvement``: the interval's upper end is below 1 − δ (B confidently faster by more than δ);
+  - ``pass``: the interval's upper end is below T (B is not slower than the threshold, confidently);
+  - ``inconclusive``: anything else: the interval straddles T (or 1 − δ). More pairs narrow it.
+
+* **Sequential looks.** The command looks at the pairs so far every m pairs (once the last launch has
+  two pairs, :class:`Plan`) and stops at the first conclusive verdict or when its pairs or
+  minutes are spent. α is split evenly over the planned looks (Bonferroni), so the false-alarm bound
+  holds whatever the number of looks actually made.
+* **Launches.** The pairs are spread over ≥ 2 launches of the worker pair (both workers closed and
+  started again). If a launch brings its own offset (B's process happened to get a slower memory
+  layout), the pairs of one launch are not independent and the pair-level interval is too narrow.
+  :func:`launch_check` tests this at every look: a one-way ANOVA F test of the pair log ratios grouped
+  by launch (H0: no launch-to-launch variance), with a method-of-moments estimate of the launch
+  variance component. When it rejects at ``launch_alpha`` (0.25, a liberal pre-test: it must catch
+  launch effects that are small against one pair's noise but not against the mean of many pairs), the
+  launch becomes the unit (:func:`launch_estimate`: the mean of the launch means, t with L − 1 degrees of
+  freedom), which is valid whatever the launch variance. With 2 launches no screen can protect the
+  pair-level test (simulated false alarms 7-11% at the threshold for a launch sd of 1-3% against a
+  pair sd of 3.5%) and the launch-level test has one degree of freedom; with 6 launches both levels
+  hold alpha (``tests/test_interleave.py``), hence the command's default of 6.
+
+:func:`min_detectable` gives the smallest true slowdown that the regression test finds with a given
+power from the measured σ (about 3.6·σ/√n for α = 0.01, power 0.9, δ = 0; exact via the noncentral t).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from statistics import fmean, median
+
+from scipy import stats as _st
+
+from harness.judging.stats import Verdict, fmt_ratio
+
+METRICS = ("mean", "median")
+LAUNCH_ALPHA = 0.25  # level of the launch-variance screen that switches the unit to the launch (liberal: see the module docstring)
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries
+# ---------------------------------------------------------------------------------------------
+def block_metric(step_times_ms: Sequence[float], how: str = "mean", drop_first: bool = False) -> float:
+    """One number per block: the ``mean`` or ``median`` of its step times, without the first step if ``drop_first``
+    (and the block has more than one)."""
+    if how not in METRICS:
+        raise ValueError(f"block metric must be one of {', '.join(METRICS)}, got {how!r}")
+    xs = list(step_times_ms[1:] if drop_first and len(step_times_ms) > 1 else step_times_ms)
+    if not xs or any(x <= 0 for x in xs):
+        raise ValueError("block_metric needs positive step times")
+    return fmean(xs) if how == "mean" else median(xs)
+
+
+def log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """Per-pair log(b / a) of the pairs' block metrics."""
+    if len(a) != len(b):
+        raise ValueError(f"log_ratios needs as many A as B values, got {len(a)} and {len(b)}")
+    return [math.log(y / x) for x, y in zip(a, b)]
+
+
+def _sd(xs: Sequence[float]) -> float:
+    if len(xs) < 2:
+        return float("nan")
+    m = fmean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Estimates
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairedEstimate:
+    """Ratio B/A = exp(mean log ratio) with a (1 - 2*alpha) t interval; ``sd`` is the sd of one unit's log ratio.
+
+    ``unit`` is "pair" (n pairs, df n - 1) or "launch" (n launch means, df n - 1). ``p_above(t)`` is the
+    one-sided p-value of H0 "ratio <= t"; ``p_below(t)`` of H0 "ratio >= t".
+    """
+
+    mean: float
+    sd: float
+    n: int
+    alpha: float
+    unit: str = "pair"
+    pairs: int = 0  # pairs behind the estimate (== n when unit == "pair")
+
+    @property
+    def df(self) -> int:
+        return self.n - 1
+
+    @property
+    def se(self) -> float:
+        return self.sd / math.sqrt(self.n) if self.n >= 2 else float("nan")
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.mean)
+
+    @cached_property
+    def _q(self) -> float:
+        return float(_st.t.ppf(1 - self.alpha, self.df)) if self.df >= 1 else float("nan")
+
+    @property
+    def lo(self) -> float:
+        return math.exp(self.mean - self._q * self.se) if self.df >= 1 else float("nan")
+
+    @property
+    def hi(self) -> float:
+        return math.exp(self.mean + self._q * self.se) if self.df >= 1 else float("nan")
+
+    def p_above(self, t: float) -> float:
+        """p-value of H0 "ratio <= t" against "ratio > t". Small means: confidently above t."""
+        return self._p(self.mean - math.log(t))
+
+    def p_below(self, t: float) -> float:
+        """p-value of H0 "ratio >= t" against "ratio < t". Small means: confidently below t."""
+        return self._p(math.log(t) - self.mean)
+
+    def _p(self, margin: float) -> float:
+        if self.df < 1:
+            return 1.0
+        if self.se == 0:
+            return 0.0 if margin > 0 else 1.0
+        return float(_st.t.sf(margin / self.se, self.df))
+
+
+def paired_estimate(d: Sequence[float], alpha: float) -> PairedEstimate:
+    """The pair as the unit: mean and sd of the pair log ratios ``d`` (t with n - 1 df)."""
+    if not d:
+        raise ValueError("paired_estimate needs at least one pair")
+    return PairedEstimate(fmean(d), _sd(d) if len(d) > 1 else float("nan"), len(d), alpha, "pair", len(d))
+
+
+def launch_estimate(groups: Sequence[Sequence[float]], alpha: float) -> PairedEstimate:
+    """The launch as the unit: each launch contributes the mean of its pair log ratios; t with L - 1 df over the
+    L launch means. Valid whatever the launch-to-launch variance; wide when L is small."""
+    means = [fmean(g) for g in groups if len(g)]
+    if len(means) < 1:
+        raise ValueError("launch_estimate needs at least one launch with pairs")
+    return PairedEstimate(fmean(means), _sd(means) if len(means) > 1 else float("nan"), len(means), alpha, "launch",
+                          sum(len(g) for g in groups))
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    """One-way ANOVA of pair log ratios grouped by launch. ``p`` small means: launches differ more than the pairs
+    inside them allow (the launch adds variance). ``sigma_launch`` is the method-of-moments sd of the launch effect
+    (0 when the launch means vary less than chance would make them); ``sigma_pair`` the pooled within-launch sd."""
+
+    f: float
+    df_between: int
+    df_within: int
+    p: float
+    sigma_pair: float
+    sigma_launch: float
+    sizes: tuple[int, ...]
+    means: tuple[float, ...]
+
+    def differ(self, level: float = LAUNCH_ALPHA) -> bool:
+        return self.p < level
+
+    def line(self) -> str:
+        ratios = ", ".join(f"x{math.exp(m):.4f}" for m in self.means)
+        return (f"launches: {len(self.sizes)} ({'+'.join(map(str, self.sizes))} pairs), launch means {ratios}; "
+                f"F({self.df_between}, {self.df_within}) = {self.f:.2f}, p = {self.p:.3g}; "
+                f"launch sd {self.sigma_launch:.2%} vs pair sd {self.sigma_pair:.2%}")
+
+
+def launch_check(groups: Sequence[Sequence[float]]) -> LaunchCheck | None:
+    """F test of H0 "no launch effect" on the pair log ratios grouped by launch; None below 2 launches or when no
+    launch has two pairs (no within-launch variance to compare against)."""
+    gs = [list(g) for g in groups if len(g)]
+    n = sum(map(len, gs))
+    k = len(gs)
+    if k < 2 or n - k < 1:
+        return None
+    grand = fmean([x for g in gs for x in g])
+    means = [fmean(g) for g in gs]
+    ssb = sum(len(g) * (m - grand) ** 2 for g, m in zip(gs, means))
+    ssw = sum((x - m) ** 2 for g, m in zip(gs, means) for x in g)
+    dfb, dfw = k - 1, n - k
+    msb, msw = ssb / dfb, ssw / dfw
+    if msw == 0:
+        f, p = (math.inf, 0.0) if msb > 0 else (float("nan"), 1.0)
+    else:
+        f = msb / msw
+        p = float(_st.f.sf(f, dfb, dfw))
+    n0 = (n - sum(len(g) ** 2 for g in gs) / n) / dfb
+    var_launch = max(0.0, (msb - msw) / n0)
+    return LaunchCheck(f, dfb, dfw, p, math.sqrt(msw), math.sqrt(var_launch), tuple(map(len, gs)), tuple(means))
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan: launches and looks
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """``pairs`` pairs over ``launches`` consecutive launches of equal size (launch j serves pairs
+    round((j-1)·N/L) .. round(j·N/L) - 1), with a look every ``look_every`` pairs once the last launch has at
+    least two pairs, and always one at the end. ``looks`` are the pair counts of the planned looks.
+
+    No look is made before every launch has contributed: an early look over 2 or 3 launches can neither see
+    a launch effect nor afford the launch as its unit (simulated: 9% false alarms at the threshold with a
+    launch sd of 2%, 6 launches planned, looks from the second launch on)."""
+
+    pairs: int
+    launches: int = 2
+    look_every: int | None = None
+
+    def __post_init__(self):
+        if self.launches < 1:
+            raise ValueError(f"--launches must be at least 1, got {self.launches}")
+        if self.pairs < 2 * self.launches:
+            raise ValueError(f"--pairs {self.pairs} is too few for {self.launches} launches: every launch needs at least 2 pairs "
+                             f"(pass --pairs {2 * self.launches} or more)")
+        if self.look_every is not None and self.look_every < 1:
+            raise ValueError(f"--look-every must be at least 1, got {self.look_every}")
+
+    @cached_property
+    def starts(self) -> tuple[int, ...]:
+        """0-based index of the first pair of each launch."""
+        return tuple(round(j * self.pairs / self.launches) for j in range(self.launches))
+
+    def launch_of(self, i: int) -> int:
+        """1-based launch of 0-based pair ``i``."""
+        return sum(1 for s in self.starts if s <= i)
+
+    @cached_property
+    def looks(self) -> tuple[int, ...]:
+        first = self.starts[-1] + 2
+        m = self.look_every or self.pairs
+        out = [n for n in range(m, self.pairs + 1, m) if n >= first]
+        if not out or out[-1] != self.pairs:
+            out.append(self.pairs)
+        return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdict
+# ---------------------------------------------------------------------------------------------
+CONCLUSIVE = ("regression", "pass", "improvement")
+
+
+@dataclass(frozen=True)
+class PairedCheck:
+    """B against A from pair log ratios grouped by launch; see the module docstring for what each outcome means.
+
+    ``alpha`` is the family-wise false-alarm rate over all ``looks``; each look tests at ``alpha / looks``.
+    """
+
+    alpha: float = 0.05
+    threshold: float = 0.02
+    looks: int = 1
+    launch_alpha: float = LAUNCH_ALPHA
+
+    @property
+    def per_look(self) -> float:
+        return self.alpha / self.looks
+
+    def estimate(self, groups: Sequence[Sequence[float]]) -> tuple[PairedEstimate, LaunchCheck | None]:
+        """The estimate the verdict uses (pair-level, or launch-level when launches differ) and the launch check."""
+        lc = launch_check(groups)
+        if lc is not None and lc.differ(self.launch_alpha):
+            return launch_estimate(groups, self.per_look), lc
+        return paired_estimate([x for g in groups for x in g], self.per_look), lc
+
+    def decide(self, groups: Sequence[Sequence[float]], case: str = "B/A", look: int | None = None) -> Verdict:
+        """``groups``: per launch, the log ratios log(B/A) of its pairs, in order."""
+        e, lc = self.estimate(groups)
+        t_up = 1 + self.threshold
+        a = self.per_look
+        pair_sd = _sd([x for g in groups for x in g])
+        details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a, "alpha_total": self.alpha,
+                   "looks": self.looks, "look": look, "threshold": self.threshold, "pairs": e.pairs, "unit": e.unit, "n_units": e.n,
+                   "df": e.df, "sigma_pair": pair_sd, "mean_log_ratio": e.mean, "se": e.se,
+                   "launch_check": None if lc is None else {"f": lc.f, "df_between": lc.df_between, "df_within": lc.df_within, "p": lc.p,
+                                                            "sigma_launch": lc.sigma_launch, "sigma_pair": lc.sigma_pair, "sizes": list(lc.sizes),
+                                                            "ratios": [math.exp(m) for m in lc.means]},
+                   "correction": f"alpha {self.alpha:g} split over {self.looks} planned look(s)" if self.looks > 1 else "one look"}
+        head = f"B/A {fmt_ratio(e.ratio, e.lo, e.hi)} over {e.pairs} pairs, threshold +{self.threshold:.1%}"
+        if e.unit == "launch":
+            head += f" (unit: launch, {e.n} launches: they differ, F test p = {lc.p:.2g})"
+        if e.df < 1:
+            return Verdict("runtime", case, "inconclusive", f"inconclusive: {head}: needs at least 2 pairs", details)
+        if e.p_above(t_up) <= a:
+            return Verdict("runtime", case, "regression", f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, alpha {a:.3g} per look)", details)
+        if e.hi < 1 - self.threshold:
+            return Verdict("runtime", case, "improvement", f"improvement: {head}", details)
+        if e.hi < t_up:
+            return Verdict("runtime", case, "pass", f"pass: {head}", details)
+        hint = "; more launches narrow it" if e.unit == "launch" else "; more pairs narrow it"
+        return Verdict("runtime", case, "inconclusive", f"inconclusive: {head}; the interval straddles +{self.threshold:.1%}{hint}", details)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sensitivity
+# ---------------------------------------------------------------------------------------------
+def power(true_ratio: float, sigma: float, n: int, alpha: float, threshold: float = 0.0) -> float:
+    """Probability that the one-sided t test on n pairs (sd ``sigma`` of one pair's log ratio) rejects H0
+    "ratio <= 1 + threshold" at ``alpha`` when the true ratio is ``true_ratio``."""
+    if n < 2 or sigma <= 0:
+        return float("nan")
+    ncp = (math.log(true_ratio) - math.log(1 + threshold)) * math.sqrt(n) / sigma
+    return float(_st.nct.sf(_st.t.ppf(1 - alpha, n - 1), n - 1, ncp))
+
+
+def min_detectable(sigma: float, n: int, alpha: float = 0.01, target: float = 0.9, threshold: float = 0.0) -> float:
+    """Smallest true slowdown (a fraction: 0.03 is 3%) that :func:`power` finds with probability ``target``.
+
+    With ``threshold`` 0 this is the resolution of n pairs: about (z₁₋α + z_target)·σ/√n, 3.6·σ/√n at α 0.01
+    and power 0.9, a little more at small n (the t distribution)."""
+    if n < 2 or not sigma > 0:
+        return float("inf")
+    df = n - 1
+    q = float(_st.t.ppf(1 - alpha, df))
+    lo, hi = 0.0, 1.0
+    while _st.nct.sf(q, df, hi) < target:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _st.nct.sf(q, df, mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return (1 + threshold) * math.exp(hi * sigma / math.sqrt(n)) - 1
+
+
+def pairs_needed(sigma: float, slowdown: float, alpha: float = 0.01, target: float = 0.9, threshold: float = 0.0) -> int | None:
+    """Fewest pairs for which :func:`min_detectable` is at most ``slowdown``; None when that needs more than 100,000."""
+    if slowdown <= threshold or not sigma > 0:
+        return None
+    n = 2
+    while n <= 100_000:
+        if min_detectable(sigma, n, alpha, target, threshold) <= slowdown:
+            return n
+        n = n + 1 if n < 64 else int(n * 1.05) + 1
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnostics: resume penalty, host canary
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResumePenalty:
+    """First step of a block against the median of its other steps, as a geometric-mean ratio over blocks with a
+    95% t interval. Above 1: resuming costs time (caches refilled after the other side ran); near 1: no penalty."""
+
+    ratio: float
+    lo: float
+    hi: float
+    blocks: int
+
+    def line(self) -> str:
+        return f"x{self.ratio:.3f} [{self.lo:.3f}, {self.hi:.3f}] over {self.blocks} blocks"
+
+
+def resume_penalty(blocks: Sequence[Sequence[float]]) -> ResumePenalty | None:
+    """From the step times of blocks of at least 2 steps; None below 2 such blocks."""
+    d = [math.log(b[0] / median(b[1:])) for b in blocks if len(b) >= 2]
+    if len(d) < 2:
+        return None
+    e = paired_estimate(d, 0.025)
+    return ResumePenalty(e.ratio, e.lo, e.hi, len(d))
+
+
+def correlation(x: Sequence[float], y: Sequence[float]) -> float:
+    """Pearson correlation; nan below 3 points or without variation."""
+    if len(x) != len(y) or len(x) < 3:
+        return float("nan")
+    mx, my = fmean(x), fmean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x)
+    syy = sum((b - my) ** 2 for b in y)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class CanaryCovariate:
+    """The host canary as a covariate of the pair log ratio d, with c = log(canary of B's block / canary of A's).
+
+    Regression d = mu + b·c + e. ``adjusted`` is the intercept mu (d at equal canaries) with its own standard
+    error (``adjusted_se``, n - 2 df): valid when both sides run the same interpreter, so that the canary's true
+    speed is the same on both (E[c] = 0), and only worth using when ``reduction`` (1 - residual variance /
+    variance of d) is clearly positive. The verdict does not use it; the report shows both.
+    """
+
+    corr: float
+    slope: float
+    sigma_plain: float
+    sigma_adjusted: float
+    reduction: float
+    plain: float
+    plain_se: float
+    adjusted: float
+    adjusted_se: float
+    n: int
+
+
+def canary_covariate(d: Sequence[float], c: Sequence[float]) -> CanaryCovariate | None:
+    """None below 4 pairs or without canary variation."""
+    n = len(d)
+    if n != len(c) or n < 4:
+        return None
+    md, mc = fmean(d), fmean(c)
+    sxx = sum((x - mc) ** 2 for x in c)
+    if sxx <= 0:
+        return None
+    b = sum((x - mc) * (y - md) for x, y in zip(c, d)) / sxx
+    resid = [y - md - b * (x - mc) for x, y in zip(c, d)]
+    s_e = math.sqrt(sum(r * r for r in resid) / (n - 2))
+    s_d = _sd(d)
+    mu = md - b * mc
+    se_mu = s_e * math.sqrt(1 / n + mc * mc / sxx)
+    return CanaryCovariate(correlation(c, d), b, s_d, s_e, 1 - s_e**2 / s_d**2 if s_d > 0 else float("nan"), md, s_d / math.sqrt(n), mu, se_mu, n)
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """What the statistics need of one pair (built from two blocks of ``blocks.jsonl``)."""
+
+    pair: int
+    launch: int
+    a: float  # block metric of A
+    b: float
+    canary_a: float | None = None
+    canary_b: float | None = None
+    first: str = "a"
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def d(self) -> float:
+        return math.log(self.b / self.a)
