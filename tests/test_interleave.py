@@ -344,6 +344,8 @@ def _e2e(tmp_path, *extra):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("HARNESS_POWER_TESTS"), reason="a power check: noise can break it on a shared machine, so it runs "
+                    "only with HARNESS_POWER_TESTS=1 (docs/results/interleave-cpu/)")
 def test_e2e_injected_5pct_slowdown_is_a_regression_within_3_minutes(tmp_path):
     res, report, wall = _e2e(tmp_path, "--inject-slowdown-b", "0.05", "--seed", "101")
     assert res.returncode == 1, res.stdout + res.stderr
