@@ -301,7 +301,10 @@ def test_killing_the_parent_leaves_no_worker(tmp_path, how):
     """Ctrl-C, a SIGTERM (a cancelled CI job) or a SIGKILL of the parent's whole process group must not leave a
     resident worker behind: the first two kill the workers' groups, the last leaves them their command pipe's end."""
     args, env = _cli(tmp_path, "--block-steps", "3", "--pairs", "400", "--launches", "2")
-    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    # a shell without job control starts background jobs with SIGINT ignored, and children inherit that: restore the
+    # default action, as a terminal's session has it, so that the SIGINT case tests the harness, not the caller's shell
+    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     log = tmp_path / "out" / "blocks.jsonl"
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 4):
