@@ -79,6 +79,13 @@ class Opt:
         return {k: v for k, v in kw.items() if v is not None or k == "default"}
 
 
+def prefixed(prefix: str, opts: tuple[Opt, ...], **help_for: str) -> tuple[Opt, ...]:
+    """The same options under a prefix (pytest-benchmark's ``add_*_options(addoption, prefix=...)``): ``--block-steps``
+    becomes ``--interleave-block-steps``, dest ``interleave_block_steps``; ``help_for`` replaces a help text by dest."""
+    return tuple(Opt(tuple(f"--{prefix}-{f[2:]}" for f in o.flags), f"{prefix.replace('-', '_')}_{o.dest}", help_for.get(o.dest, o.help), o.type,
+                     o.default, o.action, o.choices) for o in opts)
+
+
 def add(add_option: Callable[..., Any], opts: tuple[Opt, ...], defaults: dict[str, Any] | None = None,
         required: tuple[str, ...] = ()) -> None:
     """Add ``opts`` with ``add_option`` (argparse's ``add_argument`` or pytest's ``group.addoption``).
@@ -146,7 +153,7 @@ INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "sensitiv
                         type=parse_slowdown, default=0.0)
 INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only: side B does N extra casts per LoRA layer forward (real extra work)",
                     type=parse_count, default=0)
-BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k)", type=parse_positive_int, default=10)
+BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k); 1 gave the smallest sigma per CPU second on the CPU runner", type=parse_positive_int, default=1)
 PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
 LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; the launch is a variance component "
                "(processes of one build differ), tested at every look, and the unit when launches differ", type=parse_positive_int, default=6)
@@ -161,12 +168,44 @@ CPUS = Opt(("--cpus",), "cpus", "pin both resident workers to these CPUs (e.g. 0
            "(default: not pinned)", type=parse_cpus)
 MALLOC_DEFAULT = Opt(("--malloc-default",), "malloc_default", "run the workers with glibc malloc's moving thresholds instead of fixed ones "
                      "(fixed thresholds keep processes of one build alike: docs/statistics.md)", action="store_true")
+BLOCK_METRIC = Opt(("--block-metric",), "block_metric", "one number per block: the median of its step times (default; like a run's metric) "
+                   "or their mean (total time, spikes included)", default="median", choices=("median", "mean"))
+FALLBACK_REPEATS = Opt(("--fallback-repeats",), "fallback_repeats", "when A and B do not fit on the device at once: fresh-process runs per side "
+                       "instead (judged as ab does)", type=parse_positive_int, default=5)
+SKIP_SAME_VERSIONS = Opt(("--skip-same-versions",), "skip_same_versions", "make no runs when A and B have the same python and library versions "
+                         "(nightly: no new release)", action="store_true")
+PAIR_TEST = Opt(("--test",), "test", "test of the pair log ratios: rank (Wilcoxon signed-rank, Hodges-Lehmann interval; default: a few extreme "
+                "pairs widen it little) or t", default="rank", choices=("rank", "t"))
 INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
-              DROP_FIRST_STEP, NO_PHASES, CPUS, MALLOC_DEFAULT)
+              DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, NO_PHASES, CPUS, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
+
+# advise: the fastest split of an effective batch on this device (harness.commands.advise)
+EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)
+ADVISE_BUDGET = Opt(("--budget-minutes",), "budget_minutes", "device minutes for the whole advice, probes included; the comparisons share "
+                    "what the probes leave", type=parse_positive_float, default=10.0)
+PROBE_STEPS = Opt(("--probe-steps",), "probe_steps", "optimizer steps of each fit probe after the warm-up", type=parse_positive_int, default=3)
+BLOCK_SECONDS = Opt(("--block-seconds",), "block_seconds", "length of a block in the comparisons, in seconds of the slower split's steps "
+                    "(k = ceil(this / its probe step), at least 1)", type=parse_positive_float, default=0.8)
+ADVISE_PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks per comparison at most", type=parse_positive_int, default=200)
+ADVISE_LAUNCHES = Opt(("--launches",), "launches", "launches per comparison", type=parse_positive_int, default=2)
+NO_CENSUS = Opt(("--no-census",), "no_census", "no census run per split (no diagnosis column)", action="store_true")
+MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro", "test-only: splits with a larger micro-batch run out of "
+                         "memory at their first step", type=parse_positive_int)
+ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, CPUS, MEMORY_LIMIT_MICRO)
+
+# confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
+CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, FALLBACK_REPEATS)
+
+# the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
+INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, FALLBACK_REPEATS),
+                              python_b="also compare every selected case against the environment of this interpreter, interleaved on this "
+                              "machine in blocks of steps on two resident workers (python -m harness interleave, A = this interpreter); "
+                              "its verdicts are the test_interleaved tests",
+                              budget_minutes="per case: start no pair (or launch) that would end past this many minutes, start-up included")
 
 # groups: what a command that makes runs needs, what a judgement needs, and the pytest session's own
 RUN = (STEPS, WORKLOADS_DIR, RESULTS_DIR, TIMEOUT)
 JUDGE = (ALPHA, THRESHOLD)
 SESSION = (GPU, REPEATS, MAX_REPEATS, *RUN, BASELINES_DIR, WORKLOADS, ORDER, UPDATE_BASELINES, CENSUS, INJECT_SLOWDOWN, INJECT_WORK, NO_PHASES,
-           PROFILE_STEPS, *JUDGE, CALIBRATE, FAIL_INCONCLUSIVE, REQUIRE_BASELINE, BUDGET_MINUTES, RESUME)
+           PROFILE_STEPS, *JUDGE, CALIBRATE, FAIL_INCONCLUSIVE, REQUIRE_BASELINE, BUDGET_MINUTES, RESUME, *INTERLEAVE_SESSION)
 HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY)

@@ -104,12 +104,13 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(config, items):
-    updating, census = config.getoption("update_baselines"), config.getoption("census")
+    updating, census = config.getoption("update_baselines"), config.getoption("census")  # test_interleaved needs --interleave-python-b
     keep, drop = [], []
     for item in items:
         name = getattr(item, "originalname", item.name)
-        if ((updating and name in ("test_runtime", "test_memory", "test_ordering", "test_work")) or (not updating and name == "test_record_baseline")
-                or (not census and name == "test_work")):
+        if ((updating and name in ("test_runtime", "test_memory", "test_ordering", "test_work", "test_interleaved"))
+                or (not updating and name == "test_record_baseline") or (not census and name == "test_work")
+                or (not config.getoption("interleave_python_b") and name == "test_interleaved")):
             drop.append(item)
         else:
             keep.append(item)
@@ -164,6 +165,33 @@ def perf_session(request) -> PerfSession:
         return s.run()
     except ValueError as exc:  # an unwritable results dir, a --resume of other settings
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.fixture(scope="session")
+def perf_interleave(request):
+    """``perf_interleave((workload, decomposition))``: that case compared against ``--interleave-python-b``, interleaved on this
+    machine (``python -m harness interleave``, A = this interpreter, results in ``<results-dir>/interleave/<case>``);
+    returns the exit code and the comparison's report (``report.json``: verdict, sigma, launches, time)."""
+    config = request.config
+
+    def run(case: tuple[str, str]) -> tuple[int, dict | None]:
+        import json
+        import time
+
+        from harness.commands.interleave import interleave
+
+        o = config.getoption
+        out_dir = Path(o("results_dir")) / "interleave" / "-".join(case)
+        started = time.time()
+        code = interleave(gpu=config.stash[_GPU], workload=case[0], decomposition=case[1], python_b=o("interleave_python_b"),
+                          block_steps=o("interleave_block_steps"), pairs=o("interleave_pairs"), launches=o("interleave_launches"),
+                          look_every=o("interleave_look_every"), budget_minutes=o("interleave_budget_minutes"), cpus=o("interleave_cpus"),
+                          fallback_repeats=o("interleave_fallback_repeats"), workloads_dir=_workloads_dir(config), results_dir=out_dir,
+                          run_timeout=o("run_timeout"), out=_progress(config))
+        path = out_dir / "report.json"  # an earlier session's report in the same dir is not this comparison's
+        return code, json.loads(path.read_text()) if path.exists() and path.stat().st_mtime >= started - 1 else None
+
+    return run
 
 
 def pytest_runtestloop(session):

@@ -40,6 +40,10 @@ class RunRecord(TypedDict, total=False):
     signal: str
     stderr_tail: str
     traceback: str
+    # a world size > 1 (one torchrun job): every rank's share, and which rank failed
+    world_size: int
+    ranks: list[dict]
+    failed_rank: int
     # measurements, written by the worker
     train_runtime_s: float
     train_loss: float

@@ -236,6 +236,14 @@ class Workload:
         return dataclasses.replace(self, train=dataclasses.replace(self.train, max_steps=max_steps),
                                    measure=dataclasses.replace(self.measure, warmup_steps=warm))
 
+    def with_splits(self, effective: int | None = None) -> Workload:
+        """A copy whose decompositions are every micro-batch x grad-accum split of ``effective`` (default: its own effective
+        batch) on one device, largest micro-batch first: what ``python -m harness advise`` compares."""
+        e = self.effective_batch if effective is None else effective
+        _check(isinstance(e, int) and e > 0, f"--effective must be a positive whole number, got {e}")
+        splits = tuple(Decomposition(m, e // m) for m in range(e, 0, -1) if e % m == 0)
+        return dataclasses.replace(self, effective_batch=e, decompositions=splits)
+
     def runs_on(self, device: str) -> bool:
         """Selected by default on ``device`` ('cpu' or a GPU's short name): its ``devices`` list 'cpu', 'gpu' or that name."""
         return "cpu" in self.devices if device == "cpu" else ("gpu" in self.devices or device in self.devices)

@@ -147,19 +147,39 @@ def test_issue_script_without_regressions_or_report_files_nothing(fake_gh):
     assert fake_gh(None) == []
 
 
-def test_nightly_ab_runs_pinned_against_latest_only_when_they_differ():
-    """The latest job A/Bs pinned against the environment it just measured, on the same runner, and makes no
-    runs when latest resolved to the pins (harness ab --skip-same-versions); its regressions file issues too."""
+def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ():
+    """The latest job compares pinned against the environment it just measured, on the same runner, block-interleaved per
+    decomposition, and makes no runs when latest resolved to the pins (--skip-same-versions); its regressions file issues too."""
     import yaml
 
     job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]
     steps = {s.get("name"): s for s in job["steps"]}
-    ab = steps["A/B pinned vs latest"]
+    ab = steps["A/B pinned vs latest, interleaved"]
+    run = " ".join(ab["run"].split())
     assert "matrix.env == 'latest'" in ab["if"] and "!cancelled()" in ab["if"]
-    assert "--python-a .tox/pinned/bin/python --python-b .tox/latest/bin/python" in " ".join(ab["run"].split())
-    assert "--skip-same-versions" in ab["run"] and "--results-dir perf-results/ab" in ab["run"]
+    assert "-m harness interleave" in run and "--python-a .tox/pinned/bin/python --python-b .tox/latest/bin/python" in run
+    assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
     issues = steps["Open or update regression issues (A/B)"]
-    assert issues["env"]["REPORT"] == "perf-results/ab/report.json" and "steps.ab.outcome == 'failure'" in issues["if"]
+    assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
+
+
+def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
+    """A failed session is first confirmed interleaved on the same runner (pinned against this job's environment), and the
+    issue step reads the confirmed report when there is one; an unconfirmed timing files nothing."""
+    import yaml
+
+    names = [s.get("name") for s in yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]]
+    steps = {s.get("name"): s for s in yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]}
+    confirm = steps["Confirm runtime regressions interleaved"]
+    assert names.index("Confirm runtime regressions interleaved") < names.index("Open or update regression issues")
+    run = " ".join(confirm["run"].split())
+    assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
+    assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
+    assert "perf-results/confirm/report.json" in steps["Open or update regression issues"]["run"]
+    unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
+    filed = fake_gh(dict(REPORT, verdicts=unconfirmed))
+    titles = [c[c.index("--title") + 1] for c in filed if c[:2] == ["issue", "create"]]
+    assert titles and not any(" runtime " in t for t in titles)
 
 
 def _history_job() -> tuple[dict, dict, dict]:

@@ -52,7 +52,7 @@ def same_versions(a: str, b: str) -> str | None:
 
 def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None = None, decompositions: list[str] | None = None,
                repeats: int = 5, steps: int | None = None, workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/ab",
-               run_timeout: float = 1800.0, inject_slowdown_b: float = 0.0, skip_same_versions: bool = False,
+               run_timeout: float = 1800.0, inject_slowdown_b: float = 0.0, inject_work_b: int = 0, skip_same_versions: bool = False,
                out: Callable[[str], None] = print) -> tuple[Path, Path] | None:
     """Make the interleaved runs; return the results dirs of A and B, or None when ``skip_same_versions``
     finds nothing to compare (both sides have the same versions: no release since the pins)."""
@@ -61,7 +61,7 @@ def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None =
     if repeats < 2:
         raise ValueError(f"--repeats must be at least 2 (the test needs two runs per side), got {repeats}")
     pa, pb = interpreter(python_a, "a"), interpreter(python_b, "b")
-    if skip_same_versions and not inject_slowdown_b and (same := same_versions(pa, pb)):
+    if skip_same_versions and not inject_slowdown_b and not inject_work_b and (same := same_versions(pa, pb)):
         msg = f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)"
         out(msg)
         if summary := os.environ.get("GITHUB_STEP_SUMMARY"):
@@ -70,8 +70,9 @@ def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None =
         return None
     root = ensure_dir(results_dir)
     stamp = new_id("ab")
-    sides = [FreshSide("a", root / "a", f"{stamp}-a", python=pa), FreshSide("b", root / "b", f"{stamp}-b", python=pb, inject_slowdown=inject_slowdown_b)]
-    out(f"A: {pa}\nB: {pb}" + (f" (+{inject_slowdown_b:.0%} injected)" if inject_slowdown_b else ""))
+    sides = [FreshSide("a", root / "a", f"{stamp}-a", python=pa), FreshSide("b", root / "b", f"{stamp}-b", python=pb, inject_slowdown=inject_slowdown_b,
+                                                                                     inject_work=inject_work_b)]
+    out(f"A: {pa}\nB: {pb}" + (f" (+{inject_slowdown_b:.0%} injected)" if inject_slowdown_b else "") + (f" (inject-work {inject_work_b})" if inject_work_b else ""))
     run_slots(schedule(sides, [(w, d) for d in decs], repeats, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out)
     return root / "a", root / "b"
 

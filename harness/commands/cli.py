@@ -1,8 +1,8 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | history}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | confirm | advise | history}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. A command prints one line and exits 2 on bad input;
-``compare``, ``ab`` and ``interleave`` exit 1 on a regression (``interleave`` 3 when a worker died).
+``compare``, ``ab``, ``interleave`` and ``confirm`` exit 1 on a regression (``interleave`` 3 when a worker died).
 """
 
 from __future__ import annotations
@@ -20,6 +20,23 @@ def _cmd_baseline_update(a) -> int:
     from harness.commands.compare import baseline_update
 
     return baseline_update(a.results_dirs, gpu=a.gpu, workload=a.workload, baselines_dir=a.baselines_dir, min_repeats=a.min_repeats, note=a.note)
+
+
+def _cmd_advise(a) -> int:
+    from harness.commands.advise import advise
+
+    return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
+                  block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else 0.05,
+                  threshold=a.threshold if a.threshold is not None else 0.02, census=not a.no_census, cpus=a.cpus,
+                  memory_limit_micro=a.memory_limit_micro, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
+
+
+def _cmd_confirm(a) -> int:
+    from harness.commands.confirm import confirm
+
+    return confirm(a.report, python_a=a.python_a, python_b=a.python_b, block_steps=a.block_steps, pairs=a.pairs, launches=a.launches,
+                   look_every=a.look_every, budget_minutes=a.budget_minutes, cpus=a.cpus, fallback_repeats=a.fallback_repeats, alpha=a.alpha,
+                   threshold=a.threshold, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 
 def _cmd_compare(a) -> int:
@@ -83,8 +100,8 @@ def _cmd_interleave(a) -> int:
     return interleave(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, python_a=a.python_a, python_b=a.python_b,
                       inject_slowdown_b=a.inject_slowdown_b, inject_work_b=a.inject_work_b, block_steps=a.block_steps, pairs=a.pairs,
                       launches=a.launches, look_every=a.look_every, budget_minutes=a.budget_minutes, alpha=a.alpha, threshold=a.threshold,
-                      seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default,
-                      workloads_dir=a.workloads_dir,
+                      seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default, block_metric=a.block_metric,
+                      fallback_repeats=a.fallback_repeats, skip_same_versions=a.skip_same_versions, test=a.test, workloads_dir=a.workloads_dir,
                       results_dir=a.results_dir, run_timeout=a.run_timeout, faults=os.environ.get("HARNESS_FAULTS"))
 
 
@@ -143,8 +160,7 @@ def parser() -> argparse.ArgumentParser:
     ab.add_argument("--python-a", help="interpreter of side A (default: this one)")
     ab.add_argument("--python-b", required=True, help="interpreter of side B, e.g. .tox/latest/bin/python")
     ab.add_argument("--inject-slowdown-b", type=opt.parse_slowdown, default=0.0, help="sensitivity self-check: slow side B by this fraction")
-    ab.add_argument("--skip-same-versions", action="store_true",
-                    help="make no runs when A and B have the same python and library versions (nightly: no new release)")
+    opt.add(ab.add_argument, (opt.SKIP_SAME_VERSIONS,))
     ab.set_defaults(fn=_cmd_ab)
 
     hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
@@ -156,8 +172,19 @@ def parser() -> argparse.ArgumentParser:
     il = sub.add_parser("interleave", help="A against B on this machine in blocks of k steps on two resident workers, in random order per "
                         "pair, over several launches; sequential t test on the pair log ratios; exit 1 on a regression")
     opt.add(il.add_argument, (opt.GPU, opt.WORKLOAD, *opt.INTERLEAVE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": "perf-results/interleave"}, required=("gpu", "workload", "decomposition"))
+            defaults={**run_defaults, "results_dir": "perf-results/interleave"}, required=("gpu", "workload", "decomposition", "block_steps", "pairs"))
     il.set_defaults(fn=_cmd_interleave)
+    cf = sub.add_parser("confirm", help="re-measure each runtime regression of a suite report interleaved on this machine (A = the reference "
+                        "environment, B = the one the report measured); unconfirmed ones raise no alert; writes the confirmed report.json")
+    cf.add_argument("report", help="report.json of a suite session")
+    opt.add(cf.add_argument, (*opt.CONFIRM, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
+            defaults={**run_defaults, "results_dir": "perf-results/confirm"}, required=("block_steps", "pairs"))
+    cf.set_defaults(fn=_cmd_confirm)
+    ad = sub.add_parser("advise", help="which micro-batch x grad-accum split of the effective batch is fastest here: fit probes, "
+                        "interleaved comparisons, census diagnosis; table, report, plot and the TOML lines that pin it")
+    opt.add(ad.add_argument, (opt.GPU, opt.WORKLOAD, *opt.ADVISE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
+            defaults={**run_defaults, "results_dir": "perf-results/advise"}, required=("gpu", "workload"))
+    ad.set_defaults(fn=_cmd_advise)
     return p
 
 

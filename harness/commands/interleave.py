@@ -11,13 +11,18 @@ component. Before its first pair, each launch runs one unrecorded-in-the-verdict
 Every block is appended at once to ``<results-dir>/blocks.jsonl`` (side, launch, pair, position in the
 pair, k, step times, canary, wall clock, CPU time, phases), so an interrupted comparison keeps what it
 measured. The statistics (:mod:`harness.judging.paired`): per pair the log ratio of B's block metric
-over A's, a one-sided t test against log(1 + threshold) at looks every ``--look-every`` pairs, alpha
+over A's, a one-sided signed-rank test (or t, ``--test t``) against log(1 + threshold) at looks every ``--look-every`` pairs, alpha
 split over the planned looks, until conclusive or the pairs or ``--budget-minutes`` are spent.
 
 At the end: the verdict, the interval, the per-pair sigma, the minimum detectable slowdown, the launch
 check, the resume penalty, the host canary's correlation and the time spent; ``report.json`` and
 ``report.md`` in the results dir. Exit code 1 on a regression, 3 when a worker died (one ``error:``
 line), 2 on bad input, 130 when interrupted (Ctrl-C or SIGTERM: the workers are killed first), else 0.
+
+**Memory.** When a worker runs out of memory before the first pair (the two sides do not fit on the GPU
+at once), the workers are killed and the comparison falls back to fresh-process runs, one at a time
+(``python -m harness ab`` with ``--fallback-repeats`` runs per side, in ``<results-dir>/fresh``), with a
+line that says so; its verdict, at the fresh-run thresholds, becomes the report's verdict.
 """
 
 from __future__ import annotations
@@ -31,17 +36,17 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, median
 
-from harness.commands.ab import interpreter
+from harness.commands.ab import interpreter, same_versions
 from harness.files import append_jsonl, ensure_dir, new_id, read_jsonl, write_atomic, write_json_atomic
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
 from harness.measuring.resident import ResidentWorker, WorkerDied
 from harness.measuring.runner import parse_faults, sigterm_as_interrupt
-from harness.spec import load_workload
+from harness.spec import Workload, load_workload
 
 SIDES = ("a", "b")
 DEFAULT_THRESHOLD = 0.02
-DEFAULT_METRIC = "mean"
+DEFAULT_METRIC = "median"  # of the block's step times: a smaller pair sigma than the mean in 12 of 15 stored runs with fixed malloc (docs/results/interleave-cpu/)
 EXIT_REGRESSION, EXIT_WORKER_DIED, EXIT_INTERRUPTED = 1, 3, 130
 
 
@@ -76,13 +81,13 @@ def _sd(xs: list[float]) -> float | None:
 
 
 def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 1, metric: str = DEFAULT_METRIC,
-            drop_first: bool = False, session: str | None = None) -> dict:
+            drop_first: bool = False, session: str | None = None, test: str = "rank") -> dict:
     """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty, canary."""
     pairs = pairs_of(blocks, session)
     if len(pairs) < 2:
         return {"pairs": len(pairs), "verdict": None}
     groups = grouped(pairs, metric, drop_first)
-    check = pd.PairedCheck(alpha, threshold, looks)
+    check = pd.PairedCheck(alpha, threshold, looks, test=test)
     v = check.decide(groups)
     d = [x for g in groups for x in g]
     n = len(d)
@@ -140,27 +145,33 @@ def _pct(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}%}"
 
 
-def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | None = None, python_b: str | None = None,
-               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, block_steps: int = 10, pairs: int = 60, launches: int = 6,
+def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python_a: str | None = None, python_b: str | None = None,
+               decomposition_b: str | None = None,
+               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, block_steps: int = 1, pairs: int = 60, launches: int = 6,
                look_every: int | None = None, budget_minutes: float | None = None, alpha: float | None = None,
                threshold: float | None = None, seed: int | None = None, drop_first_step: bool = False, no_phases: bool = False,
-               cpus: list[int] | None = None, malloc_default: bool = False,
+               cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
                workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/interleave", run_timeout: float = 1800.0,
-               faults: str | None = None, out: Callable[[str], None] = print) -> int:
+               fallback_repeats: int = 5, skip_same_versions: bool = False, test: str = "rank", faults: str | None = None, out: Callable[[str], None] = print) -> int:
     """Run the interleaved comparison (module docstring); exit code 1 on a regression, 3 when a worker died, else 0.
 
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
     """
     t_start, cpu_start = time.time(), _children_cpu()
-    w = load_workload(workloads_dir, workload)
+    w = workload if isinstance(workload, Workload) else load_workload(workloads_dir, workload)
     dec = w.decomposition(decomposition)
+    dec_b = w.decomposition(decomposition_b) if decomposition_b else dec  # side B may run another split of the same batch (the advisor)
+    case = f"{w.name}-{dec.id}" if dec_b == dec else f"{w.name}-{dec_b.id}-vs-{dec.id}"
     if block_steps < 1:
         raise ValueError(f"--block-steps must be at least 1, got {block_steps}")
     plan = pd.Plan(pairs, launches, look_every)
     alpha = alpha if alpha is not None else default_thresholds(gpu)["alpha"]
     threshold = threshold if threshold is not None else DEFAULT_THRESHOLD
-    check = pd.PairedCheck(alpha, threshold, len(plan.looks))
+    check = pd.PairedCheck(alpha, threshold, len(plan.looks), test=test)
     py = {"a": interpreter(python_a, "a"), "b": interpreter(python_b, "b")}
+    if skip_same_versions and not inject_slowdown_b and not inject_work_b and (same := same_versions(py["a"], py["b"])):
+        out(f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)")
+        return 0
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     orders = ["ab" if rng.random() < 0.5 else "ba" for _ in range(pairs)]
@@ -168,16 +179,19 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
     root = ensure_dir(results_dir)
     blocks_path = root / "blocks.jsonl"
     session = new_id("interleave")
-    metric = DEFAULT_METRIC
+    metric = block_metric
+    if metric not in pd.METRICS:
+        raise ValueError(f"--block-metric must be one of {', '.join(pd.METRICS)}, got {metric!r}")
     switches = {"a": {"inject_slowdown": 0.0, "inject_work": 0}, "b": {"inject_slowdown": inject_slowdown_b, "inject_work": inject_work_b}}
-    settings = {"gpu": gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": dec.id, "python_a": py["a"], "python_b": py["b"],
+    settings = {"gpu": gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": dec.id, "decomposition_b": dec_b.id, "python_a": py["a"], "python_b": py["b"],
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "block_steps": block_steps, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
-                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "cpus": cpus, "malloc_default": malloc_default,
+                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": w.measure.warmup_steps, "session_id": session}
     injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
                                      f"inject-work {inject_work_b}" if inject_work_b else "") if x)
-    out(f"interleave {w.name}-{dec.id} on {gpu}: A {py['a']}, B {py['b']}{f' ({injected})' if injected else ''}")
+    out(f"interleave {case} on {gpu}: A {py['a']}, B {py['b']}{f' ({injected})' if injected else ''}"
+        + (f"; A runs {dec.id}, B runs {dec_b.id}" if dec_b != dec else ""))
     out(f"  {block_steps} steps per block, up to {pairs} pairs over {launches} launches, looks at {', '.join(map(str, plan.looks))} pairs "
         f"(alpha {alpha:g} / {len(plan.looks)} per look), threshold +{threshold:.1%}, seed {seed}; blocks in {blocks_path}")
 
@@ -211,8 +225,9 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
                     break
                 if launch > 1 and over_budget(startup_est + 2 * (fmean(pair_wall) if pair_wall else 0.0)):
                     stopped = f"budget of {budget_minutes:g} min spent before launch {launch}"
+                    out(f"{stopped}: judging the pairs made")
                     break
-                workers = {s: ResidentWorker(s.upper(), w, dec, root / "work", gpu=gpu, launch=launch, python=py[s], phases=not no_phases,
+                workers = {s: ResidentWorker(s.upper(), w, dec if s == "a" else dec_b, root / "work", gpu=gpu, launch=launch, python=py[s], phases=not no_phases,
                                              fault=fault.get((s, launch)), cpus=cpus, malloc_default=malloc_default, timeout_s=run_timeout, **switches[s]) for s in SIDES}
                 try:
                     t_launch = time.time()
@@ -243,7 +258,7 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
                         groups[launch - 1].append(d)
                         n = i + 1
                         if n in plan.looks:
-                            verdict = check.decide(groups, f"{w.name}-{dec.id}", plan.looks.index(n) + 1)
+                            verdict = check.decide(groups, case, plan.looks.index(n) + 1)
                             out(f"look {plan.looks.index(n) + 1}/{len(plan.looks)} at {n} pairs: {verdict.message}")
                             if verdict.outcome in pd.CONCLUSIVE:
                                 break
@@ -261,8 +276,13 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
                     workers[s].close()
                 info["close_s"] = time.time() - t_close
                 if stopped:
+                    out(f"{stopped}: judging the pairs made")
                     break
     except WorkerDied as exc:
+        if exc.oom and not any(not b["warmup"] for b in blocks) and dec_b == dec:
+            return _fresh_fallback(exc, settings=settings, root=root, gpu=gpu, workload=workload, dec=dec.id, python_a=python_a, python_b=python_b,
+                                   repeats=fallback_repeats, workloads_dir=workloads_dir, run_timeout=run_timeout,
+                                   inject_slowdown_b=inject_slowdown_b, inject_work_b=inject_work_b, out=out)
         out(f"error: {exc}")
         return EXIT_WORKER_DIED
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
@@ -272,10 +292,11 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
     n_pairs = sum(map(len, groups))
     if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
         # a budget stop between looks: this last look replaces the next planned one, so alpha per look still holds
-        verdict = check.decide(groups, f"{w.name}-{dec.id}", None) if n_pairs >= 2 else None
+        verdict = check.decide(groups, case, None) if n_pairs >= 2 else None
     wall = time.time() - t_start
     cpu = _children_cpu() - cpu_start
-    summary = analyse(blocks, alpha=alpha, threshold=threshold, looks=len(plan.looks), metric=metric, drop_first=drop_first_step, session=session)
+    summary = analyse(blocks, alpha=alpha, threshold=threshold, looks=len(plan.looks), metric=metric, drop_first=drop_first_step, session=session,
+                      test=test)
     cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
     timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "close_s": sum(li.get("close_s", 0) for li in launch_info),
               "blocks_wall_s": sum(b["wall_s"] for b in blocks),
@@ -283,12 +304,39 @@ def interleave(*, gpu: str, workload: str, decomposition: str, python_a: str | N
               "blocks_cpu_s": sum(b["cpu_s"] for b in blocks), "device": "gpu" if cuda else "cpu"}
     report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
               "verdict": None if verdict is None else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details}}
+    # what the regression-issue script reads from any report (.github/scripts/regression-issues.sh)
+    env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
+    report.update(gpu=gpu, session_id=session, rows=[], versions=env_b.get("versions", {}),
+                  verdicts=[] if verdict is None else [{"kind": "interleaved", "case": case, "outcome": verdict.outcome,
+                                                        "message": verdict.message}])
     lines = report_lines(report)
     for ln in lines:
         out(ln)
     write_json_atomic(root / "report.json", report)
     write_atomic(root / "report.md", markdown(report, lines))
     return EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0
+
+
+def _fresh_fallback(exc: Exception, *, settings: dict, root: Path, dec: str, repeats: int, out: Callable[[str], None], **ab_args) -> int:
+    """A and B do not fit on the device at once: fresh-process runs, one at a time (``ab``), judged at the fresh-run thresholds.
+    The interleave report (``report.json``, ``report.md``) points to them and carries their runtime verdict."""
+    from harness.commands.ab import ab
+
+    fresh = root / "fresh"
+    out(f"A and B do not fit on the device at once ({exc}); falling back to fresh-process runs, one at a time: {repeats} per side in "
+        f"{fresh}, judged as `python -m harness ab` does (the fresh-run thresholds: far coarser than an interleaved comparison)")
+    code = ab(decompositions=[dec], repeats=repeats, results_dir=fresh, out=out, **ab_args)
+    case = f"{settings['workload']}-{dec}"
+    got = json.loads((fresh / "report.json").read_text()) if (fresh / "report.json").exists() else {}
+    v = next((x for x in got.get("verdicts", []) if x.get("kind") == "runtime" and x.get("case") == case), None)
+    verdict = ({"outcome": v["outcome"], "message": f"{v['message']} (fresh-process runs: A and B did not fit on the device at once)"}
+               if v else {"outcome": "inconclusive", "message": f"no runtime verdict from the fresh-process runs (exit code {code})"})
+    report = {"settings": settings, "fallback": {"reason": str(exc), "results_dir": str(fresh), "repeats": repeats, "exit_code": code},
+              "verdict": verdict}
+    write_json_atomic(root / "report.json", report)
+    write_atomic(root / "report.md", f"# interleave {case}: fresh-process fallback\n\n{exc}\n\n**{verdict['message']}**\n\n"
+                 f"The runs and their full report: `{fresh}`.\n")
+    return code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,11 +373,13 @@ def report_lines(r: dict) -> list[str]:
     if any(rp.values()):
         out.append("resume penalty (first step / median of the others, 95% CI): "
                    + "; ".join(f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p))
+    elif r.get("k") == [1]:
+        out.append("resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)")
     c = r.get("canary") or {}
     if c.get("pair_corr") is not None:
         out.append(f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; with the pair log ratio "
                    f"{c['pair_corr']:+.2f}; as a covariate sigma {_pct(c['sigma_plain'], 2)} -> {_pct(c['sigma_adjusted'], 2)} "
-                   f"(variance {c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; not used by the verdict")
+                   f"(variance {-c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; not used by the verdict")
     if r.get("other_cpus"):
         o = r["other_cpus"]
         out.append(f"other load on this machine during the blocks: median {o['median']:.2f} CPUs busy elsewhere, max {o['max']:.2f}; "
@@ -344,7 +394,8 @@ def report_lines(r: dict) -> list[str]:
 
 def markdown(r: dict, lines: list[str]) -> str:
     s = r["settings"]
-    head = [f"# interleave {s['workload']}-{s['decomposition']} on {s['gpu']}", "",
+    pair = s["decomposition"] if s.get("decomposition_b", s["decomposition"]) == s["decomposition"] else f"{s['decomposition_b']}-vs-{s['decomposition']}"
+    head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "",
             f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
                                                                     if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
             f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
@@ -353,10 +404,10 @@ def markdown(r: dict, lines: list[str]) -> str:
     return "\n".join(head + [f"- {ln}" for ln in lines]) + "\n"
 
 
-def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first: bool = False) -> dict:
-    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric or first-step policy."""
+def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first: bool = False, test: str = "rank") -> dict:
+    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step policy or test."""
     root = Path(results_dir)
     rep = json.loads((root / "report.json").read_text())
     s = rep["settings"]
     return analyse(read_jsonl(root / "blocks.jsonl"), alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=metric,
-                   drop_first=drop_first, session=s["session_id"])
+                   drop_first=drop_first, session=s["session_id"], test=test)

@@ -4,8 +4,9 @@ Design (``harness.commands.interleave`` makes the data):
 
 * **Unit of replication: the pair.** Two resident workers, A and B, take turns running blocks of k
   optimizer steps; a pair is one block of each, in an order drawn at random per pair (seeded). Each
-  block is summarised by one number, :func:`block_metric` (the mean of its step times by default, or
-  the median; the first step optionally dropped), and each pair by its **log ratio**
+  block is summarised by one number, :func:`block_metric` (the median of its step times by default, as
+  a run is by the median of its steps; or the mean; the first step optionally dropped), and each pair by
+  its **log ratio**
   d = log(B's block metric / A's). Whatever the machine does for longer than a pair (a slow period,
   a clock change, a noisy neighbour) cancels in d, and the random order within the pair keeps a
   systematic first/second effect out of the mean of d.
@@ -45,6 +46,8 @@ power from the measured σ (about 3.6·σ/√n for α = 0.01, power 0.9, δ = 0;
 from __future__ import annotations
 
 import math
+from bisect import bisect_left as _bisect_left
+from bisect import bisect_right as _bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -55,13 +58,14 @@ from scipy import stats as _st
 from harness.judging.stats import Verdict, fmt_ratio
 
 METRICS = ("mean", "median")
+TESTS = ("rank", "t")  # of the pair unit: Wilcoxon signed-rank with Hodges–Lehmann (default), or the t test
 LAUNCH_ALPHA = 0.25  # level of the launch-variance screen that switches the unit to the launch (liberal: see the module docstring)
 
 
 # ---------------------------------------------------------------------------------------------
 # Summaries
 # ---------------------------------------------------------------------------------------------
-def block_metric(step_times_ms: Sequence[float], how: str = "mean", drop_first: bool = False) -> float:
+def block_metric(step_times_ms: Sequence[float], how: str = "median", drop_first: bool = False) -> float:
     """One number per block: the ``mean`` or ``median`` of its step times, without the first step if ``drop_first``
     (and the block has more than one)."""
     if how not in METRICS:
@@ -149,6 +153,90 @@ def paired_estimate(d: Sequence[float], alpha: float) -> PairedEstimate:
     if not d:
         raise ValueError("paired_estimate needs at least one pair")
     return PairedEstimate(fmean(d), _sd(d) if len(d) > 1 else float("nan"), len(d), alpha, "pair", len(d))
+
+
+@dataclass(frozen=True)
+class RankEstimate:
+    """The pair as the unit, by ranks: Wilcoxon's signed-rank test and its Hodges–Lehmann estimate and interval.
+
+    ``mean`` (kept as the name for the log-ratio estimate) is the Hodges–Lehmann estimate: the median of the
+    n(n+1)/2 Walsh averages (d_i + d_j)/2, i <= j. ``lo``/``hi`` bound a (1 - 2*alpha) interval: the (k+1)-th smallest
+    and largest Walsh averages, k the signed-rank critical value at ``alpha`` (normal approximation). ``p_above(t)`` is
+    the one-sided signed-rank p-value of H0 "the pair log ratios are centred at or below log t" (T+ = the number of
+    Walsh averages above log t, the same statistic as the sum of the ranks of the positive d - log t), so
+    ``p_above(t) <= alpha`` exactly when ``lo > t``. Valid for any continuous distribution of d that is symmetric
+    about its centre (the random order within a pair makes an A/A pair's log ratio symmetric); unlike the t interval,
+    a few extreme pairs (a step caught by a host hiccup) widen it by little. ``sd`` is the sd this interval would have
+    as a t interval: (log hi - log lo) / (2 z) x sqrt(n)."""
+
+    walsh: tuple[float, ...]
+    n: int
+    alpha: float
+    unit: str = "pair"
+
+    @property
+    def pairs(self) -> int:
+        return self.n
+
+    @property
+    def df(self) -> int:
+        return self.n - 1
+
+    @cached_property
+    def mean(self) -> float:
+        return median(self.walsh)
+
+    @cached_property
+    def _k(self) -> int:
+        big_n = len(self.walsh)
+        sd = math.sqrt(self.n * (self.n + 1) * (2 * self.n + 1) / 24)
+        return math.floor(big_n / 2 - float(_st.norm.ppf(1 - self.alpha)) * sd)
+
+    @property
+    def lo(self) -> float:
+        return math.exp(self.walsh[self._k]) if 0 <= self._k < len(self.walsh) else float("nan")
+
+    @property
+    def hi(self) -> float:
+        return math.exp(self.walsh[len(self.walsh) - 1 - self._k]) if 0 <= self._k < len(self.walsh) else float("nan")
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.mean)
+
+    @property
+    def se(self) -> float:
+        lo, hi = self.lo, self.hi
+        return (math.log(hi) - math.log(lo)) / (2 * float(_st.norm.ppf(1 - self.alpha))) if lo == lo and hi == hi else float("nan")
+
+    @property
+    def sd(self) -> float:
+        return self.se * math.sqrt(self.n)
+
+    def _p(self, above: int) -> float:
+        if self.n < 2:
+            return 1.0
+        mu, sd = len(self.walsh) / 2, math.sqrt(self.n * (self.n + 1) * (2 * self.n + 1) / 24)
+        return float(_st.norm.sf((above - mu) / sd))
+
+    def p_above(self, t: float) -> float:
+        """Signed-rank p-value of H0 "centre <= log t" against "centre > log t". Small means: confidently above t."""
+        c = math.log(t)
+        return self._p(len(self.walsh) - _bisect_right(self.walsh, c))
+
+    def p_below(self, t: float) -> float:
+        """Signed-rank p-value of H0 "centre >= log t" against "centre < log t". Small means: confidently below t."""
+        c = math.log(t)
+        return self._p(_bisect_left(self.walsh, c))
+
+
+def rank_estimate(d: Sequence[float], alpha: float) -> RankEstimate:
+    """The pair as the unit, by ranks (:class:`RankEstimate`): Wilcoxon signed-rank, Hodges–Lehmann estimate and interval."""
+    if not d:
+        raise ValueError("rank_estimate needs at least one pair")
+    x = sorted(d)
+    walsh = sorted((x[i] + x[j]) / 2 for i in range(len(x)) for j in range(i, len(x)))
+    return RankEstimate(tuple(walsh), len(x), alpha)
 
 
 def launch_estimate(groups: Sequence[Sequence[float]], alpha: float) -> PairedEstimate:
@@ -272,17 +360,23 @@ class PairedCheck:
     threshold: float = 0.02
     looks: int = 1
     launch_alpha: float = LAUNCH_ALPHA
+    test: str = "rank"
+
+    def __post_init__(self):
+        if self.test not in TESTS:
+            raise ValueError(f"--test must be one of {', '.join(TESTS)}, got {self.test!r}")
 
     @property
     def per_look(self) -> float:
         return self.alpha / self.looks
 
-    def estimate(self, groups: Sequence[Sequence[float]]) -> tuple[PairedEstimate, LaunchCheck | None]:
-        """The estimate the verdict uses (pair-level, or launch-level when launches differ) and the launch check."""
+    def estimate(self, groups: Sequence[Sequence[float]]) -> tuple[PairedEstimate | RankEstimate, LaunchCheck | None]:
+        """The estimate the verdict uses (pair-level, by ranks or t; launch-level when launches differ) and the launch check."""
         lc = launch_check(groups)
         if lc is not None and lc.differ(self.launch_alpha):
             return launch_estimate(groups, self.per_look), lc
-        return paired_estimate([x for g in groups for x in g], self.per_look), lc
+        d = [x for g in groups for x in g]
+        return (rank_estimate(d, self.per_look) if self.test == "rank" else paired_estimate(d, self.per_look)), lc
 
     def decide(self, groups: Sequence[Sequence[float]], case: str = "B/A", look: int | None = None) -> Verdict:
         """``groups``: per launch, the log ratios log(B/A) of its pairs, in order."""
@@ -293,6 +387,7 @@ class PairedCheck:
         details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a, "alpha_total": self.alpha,
                    "looks": self.looks, "look": look, "threshold": self.threshold, "pairs": e.pairs, "unit": e.unit, "n_units": e.n,
                    "df": e.df, "sigma_pair": pair_sd, "mean_log_ratio": e.mean, "se": e.se,
+                   "test": "signed-rank" if isinstance(e, RankEstimate) else "t",
                    "launch_check": None if lc is None else {"f": lc.f, "df_between": lc.df_between, "df_within": lc.df_within, "p": lc.p,
                                                             "sigma_launch": lc.sigma_launch, "sigma_pair": lc.sigma_pair, "sizes": list(lc.sizes),
                                                             "ratios": [math.exp(m) for m in lc.means]},

@@ -149,6 +149,9 @@ def sft_config(w: Workload, dec: Decomposition, output_dir: str, device: torch.d
         disable_tqdm=True,
         use_cpu=device.type == "cpu",
     )
+    if dec.world_size > 1:  # one process per device under torchrun; gloo on CPU
+        kw["ddp_backend"] = "gloo" if device.type == "cpu" else "nccl"
+        kw["ddp_find_unused_parameters"] = False
     ckpt = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
     kw[ckpt] = t.gradient_checkpointing
     if t.gradient_checkpointing:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 import sys
 import threading
 import time
@@ -40,6 +41,8 @@ from transformers import TrainerCallback
 from harness.judging.census_diff import window_plan
 
 TOP_TIMES = 20
+# collective-communication kernels (NCCL's all-reduce and friends): their GPU time per step is the communication share
+COMM_KERNEL = re.compile(r"nccl|all_?reduce|reduce_?scatter|all_?gather|broadcast", re.I)
 # Host-blocking runtime calls, and the memcpy calls (whose direction shows only on the device side).
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync")
 ALLOC_CALLS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost", "cudaMallocAsync", "cudaFreeAsync",
@@ -270,6 +273,7 @@ def summarize(events, n: int, cuda: bool) -> dict:
         out.update(kernels=r4(sum(kernels.values())), kernels_by_name={k: r4(v) for k, v in sorted(kernels.items())},
                    launch_calls=r4(launches), syncs={k: r4(v) for k, v in syncs.items()}, alloc={k: r4(v) for k, v in alloc.items()},
                    kernel_ms=round(ktotal_ms / n, 3), kernel_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top},
+                   comm_kernel_ms=round(sum(v for k, v in kernel_ns.items() if COMM_KERNEL.search(k)) / 1e6 / n, 3),
                    cpu_op_ms=None, cpu_op_ms_by_name=None)
         window.update(kernels=sum(kernels.values()), launch_calls=launches, syncs=syncs, alloc=alloc, kernel_ms=round(ktotal_ms, 3),
                       edge_device_syncs=edge)
@@ -279,7 +283,7 @@ def summarize(events, n: int, cuda: bool) -> dict:
         total_ms = sum(aten.values()) / 1e6
         top = sorted(aten.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TIMES]
         out.update(kernels=None, kernels_by_name=None, launch_calls=None, syncs=None, alloc=None, kernel_ms=None, kernel_ms_by_name=None,
-                   cpu_op_ms=round(total_ms / n, 3), cpu_op_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top})
+                   comm_kernel_ms=None, cpu_op_ms=round(total_ms / n, 3), cpu_op_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top})
         window.update(cpu_op_ms=round(total_ms, 3))
     out["attention_backend"], out["attention_names"] = _attention(ops, kernels)
     out["window"] = window

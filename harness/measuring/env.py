@@ -88,13 +88,24 @@ def boot_id() -> str | None:
         return None
 
 
+def interconnect(pynvml, handle) -> str:
+    """``nvlink`` when any NVLink of the first GPU is active (NVML), else ``pcie``."""
+    for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
+        try:
+            if pynvml.nvmlDeviceGetNvLinkState(handle, link) == pynvml.NVML_FEATURE_ENABLED:
+                return "nvlink"
+        except Exception:
+            break
+    return "pcie"
+
+
 def worker_env(model=None) -> dict:
     """Environment as seen by the worker (imports torch). GPU-only keys are None on CPU."""
     import torch
 
     env = {"gpu": None, "gpu_short": "cpu", "gpu_count": 0, "driver": None, "cuda": torch.version.cuda,
            "cpu": host_cpu(), "cpu_count": os.cpu_count(), "hostname": platform.node(), "boot_id": boot_id(), "platform": platform.platform(),
-           "versions": versions(), "attn_implementation": None, "gpu_clocks": None}
+           "versions": versions(), "attn_implementation": None, "gpu_clocks": None, "interconnect": None}
     if torch.cuda.is_available():
         name = torch.cuda.get_device_name(0)
         env.update(gpu=name, gpu_short=short_gpu_name(name), gpu_count=torch.cuda.device_count())
@@ -104,6 +115,7 @@ def worker_env(model=None) -> dict:
             pynvml.nvmlInit()
             env["driver"] = pynvml.nvmlSystemGetDriverVersion()
             h = pynvml.nvmlDeviceGetHandleByIndex(0)
+            env["interconnect"] = interconnect(pynvml, h) if env["gpu_count"] > 1 else None
             env["gpu_clocks"] = {"sm_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
                                  "mem_max_mhz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
                                  "power_limit_w": pynvml.nvmlDeviceGetPowerManagementLimit(h) / 1000.0}

@@ -193,7 +193,7 @@ def main(argv: list[str]) -> int:
 
     try:
         with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
-            built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS)
+            built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
             gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
                              "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
                              "inject_work_layers": built.inject.layers if built.inject is not None else None}
@@ -217,11 +217,12 @@ def main(argv: list[str]) -> int:
 # Parent side (no torch)
 # ------------------------------------------------------------------------------------------------
 class WorkerDied(RuntimeError):
-    """A resident worker failed, died or stopped answering. ``str(err)`` is one line; ``tail`` is its log tail."""
+    """A resident worker failed, died or stopped answering. ``str(err)`` is one line; ``tail`` is its log tail;
+    ``oom`` is true when the worker ran out of (GPU) memory."""
 
-    def __init__(self, message: str, tail: str = "", log: str | None = None):
+    def __init__(self, message: str, tail: str = "", log: str | None = None, oom: bool = False):
         super().__init__(message)
-        self.tail, self.log = tail, log
+        self.tail, self.log, self.oom = tail, log, oom
 
 
 def _last_line(text: str) -> str:
@@ -395,7 +396,8 @@ class ResidentWorker:
     def _expect(self, event: str, when: str) -> dict:
         msg = self._recv(when)
         if msg.get("event") == "error":
-            raise self._died(when, f"{'out of memory' if msg.get('status') == 'oom' else 'it failed'}: {msg.get('error')}", with_last=False)
+            oom = msg.get("status") == "oom"
+            raise self._died(when, f"{'out of memory' if oom else 'it failed'}: {msg.get('error')}", with_last=False, oom=oom)
         if msg.get("event") != event:
             raise self._died(when, f"it answered {msg.get('event')!r} where {event!r} was due")
         return msg
@@ -422,10 +424,10 @@ class ResidentWorker:
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
 
-    def _died(self, when: str, how: str, with_last: bool = True) -> WorkerDied:
+    def _died(self, when: str, how: str, with_last: bool = True, oom: bool = False) -> WorkerDied:
         tail = _tail(self.log_path)
         last = f"; log: {_last_line(tail)}" if with_last else ""
-        return WorkerDied(f"{self.label} {when}: {how}{last} (full log: {self.log_path})", tail, str(self.log_path))
+        return WorkerDied(f"{self.label} {when}: {how}{last} (full log: {self.log_path})", tail, str(self.log_path), oom=oom)
 
 
 def _how(code: int | None) -> str:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,9 +56,9 @@ def parse_faults(text: str | None) -> dict[tuple[str, int], str]:
     return out
 
 
-def _tail(path: Path) -> str:
+def _tail(path: Path, n: int = STDERR_TAIL) -> str:
     try:
-        data = path.read_bytes()[-STDERR_TAIL:]
+        data = path.read_bytes()[-n:]
     except OSError:
         return ""
     return data.decode(errors="replace")
@@ -96,6 +98,7 @@ def worker_environ(gpu: str) -> dict[str, str]:
     """The environment of a worker process (fresh or resident): unbuffered, quiet, no GPU for ``--gpu cpu``,
     and this source tree first on PYTHONPATH, whether or not harness is installed."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_DISABLE_PROGRESS_BARS="1")
+    env.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on shared multi-GPU hosts
     env.pop("HARNESS_FAULTS", None)  # the parent parsed them; the request carries this run's fault
     if gpu == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -122,8 +125,7 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     env = worker_environ(gpu)
     started = time.time()
     with open(log_path, "wb") as log, sigterm_as_interrupt():
-        proc = subprocess.Popen([req.python or sys.executable, "-m", "harness.measuring.worker", str(req_path), str(res_path)],
-                                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(worker_command(req, req_path, res_path), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             code = proc.wait(timeout=timeout_s)
             timed_out = False
@@ -142,12 +144,8 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
               "gpu": gpu, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "wall_s": wall,
               "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
               "profile_steps": req.profile_steps, "exit_code": code}
-    result = {}
-    if res_path.exists() and not timed_out:
-        try:
-            result = json.loads(res_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            result = {}
+    world = req.decomposition.world_size
+    result = {} if timed_out else (_read_result(res_path) if world == 1 else merge_ranks(res_path, world, log_path))
     if timed_out:
         record.update(status="timeout", error=f"no result after the {timeout_s:g} s timeout; killed the process group")
     elif result:
@@ -163,6 +161,90 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
         record["stderr_tail"] = _tail(log_path)
     record["log"] = str(log_path)
     append_jsonl(results_dir / "runs.jsonl", record)
-    for p in (req_path, res_path):
+    for p in (req_path, res_path, *(Path(f"{res_path}.rank{r}") for r in range(world))):
         p.unlink(missing_ok=True)
     return record
+
+
+def worker_command(req: RunRequest, req_path: Path, res_path: Path) -> list[str]:
+    """One worker process, or for a world size N > 1 one job of N processes started by torchrun (``torch.distributed.run``,
+    standalone rendezvous on this machine, one process per GPU, gloo on CPU): each rank writes ``RESULT.rankR``."""
+    py = req.python or sys.executable
+    n = req.decomposition.world_size
+    launcher = [py] if n == 1 else [py, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", "--max-restarts=0"]
+    return [*launcher, "-m", "harness.measuring.worker", str(req_path), str(res_path)]
+
+
+def _read_result(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+_PEER_ERROR = re.compile(r"by peer|gloo|nccl|ProcessGroup|Broken pipe|Connection (reset|closed|refused)", re.I)
+_RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*exitcode\s*:\s*(-?\d+)")
+
+
+def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
+    """The record of a job of ``world`` ranks: rank 0's result, with every rank's step times, peak memory, losses and status
+    under ``ranks``; peak memory is the largest of any rank (the per-GPU figure the memory verdict reads), losses the mean
+    over ranks per step (each rank trains its share of the batch). A failed rank makes the job fail: status and error name
+    the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log."""
+    ranks = [_read_result(Path(f"{res_path}.rank{r}")) for r in range(world)]
+    if not any(ranks):
+        return {}
+    exits = {int(r): int(c) for r, c in _RANK_EXIT.findall(_tail(log_path, 20000))}  # torchrun's failure summary
+    per_rank = []
+    for r, res in enumerate(ranks):
+        status = res.get("status") or "crash"
+        error = res.get("error")
+        if not res:
+            code = exits.get(r)
+            name = signal.Signals(-code).name if code is not None and code < 0 and -code in signal.Signals._value2member_map_ else None
+            error = (f"killed by {name}" if name else f"exited with code {code}" if code is not None else "wrote no result") + " (torchrun)"
+        per_rank.append({"rank": r, "status": status, "error": error, "step_times_ms": res.get("step_times_ms"),
+                         "peak_reserved_bytes": res.get("peak_reserved_bytes"), "peak_allocated_bytes": res.get("peak_allocated_bytes"),
+                         "losses": res.get("losses")})
+    # When one rank fails the others fail after it: a peer's collective breaks (gloo/NCCL "connection reset by peer"), or
+    # torchrun stops them with SIGTERM. Blame, in this order: a rank with an error of its own; a rank killed by a signal other
+    # than torchrun's SIGTERM; torchrun's "first observed failure"; the first rank that failed.
+    bad = [x for x in per_rank if x["status"] != "ok"]
+    own = [x for x in bad if x["error"] and "(torchrun)" not in x["error"] and not _PEER_ERROR.search(x["error"])]
+    killed = [x for x in bad if x["error"] and x["error"].startswith("killed by ") and not x["error"].startswith("killed by SIGTERM")]
+    log = _tail(log_path, 20000)
+    root = _RANK_EXIT.search(log[log.rfind("Root Cause"):]) if "Root Cause" in log else None
+    by_root = [per_rank[int(root.group(1))]] if root and int(root.group(1)) < world else []
+    culprit = next(iter(own + killed + by_root + bad), None)
+    out = dict(ranks[0]) if ranks[0] else {"status": "crash"}
+    out["ranks"] = per_rank
+    out["world_size"] = world
+    if culprit is not None:
+        out.update(status=culprit["status"], error=f"rank {culprit['rank']}: {culprit['error']}", failed_rank=culprit["rank"])
+        return out
+    peaks = [x["peak_reserved_bytes"] for x in per_rank if x["peak_reserved_bytes"] is not None]
+    out["peak_reserved_bytes"] = max(peaks) if peaks else None
+    allocs = [x["peak_allocated_bytes"] for x in per_rank if x["peak_allocated_bytes"] is not None]
+    out["peak_allocated_bytes"] = max(allocs) if allocs else None
+    losses = [x["losses"] for x in per_rank if x["losses"]]
+    if losses and all(len(x) == len(losses[0]) for x in losses):
+        out["losses"] = [sum(v) / len(v) for v in zip(*losses)]
+    return out
+
+
+def live_processes(module: bytes, where: Callable[[Path, list[bytes]], bool] = lambda pid_dir, argv: True) -> list[int]:
+    """Pids of live (not zombie) processes on this machine whose command line runs ``module`` (e.g.
+    ``b"harness.measuring.worker"``) and for which ``where(/proc/PID, argv)`` holds: how the tests prove that no
+    worker outlives its parent. Linux only (reads /proc)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().split(b"\0")
+            if module in cmd and where(p, cmd) and (p / "stat").read_text().split()[2] != "Z":
+                out.append(int(p.name))
+        except OSError:
+            continue
+    return out
+

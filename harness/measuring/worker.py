@@ -8,6 +8,7 @@ A crash, a signal or a timeout leaves no result; the runner then classifies the 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -38,11 +39,13 @@ class Built:
     probe: dict | None = None
 
 
-def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | None = None, max_steps: int | None = None) -> Built:
+def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | None = None, max_steps: int | None = None,
+                  sampler: bool = True) -> Built:
     """Tokenizer, model, dataset and the instrumented SFTTrainer of one request, with its callbacks; ``timing``
     gets the set-up times. Shared by a fresh run (:func:`train`) and a resident worker
     (:mod:`harness.measuring.resident`), which passes its own ``measure`` callback (a subclass of
-    ``MeasureCallback``, called with the recorder) and an unbounded ``max_steps`` (the Trainer cycles the data)."""
+    ``MeasureCallback``, called with the recorder), an unbounded ``max_steps`` (the Trainer cycles the data) and no
+    GPU sampler (its thread would wake every 0.5 s while the other side's block is timed)."""
     t = time.perf_counter()
     import datasets
     import torch
@@ -69,10 +72,15 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
     timing["import_s"] = time.perf_counter() - t
     w = Workload.from_dict(req["workload"])
     dec = w.decomposition(req["decomposition"])
-    if dec.world_size > 1:
-        raise ValueError(f"{w.name} {dec.id}: world_size {dec.world_size} needs a multi-process launcher, which the runner does not have yet; use world_size 1")
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    if dec.world_size != world:
+        raise ValueError(f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, this one is 1 of {world} "
+                         "(the runner starts world sizes > 1 with torchrun)")
     cuda = torch.cuda.is_available() and not req.get("force_cpu")
-    device = torch.device("cuda" if cuda else "cpu")
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if cuda and world > 1:
+        torch.cuda.set_device(local)
+    device = torch.device(f"cuda:{local}" if cuda and world > 1 else "cuda" if cuda else "cpu")
     if not cuda and w.train.precision == "fp16":
         raise ValueError(f"{w.name}: precision fp16 needs a GPU; use fp32 or bf16 for CPU workloads")
     if not cuda and w.train.cpu_threads:
@@ -91,8 +99,8 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
 
     t = time.perf_counter()
     recorder = Recorder(CudaClock() if cuda else HostClock(), phases=req.get("phases", True),
-                        slowdown=float(req.get("inject_slowdown") or 0.0), fault=req.get("fault"))
-    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if cuda and not req.get("census") else None
+                        slowdown=float(req.get("inject_slowdown") or 0.0), fault=rank_fault(req.get("fault"), rank))
+    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if sampler and cuda and not req.get("census") else None
     trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
     args = build.sft_config(w if max_steps is None else w.with_overrides(max_steps=max_steps), dec, outdir, device)
     trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=build.lora_config(w))
@@ -154,6 +162,19 @@ def train(req: dict, timing: dict) -> dict:
     }
 
 
+def rank_fault(fault: str | None, rank: int) -> str | None:
+    """Test-only: ``KIND@STEP/rankR`` fires on rank R only; a fault without ``/rank`` fires on every rank."""
+    if not fault or "/rank" not in fault:
+        return fault
+    spec, _, r = fault.partition("/rank")
+    return spec if int(r) == rank else None
+
+
+def result_path_of(path: str, rank: int, world: int) -> str:
+    """Where a rank writes its result: the path itself for a single process, ``PATH.rankR`` for each rank of a job."""
+    return path if world == 1 else f"{path}.rank{rank}"
+
+
 def classify(exc: BaseException) -> tuple[str, str]:
     """(status, one-line message) of a failed training: ``oom`` or ``error``. Shared with the resident worker."""
     import torch
@@ -187,7 +208,9 @@ def main(argv: list[str]) -> int:
         code = EXIT_OOM if status == "oom" else EXIT_ERROR
     timing["worker_total_s"] = time.time() - t_main
     result["timing_s"] = timing
-    write_json_atomic(result_path, result)
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    result["rank"] = rank
+    write_json_atomic(result_path_of(result_path, rank, world), result)
     return code
 
 if __name__ == "__main__":

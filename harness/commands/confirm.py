@@ -1,0 +1,88 @@
+"""``python -m harness confirm REPORT``: no regression alert on a stored-baseline verdict alone.
+
+A runtime regression against a stored baseline can be a real slowdown, or a machine slower than the
+baseline's (machines differ by 8-15%, and one machine's speed drifts). Before an alert, each runtime
+regression of ``REPORT`` (a suite's ``report.json``) is re-measured on this machine: ``python -m harness
+interleave`` of that case, A = ``--python-a`` (the reference environment, e.g. the pinned one) against
+B = ``--python-b`` (the environment the report measured), in ``<results-dir>/<case>``.
+
+Outcomes, per runtime regression of the report:
+
+* **confirmed**: the interleaved comparison also says regression; the verdict stays a regression, its
+  message followed by the interleaved one.
+* **unconfirmed**: the interleaved comparison says pass, improvement or inconclusive, or no
+  comparison could be made (a worker died); the verdict becomes ``unconfirmed`` (not a failure) and
+  says why. When A and B are the same interpreter nothing can confirm it on this machine: without a
+  library change, a stored-baseline regression is the machine, its driver or noise; it stays on the
+  history page, without an alert.
+
+Every other verdict (memory, ordering, equivalence, work, failed runs) is kept as it is. The result is
+written as ``<results-dir>/report.json`` in the report's own format, for the regression-issue script;
+exit code 1 when a regression or a failed check remains, else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.files import ensure_dir, write_json_atomic
+
+UNCONFIRMED = "unconfirmed"
+
+
+def confirm(report: str | Path, *, python_a: str | None = None, python_b: str | None = None, workloads_dir: str | Path = "workloads",
+            results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print, **interleave_args) -> int:
+    """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring); ``interleave_args``
+    go to :func:`harness.commands.interleave.interleave` (block_steps, pairs, launches, budget_minutes, cpus, ...)."""
+    from harness.commands.ab import interpreter
+    from harness.commands.interleave import interleave
+
+    path = Path(report)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such report; pass the report.json of a suite session (pytest perftests ... --results-dir DIR)")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list) or not isinstance(data.get("rows"), list):
+        raise ValueError(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
+    root = ensure_dir(results_dir)
+    pa, pb = interpreter(python_a, "a"), interpreter(python_b, "b")
+    same = os.path.realpath(pa) == os.path.realpath(pb)
+    cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
+    todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
+    out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
+    verdicts, confirmed = [], []
+    for v in data["verdicts"]:
+        if v not in todo:
+            verdicts.append(v)
+            continue
+        if same:
+            verdicts.append({**v, "outcome": UNCONFIRMED, "stored_message": v["message"],
+                             "message": f"{v['message']}; unconfirmed: A and B are the same environment, so nothing on this machine can "
+                                        "confirm it (without a library change it is the machine, its driver or noise); no alert"})
+            out(f"  {v['case']}: unconfirmed (A and B are the same environment)")
+            continue
+        workload, dec = cases[v["case"]]
+        case_dir = root / v["case"]
+        code = interleave(gpu=data.get("gpu") or "auto", workload=workload, decomposition=dec, python_a=pa, python_b=pb,
+                          workloads_dir=workloads_dir, results_dir=case_dir, out=out, **interleave_args)
+        got = json.loads((case_dir / "report.json").read_text()) if (case_dir / "report.json").exists() else {}
+        iv = got.get("verdict") or {"outcome": "none", "message": f"no interleaved verdict (exit code {code}); see {case_dir}"}
+        if iv["outcome"] == "regression":
+            verdicts.append({**v, "interleaved": iv, "message": f"{v['message']}; confirmed interleaved on this machine: {iv['message']}"})
+            confirmed.append(v["case"])
+            out(f"  {v['case']}: CONFIRMED: {iv['message']}")
+        else:
+            verdicts.append({**v, "outcome": UNCONFIRMED, "stored_message": v["message"], "interleaved": iv,
+                             "message": f"{v['message']}; unconfirmed: interleaved on this machine {iv['message']}; no alert"})
+            out(f"  {v['case']}: unconfirmed: {iv['message']}")
+    result = {**data, "verdicts": verdicts, "confirm": {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same,
+                                                       "regressions": [v["case"] for v in todo], "confirmed": confirmed}}
+    write_json_atomic(root / "report.json", result)
+    failing = [v for v in verdicts if v.get("outcome") in ("regression", "fail")]
+    out(f"{len(confirmed)} of {len(todo)} runtime regression(s) confirmed; {len(failing)} failing verdict(s) remain; wrote {root / 'report.json'}")
+    return 1 if failing else 0

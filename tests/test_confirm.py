@@ -1,0 +1,72 @@
+"""``python -m harness confirm``: a stored-baseline runtime regression raises an alert only when an interleaved comparison on the
+same machine confirms it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.commands.confirm import UNCONFIRMED, confirm
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _report(tmp_path, outcome="regression") -> Path:
+    data = {"gpu": "cpu", "session_id": "s1", "rows": [{"workload": "tiny-qwen3", "decomposition": "4x1"}, {"workload": "tiny-qwen3", "decomposition": "1x4"}],
+            "verdicts": [{"kind": "runtime", "case": "tiny-qwen3-4x1", "outcome": outcome, "message": "REGRESSION: x1.30 vs baseline"},
+                         {"kind": "runtime", "case": "tiny-qwen3-1x4", "outcome": "pass", "message": "pass"},
+                         {"kind": "memory", "case": "tiny-qwen3-1x4", "outcome": "regression", "message": "peak memory +20%"}],
+            "versions": {"torch": "x"}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_same_environment_cannot_confirm_and_raises_no_runtime_alert(tmp_path):
+    lines = []
+    code = confirm(_report(tmp_path), python_a=sys.executable, python_b=sys.executable, results_dir=tmp_path / "c", block_steps=1, pairs=4,
+                   out=lines.append)
+    got = json.loads((tmp_path / "c" / "report.json").read_text())
+    runtime = {v["case"]: v for v in got["verdicts"] if v["kind"] == "runtime"}
+    assert runtime["tiny-qwen3-4x1"]["outcome"] == UNCONFIRMED and "same environment" in runtime["tiny-qwen3-4x1"]["message"]
+    assert runtime["tiny-qwen3-1x4"]["outcome"] == "pass"
+    # the memory regression is not a timing: it is kept, and it still fails
+    assert any(v["kind"] == "memory" and v["outcome"] == "regression" for v in got["verdicts"]) and code == 1
+    assert got["confirm"]["confirmed"] == [] and got["confirm"]["same_environment"] and got["rows"] and got["versions"] == {"torch": "x"}
+    assert not (tmp_path / "c" / "tiny-qwen3-4x1").exists()  # nothing was run
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "no such report"), ("{not json", "not a JSON report"), ('{"a": 1}', "not a suite report"),
+])
+def test_a_bad_report_is_one_line(tmp_path, content, says):
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_text(content)
+    res = subprocess.run([sys.executable, "-m", "harness", "confirm", str(path), "--block-steps", "1", "--pairs", "4"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60)
+    assert res.returncode == 2 and res.stderr.startswith("error: ") and says in res.stderr and "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_a_real_slowdown_is_confirmed_and_none_is_not(tmp_path):
+    """B is another interpreter path (a wrapper of this one). Its injected 60% is confirmed; with nothing injected the
+    stored-baseline regression is not (pass or inconclusive), so no alert."""
+    wrapper = tmp_path / "python-b"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    common = dict(python_a=sys.executable, python_b=str(wrapper), workloads_dir=ROOT / "workloads", block_steps=2, pairs=10, launches=2,
+                  out=lambda _: None)
+    slow = confirm(_report(tmp_path), results_dir=tmp_path / "slow", inject_slowdown_b=0.6, **common)
+    got = json.loads((tmp_path / "slow" / "report.json").read_text())
+    v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
+    assert slow == 1 and v["outcome"] == "regression" and "confirmed interleaved on this machine: REGRESSION: B/A x" in v["message"]
+    assert got["confirm"]["confirmed"] == ["tiny-qwen3-4x1"] and (tmp_path / "slow" / "tiny-qwen3-4x1" / "blocks.jsonl").exists()
+    flat = confirm(_report(tmp_path), results_dir=tmp_path / "flat", alpha=0.01, **common)  # an A/A: a false alarm at most 1% of the time
+    got = json.loads((tmp_path / "flat" / "report.json").read_text())
+    v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
+    assert v["outcome"] == UNCONFIRMED and v["interleaved"]["outcome"] in ("pass", "inconclusive", "improvement"), v
+    assert flat == 1  # the memory regression of the report remains
