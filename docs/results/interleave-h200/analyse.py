@@ -280,13 +280,18 @@ def section_b(comps):
             f"start-up per launch {min(c['startup'] / c['launches_started'] for c in cs):.1f}-{max(c['startup'] / c['launches_started'] for c in cs):.1f} s"
         )
     for dec in CHOSEN_K:
-        ws = [c for c in comps if c["dec"] == dec and c["inject_work"]]
-        d = np.concatenate([c["d"] for c in ws]).tolist()
-        e, r = pd.paired_estimate(d, 0.025), pd.rank_estimate(d, 0.025)
+        ws, e, r = injected_pool(comps, dec)
         print(
             f"   {dec}, inject-work 2, all {len(ws)} comparisons' pairs together: x{e.ratio:.4f} [{e.lo:.4f}, {e.hi:.4f}] by t, "
             f"x{r.ratio:.4f} [{r.lo:.4f}, {r.hi:.4f}] by rank (Hodges-Lehmann) over {e.n} pairs (95%; ignores launches)"
         )
+
+
+def injected_pool(comps, dec):
+    """The injected comparisons of ``dec`` and the t and Hodges-Lehmann 95% estimates of all their pairs together."""
+    ws = [c for c in comps if c["dec"] == dec and c["inject_work"]]
+    d = np.concatenate([c["d"] for c in ws]).tolist()
+    return ws, pd.paired_estimate(d, 0.025), pd.rank_estimate(d, 0.025)
 
 
 def overhead(comps, dec):
@@ -437,9 +442,7 @@ def section_c(comps, pooled):
                 f"{need:>4} pairs, {mins:4.1f} min with 2 launches"
             )
         print("     (* above 3%; HL: the Hodges-Lehmann estimate of the source, the centre the rank test sees at s = 0, where the mean is 0)")
-        ws = [c for c in comps if c["dec"] == dec and c["inject_work"]]
-        dd = np.concatenate([c["d"] for c in ws]).tolist()
-        e, r = pd.paired_estimate(dd, 0.025), pd.rank_estimate(dd, 0.025)
+        ws, e, r = injected_pool(comps, dec)
         print(
             f"     to flag inject-work 2 against +{CMD_THRESHOLD:.0%} at alpha {CMD_ALPHA} with power {POWER} (the effect of all {len(ws)} injected comparisons' "
             f"pairs together: x{e.ratio:.4f} by t, x{r.ratio:.4f} by HL; minutes with 2 launches):"
