@@ -153,6 +153,9 @@ INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "sensitiv
                         type=parse_slowdown, default=0.0)
 INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only: side B does N extra casts per LoRA layer forward (real extra work)",
                     type=parse_count, default=0)
+INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent", "test-only: side B does extra casts per LoRA layer forward, "
+                            "sized on this machine after the warm-up to slow its step by this many percent (the report states the amount "
+                            "and the calibration)", type=parse_positive_float, default=0.0)
 BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k); 1 gave the smallest sigma per CPU second on the CPU runner", type=parse_positive_int, default=1)
 PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
 LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; the launch is a variance component "
@@ -176,22 +179,24 @@ SKIP_SAME_VERSIONS = Opt(("--skip-same-versions",), "skip_same_versions", "make 
                          "(nightly: no new release)", action="store_true")
 PAIR_TEST = Opt(("--test",), "test", "test of the pair log ratios: rank (Wilcoxon signed-rank, Hodges-Lehmann interval; default: a few extreme "
                 "pairs widen it little) or t", default="rank", choices=("rank", "t"))
-INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
+INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
               DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, NO_PHASES, CPUS, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
 
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)
 ADVISE_BUDGET = Opt(("--budget-minutes",), "budget_minutes", "device minutes for the whole advice, probes included; the comparisons share "
                     "what the probes leave", type=parse_positive_float, default=10.0)
-PROBE_STEPS = Opt(("--probe-steps",), "probe_steps", "optimizer steps of each fit probe after the warm-up", type=parse_positive_int, default=3)
+PROBE_STEPS = Opt(("--probe-steps",), "probe_steps", "timed steps of each fit probe (m x 1) after the warm-up", type=parse_positive_int, default=3)
 BLOCK_SECONDS = Opt(("--block-seconds",), "block_seconds", "length of a block in the comparisons, in seconds of the slower split's steps "
                     "(k = ceil(this / its probe step), at least 1)", type=parse_positive_float, default=0.8)
 ADVISE_PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks per comparison at most", type=parse_positive_int, default=200)
 ADVISE_LAUNCHES = Opt(("--launches",), "launches", "launches per comparison", type=parse_positive_int, default=2)
-NO_CENSUS = Opt(("--no-census",), "no_census", "no census run per split (no diagnosis column)", action="store_true")
+NO_CENSUS = Opt(("--no-census",), "no_census", "no census window in the probes (no diagnosis column)", action="store_true")
+SCREEN = Opt(("--screen",), "screen", "splits whose probe-estimated step is more than this many times the fastest's are called slower "
+             "without an interleaved comparison", type=parse_positive_float, default=1.5)
 MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro", "test-only: splits with a larger micro-batch run out of "
                          "memory at their first step", type=parse_positive_int)
-ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, CPUS, MEMORY_LIMIT_MICRO)
+ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, SCREEN, CPUS, MEMORY_LIMIT_MICRO)
 
 # confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
 CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, FALLBACK_REPEATS)

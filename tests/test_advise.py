@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.advise import GIB, block_steps_for, recommend
+from harness.commands.advise import GIB, block_steps_for, estimate_step, pairs_for, recommend, report_lines
 from harness.measuring.runner import live_processes
 from harness.spec import Workload
 
@@ -53,6 +53,30 @@ def test_the_answer_separated_tied_open_and_only_accumulation():
     assert none["recommended"] is None and "no split fits" in none["lines"][0]
 
 
+def test_a_split_estimated_from_its_micro_batch_probe_and_the_pairs_that_fit_the_budget():
+    # m x 1 probe: 2 warm-up steps, 3 timed steps (then census steps, slower, which the estimate must not read)
+    rec = {"step_time_median_ms": 100.0, "warmup_steps": 2,
+           "phases_ms": {"data": [9, 9, 2, 2, 2, 50], "forward": [9, 9, 30, 30, 30, 90], "backward": [9, 9, 50, 50, 50, 150],
+                         "optimizer": [5] * 6, "other": [13] * 6}}
+    assert estimate_step(rec, 1, 3) == pytest.approx(100.0)
+    assert estimate_step(rec, 4, 3) == pytest.approx(4 * 82 + 18)  # the per-micro-batch part 4 times, the rest once
+    assert estimate_step({"step_time_median_ms": 100.0}, 4, 3) == pytest.approx(400.0)  # no phases: 4 whole steps
+    assert pairs_for(172.0, 1, 3155.0, 2, 200) == 35 and pairs_for(1000.0, 1, 100.0, 2, 200) == 200 and pairs_for(10.0, 1, 1000.0, 2, 200) == 8
+
+
+def test_a_screened_split_shows_its_estimate_and_no_interval():
+    w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").with_splits(8)
+    probes = {s: {**p, "probe_ms": p["step_ms"]} for s, p in _probes().items()}
+    compared = {"4x2": _cmp("regression", 1.1), "2x4": _cmp("regression", 1.5),
+                "1x8": {"outcome": "regression", "ratio": 2.6, "lo": None, "hi": None, "screened": True}}
+    r = {"splits": SPLITS, "probes": probes, "compared": compared, "fastest_probe": "8x1", "gpu": "cpu", "effective_batch": 8,
+         "answer": recommend(SPLITS, probes, compared, "8x1"), "screen": 1.5, "screen_used": 1.6,
+         "drift": {"probe": "1x1", "first_ms": 10.0, "last_ms": 10.7, "ratio": 1.07}}
+    text = "\n".join(report_lines(r, w))
+    assert "~x2.60 by the probes, screened" in text and "x1.100 [1.089, 1.111] regression" in text
+    assert "within x1.60 of the fastest" in text and "drift check" in text and "RECOMMENDED: 8x1" in text
+
+
 @pytest.mark.slow
 def test_advise_on_cpu_with_an_injected_memory_limit(tmp_path):
     """tiny-qwen3, effective batch 4: 4x1 runs out of memory (injected above micro-batch 2), 2x2 and 1x4 are compared
@@ -73,6 +97,11 @@ def test_advise_on_cpu_with_an_injected_memory_limit(tmp_path):
     other = "1x4" if report["fastest_probe"] == "2x2" else "2x2"
     assert report["compared"][other]["outcome"] in ("regression", "pass", "improvement", "inconclusive")
     assert (tmp_path / "out" / "advice.png").stat().st_size > 0 and (tmp_path / "out" / "report.md").read_text().startswith("# advise tiny-qwen3")
-    assert all(report["probes"][s].get("census") for s in ("2x2", "1x4"))  # a census run per split that fits
+    assert all(report["probes"][s].get("census") for s in ("2x2", "1x4"))  # a census window per probe that fits
+    assert report["compared"][other].get("lo") is not None  # the nearest split is always compared interleaved
+    # one probe process: the drift anchor (1x1) and a record per split, the out-of-memory one included, all kept
+    probes = [json.loads(line) for line in (tmp_path / "out" / "probe" / "runs.jsonl").read_text().splitlines()]
+    assert [(p["decomposition_id"], p["status"]) for p in probes] == [("1x1", "ok"), ("4x1", "oom"), ("2x1", "ok"), ("1x1", "ok")]
+    assert len({p["series_of"] for p in probes}) == 1 and report["drift"]["ratio"] > 0
     assert live_processes(b"harness.measuring.worker", lambda _, cmd: any(str(tmp_path).encode() in c for c in cmd)) == []
     assert live_processes(b"harness.measuring.resident", lambda _, cmd: any(str(tmp_path).encode() in c for c in cmd)) == []

@@ -27,7 +27,7 @@ def _cmd_advise(a) -> int:
 
     return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
                   block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else 0.05,
-                  threshold=a.threshold if a.threshold is not None else 0.02, census=not a.no_census, cpus=a.cpus,
+                  threshold=a.threshold if a.threshold is not None else 0.02, census=not a.no_census, screen=a.screen, cpus=a.cpus,
                   memory_limit_micro=a.memory_limit_micro, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 
@@ -98,7 +98,8 @@ def _cmd_interleave(a) -> int:
     from harness.commands.interleave import interleave
 
     return interleave(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, python_a=a.python_a, python_b=a.python_b,
-                      inject_slowdown_b=a.inject_slowdown_b, inject_work_b=a.inject_work_b, block_steps=a.block_steps, pairs=a.pairs,
+                      inject_slowdown_b=a.inject_slowdown_b, inject_work_b=a.inject_work_b,
+                      inject_work_b_percent=a.inject_work_b_percent, block_steps=a.block_steps, pairs=a.pairs,
                       launches=a.launches, look_every=a.look_every, budget_minutes=a.budget_minutes, alpha=a.alpha, threshold=a.threshold,
                       seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default, block_metric=a.block_metric,
                       fallback_repeats=a.fallback_repeats, skip_same_versions=a.skip_same_versions, test=a.test, workloads_dir=a.workloads_dir,

@@ -145,9 +145,45 @@ def _pct(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}%}"
 
 
+CALIBRATION_PROBE_CASTS = 4.0  # casts per LoRA forward that calibrate_injection tries first
+CALIBRATION_MIN_STEPS = 5  # steps per calibration block at least
+CALIBRATION_ROUNDS = (4, 8)  # rounds of the first probe, and of the probe rescaled to about 3 x the target
+
+
+def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None) -> dict:
+    """The amount of injected work (casts per LoRA forward, fractional) that slows side B's step by ``target`` (0.05 = 5%)
+    on this machine, measured the way the comparison measures: a round is four ``k``-step blocks, A, B without the work,
+    A, B with ``probe`` casts (the two halves in random order), and its two log ratios of B's block to the A block just
+    before it; the fraction the probe adds is exp(median of the "with" ratios - median of the "without" ones) - 1, so
+    that the machine's slow periods cancel as they do in the pairs. The first probe (4 casts, 4 rounds) is rescaled to
+    about 3 x the target and measured again over 8 rounds (a larger effect is measured with a smaller relative error);
+    the cost of a cast is taken as linear in the number of casts, so ``casts = probe x target / fraction``.
+    ``record(side, report, amount)`` sees every calibration block."""
+    rng = random.Random(20261201)
+    probe = CALIBRATION_PROBE_CASTS
+    result: dict = {}
+    for rounds in CALIBRATION_ROUNDS:
+        d = {0.0: [], probe: []}
+        for _ in range(rounds):
+            halves = [0.0, probe]
+            rng.shuffle(halves)
+            for amount in halves:
+                a = workers["a"].block(k)
+                record("a", a, None)
+                b = workers["b"].block(k, inject=amount)
+                record("b", b, amount)
+                d[amount].append(math.log(median(b["step_times_ms"]) / median(a["step_times_ms"])))
+        frac = math.exp(median(d[probe]) - median(d[0.0])) - 1.0
+        result = {"target": target, "probe_casts": probe, "probe_fraction": frac, "rounds": rounds, "block_steps": k,
+                  "ratio_without": math.exp(median(d[0.0])), "ratio_with": math.exp(median(d[probe])),
+                  "casts": probe * target / frac if frac > 0.002 else probe}
+        probe = min(256.0, max(1.0, result["casts"] * 3))
+    return result
+
+
 def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python_a: str | None = None, python_b: str | None = None,
                decomposition_b: str | None = None,
-               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, block_steps: int = 1, pairs: int = 60, launches: int = 6,
+               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, inject_work_b_percent: float = 0.0, block_steps: int = 1, pairs: int = 60, launches: int = 6,
                look_every: int | None = None, budget_minutes: float | None = None, alpha: float | None = None,
                threshold: float | None = None, seed: int | None = None, drop_first_step: bool = False, no_phases: bool = False,
                cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
@@ -156,6 +192,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     """Run the interleaved comparison (module docstring); exit code 1 on a regression, 3 when a worker died, else 0.
 
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
+    ``inject_work_b_percent`` (test-only): side B does injected work sized on this machine to slow its step by that many
+    percent (:func:`calibrate_injection`, once, after launch 1's warm-up; every later block of B uses that amount).
     """
     t_start, cpu_start = time.time(), _children_cpu()
     w = workload if isinstance(workload, Workload) else load_workload(workloads_dir, workload)
@@ -169,6 +207,11 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     threshold = threshold if threshold is not None else DEFAULT_THRESHOLD
     check = pd.PairedCheck(alpha, threshold, len(plan.looks), test=test)
     py = {"a": interpreter(python_a, "a"), "b": interpreter(python_b, "b")}
+    if inject_work_b_percent < 0 or inject_work_b_percent and inject_work_b:
+        raise ValueError(f"--inject-work-b-percent must be positive and without --inject-work-b, got {inject_work_b_percent} (and {inject_work_b})")
+    if inject_work_b_percent:
+        inject_work_b = CALIBRATION_PROBE_CASTS  # B starts with the hook; the amount per block is set after calibrating
+    calibration: dict | None = None
     if skip_same_versions and not inject_slowdown_b and not inject_work_b and (same := same_versions(py["a"], py["b"])):
         out(f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)")
         return 0
@@ -184,12 +227,14 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         raise ValueError(f"--block-metric must be one of {', '.join(pd.METRICS)}, got {metric!r}")
     switches = {"a": {"inject_slowdown": 0.0, "inject_work": 0}, "b": {"inject_slowdown": inject_slowdown_b, "inject_work": inject_work_b}}
     settings = {"gpu": gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": dec.id, "decomposition_b": dec_b.id, "python_a": py["a"], "python_b": py["b"],
-                "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "block_steps": block_steps, "pairs": pairs,
+                "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
+                "block_steps": block_steps, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
                 "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": w.measure.warmup_steps, "session_id": session}
     injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
-                                     f"inject-work {inject_work_b}" if inject_work_b else "") if x)
+                                     f"inject-work sized on this machine for +{inject_work_b_percent:g}%" if inject_work_b_percent
+                                     else f"inject-work {inject_work_b}" if inject_work_b else "") if x)
     out(f"interleave {case} on {gpu}: A {py['a']}, B {py['b']}{f' ({injected})' if injected else ''}"
         + (f"; A runs {dec.id}, B runs {dec_b.id}" if dec_b != dec else ""))
     out(f"  {block_steps} steps per block, up to {pairs} pairs over {launches} launches, looks at {', '.join(map(str, plan.looks))} pairs "
@@ -211,6 +256,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                "global_step": rep["global_step"], "other_cpus": rep.get("other_cpus"), "steal_cpus": rep.get("steal_cpus"),
                "phases_ms": rep.get("phases_ms"), "losses": rep.get("losses"),
                "inject_slowdown": switches[side]["inject_slowdown"], "inject_work": switches[side]["inject_work"]}
+        if rep.get("inject") is not None:
+            rec["inject_work"] = rep["inject"]
         append_jsonl(blocks_path, rec)
         blocks.append(rec)
         return rec
@@ -240,8 +287,19 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                     launch_info.append(info)
                     out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s (pairs {start + 1}-{end})")
                     warm = max(w.measure.warmup_steps, 1)
+                    amount = {"a": None, "b": calibration["casts"] if calibration else None}
                     for s in (SIDES if launch % 2 else SIDES[::-1]):
-                        record(s, launch, workers[s].block(warm), pair=None, position=None, order=None, warmup=True)
+                        record(s, launch, workers[s].block(warm, inject=amount[s]), pair=None, position=None, order=None, warmup=True)
+                    if inject_work_b_percent and calibration is None:
+                        calibration = calibrate_injection(workers, max(block_steps, CALIBRATION_MIN_STEPS), inject_work_b_percent / 100.0,
+                                                          lambda side, rep, amt, at=launch: record(side, at, rep | {"inject": amt}, pair=None,
+                                                                                                   position=None, order=None, warmup=True,
+                                                                                                   calibration=True))
+                        settings["inject_calibration"] = calibration
+                        amount["b"] = calibration["casts"]
+                        out(f"inject-work sized for +{inject_work_b_percent:g}%: {calibration['casts']:.2f} casts per LoRA forward ("
+                            f"calibration: {calibration['probe_casts']:.2f} casts made B/A x{calibration['ratio_without']:.3f} -> "
+                            f"x{calibration['ratio_with']:.3f}, +{calibration['probe_fraction']:.1%}, over {calibration['rounds']} rounds)")
                     for i in range(start, end):
                         if over_budget(fmean(pair_wall) if pair_wall else 0.0):
                             stopped = f"budget of {budget_minutes:g} min spent after {sum(map(len, groups))} pairs"
@@ -249,7 +307,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                         t_pair = time.time()
                         got = {}
                         for pos, s in enumerate(orders[i], 1):
-                            got[s] = record(s, launch, workers[s].block(block_steps), pair=i + 1, position=pos, order=orders[i], warmup=False)
+                            got[s] = record(s, launch, workers[s].block(block_steps, inject=amount[s]), pair=i + 1, position=pos, order=orders[i],
+                                            warmup=False)
                         pair_wall.append(time.time() - t_pair)
                         d = math.log(pd.block_metric(got["b"]["step_times_ms"], metric, drop_first_step)
                                      / pd.block_metric(got["a"]["step_times_ms"], metric, drop_first_step))
@@ -398,6 +457,9 @@ def markdown(r: dict, lines: list[str]) -> str:
     head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "",
             f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
                                                                     if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
+            *([f"- inject-work sized for +{c['target']:.1%}: {c['casts']:.2f} casts per LoRA forward (calibration: {c['probe_casts']:.2f} casts "
+               f"made B/A x{c['ratio_without']:.3f} -> x{c['ratio_with']:.3f}, +{c['probe_fraction']:.1%}, over {c['rounds']} rounds)"]
+              if (c := s.get("inject_calibration")) else []),
             f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
             f"alpha {s['alpha']}, threshold {s['threshold']}, seed {s['seed']}, metric {s['metric']}"
             + (", first step dropped" if s["drop_first_step"] else ""), "", "## Result", ""]

@@ -385,20 +385,27 @@ class InjectWork:
     Linear modules, not ``lora_A``/``lora_B``) that casts the layer's output N times
     (float32 -> float64, anything else -> float32) under ``no_grad`` and discards the copies, so each
     LoRA forward, checkpoint recompute included, adds exactly N ``aten::to`` -> ``aten::_to_copy`` calls
-    and leaves the output unchanged. ``fired`` counts the hook's calls."""
+    and leaves the output unchanged. ``fired`` counts the hook's calls.
 
-    def __init__(self, model: torch.nn.Module, n: int):
+    N may be fractional, and may change between steps (``n``; a resident worker sets it per block, for an
+    injection sized to the machine): each call then casts floor or ceil of N times, carrying the remainder
+    to the next call, so that calls average exactly N casts."""
+
+    def __init__(self, model: torch.nn.Module, n: float):
         from peft.tuners.lora import LoraLayer
 
-        self.n, self.fired = int(n), 0
+        self.n, self.fired, self._carry = float(n), 0, 0.0
         self.handles = [m.register_forward_hook(self._hook) for m in model.modules() if isinstance(m, LoraLayer)]
 
     def _hook(self, module, args, output):
         self.fired += 1
+        self._carry += self.n
+        casts = int(self._carry)
+        self._carry -= casts
         t = output if isinstance(output, torch.Tensor) else output[0]
         dtype = torch.float64 if t.dtype == torch.float32 else torch.float32
         with torch.no_grad():
-            for _ in range(self.n):
+            for _ in range(casts):
                 t.to(dtype)
 
     @property

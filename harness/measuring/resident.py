@@ -122,6 +122,7 @@ def _gate_class():
             self.info: dict = {}  # sent with "ready"; filled in by main() once the trainer is built
             self.left = 0  # steps left in the current block
             self.blocks = 0
+            self.inject = None  # the InjectWork of this worker, when it has one (set after the build)
             self._k = self._canary = self._t0 = self._cpu0 = self._wall0 = self._host0 = None
 
         def on_train_begin(self, args, state, control, **kwargs):
@@ -164,6 +165,10 @@ def _gate_class():
                 return
             if msg.get("cmd") != "block" or int(msg.get("k", 0)) < 1:
                 raise ValueError(f"resident worker: unknown command {msg!r}; expected block with k >= 1, or stop")
+            if msg.get("inject") is not None:  # the amount of injected work for this block (calibrated by the parent)
+                if self.inject is None:
+                    raise ValueError("resident worker: a block asks for injected work, but this worker was started without it")
+                self.inject.n = float(msg["inject"])
             self._k = self.left = int(msg["k"])
             self.rec.drain()  # nothing from outside a block leaks into it
             self._canary = canary()
@@ -194,6 +199,7 @@ def main(argv: list[str]) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
             built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
+            gates[0].inject = built.inject
             gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
                              "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
                              "inject_work_layers": built.inject.layers if built.inject is not None else None}
@@ -302,14 +308,14 @@ class ResidentWorker:
             self.ready["startup_wall_s"] = time.time() - self.started_at
         return self.ready
 
-    def block(self, k: int) -> dict:
-        """Run ``k`` optimizer steps now; the block's report."""
+    def block(self, k: int, inject: float | None = None) -> dict:
+        """Run ``k`` optimizer steps now (with ``inject`` casts of injected work per LoRA forward, when given); the block's report."""
         if k < 1:
             raise ValueError(f"block needs k >= 1, got {k}")
         self.wait_ready()
 
         def run():
-            self._send({"cmd": "block", "k": int(k)}, f"before block {self.blocks + 1}")
+            self._send({"cmd": "block", "k": int(k)} | ({"inject": float(inject)} if inject is not None else {}), f"before block {self.blocks + 1}")
             return self._expect("block", f"during block {self.blocks + 1}")
 
         rep = self._guarded(run)

@@ -40,6 +40,13 @@ class RunRequest:
     profile_steps: int = 0
     census: bool = False  # a census run: count the work of the steps under the profiler (never a timed run)
     python: str | None = None  # the interpreter (environment) to run the worker with; default: this one
+    timed_steps: int = 0  # a probe: time this many steps after the warm-up, then (with census) count the work of the next ones
+    series: tuple[RunRequest, ...] = ()  # several short runs in one process (the advisor's probes): one record each
+
+    def as_item(self) -> dict:
+        return {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
+                "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
+                "profile_steps": self.profile_steps, "census": self.census, "timed_steps": self.timed_steps}
 
     @property
     def case_id(self) -> str:
@@ -118,10 +125,8 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     work.mkdir(parents=True, exist_ok=True)
     run_id = new_id()
     req_path, res_path, log_path = work / f"{run_id}.request.json", work / f"{run_id}.result.json", work / f"{run_id}.log"
-    write_json_atomic(req_path, {"workload": req.workload.to_dict(), "decomposition": req.decomposition.id,
-                                 "phases": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
-                                 "fault": req.fault, "profile_steps": req.profile_steps, "census": req.census,
-                                 "force_cpu": gpu == "cpu", "launched_at": time.time()})
+    write_json_atomic(req_path, req.as_item() | {"force_cpu": gpu == "cpu", "launched_at": time.time()}
+                      | ({"series": [r.as_item() for r in req.series]} if req.series else {}))
     env = worker_environ(gpu)
     started = time.time()
     with open(log_path, "wb") as log, sigterm_as_interrupt():
@@ -138,12 +143,7 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
                 p.unlink(missing_ok=True)
             raise
     wall = time.time() - started
-    record = {"run_id": run_id, "session_id": session_id, "workload": req.workload.name, "workload_hash": req.workload.hash,
-              "workload_spec": req.workload.to_dict(),
-              "decomposition": req.decomposition.as_dict(), "decomposition_id": req.decomposition.id, "repeat": req.repeat,
-              "gpu": gpu, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "wall_s": wall,
-              "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
-              "profile_steps": req.profile_steps, "exit_code": code}
+    record = _header(req, run_id, session_id, gpu, started, wall, code)
     world = req.decomposition.world_size
     result = {} if timed_out else (_read_result(res_path) if world == 1 else merge_ranks(res_path, world, log_path))
     if timed_out:
@@ -160,10 +160,42 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     if record["status"] != "ok":
         record["stderr_tail"] = _tail(log_path)
     record["log"] = str(log_path)
-    append_jsonl(results_dir / "runs.jsonl", record)
+    if req.series:
+        record["series"] = _series_records(req, record)
+        for r in record["series"]:
+            append_jsonl(results_dir / "runs.jsonl", r)
+    else:
+        append_jsonl(results_dir / "runs.jsonl", record)
     for p in (req_path, res_path, *(Path(f"{res_path}.rank{r}") for r in range(world))):
         p.unlink(missing_ok=True)
     return record
+
+
+def _header(req: RunRequest, run_id: str, session_id: str, gpu: str, started: float, wall: float, code: int) -> dict:
+    return {"run_id": run_id, "session_id": session_id, "workload": req.workload.name, "workload_hash": req.workload.hash,
+            "workload_spec": req.workload.to_dict(),
+            "decomposition": req.decomposition.as_dict(), "decomposition_id": req.decomposition.id, "repeat": req.repeat,
+            "gpu": gpu, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "wall_s": wall,
+            "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
+            "profile_steps": req.profile_steps, "exit_code": code}
+
+
+def _series_records(req: RunRequest, record: dict) -> list[dict]:
+    """One record per item of a series run (``run_id`` of the process plus ``-i``): the item's own result, or, for an item
+    that a crash or timeout of the process kept from finishing, that status and error. ``wall_s`` is the item's own time."""
+    done = record.pop("series", None) or []
+    out = []
+    for i, item in enumerate(req.series):
+        rec = _header(item, f"{record['run_id']}-{i}", record["session_id"], record["gpu"], time.time(), 0.0, record["exit_code"])
+        rec.update(started_at=record["started_at"], series_of=record["run_id"], log=record["log"])
+        if i < len(done):
+            rec.update(done[i])
+            rec["wall_s"] = (done[i].get("timing_s") or {}).get("item_s", 0.0)
+        else:
+            rec.update(status=record["status"] if record["status"] != "ok" else "crash",
+                       error=f"not finished: the probe process ended first ({record.get('error', 'no result for this item')})")
+        out.append(rec)
+    return out
 
 
 def worker_command(req: RunRequest, req_path: Path, res_path: Path) -> list[str]:

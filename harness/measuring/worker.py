@@ -117,9 +117,11 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
     if req.get("census") or req.get("inject_work"):
         from harness.measuring.census import CensusCallback, InjectWork
 
-        inject = InjectWork(trainer.model, int(req["inject_work"])) if req.get("inject_work") else None
+        inject = InjectWork(trainer.model, float(req["inject_work"])) if req.get("inject_work") else None
         if req.get("census"):
-            census = CensusCallback(w.measure.warmup_steps, {"inject_work": lambda: inject.fired} if inject else None, stop=True)
+            # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay unprofiled
+            census = CensusCallback(w.measure.warmup_steps + int(req.get("timed_steps") or 0),
+                                    {"inject_work": lambda: inject.fired} if inject else None, stop=True)
             trainer.add_callback(census)
     timing["trainer_setup_s"] = time.perf_counter() - t
     return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe)
@@ -137,8 +139,9 @@ def train(req: dict, timing: dict) -> dict:
     w, cuda, recorder, sampler, profiler, census, inject = b.workload, b.cuda, b.recorder, b.sampler, b.profiler, b.census, b.inject
     measured = recorder.finish()
     warm = w.measure.warmup_steps
-    steady = measured["step_times_ms"][warm:]
-    tokens = measured.pop("tokens_per_step")[warm:]
+    end = warm + int(req["timed_steps"]) if req.get("timed_steps") else None  # the steps before a probe's census window
+    steady = measured["step_times_ms"][warm:end]
+    tokens = measured.pop("tokens_per_step")[warm:end]
     return {
         "status": "ok",
         "train_runtime_s": float(out.metrics["train_runtime"]),
@@ -160,6 +163,36 @@ def train(req: dict, timing: dict) -> dict:
                               "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None}
                              if inject is not None else None,
     }
+
+
+def train_series(req: dict, result_path: str) -> dict:
+    """Several short runs in this one process, one per item of ``req["series"]`` (each item's keys override the request's):
+    the advisor's fit probes, which then pay the imports (about 16 s on the H200 machine) once instead of once per split.
+    An item that fails (out of memory above all) is recorded with its status and message, its memory is released, and the
+    next item runs; the peak-memory counters restart for every item. The result, with every item finished so far, is
+    rewritten after each item, so a crash or a timeout later loses none of them."""
+    import gc
+
+    items: list[dict] = []
+    for item in req["series"]:
+        sub = {k: v for k, v in req.items() if k != "series"} | item
+        timing: dict = {}
+        t = time.time()
+        try:
+            res = train(sub, timing)
+        except Exception as exc:
+            status, message = classify(exc)
+            res = {"status": status, "error": message, "traceback": traceback.format_exc()[-2000:]}
+        timing["item_s"] = time.time() - t
+        res.update(decomposition=sub["decomposition"], timing_s=timing)
+        items.append(res)
+        gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        write_json_atomic(result_path, {"status": "ok", "series": items, "partial": True})
+    return {"status": "ok", "series": items}
 
 
 def rank_fault(fault: str | None, rank: int) -> str | None:
@@ -199,7 +232,7 @@ def main(argv: list[str]) -> int:
         req = json.load(fh)
     timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
     try:
-        result = train(req, timing)
+        result = train_series(req, result_path) if req.get("series") else train(req, timing)
         code = EXIT_OK
     except Exception as exc:  # classified here; the runner records it
         status, message = classify(exc)
