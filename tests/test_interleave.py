@@ -382,16 +382,18 @@ def test_killing_the_parent_leaves_no_worker(tmp_path, how):
 # injected 5% was missed. A launch costs 5-11 s of start-up and a pair about 0.9 s, so the launches decide the
 # time; 8 launches keep the verdict valid whether or not launches differ (docs/results/interleave-cpu/).
 # --budget-minutes keeps a slow machine within the 3 minutes: the verdict is then made on the launches done.
-# The slowdown is injected as work (6 extra casts per LoRA layer forward), not as a sleep: a sleep's cost grows with
+# The slowdown is injected as work (extra casts per LoRA layer forward), not as a sleep: a sleep's cost grows with
 # the load beside it (on a busy fresh clone the injected 5% sleep read x0.97 to x1.42 from launch to launch, so the
-# launch became the unit and the verdict inconclusive), while extra work slows B in proportion whatever the load
-# (it read x1.059-x1.066, lower ends 1.035-1.043, on the same machine; docs/results/interleave-cpu/).
+# launch became the unit and the verdict inconclusive), while extra work slows B in proportion whatever the load.
+# A fixed number of casts is not a fixed slowdown: 6 casts read x1.036-1.066 on one machine and x1.10-1.15 on another
+# (docs/results/interleave-cpu/e2e-repeat/), so the test asks for 5% and the command sizes the casts on this machine
+# after launch 1's warm-up (--inject-work-b-percent 5; docs/results/interleave-cpu/calibrated/).
 # A power check, and 3 minutes are at the edge of its power on this runner: with about 5% injected against a 2%
 # threshold, fresh clones found it as a regression beside a CPU hog (session 6, run 13) and missed it (inconclusive)
 # beside a second CI (run 15) and on a quiet machine (run 17: x1.036 [1.004, 1.059], pair sigma 12%). So the test
 # asserts what noise cannot break: the slowdown is never cleared (no pass, no improvement) and the estimate is above 1;
 # a regression passes, an inconclusive verdict is skipped with its figures (docs/results/ci-drift/session6/).
-INJECT_WORK = 6
+INJECT_PERCENT = 5
 E2E = ("--decomposition", "2x2", "--block-steps", "5", "--pairs", "64", "--launches", "8", "--look-every", "2", "--threshold", "0.02",
        "--budget-minutes", "2.6")
 
@@ -408,8 +410,10 @@ def _e2e(tmp_path, *extra):
 
 
 @pytest.mark.slow
-def test_e2e_injected_work_of_about_5pct_is_a_regression_within_3_minutes(tmp_path):
-    res, report, wall = _e2e(tmp_path, "--inject-work-b", str(INJECT_WORK), "--seed", "101")
+def test_e2e_injected_work_sized_to_5pct_is_a_regression_within_3_minutes(tmp_path):
+    res, report, wall = _e2e(tmp_path, "--inject-work-b-percent", str(INJECT_PERCENT), "--seed", "101")
+    cal = report["settings"]["inject_calibration"]
+    assert cal["target"] == pytest.approx(0.05) and cal["casts"] >= 0 and "inject-work sized for +5%" in res.stdout
     v = report["verdict"]
     # never wrong: the slowdown is not cleared (no pass, no improvement) and the estimate leans towards it
     assert v["outcome"] in ("regression", "inconclusive") and v["ratio"] > 1.0, v["message"]
@@ -423,8 +427,9 @@ def test_e2e_injected_work_of_about_5pct_is_a_regression_within_3_minutes(tmp_pa
     assert wall < 180, f"took {wall:.0f} s"
     blocks = [json.loads(ln) for ln in (tmp_path / "out" / "blocks.jsonl").read_text().splitlines()]
     assert {b["side"] for b in blocks} == {"a", "b"} and len({b["launch"] for b in blocks}) >= 2
-    assert all(b["inject_work"] == (INJECT_WORK if b["side"] == "b" else 0) and b["inject_slowdown"] == 0.0 for b in blocks)
     measured = [b for b in blocks if not b["warmup"]]
+    assert all(b["inject_work"] == (cal["casts"] if b["side"] == "b" else 0) and b["inject_slowdown"] == 0.0 for b in measured)
+    assert {b["inject_work"] for b in blocks if b.get("calibration") and b["side"] == "b"} >= {0.0, 4.0, cal["probe_casts"]}
     assert {b["position"] for b in measured} == {1, 2} and all(len(b["step_times_ms"]) == 5 for b in measured)
     assert (tmp_path / "out" / "report.md").read_text().startswith("# interleave tiny-qwen3-2x2 on cpu")
 

@@ -59,3 +59,17 @@ def test_unreachable_hub_fails_with_one_line(tmp_path, tiny, monkeypatch):
     w2 = dataclasses.replace(tiny, data=DataSpec(source="hub", id="trl-lib/Capybara"), decompositions=tiny.decompositions[:1])
     rec2 = run_one(RunRequest(w2, w2.decompositions[0], 1), tmp_path / "out", "s", 300, "cpu")
     assert rec2["status"] == "error" and rec2["error"].startswith("cannot load dataset 'trl-lib/Capybara'"), rec2["error"]
+
+
+def test_files_written_atomically_are_as_readable_as_any_other(tmp_path):
+    """mkstemp makes its file 0600; a report written through it must get the mode a plain open() would give it."""
+    import os
+
+    from harness.files import write_atomic, write_json_atomic
+
+    write_atomic(tmp_path / "report.md", "# report\n")
+    write_json_atomic(tmp_path / "report.json", {"a": 1})
+    (tmp_path / "plain.txt").write_text("x")
+    want = (tmp_path / "plain.txt").stat().st_mode & 0o777
+    assert {(tmp_path / f).stat().st_mode & 0o777 for f in ("report.md", "report.json")} == {want}
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no temporary left behind

@@ -146,24 +146,34 @@ def _pct(x: float | None, digits: int = 1) -> str:
 
 
 CALIBRATION_PROBE_CASTS = 4.0  # casts per LoRA forward that calibrate_injection tries first
-CALIBRATION_MIN_STEPS = 5  # steps per calibration block at least
-CALIBRATION_ROUNDS = (4, 8)  # rounds of the first probe, and of the probe rescaled to about 3 x the target
+CALIBRATION_MIN_STEPS = 3  # steps per calibration block at least
+CALIBRATION_ROUNDS = (8, 8)  # rounds of the first probe, and of the second, aimed at the target
+
+
+def _amount(inject: float | None) -> dict:
+    return {} if inject is None else {"inject": inject}
 
 
 def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None) -> dict:
-    """The amount of injected work (casts per LoRA forward, fractional) that slows side B's step by ``target`` (0.05 = 5%)
-    on this machine, measured the way the comparison measures: a round is four ``k``-step blocks, A, B without the work,
-    A, B with ``probe`` casts (the two halves in random order), and its two log ratios of B's block to the A block just
-    before it; the fraction the probe adds is exp(median of the "with" ratios - median of the "without" ones) - 1, so
-    that the machine's slow periods cancel as they do in the pairs. The first probe (4 casts, 4 rounds) is rescaled to
-    about 3 x the target and measured again over 8 rounds (a larger effect is measured with a smaller relative error);
-    the cost of a cast is taken as linear in the number of casts, so ``casts = probe x target / fraction``.
-    ``record(side, report, amount)`` sees every calibration block."""
+    """The amount of injected work (casts per LoRA forward, fractional) that makes side B's step about ``target`` slower
+    (0.05 = 5%) on this machine, measured the way the comparison measures: a round is four ``k``-step blocks, A, B without
+    casts, A, B with ``probe`` casts (the two halves in random order), each B block judged against the A block before it;
+    the casts add ``gain`` = exp(median log ratio with - median without) - 1, and ``casts = probe x target / gain``. The
+    first probe (4 casts) aims the second at the amount for the target, and the answer is the second's: a chord from 0 to
+    about the target, because the cost is not proportional to the casts (the first cast of a call reads the layer's output
+    from memory, the next ones from cache). The ratio without casts (this launch's two processes) is recorded, not aimed
+    at: it is the launch's own offset, which the next launch does not share (on the H200, x0.99 to x1.05).
+
+    How close it lands is measured, not assumed: on the CPU runner the comparisons then read x1.066 and x1.062 for a 5%
+    target (docs/results/interleave-cpu/calibrated/): the casts cost more in the comparison than in the calibration
+    blocks, for a reason not found yet. ``record(side, report, amount)`` sees every calibration block; the comparison's
+    own estimate is the measured slowdown."""
     rng = random.Random(20261201)
     probe = CALIBRATION_PROBE_CASTS
     result: dict = {}
     for rounds in CALIBRATION_ROUNDS:
-        d = {0.0: [], probe: []}
+        without: list[float] = []
+        with_: list[float] = []
         for _ in range(rounds):
             halves = [0.0, probe]
             rng.shuffle(halves)
@@ -172,12 +182,12 @@ def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[
                 record("a", a, None)
                 b = workers["b"].block(k, inject=amount)
                 record("b", b, amount)
-                d[amount].append(math.log(median(b["step_times_ms"]) / median(a["step_times_ms"])))
-        frac = math.exp(median(d[probe]) - median(d[0.0])) - 1.0
-        result = {"target": target, "probe_casts": probe, "probe_fraction": frac, "rounds": rounds, "block_steps": k,
-                  "ratio_without": math.exp(median(d[0.0])), "ratio_with": math.exp(median(d[probe])),
-                  "casts": probe * target / frac if frac > 0.002 else probe}
-        probe = min(256.0, max(1.0, result["casts"] * 3))
+                (with_ if amount else without).append(math.log(median(b["step_times_ms"]) / median(a["step_times_ms"])))
+        gain = math.exp(median(with_) - median(without)) - 1.0
+        casts = probe * target / gain if gain > 1e-3 else 4 * probe
+        result = {"target": target, "probe_casts": probe, "rounds": rounds, "block_steps": k, "ratio_without": math.exp(median(without)),
+                  "ratio_with": math.exp(median(with_)), "gain": gain, "casts": min(256.0, casts)}
+        probe = min(256.0, max(0.25, casts))
     return result
 
 
@@ -289,17 +299,18 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                     warm = max(w.measure.warmup_steps, 1)
                     amount = {"a": None, "b": calibration["casts"] if calibration else None}
                     for s in (SIDES if launch % 2 else SIDES[::-1]):
-                        record(s, launch, workers[s].block(warm, inject=amount[s]), pair=None, position=None, order=None, warmup=True)
+                        record(s, launch, workers[s].block(warm, inject=amount[s]) | _amount(amount[s]), pair=None, position=None, order=None,
+                               warmup=True)
                     if inject_work_b_percent and calibration is None:
                         calibration = calibrate_injection(workers, max(block_steps, CALIBRATION_MIN_STEPS), inject_work_b_percent / 100.0,
-                                                          lambda side, rep, amt, at=launch: record(side, at, rep | {"inject": amt}, pair=None,
+                                                          lambda side, rep, amt, at=launch: record(side, at, rep | _amount(amt), pair=None,
                                                                                                    position=None, order=None, warmup=True,
                                                                                                    calibration=True))
                         settings["inject_calibration"] = calibration
                         amount["b"] = calibration["casts"]
                         out(f"inject-work sized for +{inject_work_b_percent:g}%: {calibration['casts']:.2f} casts per LoRA forward ("
-                            f"calibration: {calibration['probe_casts']:.2f} casts made B/A x{calibration['ratio_without']:.3f} -> "
-                            f"x{calibration['ratio_with']:.3f}, +{calibration['probe_fraction']:.1%}, over {calibration['rounds']} rounds)")
+                            f"calibration: B/A x{calibration['ratio_without']:.3f} without casts, x{calibration['ratio_with']:.3f} with "
+                            f"{calibration['probe_casts']:.2f}: +{calibration['gain']:.1%}; last {calibration['rounds']} rounds)")
                     for i in range(start, end):
                         if over_budget(fmean(pair_wall) if pair_wall else 0.0):
                             stopped = f"budget of {budget_minutes:g} min spent after {sum(map(len, groups))} pairs"
@@ -307,8 +318,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                         t_pair = time.time()
                         got = {}
                         for pos, s in enumerate(orders[i], 1):
-                            got[s] = record(s, launch, workers[s].block(block_steps, inject=amount[s]), pair=i + 1, position=pos, order=orders[i],
-                                            warmup=False)
+                            got[s] = record(s, launch, workers[s].block(block_steps, inject=amount[s]) | _amount(amount[s]), pair=i + 1,
+                                            position=pos, order=orders[i], warmup=False)
                         pair_wall.append(time.time() - t_pair)
                         d = math.log(pd.block_metric(got["b"]["step_times_ms"], metric, drop_first_step)
                                      / pd.block_metric(got["a"]["step_times_ms"], metric, drop_first_step))
@@ -457,8 +468,8 @@ def markdown(r: dict, lines: list[str]) -> str:
     head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "",
             f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
                                                                     if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
-            *([f"- inject-work sized for +{c['target']:.1%}: {c['casts']:.2f} casts per LoRA forward (calibration: {c['probe_casts']:.2f} casts "
-               f"made B/A x{c['ratio_without']:.3f} -> x{c['ratio_with']:.3f}, +{c['probe_fraction']:.1%}, over {c['rounds']} rounds)"]
+            *([f"- inject-work sized for +{c['target']:.1%}: {c['casts']:.2f} casts per LoRA forward (calibration: B/A x{c['ratio_without']:.3f} "
+               f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%})"]
               if (c := s.get("inject_calibration")) else []),
             f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
             f"alpha {s['alpha']}, threshold {s['threshold']}, seed {s['seed']}, metric {s['metric']}"

@@ -168,7 +168,7 @@ def _gate_class():
             if msg.get("inject") is not None:  # the amount of injected work for this block (calibrated by the parent)
                 if self.inject is None:
                     raise ValueError("resident worker: a block asks for injected work, but this worker was started without it")
-                self.inject.n = float(msg["inject"])
+                self.inject.n, self.inject.keep = float(msg["inject"]), True
             self._k = self.left = int(msg["k"])
             self.rec.drain()  # nothing from outside a block leaks into it
             self._canary = canary()
