@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("script, raw, page", [
     ("docs/results/h200_figures.py", "docs/results/h200-raw", "docs/results/h200.md"),
     ("docs/results/census_figures.py", "docs/results/census-h200", "docs/results/census-h200/README.md"),
+    ("docs/results/interleave-h200/launch_bound.py", "-", "docs/results/interleave-h200/launch_bound.txt"),
+    ("docs/results/interleave-h200/calibrated/pair_level.py", "-", "docs/results/interleave-h200/calibrated/pair_level.txt"),
 ])
 def test_page_holds_the_figures_script_output_verbatim(script, raw, page):
     out = subprocess.run([sys.executable, script, raw], cwd=ROOT, capture_output=True, text=True, check=True,
