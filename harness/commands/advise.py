@@ -71,7 +71,7 @@ def probe(w: Workload, splits: tuple[Decomposition, ...], root: Path, *, gpu: st
         + (", then a census window" if census else "") + ")")
     anchor = dataclasses.replace(items[-1], census=False, workload=items[-1].workload.with_overrides(
         max_steps=items[-1].workload.measure.warmup_steps + probe_steps))
-    rec = run_one(dataclasses.replace(items[0], series=(anchor, *items, )), root / "probe", session, run_timeout, gpu)
+    rec = run_one(dataclasses.replace(items[0], series=(anchor, *items)), root / "probe", session, run_timeout, gpu)
     first, *series = rec["series"]
     last = series[-1]
     drift = None

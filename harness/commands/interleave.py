@@ -191,6 +191,12 @@ def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[
     return result
 
 
+def calibration_text(c: dict) -> str:
+    """One line on what :func:`calibrate_injection` measured and chose (the terminal and report.md)."""
+    return (f"inject-work sized for +{round(c['target'] * 100, 6):g}%: {c['casts']:.2f} casts per LoRA forward (calibration: B/A x{c['ratio_without']:.3f} "
+            f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%}; last {c['rounds']} rounds)")
+
+
 def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python_a: str | None = None, python_b: str | None = None,
                decomposition_b: str | None = None,
                inject_slowdown_b: float = 0.0, inject_work_b: int = 0, inject_work_b_percent: float = 0.0, block_steps: int = 1, pairs: int = 60, launches: int = 6,
@@ -308,9 +314,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                                                                                                    calibration=True))
                         settings["inject_calibration"] = calibration
                         amount["b"] = calibration["casts"]
-                        out(f"inject-work sized for +{inject_work_b_percent:g}%: {calibration['casts']:.2f} casts per LoRA forward ("
-                            f"calibration: B/A x{calibration['ratio_without']:.3f} without casts, x{calibration['ratio_with']:.3f} with "
-                            f"{calibration['probe_casts']:.2f}: +{calibration['gain']:.1%}; last {calibration['rounds']} rounds)")
+                        out(calibration_text(calibration))
                     for i in range(start, end):
                         if over_budget(fmean(pair_wall) if pair_wall else 0.0):
                             stopped = f"budget of {budget_minutes:g} min spent after {sum(map(len, groups))} pairs"
@@ -468,9 +472,7 @@ def markdown(r: dict, lines: list[str]) -> str:
     head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "",
             f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
                                                                     if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
-            *([f"- inject-work sized for +{c['target']:.1%}: {c['casts']:.2f} casts per LoRA forward (calibration: B/A x{c['ratio_without']:.3f} "
-               f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%})"]
-              if (c := s.get("inject_calibration")) else []),
+            *([f"- {calibration_text(c)}"] if (c := s.get("inject_calibration")) else []),
             f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
             f"alpha {s['alpha']}, threshold {s['threshold']}, seed {s['seed']}, metric {s['metric']}"
             + (", first step dropped" if s["drop_first_step"] else ""), "", "## Result", ""]
