@@ -44,6 +44,12 @@ def test_merging_ranks_blames_the_rank_that_failed_first(tmp_path):
     log.write_text("Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 7)\n")
     rec = merge_ranks(tmp_path / "o.json", 2, log)
     assert rec["status"] == "crash" and rec["failed_rank"] == 1 and rec["error"] == "rank 1: killed by SIGKILL (torchrun)"
+    # torchrun stopped rank 0 before it wrote its error: no rank wrote anything, the summary alone still names rank 1
+    (tmp_path / "o.json.rank0").unlink()
+    log.write_text("  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 6)\n" + log.read_text())
+    rec = merge_ranks(tmp_path / "o.json", 2, log)
+    assert rec["status"] == "crash" and rec["failed_rank"] == 1 and rec["error"] == "rank 1: killed by SIGKILL (torchrun)"
+    assert [x["error"] for x in rec["ranks"]] == ["killed by SIGTERM (torchrun)", "killed by SIGKILL (torchrun)"]
 
 
 @pytest.mark.slow

@@ -222,11 +222,12 @@ def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
     """The record of a job of ``world`` ranks: rank 0's result, with every rank's step times, peak memory, losses and status
     under ``ranks``; peak memory is the largest of any rank (the per-GPU figure the memory verdict reads), losses the mean
     over ranks per step (each rank trains its share of the batch). A failed rank makes the job fail: status and error name
-    the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log."""
+    the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log, also when no rank
+    wrote anything (torchrun stopped rank 0 before it could write its own error)."""
     ranks = [_read_result(Path(f"{res_path}.rank{r}")) for r in range(world)]
-    if not any(ranks):
-        return {}
     exits = {int(r): int(c) for r, c in _RANK_EXIT.findall(_tail(log_path, 20000))}  # torchrun's failure summary
+    if not any(ranks) and not exits:  # nothing to merge: the caller says the job wrote no result
+        return {}
     per_rank = []
     for r, res in enumerate(ranks):
         status = res.get("status") or "crash"
