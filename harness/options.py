@@ -158,8 +158,8 @@ INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent
                             "and the calibration)", type=parse_positive_float, default=0.0)
 BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k); 1 gave the smallest sigma per CPU second on the CPU runner", type=parse_positive_int, default=1)
 PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
-LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; the launch is a variance component "
-               "(processes of one build differ), tested at every look, and the unit when launches differ", type=parse_positive_int, default=6)
+LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; processes of one build differ, so from "
+               "3 launches on the launch is the unit of the verdict (t over the launch summaries)", type=parse_positive_int, default=6)
 LOOK_EVERY = Opt(("--look-every",), "look_every", "judge every M pairs (once the last launch has 2 pairs) and stop when conclusive; "
                  "alpha is split over the planned looks (default: one look at the end)", type=parse_positive_int)
 SEED = Opt(("--seed",), "seed", "seed of the order inside each pair (default: drawn, and recorded in the report)", type=int)
@@ -179,8 +179,11 @@ SKIP_SAME_VERSIONS = Opt(("--skip-same-versions",), "skip_same_versions", "make 
                          "(nightly: no new release)", action="store_true")
 PAIR_TEST = Opt(("--test",), "test", "test of the pair log ratios: rank (Wilcoxon signed-rank, Hodges-Lehmann interval; default: a few extreme "
                 "pairs widen it little) or t", default="rank", choices=("rank", "t"))
+UNIT = Opt(("--unit",), "unit", "unit of replication of the verdict: launch (each launch summarised by its Hodges-Lehmann estimate, or mean "
+           "with --test t; t over the launches; valid whatever launches add) or pair (pooled; valid only if launches add nothing, screened "
+           "by an F test); default: launch from 3 launches on, else pair", choices=("launch", "pair"))
 INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
-              DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, NO_PHASES, CPUS, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
+              DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
 
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)

@@ -56,13 +56,22 @@ def test_launch_check_matches_scipy_f_oneway_and_estimates_the_launch_variance()
     assert pd.launch_check([[0.01], [0.02]]) is None  # no launch with two pairs: no within-launch variance
 
 
-def test_launch_estimate_is_the_t_over_launch_means():
-    groups = [[0.01, 0.03, 0.02], [0.05, 0.04], [0.0, 0.01, 0.02, 0.01]]
+def test_launch_estimate_is_the_t_over_launch_summaries():
+    groups = [[0.01, 0.03, 0.02], [0.05, 0.04], [0.0, 0.01, 0.02, 0.09]]
     e = pd.launch_estimate(groups, 0.05)
     means = [np.mean(g) for g in groups]
     assert (e.unit, e.n, e.df, e.pairs) == ("launch", 3, 2, 9)
     want = stats.ttest_1samp(means, math.log(1.02), alternative="greater")
     assert e.p_above(1.02) == pytest.approx(want.pvalue, rel=1e-9)
+    # the Hodges-Lehmann summary: the median of each launch's Walsh averages (the wild 0.09 moves it less than the mean)
+    hl = [float(np.median([(g[i] + g[j]) / 2 for i in range(len(g)) for j in range(i, len(g))])) for g in groups]
+    assert hl[2] == pytest.approx(0.0175) and hl[2] < means[2]
+    e = pd.launch_estimate(groups, 0.05, "hl")
+    assert e.mean == pytest.approx(np.mean(hl)) and e.p_above(1.02) == pytest.approx(
+        stats.ttest_1samp(hl, math.log(1.02), alternative="greater").pvalue, rel=1e-9)
+    assert pd.hodges_lehmann([0.3]) == 0.3
+    with pytest.raises(ValueError, match="launch summary must be one of mean, hl"):
+        pd.launch_estimate(groups, 0.05, "trimmed")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,11 +90,27 @@ def _d(center: float, spread: float, n: int) -> list[float]:
     (1.06, 0.30, 10, "inconclusive"),  # far too noisy to say
 ])
 def test_verdict_outcomes(center, spread, n, outcome):
-    v = pd.PairedCheck(alpha=0.05, threshold=0.02).decide([_d(center, spread, n)[::2], _d(center, spread, n)[1::2]])
+    v = pd.PairedCheck(alpha=0.05, threshold=0.02, unit="pair").decide([_d(center, spread, n)[::2], _d(center, spread, n)[1::2]])
     assert v.outcome == outcome, v.message
     assert v.details["unit"] == "pair" and v.details["pairs"] == n
     if outcome == "regression":
         assert v.details["lo"] > 1.02 and v.message.startswith("REGRESSION: B/A x1.06")
+
+
+@pytest.mark.parametrize("center, spread, outcome", [
+    (1.06, 0.02, "regression"), (1.00, 0.02, "pass"), (0.95, 0.02, "improvement"), (1.02, 0.02, "inconclusive"), (1.06, 0.60, "inconclusive"),
+])
+def test_verdict_outcomes_with_the_launch_as_the_unit(center, spread, outcome):
+    """The default unit: 6 launches of 10 pairs, each summarised by its Hodges-Lehmann estimate, t over the 6."""
+    d = _d(center, spread, 60)
+    v = pd.PairedCheck(alpha=0.05, threshold=0.02).decide([d[i::6] for i in range(6)])
+    assert v.outcome == outcome, v.message
+    assert (v.details["unit"], v.details["n_units"], v.details["df"], v.details["pairs"], v.details["launch_summary"]) == ("launch", 6, 5, 60, "hl")
+    assert "unit: launch, t over 6 launch Hodges-Lehmann estimates" in v.message
+    one = pd.PairedCheck(alpha=0.05, threshold=0.02).decide([d])
+    assert one.outcome == "inconclusive" and "needs at least 2 launches with pairs" in one.message
+    with pytest.raises(ValueError, match="--unit must be one of launch, pair"):
+        pd.PairedCheck(unit="run")
 
 
 def test_regression_means_lower_bound_above_threshold_and_pass_means_upper_bound_below():
@@ -93,9 +118,7 @@ def test_regression_means_lower_bound_above_threshold_and_pass_means_upper_bound
     check = pd.PairedCheck(alpha=0.05, threshold=0.02)
     for _ in range(200):
         d = rng.normal(math.log(rng.uniform(0.96, 1.08)), 0.04, 20).tolist()
-        v = check.decide([d[:10], d[10:]])
-        if v.details["unit"] != "pair":
-            continue
+        v = check.decide([d[:5], d[5:10], d[10:15], d[15:]])
         assert (v.outcome == "regression") == (v.details["lo"] > 1.02)
         assert (v.outcome in ("pass", "improvement")) == (v.details["lo"] <= 1.02 and v.details["hi"] < 1.02)
 
@@ -103,7 +126,7 @@ def test_regression_means_lower_bound_above_threshold_and_pass_means_upper_bound
 def test_launches_that_differ_make_the_launch_the_unit():
     a = [math.log(1.08) + 0.005 * x for x in (-1, 0, 1, 0.5, -0.5)]
     b = [math.log(0.98) + 0.005 * x for x in (-1, 0, 1, 0.5, -0.5)]
-    v = pd.PairedCheck(0.05, 0.02).decide([a, b])
+    v = pd.PairedCheck(0.05, 0.02, unit="pair").decide([a, b])
     assert v.details["unit"] == "launch" and v.details["launch_check"]["p"] < 0.05
     assert v.outcome == "inconclusive" and "unit: launch" in v.message  # two launch means, one degree of freedom
     pooled = pd.paired_estimate(a + b, 0.05)
@@ -112,8 +135,8 @@ def test_launches_that_differ_make_the_launch_the_unit():
 
 def test_sequential_looks_split_alpha():
     d = _d(1.0295, 0.03, 40)
-    one = pd.PairedCheck(0.05, 0.02, looks=1).decide([d[::2], d[1::2]])
-    four = pd.PairedCheck(0.05, 0.02, looks=4).decide([d[::2], d[1::2]])
+    one = pd.PairedCheck(0.05, 0.02, looks=1, unit="pair").decide([d[::2], d[1::2]])
+    four = pd.PairedCheck(0.05, 0.02, looks=4, unit="pair").decide([d[::2], d[1::2]])
     assert four.details["alpha"] == pytest.approx(0.0125)
     assert one.details["p_regression"] == pytest.approx(four.details["p_regression"])
     assert 0.0125 < one.details["p_regression"] < 0.05
@@ -187,7 +210,8 @@ def mc(p: float, n: int = TRIALS) -> float:
 def test_false_alarm_rate_and_power_by_simulation():
     """Noise model: the pair log ratio is normal with sd sigma = 3.5% (about what k = 5 steps per block give on the CPU,
     docs/results/interleave-cpu/), or t(3)-tailed with the same sd; no launch effect. 60 pairs over 6 launches, a look
-    every 4 pairs once the last launch has 2 pairs (looks at 52, 56, 60; alpha 0.05 / 3 each), threshold +2%."""
+    every 4 pairs once the last launch has 2 pairs (looks at 52, 56, 60; alpha 0.05 / 3 each), threshold +2%; the launch
+    as the unit (the default from 3 launches on)."""
     alpha, thr = 0.05, 0.02
     run = dict(pairs=60, launches=6, look_every=4, alpha=alpha, threshold=thr)
     normal, heavy = PairNoise(0.035), PairNoise(0.035, tail_df=3)
@@ -199,18 +223,20 @@ def test_false_alarm_rate_and_power_by_simulation():
     for name, r in (("A/A x1.00", aa), ("at the threshold x1.02", edge), ("x1.02, t(3) tails", edge_t), *((f"x{k:.2f}", v) for k, v in slow.items())):
         print(f"  {name:<24} regression {r.regression:.3f}  pass {r.passed:.3f}  inconclusive {r.inconclusive:.3f}  "
               f"improvement {r.improvement:.3f}  mean pairs {r.mean_pairs:.1f}")
+    assert aa.launch_unit == 1.0
     assert aa.regression <= alpha + mc(alpha)
     assert edge.regression <= alpha + mc(alpha)
     assert edge_t.regression <= alpha + mc(alpha)
-    assert aa.passed >= 0.9  # and an A/A comparison mostly ends early and conclusive
+    assert aa.passed >= 0.8  # and an A/A comparison mostly ends early and conclusive
     assert slow[1.05].regression >= 0.95
-    # without the launch screen, the analytic power of the last look alone (alpha/3, noncentral t) is a lower bound of
-    # the sequential power; the screen's cost is the share of comparisons it hands to the launch as the unit
-    unscreened = simulate_interleave(TRIALS, 1.04, normal, seed=4, launch_alpha=0.0, **run)
+    # what the launch as the unit costs when launches add nothing: against the pooled pairs (the pair unit without its
+    # screen, whose analytic power of the last look alone, alpha/3 by noncentral t, bounds its sequential power below)
+    pooled = simulate_interleave(TRIALS, 1.04, normal, seed=4, unit="pair", launch_alpha=0.0, **run)
     analytic = pd.power(1.04, 0.035, 60, alpha / 3, thr)
-    print(f"  x1.04 without the launch screen: regression {unscreened.regression:.3f} (analytic, last look alone: {analytic:.3f}); "
-          f"with it {slow[1.04].regression:.3f}, the launch as the unit in {slow[1.04].launch_unit:.0%} of comparisons")
-    assert unscreened.regression >= analytic - mc(0.5)
+    print(f"  x1.04: the launch as the unit {slow[1.04].regression:.3f}; the pairs pooled (valid only without a launch effect) "
+          f"{pooled.regression:.3f} (analytic, last look alone: {analytic:.3f})")
+    assert pooled.regression >= analytic - mc(0.5)
+    assert slow[1.04].regression >= pooled.regression - 0.2
 
 
 @pytest.mark.parametrize("n, shift", [(12, 0.0), (60, 0.01), (233, -0.004)])
@@ -252,11 +278,11 @@ def test_rank_test_holds_alpha_and_outguns_t_where_a_few_pairs_are_wild():
     assert slow["rank"].regression >= 0.85 and slow["rank"].regression >= slow["t"].regression + 0.25
 
 
-def test_a_launch_effect_needs_several_launches():
+def test_a_launch_effect_needs_the_launch_as_the_unit():
     """A per-launch offset (sd 2%) shared by a launch's pairs, as measured between processes on the CPU runner: the
-    pairs of a launch are no longer independent. With 2 launches the F screen rarely sees it and false alarms at the
-    threshold exceed alpha; with 6 launches (the default) the screen makes the launch the unit and they stay within
-    alpha, and a 5% slowdown is still found. Without a launch effect 6 launches lose almost nothing."""
+    pairs of a launch are no longer independent. Pooled over 2 launches (the pair unit, F screen at 0.25) false alarms
+    at the threshold exceed alpha; with 6 launches as the unit (the default) they stay within alpha, and a 5% slowdown
+    is still found. Without a launch effect 6 launches find it almost always."""
     alpha, thr = 0.05, 0.02
     noisy = PairNoise(0.035, launch_sd=0.02)
     two = simulate_interleave(TRIALS, 1 + thr, noisy, pairs=60, launches=2, look_every=10, alpha=alpha, threshold=thr, seed=5)
@@ -264,10 +290,11 @@ def test_a_launch_effect_needs_several_launches():
     six_slow = simulate_interleave(TRIALS // 2, 1.05, noisy, pairs=60, launches=6, look_every=4, alpha=alpha, threshold=thr, seed=7)
     clean6 = simulate_interleave(TRIALS // 2, 1.05, PairNoise(0.035), pairs=60, launches=6, look_every=4, alpha=alpha, threshold=thr, seed=8)
     clean2 = simulate_interleave(TRIALS // 2, 1.05, PairNoise(0.035), pairs=60, launches=2, look_every=10, alpha=alpha, threshold=thr, seed=9)
-    print(f"\nlaunch sd 2%, pair sigma 3.5%, 60 pairs, at the threshold x1.02: false alarms with 2 launches {two.regression:.3f} "
-          f"(launch unit {two.launch_unit:.2f}), with 6 launches {six.regression:.3f} (launch unit {six.launch_unit:.2f}); "
+    print(f"\nlaunch sd 2%, pair sigma 3.5%, 60 pairs, at the threshold x1.02: false alarms with 2 launches pooled {two.regression:.3f} "
+          f"(launch unit after the screen {two.launch_unit:.2f}), with 6 launches as the unit {six.regression:.3f}; "
           f"power at x1.05 with 6 launches {six_slow.regression:.3f}; without a launch effect, power at x1.05: 6 launches "
-          f"{clean6.regression:.3f}, 2 launches {clean2.regression:.3f}")
+          f"{clean6.regression:.3f}, 2 launches pooled {clean2.regression:.3f}")
+    assert two.launch_unit < 1.0 and six.launch_unit == 1.0
     assert two.regression > alpha + mc(alpha)
     assert six.regression <= alpha + mc(alpha)
     assert six_slow.regression >= 0.5
@@ -504,7 +531,13 @@ def test_analysis_of_block_records():
               "timing": {"wall_s": 10, "startup_s": 3, "close_s": 0, "blocks_wall_s": 6, "warmup_blocks_wall_s": 1, "workers_cpu_s": 9,
                          "blocks_cpu_s": 6, "device": "cpu"}, "launches": [{}, {}, {}], **r}
     lines = report_lines(report)
-    assert lines[0].startswith("REGRESSION: B/A x") and any(ln.startswith("launch variance: F(2, 15) = ") for ln in lines)
+    assert lines[0].startswith("REGRESSION: B/A x") and "unit: launch, t over 3 launch Hodges-Lehmann estimates" in lines[0]
+    assert any(ln.startswith("launch variance: F(2, 15) = ") and ln.endswith("the launch is the unit whatever it adds") for ln in lines)
+    assert any(ln.startswith("minimum detectable slowdown at alpha 0.01, power 0.9, 3 launches (sd ") for ln in lines)
+    assert r["mds"]["unit"] == "launch" and r["mds"]["units"] == 3
+    pooled = analyse(blocks, alpha=0.05, threshold=0.02, looks=2, unit="pair")  # the pair as the unit: the pairs' sigma, the F screen
+    assert pooled["verdict"]["unit_rule"] == "pair" and pooled["mds"]["units"] == 18 and pooled["mds"]["unit_sd"] == pooled["sigma"]
+    assert any(ln.startswith("launch variance: F(2, 15) = ") and "the launch is the unit whatever" not in ln for ln in report_lines({**report, **pooled}))
     assert markdown(report, lines).startswith("# interleave w-4x1 on cpu")
     aa = analyse(_blocks(1.0, seed=1), alpha=0.05, threshold=0.02)
     assert aa["verdict"]["outcome"] in ("pass", "inconclusive")

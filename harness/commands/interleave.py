@@ -80,18 +80,28 @@ def _sd(xs: list[float]) -> float | None:
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
+def default_unit(launches: int) -> str:
+    """The unit of replication when none is asked for: the launch from :data:`paired.MIN_LAUNCH_UNIT` launches on."""
+    return "launch" if launches >= pd.MIN_LAUNCH_UNIT else "pair"
+
+
 def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 1, metric: str = DEFAULT_METRIC,
-            drop_first: bool = False, session: str | None = None, test: str = "rank") -> dict:
-    """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty, canary."""
+            drop_first: bool = False, session: str | None = None, test: str = "rank", unit: str | None = None) -> dict:
+    """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty, canary.
+    ``unit`` None: :func:`default_unit` of the launches with pairs. The minimum detectable slowdown is the verdict's:
+    from the sd of its units (launch summaries, or pairs) and their number."""
     pairs = pairs_of(blocks, session)
     if len(pairs) < 2:
         return {"pairs": len(pairs), "verdict": None}
     groups = grouped(pairs, metric, drop_first)
-    check = pd.PairedCheck(alpha, threshold, looks, test=test)
+    check = pd.PairedCheck(alpha, threshold, looks, test=test, unit=unit or default_unit(len(groups)))
     v = check.decide(groups)
     d = [x for g in groups for x in g]
     n = len(d)
     sigma = _sd(d)
+    e, _ = check.estimate(groups)
+    u_sd, u_n = (e.sd, e.n) if e.unit == "launch" else (sigma, n)
+    u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
     variants = {}
     for how in pd.METRICS:
         for drop in (False, True):
@@ -121,10 +131,12 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
         "pairs": n, "launch_sizes": [len(g) for g in groups], "metric": metric, "drop_first": drop_first,
         "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
         "sigma": sigma, "variants": variants,
-        "mds": {"alpha": 0.01, "power": 0.9, "slowdown": pd.min_detectable(sigma, n, 0.01, 0.9) if sigma else None,
-                "approx_3_6": 3.6 * sigma / math.sqrt(n) if sigma else None,
-                "with_settings": pd.min_detectable(sigma, n, check.per_look, 0.9, threshold) if sigma else None,
-                "pairs_for_3pct": pd.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},
+        "mds": {"alpha": 0.01, "power": 0.9, "unit": e.unit, "units": u_n, "unit_sd": u_sd,
+                "slowdown": pd.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
+                "approx_3_6": 3.6 * u_sd / math.sqrt(u_n) if u_sd else None,
+                "with_settings": pd.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
+                "units_for_3pct": pd.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
+                "pairs_for_3pct": pd.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
         "resume_penalty": resume, "canary": canary,
         "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
         "k": sorted({len(x) for x in steps}),
@@ -204,7 +216,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                threshold: float | None = None, seed: int | None = None, drop_first_step: bool = False, no_phases: bool = False,
                cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
                workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/interleave", run_timeout: float = 1800.0,
-               fallback_repeats: int = 5, skip_same_versions: bool = False, test: str = "rank", faults: str | None = None, out: Callable[[str], None] = print) -> int:
+               fallback_repeats: int = 5, skip_same_versions: bool = False, test: str = "rank", unit: str | None = None, faults: str | None = None, out: Callable[[str], None] = print) -> int:
     """Run the interleaved comparison (module docstring); exit code 1 on a regression, 3 when a worker died, else 0.
 
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
@@ -221,7 +233,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     plan = pd.Plan(pairs, launches, look_every)
     alpha = alpha if alpha is not None else default_thresholds(gpu)["alpha"]
     threshold = threshold if threshold is not None else DEFAULT_THRESHOLD
-    check = pd.PairedCheck(alpha, threshold, len(plan.looks), test=test)
+    unit = unit or default_unit(launches)
+    check = pd.PairedCheck(alpha, threshold, len(plan.looks), test=test, unit=unit)
     py = {"a": interpreter(python_a, "a"), "b": interpreter(python_b, "b")}
     if inject_work_b_percent < 0 or inject_work_b_percent and inject_work_b:
         raise ValueError(f"--inject-work-b-percent must be positive and without --inject-work-b, got {inject_work_b_percent} (and {inject_work_b})")
@@ -246,7 +259,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
                 "block_steps": block_steps, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
-                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "cpus": cpus, "malloc_default": malloc_default,
+                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": w.measure.warmup_steps, "session_id": session}
     injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
                                      f"inject-work sized on this machine for +{inject_work_b_percent:g}%" if inject_work_b_percent
@@ -255,6 +268,10 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         + (f"; A runs {dec.id}, B runs {dec_b.id}" if dec_b != dec else ""))
     out(f"  {block_steps} steps per block, up to {pairs} pairs over {launches} launches, looks at {', '.join(map(str, plan.looks))} pairs "
         f"(alpha {alpha:g} / {len(plan.looks)} per look), threshold +{threshold:.1%}, seed {seed}; blocks in {blocks_path}")
+    out("  unit of replication: the launch (each launch's " + ("Hodges-Lehmann estimate" if check.summary == "hl" else "mean") + " of its pair log "
+        f"ratios, t over the {launches} launches)" if unit == "launch" else
+        f"  unit of replication: the pair (pooled over {launches} launch(es): valid only if launches add nothing; F screen at {pd.LAUNCH_ALPHA:g}, "
+        f"the launch as the unit needs {pd.MIN_LAUNCH_UNIT} or more launches)")
 
     groups: list[list[float]] = []
     verdict = None
@@ -370,7 +387,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     wall = time.time() - t_start
     cpu = _children_cpu() - cpu_start
     summary = analyse(blocks, alpha=alpha, threshold=threshold, looks=len(plan.looks), metric=metric, drop_first=drop_first_step, session=session,
-                      test=test)
+                      test=test, unit=unit)
     cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
     timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "close_s": sum(li.get("close_s", 0) for li in launch_info),
               "blocks_wall_s": sum(b["wall_s"] for b in blocks),
@@ -432,11 +449,17 @@ def report_lines(r: dict) -> list[str]:
         out.append(f"per-pair sigma of the log ratio: {_pct(r['sigma'], 2)} ({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block"
                    f"{', first step dropped' if r['drop_first'] else ''}); "
                    + ", ".join(f"{k} {_pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None))
-        out.append(f"minimum detectable slowdown at alpha 0.01, power 0.9, {r['pairs']} pairs: {_pct(m['slowdown'], 2)} "
-                   f"(3.6 sigma/sqrt(n) = {_pct(m['approx_3_6'], 2)}); with this run's alpha per look and threshold: {_pct(m['with_settings'], 2)}; "
-                   f"pairs for 3%: {m['pairs_for_3pct'] or 'n/a'}")
+        units = "pairs" if m.get("unit", "pair") == "pair" else "launches"
+        out.append(f"minimum detectable slowdown at alpha 0.01, power 0.9, {m.get('units', r['pairs'])} {units} (sd {_pct(m.get('unit_sd', r['sigma']), 2)} "
+                   f"per {units[:-1] if units == 'pairs' else 'launch'}): {_pct(m['slowdown'], 2)} "
+                   f"(3.6 sd/sqrt(n) = {_pct(m['approx_3_6'], 2)}); with this run's alpha per look and threshold: {_pct(m['with_settings'], 2)}; "
+                   f"{units} for 3%: {m.get('units_for_3pct', m.get('pairs_for_3pct')) or 'n/a'}")
     lc = (v or {}).get("launch_check")
-    if lc:
+    if lc and (v or {}).get("unit_rule") == "launch":
+        out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd "
+                   f"{_pct(lc['sigma_launch'], 2)} vs pair sd {_pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
+                   + "; the launch is the unit whatever it adds")
+    elif lc:
         differ = lc["p"] < pd.LAUNCH_ALPHA
         out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd {_pct(lc['sigma_launch'], 2)} "
                    f"vs pair sd {_pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
@@ -479,10 +502,11 @@ def markdown(r: dict, lines: list[str]) -> str:
     return "\n".join(head + [f"- {ln}" for ln in lines]) + "\n"
 
 
-def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first: bool = False, test: str = "rank") -> dict:
-    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step policy or test."""
+def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first: bool = False, test: str = "rank", unit: str | None = None) -> dict:
+    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step policy, test or unit
+    (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
     root = Path(results_dir)
     rep = json.loads((root / "report.json").read_text())
     s = rep["settings"]
     return analyse(read_jsonl(root / "blocks.jsonl"), alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=metric,
-                   drop_first=drop_first, session=s["session_id"], test=test)
+                   drop_first=drop_first, session=s["session_id"], test=test, unit=unit or s.get("unit", "pair"))

@@ -2,7 +2,7 @@
 
 Design (``harness.commands.interleave`` makes the data):
 
-* **Unit of replication: the pair.** Two resident workers, A and B, take turns running blocks of k
+* **The pair.** Two resident workers, A and B, take turns running blocks of k
   optimizer steps; a pair is one block of each, in an order drawn at random per pair (seeded). Each
   block is summarised by one number, :func:`block_metric` (the median of its step times by default, as
   a run is by the median of its steps; or the mean; the first step optionally dropped), and each pair by
@@ -10,9 +10,11 @@ Design (``harness.commands.interleave`` makes the data):
   d = log(B's block metric / A's). Whatever the machine does for longer than a pair (a slow period,
   a clock change, a noisy neighbour) cancels in d, and the random order within the pair keeps a
   systematic first/second effect out of the mean of d.
-* **Test.** One-sample t on the n pair log ratios: mean d̄, sd s, SE = s/√n, n − 1 degrees of freedom
-  (:func:`paired_estimate`). The ratio B/A is exp(d̄) with a (1 − 2a) interval exp(d̄ ± t₁₋ₐ,ₙ₋₁·SE), so
-  each end is a one-sided level-a bound. Practical threshold δ, T = 1 + δ; a = α / (planned looks).
+* **Test.** One-sample t on n units (launch summaries, see Launches below; or pairs, :func:`paired_estimate`):
+  mean d̄, sd s, SE = s/√n, n − 1 degrees of freedom. The ratio B/A is exp(d̄) with a (1 − 2a) interval
+  exp(d̄ ± t₁₋ₐ,ₙ₋₁·SE), so each end is a one-sided level-a bound; with the pair as the unit the default is
+  Wilcoxon's signed-rank test and its Hodges–Lehmann interval (:func:`rank_estimate`). Practical threshold δ,
+  T = 1 + δ; a = α / (planned looks).
 * **Verdicts** (:class:`PairedCheck`), the same conventions as :class:`harness.judging.stats.RuntimeCheck`:
 
   - ``regression``: H0 "B/A ≤ T" rejected one-sided at a (equivalently: the interval's lower end is
@@ -26,18 +28,23 @@ Design (``harness.commands.interleave`` makes the data):
   two pairs, :class:`Plan`) and stops at the first conclusive verdict or when its pairs or
   minutes are spent. α is split evenly over the planned looks (Bonferroni), so the false-alarm bound
   holds whatever the number of looks actually made.
-* **Launches.** The pairs are spread over ≥ 2 launches of the worker pair (both workers closed and
-  started again). If a launch brings its own offset (B's process happened to get a slower memory
-  layout), the pairs of one launch are not independent and the pair-level interval is too narrow.
-  :func:`launch_check` tests this at every look: a one-way ANOVA F test of the pair log ratios grouped
-  by launch (H0: no launch-to-launch variance), with a method-of-moments estimate of the launch
-  variance component. When it rejects at ``launch_alpha`` (0.25, a liberal pre-test: it must catch
-  launch effects that are small against one pair's noise but not against the mean of many pairs), the
-  launch becomes the unit (:func:`launch_estimate`: the mean of the launch means, t with L − 1 degrees of
-  freedom), which is valid whatever the launch variance. With 2 launches no screen can protect the
-  pair-level test (simulated false alarms 7-11% at the threshold for a launch sd of 1-3% against a
-  pair sd of 3.5%) and the launch-level test has one degree of freedom; with 6 launches both levels
-  hold alpha (``tests/test_interleave.py``), hence the command's default of 6.
+* **Launches: the unit of replication.** The pairs are spread over launches of the worker pair (both workers
+  closed and started again). A launch can bring its own offset (B's process happened to get a slower memory layout):
+  on the H200 two launches of one build read x1.058 and x0.997 (docs/results/interleave-h200/), as large as the
+  effect to be found. Pairs nest inside launches, so by default (``unit="launch"``) **the launch is the unit**: each
+  launch is summarised by the Hodges–Lehmann estimate of its pair log ratios (the mean with ``test="t"``), and the
+  verdict is a one-sample t test on the L launch summaries, L − 1 degrees of freedom (:func:`launch_estimate`). This
+  is the two-stage (summary-statistic) analysis of a nested design: valid whatever the launch variance, with no
+  pre-test, and its standard error carries both components, σ²_summary/L + τ²_launch/L. The per-launch
+  Hodges–Lehmann estimate keeps the few wild pairs of a launch (a host hiccup) from moving its summary, which a
+  launch mean does not (a pair sd of 10.7% on the H200, but 3–5% by ranks). Its cost is degrees of freedom: with
+  fewer than :data:`MIN_LAUNCH_UNIT` launches it cannot conclude, so the command uses ``unit="pair"`` there.
+* ``unit="pair"`` (1 or 2 launches): the pairs are pooled and judged by the pair-level test, valid only if launches
+  add nothing; :func:`launch_check` screens for it at every look (a one-way ANOVA F test of the pair log ratios
+  grouped by launch, at ``launch_alpha`` 0.25) and makes the launch means the unit when it fires. Such a pre-test
+  costs power (it fires in a quarter of the comparisons without any launch effect, leaving 1 df) and cannot
+  protect the level when launch effects are small (simulated false alarms 7–11% at the threshold with 2 launches,
+  launch sd 1–3% against a pair sd of 3.5%): the reason the launch is the unit by default.
 
 :func:`min_detectable` gives the smallest true slowdown that the regression test finds with a given
 power from the measured σ (about 3.6·σ/√n for α = 0.01, power 0.9, δ = 0; exact via the noncentral t).
@@ -59,7 +66,9 @@ from harness.judging.stats import Verdict, fmt_ratio
 
 METRICS = ("mean", "median")
 TESTS = ("rank", "t")  # of the pair unit: Wilcoxon signed-rank with Hodges–Lehmann (default), or the t test
-LAUNCH_ALPHA = 0.25  # level of the launch-variance screen that switches the unit to the launch (liberal: see the module docstring)
+LAUNCH_ALPHA = 0.25  # level of the launch-variance screen of unit "pair" that switches it to the launch (liberal: see the module docstring)
+UNITS = ("launch", "pair")  # of replication: the launch (two-stage, the default), or the pair (pooled, launch effect screened)
+MIN_LAUNCH_UNIT = 3  # fewest launches for which the command makes the launch the unit (2 launches: 1 df, a t quantile of 31.8 at 0.01)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,10 +248,24 @@ def rank_estimate(d: Sequence[float], alpha: float) -> RankEstimate:
     return RankEstimate(tuple(walsh), len(x), alpha)
 
 
-def launch_estimate(groups: Sequence[Sequence[float]], alpha: float) -> PairedEstimate:
-    """The launch as the unit: each launch contributes the mean of its pair log ratios; t with L - 1 df over the
-    L launch means. Valid whatever the launch-to-launch variance; wide when L is small."""
-    means = [fmean(g) for g in groups if len(g)]
+def hodges_lehmann(d: Sequence[float]) -> float:
+    """The Hodges–Lehmann estimate of the centre of ``d``: the median of the Walsh averages (d_i + d_j)/2, i <= j."""
+    if not d:
+        raise ValueError("hodges_lehmann needs at least one value")
+    x = list(d)
+    return median((x[i] + x[j]) / 2 for i in range(len(x)) for j in range(i, len(x)))
+
+
+SUMMARIES = {"mean": fmean, "hl": hodges_lehmann}
+
+
+def launch_estimate(groups: Sequence[Sequence[float]], alpha: float, summary: str = "mean") -> PairedEstimate:
+    """The launch as the unit: each launch contributes one summary of its pair log ratios (``mean``, or ``hl``: the
+    Hodges–Lehmann estimate); t with L - 1 df over the L summaries. Valid whatever the launch-to-launch variance; wide
+    when L is small."""
+    if summary not in SUMMARIES:
+        raise ValueError(f"launch summary must be one of {', '.join(SUMMARIES)}, got {summary!r}")
+    means = [SUMMARIES[summary](g) for g in groups if len(g)]
     if len(means) < 1:
         raise ValueError("launch_estimate needs at least one launch with pairs")
     return PairedEstimate(fmean(means), _sd(means) if len(means) > 1 else float("nan"), len(means), alpha, "launch",
@@ -361,18 +384,29 @@ class PairedCheck:
     looks: int = 1
     launch_alpha: float = LAUNCH_ALPHA
     test: str = "rank"
+    unit: str = "launch"
 
     def __post_init__(self):
         if self.test not in TESTS:
             raise ValueError(f"--test must be one of {', '.join(TESTS)}, got {self.test!r}")
+        if self.unit not in UNITS:
+            raise ValueError(f"--unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+
+    @property
+    def summary(self) -> str:
+        """Of each launch, when the launch is the unit: Hodges–Lehmann under the rank test, the mean under t."""
+        return "hl" if self.test == "rank" else "mean"
 
     @property
     def per_look(self) -> float:
         return self.alpha / self.looks
 
     def estimate(self, groups: Sequence[Sequence[float]]) -> tuple[PairedEstimate | RankEstimate, LaunchCheck | None]:
-        """The estimate the verdict uses (pair-level, by ranks or t; launch-level when launches differ) and the launch check."""
+        """The estimate the verdict uses and the launch check: unit "launch", t over the launch summaries; unit "pair",
+        the pair-level test (ranks or t), or the launch means when the screen finds that launches differ."""
         lc = launch_check(groups)
+        if self.unit == "launch":
+            return launch_estimate(groups, self.per_look, self.summary), lc
         if lc is not None and lc.differ(self.launch_alpha):
             return launch_estimate(groups, self.per_look), lc
         d = [x for g in groups for x in g]
@@ -387,16 +421,20 @@ class PairedCheck:
         details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a, "alpha_total": self.alpha,
                    "looks": self.looks, "look": look, "threshold": self.threshold, "pairs": e.pairs, "unit": e.unit, "n_units": e.n,
                    "df": e.df, "sigma_pair": pair_sd, "mean_log_ratio": e.mean, "se": e.se,
-                   "test": "signed-rank" if isinstance(e, RankEstimate) else "t",
+                   "test": "signed-rank" if isinstance(e, RankEstimate) else "t", "unit_rule": self.unit,
+                   "launch_summary": self.summary if self.unit == "launch" else "mean" if e.unit == "launch" else None,
                    "launch_check": None if lc is None else {"f": lc.f, "df_between": lc.df_between, "df_within": lc.df_within, "p": lc.p,
                                                             "sigma_launch": lc.sigma_launch, "sigma_pair": lc.sigma_pair, "sizes": list(lc.sizes),
                                                             "ratios": [math.exp(m) for m in lc.means]},
                    "correction": f"alpha {self.alpha:g} split over {self.looks} planned look(s)" if self.looks > 1 else "one look"}
         head = f"B/A {fmt_ratio(e.ratio, e.lo, e.hi)} over {e.pairs} pairs, threshold +{self.threshold:.1%}"
-        if e.unit == "launch":
+        if e.unit == "launch" and self.unit == "launch":
+            head += f" (unit: launch, t over {e.n} launch {'Hodges-Lehmann estimates' if self.summary == 'hl' else 'means'})"
+        elif e.unit == "launch":
             head += f" (unit: launch, {e.n} launches: they differ, F test p = {lc.p:.2g})"
         if e.df < 1:
-            return Verdict("runtime", case, "inconclusive", f"inconclusive: {head}: needs at least 2 pairs", details)
+            need = "2 launches with pairs" if e.unit == "launch" else "2 pairs"
+            return Verdict("runtime", case, "inconclusive", f"inconclusive: {head}: needs at least {need}", details)
         if e.p_above(t_up) <= a:
             return Verdict("runtime", case, "regression", f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, alpha {a:.3g} per look)", details)
         if e.hi < 1 - self.threshold:

@@ -166,14 +166,16 @@ class InterleaveSim:
 
 def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int = 60, launches: int = 2, look_every: int | None = None,
                         alpha: float = 0.05, threshold: float = 0.02, seed: int = 0, launch_alpha: float | None = None,
-                        test: str = "rank") -> InterleaveSim:
+                        test: str = "rank", unit: str | None = None) -> InterleaveSim:
     """Simulate ``trials`` interleaved comparisons with true ratio B/A ``ratio``, through the command's own plan
     (:class:`harness.judging.paired.Plan`) and verdict (:class:`harness.judging.paired.PairedCheck`): looks every
-    ``look_every`` pairs once every launch has 2 pairs, stopping at the first conclusive look."""
-    from harness.judging.paired import CONCLUSIVE, LAUNCH_ALPHA, PairedCheck, Plan
+    ``look_every`` pairs once every launch has 2 pairs, stopping at the first conclusive look. ``unit`` as the command
+    chooses it when None: the launch from :data:`~harness.judging.paired.MIN_LAUNCH_UNIT` launches on, else the pair."""
+    from harness.judging.paired import CONCLUSIVE, LAUNCH_ALPHA, MIN_LAUNCH_UNIT, PairedCheck, Plan
 
     plan = Plan(pairs, launches, look_every)
-    check = PairedCheck(alpha, threshold, len(plan.looks), LAUNCH_ALPHA if launch_alpha is None else launch_alpha, test)
+    unit = unit or ("launch" if launches >= MIN_LAUNCH_UNIT else "pair")
+    check = PairedCheck(alpha, threshold, len(plan.looks), LAUNCH_ALPHA if launch_alpha is None else launch_alpha, test, unit)
     rng = np.random.default_rng(seed)
     sizes = [b - a for a, b in zip(plan.starts, (*plan.starts[1:], pairs))]
     counts = {"regression": 0, "pass": 0, "improvement": 0, "inconclusive": 0}

@@ -81,7 +81,8 @@ def load_comparisons(root):
         rep = json.loads(rep_path.read_text())
         s = rep["settings"]
         blocks = read_jsonl(rep_path.parent / "blocks.jsonl")
-        kw = dict(alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=s["metric"], session=s["session_id"])
+        kw = dict(alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=s["metric"], session=s["session_id"],
+                  unit=s.get("unit", "pair"))  # as they ran: the pair as the unit, screened
         stored = s.get("test", "t")  # the comparisons ran before the rank test existed: their reports hold the t test
         a = analyse(blocks, **kw, test="t")
         ar = analyse(blocks, **kw, test="rank")
@@ -478,7 +479,7 @@ def rank_rates(src, n, shifts, seed):
 def check_rate(pool, n, launches, s_l, shift, seed):
     """The same through the command's PairedCheck (test t), the n pairs split into launches, each with a N(0, s_l) offset."""
     rng = np.random.default_rng(seed)
-    check = pd.PairedCheck(ALPHA, 0.0, test="t")
+    check = pd.PairedCheck(ALPHA, 0.0, test="t", unit="pair")  # the screened pair unit, as the command judged then
     hits = 0
     for _ in range(REPS):
         x = pool[rng.integers(0, len(pool), n)] + math.log(1 + shift)
@@ -511,7 +512,7 @@ def check_rates(pool, n, launches, s_l, shifts, seed, test):
         p_pair = signed_rank_p(x + c) if test == "rank" else stats.ttest_1samp(x + c, 0.0, axis=1, alternative="greater").pvalue
         return np.where(launch_unit, p_launch, p_pair) <= ALPHA
 
-    check = pd.PairedCheck(ALPHA, 0.0, test=test)
+    check = pd.PairedCheck(ALPHA, 0.0, test=test, unit="pair")
     rates, agree = [], 0
     for sh in shifts:
         hit = hits(sh)

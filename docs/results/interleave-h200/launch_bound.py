@@ -18,10 +18,9 @@ HERE = Path(__file__).parent
 DIRS = ["c/aa-4x1-c", "c/tf-4x1", "c/work-4x1-c", "d/aa-1x4-d", "d/work-1x4-d",
         "calibrated/work5-1", "calibrated/work5-2", "calibrated/work5-3"]
 
-ss_b = ss_w = 0.0
-df_b = df_w = 0
-n0_num = n0_den = 0.0
-for name in DIRS:
+
+def launch_groups(name):
+    """The pair log ratios (median of each block) of comparison NAME, one list per launch, in launch order."""
     blocks = [json.loads(line) for line in (HERE / name / "blocks.jsonl").read_text().splitlines()]
     pairs: dict = {}
     for b in blocks:
@@ -31,23 +30,35 @@ for name in DIRS:
     for (launch, _), p in pairs.items():
         if len(p) == 2:
             groups.setdefault(launch, []).append(math.log(p["b"] / p["a"]))
-    gs = [g for g in groups.values() if g]
-    n = sum(map(len, gs))
-    grand = sum(map(sum, gs)) / n
-    sb = sum(len(g) * (sum(g) / len(g) - grand) ** 2 for g in gs)
-    sw = sum((x - sum(g) / len(g)) ** 2 for g in gs for x in g)
-    ss_b, ss_w, df_b, df_w = ss_b + sb, ss_w + sw, df_b + len(gs) - 1, df_w + n - len(gs)
-    n0 = (n - sum(len(g) ** 2 for g in gs) / n) / (len(gs) - 1) if len(gs) > 1 else 0.0
-    n0_num += n0 * (len(gs) - 1)
-    n0_den += len(gs) - 1
-    f = (sb / (len(gs) - 1)) / (sw / (n - len(gs))) if len(gs) > 1 else float("nan")
-    print(f"{name:20s} launches {len(gs)}, pairs {n}, sizes {[len(g) for g in gs]}, launch means "
-          f"{[round(math.exp(sum(g) / len(g)), 4) for g in gs]}, F {f:.2f}")
-ms_b, ms_w = ss_b / df_b, ss_w / df_w
-n0 = n0_num / n0_den
-f = ms_b / ms_w
-p = stats.f.sf(f, df_b, df_w)
-tau2 = max(0.0, (ms_b - ms_w) / n0)
-tau2_up = max(0.0, (ss_b / stats.chi2.ppf(0.05, df_b) - ms_w) / n0)
-print(f"\npooled: df between {df_b}, within {df_w}; pair sd {math.sqrt(ms_w):.2%}; n0 {n0:.1f} pairs per launch")
-print(f"F({df_b}, {df_w}) = {f:.2f}, p = {p:.3f}; launch sd (moments) {math.sqrt(tau2):.2%}; one-sided 95% upper bound {math.sqrt(tau2_up):.2%}")
+    return [g for g in groups.values() if g]
+
+
+def main():
+    ss_b = ss_w = 0.0
+    df_b = df_w = 0
+    n0_num = n0_den = 0.0
+    for name in DIRS:
+        gs = launch_groups(name)
+        n = sum(map(len, gs))
+        grand = sum(map(sum, gs)) / n
+        sb = sum(len(g) * (sum(g) / len(g) - grand) ** 2 for g in gs)
+        sw = sum((x - sum(g) / len(g)) ** 2 for g in gs for x in g)
+        ss_b, ss_w, df_b, df_w = ss_b + sb, ss_w + sw, df_b + len(gs) - 1, df_w + n - len(gs)
+        n0 = (n - sum(len(g) ** 2 for g in gs) / n) / (len(gs) - 1) if len(gs) > 1 else 0.0
+        n0_num += n0 * (len(gs) - 1)
+        n0_den += len(gs) - 1
+        f = (sb / (len(gs) - 1)) / (sw / (n - len(gs))) if len(gs) > 1 else float("nan")
+        print(f"{name:20s} launches {len(gs)}, pairs {n}, sizes {[len(g) for g in gs]}, launch means "
+              f"{[round(math.exp(sum(g) / len(g)), 4) for g in gs]}, F {f:.2f}")
+    ms_b, ms_w = ss_b / df_b, ss_w / df_w
+    n0 = n0_num / n0_den
+    f = ms_b / ms_w
+    p = stats.f.sf(f, df_b, df_w)
+    tau2 = max(0.0, (ms_b - ms_w) / n0)
+    tau2_up = max(0.0, (ss_b / stats.chi2.ppf(0.05, df_b) - ms_w) / n0)
+    print(f"\npooled: df between {df_b}, within {df_w}; pair sd {math.sqrt(ms_w):.2%}; n0 {n0:.1f} pairs per launch")
+    print(f"F({df_b}, {df_w}) = {f:.2f}, p = {p:.3f}; launch sd (moments) {math.sqrt(tau2):.2%}; one-sided 95% upper bound {math.sqrt(tau2_up):.2%}")
+
+
+if __name__ == "__main__":
+    main()
