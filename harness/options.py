@@ -182,8 +182,10 @@ PAIR_TEST = Opt(("--test",), "test", "test of the pair log ratios: rank (Wilcoxo
 UNIT = Opt(("--unit",), "unit", "unit of replication of the verdict: launch (each launch summarised by its Hodges-Lehmann estimate, or mean "
            "with --test t; t over the launches; valid whatever launches add) or pair (pooled; valid only if launches add nothing, screened "
            "by an F test); default: launch from 3 launches on, else pair", choices=("launch", "pair"))
+PRESTART = Opt(("--prestart",), "prestart", "import the next launch's two workers on the CPUs outside --cpus while this launch runs, so "
+               "that a launch costs only their build (needs --cpus and a spare CPU; each launch is still a fresh process)", action="store_true")
 INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
-              DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
+              DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, PRESTART, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
 
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)
@@ -202,10 +204,10 @@ MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro",
 ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, SCREEN, CPUS, MEMORY_LIMIT_MICRO)
 
 # confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
-CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, FALLBACK_REPEATS)
+CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, PRESTART, FALLBACK_REPEATS)
 
 # the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
-INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, FALLBACK_REPEATS),
+INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, PRESTART, FALLBACK_REPEATS),
                               python_b="also compare every selected case against the environment of this interpreter, interleaved on this "
                               "machine in blocks of steps on two resident workers (python -m harness interleave, A = this interpreter); "
                               "its verdicts are the test_interleaved tests",

@@ -333,6 +333,40 @@ def test_a_worker_that_dies_is_one_clear_line(tmp_path, tiny_w, fault, how):
     assert _residents(str(tmp_path)) == [] and wk.exit_code is not None
 
 
+@pytest.mark.slow
+def test_a_prestarted_worker_imports_while_held_and_builds_on_release(tmp_path, tiny_w):
+    """hold_cpus: the worker imports there and waits; release() lets it build on its own CPUs. One that is never
+    released is killed without a trace."""
+    from harness.measuring.resident import ResidentWorker
+
+    held = ResidentWorker("A", tiny_w, tiny_w.decomposition("4x1"), tmp_path / "w1", gpu="cpu", cpus=[0], hold_cpus=[1], timeout_s=120)
+    unused = ResidentWorker("B", tiny_w, tiny_w.decomposition("4x1"), tmp_path / "w2", gpu="cpu", cpus=[0], hold_cpus=[1], timeout_s=120)
+    with held.start(wait=False), unused.start(wait=False):
+        time.sleep(0.5)
+        assert held.ready is None and held.released_at is None
+        ready = held.wait_ready()  # releases it first
+        rep = held.block(2)
+        assert len(rep["step_times_ms"]) == 2 and ready["cpus"] == [0]
+        assert ready["prestarted"]["preload_s"] > 0 and ready["timing_s"]["import_s"] < ready["prestarted"]["preload_s"] / 2
+        assert held.released_at - held.started_at >= ready["prestarted"]["preload_s"]  # the release waited for the imports
+        unused.kill()
+    assert held.stopped_cleanly and _residents(str(tmp_path)) == []
+
+
+@pytest.mark.slow
+def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
+    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6", "--launches", "3", "--cpus", "0", "--prestart", "--seed", "4")
+    res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    launches = report["launches"]
+    assert [li["prestarted"] for li in launches] == [False, True, True] and report["settings"]["hold_cpus"] == [1]
+    imports = [li["ready"]["a"]["timing_s"]["import_s"] for li in launches]
+    assert all(x < imports[0] / 2 for x in imports[1:]), imports  # imported while held, before the launch began
+    assert sum("(pre-started)" in ln for ln in res.stdout.splitlines()) == 2 and report["verdict"]["unit"] == "launch"
+    assert _residents(str(tmp_path)) == []
+
+
 def _cli(tmp_path, *extra, env=None):
     args = [sys.executable, "-m", "harness", "interleave", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1",
             "--workloads-dir", str(ROOT / "workloads"), "--results-dir", str(tmp_path / "out"), *extra]
@@ -477,6 +511,7 @@ def test_e2e_aa_is_no_regression(tmp_path):
 @pytest.mark.parametrize("extra, says", [
     (("--pairs", "3", "--launches", "2"), "error: --pairs 3 is too few for 2 launches: every launch needs at least 2 pairs (pass --pairs 4 or more)"),
     (("--pairs", "12", "--python-b", "/nonexistent/python"), "error: --python-b /nonexistent/python: not an executable Python"),
+    (("--pairs", "12", "--prestart"), "error: --prestart needs --cpus and CPUs outside them to import the next launch's workers on"),
 ])
 def test_bad_input_is_one_line(tmp_path, extra, says):
     args, env = _cli(tmp_path, "--block-steps", "1", *extra)

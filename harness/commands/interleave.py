@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import resource
 import time
@@ -216,10 +217,13 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                threshold: float | None = None, seed: int | None = None, drop_first_step: bool = False, no_phases: bool = False,
                cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
                workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/interleave", run_timeout: float = 1800.0,
-               fallback_repeats: int = 5, skip_same_versions: bool = False, test: str = "rank", unit: str | None = None, faults: str | None = None, out: Callable[[str], None] = print) -> int:
+               fallback_repeats: int = 5, skip_same_versions: bool = False, test: str = "rank", unit: str | None = None, prestart: bool = False,
+               faults: str | None = None, out: Callable[[str], None] = print) -> int:
     """Run the interleaved comparison (module docstring); exit code 1 on a regression, 3 when a worker died, else 0.
 
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
+    ``prestart``: the next launch's two workers import on the CPUs outside ``cpus`` while this launch runs
+    (:class:`~harness.measuring.resident.ResidentWorker` ``hold_cpus``), so a launch's start-up is only their build.
     ``inject_work_b_percent`` (test-only): side B does injected work sized on this machine to slow its step by that many
     percent (:func:`calibrate_injection`, once, after launch 1's warm-up; every later block of B uses that amount).
     """
@@ -233,6 +237,12 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     plan = pd.Plan(pairs, launches, look_every)
     alpha = alpha if alpha is not None else default_thresholds(gpu)["alpha"]
     threshold = threshold if threshold is not None else DEFAULT_THRESHOLD
+    hold_cpus = None
+    if prestart:
+        hold_cpus = sorted(set(os.sched_getaffinity(0)) - set(cpus or ()))
+        if not cpus or not hold_cpus:
+            raise ValueError("--prestart needs --cpus and CPUs outside them to import the next launch's workers on "
+                             f"(this process may use {sorted(os.sched_getaffinity(0))}; pass --cpus with fewer of them)")
     unit = unit or default_unit(launches)
     check = pd.PairedCheck(alpha, threshold, len(plan.looks), test=test, unit=unit)
     py = {"a": interpreter(python_a, "a"), "b": interpreter(python_b, "b")}
@@ -259,7 +269,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
                 "block_steps": block_steps, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
-                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "cpus": cpus, "malloc_default": malloc_default,
+                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "hold_cpus": hold_cpus, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": w.measure.warmup_steps, "session_id": session}
     injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
                                      f"inject-work sized on this machine for +{inject_work_b_percent:g}%" if inject_work_b_percent
@@ -295,30 +305,39 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         blocks.append(rec)
         return rec
 
+    def make_workers(launch: int, hold: list[int] | None) -> dict:
+        return {s: ResidentWorker(s.upper(), w, dec if s == "a" else dec_b, root / "work", gpu=gpu, launch=launch, python=py[s], phases=not no_phases,
+                                  fault=fault.get((s, launch)), cpus=cpus, malloc_default=malloc_default, timeout_s=run_timeout, hold_cpus=hold,
+                                  **switches[s]) for s in SIDES}
+
+    nxt: dict | None = None  # the next launch's pre-started workers (--prestart)
     try:
         with sigterm_as_interrupt():
             for launch in range(1, launches + 1):
                 start = plan.starts[launch - 1]
                 end = plan.starts[launch] if launch < launches else pairs
-                startup_est = max((li["startup_s"] for li in launch_info), default=0.0)
+                startup_est = (launch_info[-1]["startup_s"] if nxt and launch_info else
+                               max((li["startup_s"] for li in launch_info), default=0.0))
                 if verdict is not None and verdict.outcome in pd.CONCLUSIVE:
                     break
                 if launch > 1 and over_budget(startup_est + 2 * (fmean(pair_wall) if pair_wall else 0.0)):
                     stopped = f"budget of {budget_minutes:g} min spent before launch {launch}"
                     out(f"{stopped}: judging the pairs made")
                     break
-                workers = {s: ResidentWorker(s.upper(), w, dec if s == "a" else dec_b, root / "work", gpu=gpu, launch=launch, python=py[s], phases=not no_phases,
-                                             fault=fault.get((s, launch)), cpus=cpus, malloc_default=malloc_default, timeout_s=run_timeout, **switches[s]) for s in SIDES}
+                workers, nxt = nxt or make_workers(launch, None), None
                 try:
                     t_launch = time.time()
                     for s in SIDES:
-                        workers[s].start(wait=False)
+                        if workers[s].hold_cpus:
+                            workers[s].release()
+                        else:
+                            workers[s].start(wait=False)
                     ready = {s: workers[s].wait_ready() for s in SIDES}
                     info = {"launch": launch, "startup_s": time.time() - t_launch, "ready": {s: {k: ready[s].get(k) for k in
-                            ("timing_s", "host_probe", "cuda", "cpus", "malloc", "startup_wall_s", "inject_work_layers")} for s in SIDES},
-                            "env": {s: ready[s].get("env") for s in SIDES}}
+                            ("timing_s", "host_probe", "cuda", "cpus", "malloc", "startup_wall_s", "inject_work_layers", "prestarted")} for s in SIDES},
+                            "env": {s: ready[s].get("env") for s in SIDES}, "prestarted": bool(workers["a"].hold_cpus)}
                     launch_info.append(info)
-                    out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s (pairs {start + 1}-{end})")
+                    out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} (pairs {start + 1}-{end})")
                     warm = max(w.measure.warmup_steps, 1)
                     amount = {"a": None, "b": calibration["casts"] if calibration else None}
                     for s in (SIDES if launch % 2 else SIDES[::-1]):
@@ -332,6 +351,10 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                         settings["inject_calibration"] = calibration
                         amount["b"] = calibration["casts"]
                         out(calibration_text(calibration))
+                    if hold_cpus and launch < launches:  # the next launch imports on the other CPUs meanwhile
+                        nxt = make_workers(launch + 1, hold_cpus)
+                        for s in SIDES:
+                            nxt[s].start(wait=False)
                     for i in range(start, end):
                         if over_budget(fmean(pair_wall) if pair_wall else 0.0):
                             stopped = f"budget of {budget_minutes:g} min spent after {sum(map(len, groups))} pairs"
@@ -359,6 +382,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                 except BaseException:
                     for s in SIDES:
                         workers[s].kill()
+                        if nxt:
+                            nxt[s].kill()
                     raise
                 t_close = time.time()
                 for s in SIDES:
@@ -379,6 +404,9 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
         out(f"interrupted ({exc or 'Ctrl-C'}): workers killed; {len(blocks)} block(s) kept in {blocks_path}")
         return EXIT_INTERRUPTED
+    finally:
+        for wk in (nxt or {}).values():  # pre-started for a launch that did not come (a conclusive verdict, the budget)
+            wk.kill()
 
     n_pairs = sum(map(len, groups))
     if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):

@@ -30,6 +30,12 @@ Both sides run glibc malloc with fixed thresholds (:data:`STABLE_MALLOC`; ``mall
 off): with glibc's moving thresholds each process settles into its own rate of page faults, which made
 two processes of one build differ by up to 20% on the CPU runner.
 
+**Pre-start** (``hold_cpus``): most of a worker's start-up is importing torch, transformers, trl and peft (20 s
+of 23-27 s per launch on the H200 with both workers on one CPU). A pre-started worker does that on ``hold_cpus``
+(CPUs the measured workers do not use) while the previous launch runs, reports ``held`` and waits; on
+:meth:`ResidentWorker.release` (``{"cmd": "go"}``) it moves all its threads to its own ``cpus`` and builds its
+trainer, the only part of the start-up left in the launch. Each launch is still a fresh process of its own.
+
 The parent never imports torch. A worker runs in its own process group, killed on :meth:`ResidentWorker.close`,
 on any exception (Ctrl-C, and SIGTERM under :func:`harness.measuring.runner.sigterm_as_interrupt`) and on
 a timeout, exactly as :func:`harness.measuring.runner.run_one` does; a worker whose parent dies without
@@ -179,17 +185,41 @@ def _gate_class():
     return BlockGate
 
 
+def pin(cpus: list[int]) -> None:
+    """Every thread of this process onto ``cpus`` (``sched_setaffinity(0)`` would move the calling thread only)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, OSError):  # a thread that ended meanwhile
+            pass
+
+
 def main(argv: list[str]) -> int:
-    from harness.measuring.worker import EXIT_ERROR, EXIT_OOM, build_trainer, classify
+    from harness.measuring.worker import EXIT_ERROR, EXIT_OOM, build_trainer, classify, preload
 
     t_main = time.time()
     request_path, cmd_fd, rep_fd = argv
     with open(request_path) as fh:
         req = json.load(fh)
     chan = _Channel(int(cmd_fd), int(rep_fd))
-    if req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
-        os.sched_setaffinity(0, req["cpus"])
     timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
+    if req.get("hold"):  # pre-started: import on other CPUs while the previous launch runs, then wait for "go"
+        if req.get("hold_cpus"):
+            pin(req["hold_cpus"])
+        timing["preload_s"] = preload()
+        try:
+            chan.send({"event": "held", "preload_s": timing["preload_s"]})
+            msg = chan.recv()
+        except BrokenPipeError:
+            return EXIT_ERROR
+        if msg is None or msg.get("cmd") == "stop":  # the parent is gone, or needs no further launch
+            return 0
+        if msg.get("cmd") != "go":
+            raise ValueError(f"resident worker: unknown command {msg!r} while held; expected go or stop")
+        timing["held_s"] = time.time() - t_main - timing["preload_s"]
+        t_main = time.time()
+    if req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
+        pin(req["cpus"])
     gates = []
 
     def gate(recorder):
@@ -246,10 +276,14 @@ class ResidentWorker:
 
     def __init__(self, name: str, workload: Workload, decomposition: Decomposition, work_dir: str | Path, *, gpu: str,
                  launch: int = 1, python: str | None = None, phases: bool = True, inject_slowdown: float = 0.0, inject_work: int = 0,
-                 fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = 1800.0):
+                 fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = 1800.0,
+                 hold_cpus: list[int] | None = None):
         self.name, self.workload, self.decomposition, self.gpu, self.launch = name, workload, decomposition, gpu, launch
         self.python, self.phases, self.inject_slowdown, self.inject_work, self.fault = python, phases, inject_slowdown, inject_work, fault
         self.timeout_s, self.cpus, self.malloc_default = timeout_s, list(cpus) if cpus else None, malloc_default
+        self.hold_cpus = list(hold_cpus) if hold_cpus else None  # pre-start: import there, build on release()
+        self.released_at: float | None = None
+        self.held: dict | None = None
         self.work_dir = Path(work_dir)
         self.id = new_id(f"{name.lower()}{launch}")
         self.log_path = self.work_dir / f"{self.id}.log"
@@ -273,7 +307,8 @@ class ResidentWorker:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.req_path, {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
                                           "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
-                                          "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()})
+                                          "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()}
+                          | ({"hold": True, "hold_cpus": self.hold_cpus} if self.hold_cpus else {}))
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         self.started_at = time.time()
@@ -301,11 +336,23 @@ class ResidentWorker:
             env.update(STABLE_MALLOC)
         return env
 
+    def release(self) -> None:
+        """A pre-started worker (``hold_cpus``): wait until it has imported, then let it build its trainer on its own
+        CPUs; :meth:`wait_ready` then waits for the build only."""
+        if self.hold_cpus and self.released_at is None:
+            self.held = self._guarded(lambda: self._expect("held", "while pre-starting"))
+            self._guarded(lambda: self._send({"cmd": "go"}, "while releasing it"))
+            self.released_at = time.time()
+
     def wait_ready(self) -> dict:
-        """Wait until the worker has built its trainer; its ``ready`` report (set-up times, probe, env)."""
+        """Wait until the worker has built its trainer; its ``ready`` report (set-up times, probe, env). ``startup_wall_s``
+        counts from :meth:`release` for a pre-started worker."""
         if self.ready is None:
+            self.release()
             self.ready = self._guarded(lambda: self._expect("ready", "while starting"))
-            self.ready["startup_wall_s"] = time.time() - self.started_at
+            self.ready["startup_wall_s"] = time.time() - (self.released_at or self.started_at)
+            if self.held is not None:
+                self.ready["prestarted"] = {"preload_s": self.held.get("preload_s"), "held_wall_s": self.released_at - self.started_at}
         return self.ready
 
     def block(self, k: int, inject: float | None = None) -> dict:
