@@ -22,8 +22,9 @@ f. What the verdict resolves in 10 GPU-minutes: n = floor((600 s - L x launch co
    with launch means (--test t).
 g. The same verdicts made by PairedCheck.decide itself on the first VALIDATE replicates of each f row, at the row's MDS:
    they must agree with the vectorised ones.
-i. The same MDS as f (hl, pooled source) at the best L, had a launch cost less (20 s, 10 s) than measured: what a fork
-   server that imports torch and the libraries once would buy, if it cut the start-up so (hypothetical costs).
+i. The same MDS as f (hl, pooled source) at the best L, had a launch cost less (20 s, 10 s) than measured: what
+   --prestart (the next launch's workers import while this one runs) would buy if it cut the launch cost so on the
+   H200 (hypothetical costs: 20 of the 23-27 s of start-up there were imports).
 h. Minutes to flag a 5% slowdown against the command's threshold +2% at alpha 0.05 (one look), power 0.9, with the
    launch as the unit (pooled source, tau as in f): what an injected-work comparison on the H200 needs.
 """
@@ -192,8 +193,8 @@ def section_h(comps):
 
 
 def section_i(comps):
-    print("\n\ni. the same MDS (hl, pooled source) if a launch cost less than measured (a fork server that imports once: not built or measured")
-    print(f"   on the H200 yet): launch cost C s, L launches of m = ((600 - L C) / s per pair) // L pairs; the best L of {LAUNCHES + (16, 20)}:\n")
+    print("\n\ni. the same MDS (hl, pooled source) if a launch cost less than measured (--prestart takes the imports out of a launch: measured")
+    print(f"   on the CPU runner, not yet on the H200): launch cost C s, L launches of m = ((600 - L C) / s per pair) // L pairs; the best L of {LAUNCHES + (16, 20)}:\n")
     for dec in an.CHOSEN_K:
         _, per_launch, s_pair, _ = an.overhead(comps, dec)
         src = next(src for label, src, kind in an.pools(comps, dec) if kind == "pool sym")
