@@ -4,8 +4,10 @@ Two resident workers (:mod:`harness.measuring.resident`), one per side, build th
 take turns: a **pair** is one block of k optimizer steps of each, in an order drawn per pair from a
 seeded RNG (the seed is recorded), and only one side trains at a time (the other waits, blocked on its
 pipe). The pairs are spread over ``--launches`` launches (launch 1 serves the first 1/L of the pairs,
-then both workers are closed and started again), so that the launch can be tested as a variance
-component. Before its first pair, each launch runs one unrecorded-in-the-verdict warm-up block of
+then both workers are closed and started again), so that the launch can be the unit of the verdict
+(:mod:`harness.judging.paired`). With ``--budget-minutes``, a launch that would leave too little time for the
+launches after it is cut short at its share of the budget (at the costs measured so far), so that every planned
+launch is made. Before its first pair, each launch runs one unrecorded-in-the-verdict warm-up block of
 ``[measure] warmup_steps`` steps per side.
 
 Every block is appended at once to ``<results-dir>/blocks.jsonl`` (side, launch, pair, position in the
@@ -311,11 +313,28 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                                   **switches[s]) for s in SIDES}
 
     nxt: dict | None = None  # the next launch's pre-started workers (--prestart)
+
+    def fit_to_budget(launch: int, made: int) -> int:
+        """How many pairs launch ``launch`` (``made`` so far) should make so that it and every later launch get about as
+        many, all within ``--budget-minutes``, at the costs measured so far: a launch's start-up, warm-up and stopping
+        (the latest launch's; without the imports of a pre-started one) and the mean pair. With the launch as the unit,
+        launches count more than pairs. m solves (m - made) p + later (over + m p) = time left. Unbounded without a
+        budget or before a pair."""
+        if budget_minutes is None or not launch_info or not pair_wall:
+            return pairs
+        last = launch_info[-1]
+        over = last["startup_s"] + last.get("warmup_s", 0.0) + last.get("close_s", 0.0)
+        if hold_cpus and not last["prestarted"]:  # its start-up included the imports, which a pre-started launch does early
+            over -= max((last["ready"][s].get("timing_s") or {}).get("import_s", 0.0) for s in SIDES)
+        p, later = fmean(pair_wall), launches - launch
+        left = budget_minutes * 60 - (time.time() - t_start)
+        return max(0, int((left - later * over + made * p) / (p * (1 + later))))
     try:
         with sigterm_as_interrupt():
             for launch in range(1, launches + 1):
-                start = plan.starts[launch - 1]
-                end = plan.starts[launch] if launch < launches else pairs
+                start = sum(map(len, groups))  # pairs made so far: an earlier launch may have been fitted to the budget
+                planned = (plan.starts[launch] if launch < launches else pairs) - plan.starts[launch - 1]
+                end = start + planned
                 startup_est = (launch_info[-1]["startup_s"] if nxt and launch_info else
                                max((li["startup_s"] for li in launch_info), default=0.0))
                 if verdict is not None and verdict.outcome in pd.CONCLUSIVE:
@@ -336,13 +355,17 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                     info = {"launch": launch, "startup_s": time.time() - t_launch, "ready": {s: {k: ready[s].get(k) for k in
                             ("timing_s", "host_probe", "cuda", "cpus", "malloc", "startup_wall_s", "inject_work_layers", "prestarted")} for s in SIDES},
                             "env": {s: ready[s].get("env") for s in SIDES}, "prestarted": bool(workers["a"].hold_cpus)}
+                    info["pairs_planned"] = planned
                     launch_info.append(info)
-                    out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} (pairs {start + 1}-{end})")
+                    out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
+                        f"(pairs {start + 1}-{end} planned)")
+                    t_warm = time.time()
                     warm = max(w.measure.warmup_steps, 1)
                     amount = {"a": None, "b": calibration["casts"] if calibration else None}
                     for s in (SIDES if launch % 2 else SIDES[::-1]):
                         record(s, launch, workers[s].block(warm, inject=amount[s]) | _amount(amount[s]), pair=None, position=None, order=None,
                                warmup=True)
+                    info["warmup_s"] = time.time() - t_warm
                     if inject_work_b_percent and calibration is None:
                         calibration = calibrate_injection(workers, max(block_steps, CALIBRATION_MIN_STEPS), inject_work_b_percent / 100.0,
                                                           lambda side, rep, amt, at=launch: record(side, at, rep | _amount(amt), pair=None,
@@ -356,6 +379,10 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                         for s in SIDES:
                             nxt[s].start(wait=False)
                     for i in range(start, end):
+                        if launch < launches and i - start >= 2 and i - start >= fit_to_budget(launch, i - start):
+                            info["fitted"] = f"{i - start} of its {planned} planned pairs, so that the {launches - launch} later launch(es) fit in the budget"
+                            out(f"launch {launch}: {info['fitted']}")
+                            break
                         if over_budget(fmean(pair_wall) if pair_wall else 0.0):
                             stopped = f"budget of {budget_minutes:g} min spent after {sum(map(len, groups))} pairs"
                             break
@@ -371,7 +398,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                             groups.append([])
                         groups[launch - 1].append(d)
                         n = i + 1
-                        if n in plan.looks:
+                        if n in plan.looks and launch == launches and len(groups[-1]) >= 2:  # once every launch has 2 pairs
                             verdict = check.decide(groups, case, plan.looks.index(n) + 1)
                             out(f"look {plan.looks.index(n) + 1}/{len(plan.looks)} at {n} pairs: {verdict.message}")
                             if verdict.outcome in pd.CONCLUSIVE:
