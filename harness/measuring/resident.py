@@ -323,6 +323,11 @@ class ResidentWorker:
             raise
         os.close(cmd_r)
         os.close(rep_w)
+        if self.hold_cpus:  # the interpreter's own start-up too, not only the imports in main(), off the measured CPUs
+            try:
+                os.sched_setaffinity(self.proc.pid, self.hold_cpus)
+            except OSError:
+                pass
         self._cmd, self._rep = cmd_w, rep_r
         if wait:
             self.wait_ready()
