@@ -102,8 +102,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
     d = [x for g in groups for x in g]
     n = len(d)
     sigma = _sd(d)
-    e, _ = check.estimate(groups)
-    u_sd, u_n = (e.sd, e.n) if e.unit == "launch" else (sigma, n)
+    u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
     u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
     variants = {}
     for how in pd.METRICS:
@@ -134,7 +133,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
         "pairs": n, "launch_sizes": [len(g) for g in groups], "metric": metric, "drop_first": drop_first,
         "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
         "sigma": sigma, "variants": variants,
-        "mds": {"alpha": 0.01, "power": 0.9, "unit": e.unit, "units": u_n, "unit_sd": u_sd,
+        "mds": {"alpha": 0.01, "power": 0.9, "unit": v.details["unit"], "units": u_n, "unit_sd": u_sd,
                 "slowdown": pd.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
                 "approx_3_6": 3.6 * u_sd / math.sqrt(u_n) if u_sd else None,
                 "with_settings": pd.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,

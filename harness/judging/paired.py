@@ -420,7 +420,7 @@ class PairedCheck:
         pair_sd = _sd([x for g in groups for x in g])
         details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a, "alpha_total": self.alpha,
                    "looks": self.looks, "look": look, "threshold": self.threshold, "pairs": e.pairs, "unit": e.unit, "n_units": e.n,
-                   "df": e.df, "sigma_pair": pair_sd, "mean_log_ratio": e.mean, "se": e.se,
+                   "df": e.df, "sigma_pair": pair_sd, "mean_log_ratio": e.mean, "se": e.se, "sd": e.sd,
                    "test": "signed-rank" if isinstance(e, RankEstimate) else "t", "unit_rule": self.unit,
                    "launch_summary": self.summary if self.unit == "launch" else "mean" if e.unit == "launch" else None,
                    "launch_check": None if lc is None else {"f": lc.f, "df_between": lc.df_between, "df_within": lc.df_within, "p": lc.p,
