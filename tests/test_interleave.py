@@ -335,18 +335,19 @@ def test_a_worker_that_dies_is_one_clear_line(tmp_path, tiny_w, fault, how):
 
 @pytest.mark.slow
 def test_a_prestarted_worker_imports_while_held_and_builds_on_release(tmp_path, tiny_w):
-    """hold_cpus: the worker imports there and waits; release() lets it build on its own CPUs. One that is never
-    released is killed without a trace."""
+    """hold_cpus: the worker imports there and waits; release() lets it build on its own CPUs, with as many torch threads
+    as a fresh worker pinned there (one per CPU; not one per hold CPU: on the H200 14 OpenMP threads on one CPU made a
+    trainer's set-up 35 s instead of 2.5 s). One that is never released is killed without a trace."""
     from harness.measuring.resident import ResidentWorker
 
-    held = ResidentWorker("A", tiny_w, tiny_w.decomposition("4x1"), tmp_path / "w1", gpu="cpu", cpus=[0], hold_cpus=[1], timeout_s=120)
+    held = ResidentWorker("A", tiny_w, tiny_w.decomposition("4x1"), tmp_path / "w1", gpu="cpu", cpus=[0], hold_cpus=[0, 1], timeout_s=120)
     unused = ResidentWorker("B", tiny_w, tiny_w.decomposition("4x1"), tmp_path / "w2", gpu="cpu", cpus=[0], hold_cpus=[1], timeout_s=120)
     with held.start(wait=False), unused.start(wait=False):
         time.sleep(0.5)
         assert held.ready is None and held.released_at is None
         ready = held.wait_ready()  # releases it first
         rep = held.block(2)
-        assert len(rep["step_times_ms"]) == 2 and ready["cpus"] == [0]
+        assert len(rep["step_times_ms"]) == 2 and ready["cpus"] == [0] and ready["torch_threads"] == 1
         assert ready["prestarted"]["preload_s"] > 0 and ready["timing_s"]["import_s"] < ready["prestarted"]["preload_s"] / 2
         assert held.released_at - held.started_at >= ready["prestarted"]["preload_s"]  # the release waited for the imports
         unused.kill()
@@ -361,6 +362,7 @@ def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     launches = report["launches"]
     assert [li["prestarted"] for li in launches] == [False, True, True] and report["settings"]["hold_cpus"] == [1]
+    assert [li["ready"][s]["torch_threads"] for li in launches for s in "ab"] == [1] * 6
     imports = [li["ready"]["a"]["timing_s"]["import_s"] for li in launches]
     assert all(x < imports[0] / 2 for x in imports[1:]), imports  # imported while held, before the launch began
     assert sum("(pre-started)" in ln for ln in res.stdout.splitlines()) == 2 and report["verdict"]["unit"] == "launch"

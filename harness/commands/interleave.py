@@ -352,7 +352,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                             workers[s].start(wait=False)
                     ready = {s: workers[s].wait_ready() for s in SIDES}
                     info = {"launch": launch, "startup_s": time.time() - t_launch, "ready": {s: {k: ready[s].get(k) for k in
-                            ("timing_s", "host_probe", "cuda", "cpus", "malloc", "startup_wall_s", "inject_work_layers", "prestarted")} for s in SIDES},
+                            ("timing_s", "host_probe", "cuda", "cpus", "torch_threads", "malloc", "startup_wall_s", "inject_work_layers", "prestarted")} for s in SIDES},
                             "env": {s: ready[s].get("env") for s in SIDES}, "prestarted": bool(workers["a"].hold_cpus)}
                     info["pairs_planned"] = planned
                     launch_info.append(info)

@@ -185,6 +185,12 @@ def _gate_class():
     return BlockGate
 
 
+def _torch_threads() -> int | None:
+    """torch's intra-op threads in this process (a pre-started worker must match a fresh one: one per pinned CPU)."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
+
+
 def pin(cpus: list[int]) -> None:
     """Every thread of this process onto ``cpus`` (``sched_setaffinity(0)`` would move the calling thread only)."""
     for tid in os.listdir("/proc/self/task"):
@@ -231,6 +237,7 @@ def main(argv: list[str]) -> int:
             built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
             gates[0].inject = built.inject
             gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
+                             "torch_threads": _torch_threads(),
                              "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
                              "inject_work_layers": built.inject.layers if built.inject is not None else None}
             built.trainer.train()
@@ -339,6 +346,9 @@ class ResidentWorker:
         env = worker_environ(self.gpu)
         if not self.malloc_default:
             env.update(STABLE_MALLOC)
+        if self.hold_cpus and self.cpus:  # OpenMP sizes its pool from the CPUs it sees when torch loads: the hold CPUs
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # of a pre-started worker. 14 threads on one CPU made a
+                env.setdefault(var, str(len(self.cpus)))      # trainer's set-up 35 s instead of 2.5 s on the H200
         return env
 
     def release(self) -> None:
