@@ -184,8 +184,11 @@ UNIT = Opt(("--unit",), "unit", "unit of replication of the verdict: launch (eac
            "by an F test); default: launch from 3 launches on, else pair", choices=("launch", "pair"))
 PRESTART = Opt(("--prestart",), "prestart", "import the next launch's two workers on the CPUs outside --cpus while this launch runs, so "
                "that a launch costs only their build (needs --cpus and a spare CPU; each launch is still a fresh process)", action="store_true")
+WARMUP_STEPS = Opt(("--warmup-steps",), "warmup_steps", "steps per side at the start of every launch, not judged (default: the workload's "
+                   "[measure] warmup_steps); on the H200 only a launch's first step is slow (docs/results/interleave-h200/session10)",
+                   type=parse_positive_int)
 INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
-              DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, PRESTART, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
+              WARMUP_STEPS, DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, PRESTART, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
 
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)
@@ -204,10 +207,10 @@ MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro",
 ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, SCREEN, CPUS, MEMORY_LIMIT_MICRO)
 
 # confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
-CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, PRESTART, FALLBACK_REPEATS)
+CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS)
 
 # the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
-INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, CPUS, PRESTART, FALLBACK_REPEATS),
+INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS),
                               python_b="also compare every selected case against the environment of this interpreter, interleaved on this "
                               "machine in blocks of steps on two resident workers (python -m harness interleave, A = this interpreter); "
                               "its verdicts are the test_interleaved tests",

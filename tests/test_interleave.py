@@ -356,13 +356,16 @@ def test_a_prestarted_worker_imports_while_held_and_builds_on_release(tmp_path, 
 
 @pytest.mark.slow
 def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
-    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6", "--launches", "3", "--cpus", "0", "--prestart", "--seed", "4")
+    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6", "--launches", "3", "--cpus", "0", "--prestart", "--seed", "4",
+                     "--warmup-steps", "1")
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert res.returncode in (0, 1), res.stdout + res.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     launches = report["launches"]
     assert [li["prestarted"] for li in launches] == [False, True, True] and report["settings"]["hold_cpus"] == [1]
     assert [li["ready"][s]["torch_threads"] for li in launches for s in "ab"] == [1] * 6
+    warm = [b for b in map(json.loads, (tmp_path / "out" / "blocks.jsonl").read_text().splitlines()) if b["warmup"]]
+    assert report["settings"]["warmup_steps"] == 1 and sorted(b["k"] for b in warm) == [1] * 6  # --warmup-steps: one step per side and launch
     imports = [li["ready"]["a"]["timing_s"]["import_s"] for li in launches]
     assert all(x < imports[0] / 2 for x in imports[1:]), imports  # imported while held, before the launch began
     assert sum("(pre-started)" in ln for ln in res.stdout.splitlines()) == 2 and report["verdict"]["unit"] == "launch"
@@ -532,6 +535,7 @@ def test_e2e_aa_is_no_regression(tmp_path):
     (("--pairs", "3", "--launches", "2"), "error: --pairs 3 is too few for 2 launches: every launch needs at least 2 pairs (pass --pairs 4 or more)"),
     (("--pairs", "12", "--python-b", "/nonexistent/python"), "error: --python-b /nonexistent/python: not an executable Python"),
     (("--pairs", "12", "--prestart"), "error: --prestart needs --cpus and CPUs outside them to import the next launch's workers on"),
+    (("--pairs", "12", "--warmup-steps", "0"), "usage:"),
 ])
 def test_bad_input_is_one_line(tmp_path, extra, says):
     args, env = _cli(tmp_path, "--block-steps", "1", *extra)

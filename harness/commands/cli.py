@@ -35,7 +35,7 @@ def _cmd_confirm(a) -> int:
     from harness.commands.confirm import confirm
 
     return confirm(a.report, python_a=a.python_a, python_b=a.python_b, block_steps=a.block_steps, pairs=a.pairs, launches=a.launches,
-                   look_every=a.look_every, budget_minutes=a.budget_minutes, cpus=a.cpus, prestart=a.prestart, fallback_repeats=a.fallback_repeats, alpha=a.alpha,
+                   look_every=a.look_every, budget_minutes=a.budget_minutes, warmup_steps=a.warmup_steps, cpus=a.cpus, prestart=a.prestart, fallback_repeats=a.fallback_repeats, alpha=a.alpha,
                    threshold=a.threshold, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 
@@ -101,7 +101,7 @@ def _cmd_interleave(a) -> int:
                       inject_slowdown_b=a.inject_slowdown_b, inject_work_b=a.inject_work_b,
                       inject_work_b_percent=a.inject_work_b_percent, block_steps=a.block_steps, pairs=a.pairs,
                       launches=a.launches, look_every=a.look_every, budget_minutes=a.budget_minutes, alpha=a.alpha, threshold=a.threshold,
-                      seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default, block_metric=a.block_metric,
+                      warmup_steps=a.warmup_steps, seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default, block_metric=a.block_metric,
                       fallback_repeats=a.fallback_repeats, skip_same_versions=a.skip_same_versions, test=a.test, unit=a.unit, prestart=a.prestart, workloads_dir=a.workloads_dir,
                       results_dir=a.results_dir, run_timeout=a.run_timeout, faults=os.environ.get("HARNESS_FAULTS"))
 

@@ -8,7 +8,8 @@ then both workers are closed and started again), so that the launch can be the u
 (:mod:`harness.judging.paired`). With ``--budget-minutes``, a launch that would leave too little time for the
 launches after it is cut short at its share of the budget (at the costs measured so far), so that every planned
 launch is made. Before its first pair, each launch runs one unrecorded-in-the-verdict warm-up block of
-``[measure] warmup_steps`` steps per side.
+``[measure] warmup_steps`` steps per side (``--warmup-steps`` sets it: on the H200 only a launch's first step
+is slow, and 5 warm-up steps per side were 17 of a pre-started 1x4 launch's 22 s).
 
 Every block is appended at once to ``<results-dir>/blocks.jsonl`` (side, launch, pair, position in the
 pair, k, step times, canary, wall clock, CPU time, phases), so an interrupted comparison keeps what it
@@ -219,12 +220,14 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
                workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/interleave", run_timeout: float = 1800.0,
                fallback_repeats: int = 5, skip_same_versions: bool = False, test: str = "rank", unit: str | None = None, prestart: bool = False,
-               faults: str | None = None, out: Callable[[str], None] = print) -> int:
+               warmup_steps: int | None = None, faults: str | None = None, out: Callable[[str], None] = print) -> int:
     """Run the interleaved comparison (module docstring); exit code 1 on a regression, 3 when a worker died, else 0.
 
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
     ``prestart``: the next launch's two workers import on the CPUs outside ``cpus`` while this launch runs
     (:class:`~harness.measuring.resident.ResidentWorker` ``hold_cpus``), so a launch's start-up is only their build.
+    ``warmup_steps``: steps per side at the start of every launch, left out of the verdict (default: the workload's
+    ``[measure] warmup_steps``).
     ``inject_work_b_percent`` (test-only): side B does injected work sized on this machine to slow its step by that many
     percent (:func:`calibrate_injection`, once, after launch 1's warm-up; every later block of B uses that amount).
     """
@@ -235,6 +238,9 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     case = f"{w.name}-{dec.id}" if dec_b == dec else f"{w.name}-{dec_b.id}-vs-{dec.id}"
     if block_steps < 1:
         raise ValueError(f"--block-steps must be at least 1, got {block_steps}")
+    if warmup_steps is not None and warmup_steps < 1:
+        raise ValueError(f"--warmup-steps must be at least 1 (a launch's first step carries its CUDA set-up), got {warmup_steps}")
+    warmup = warmup_steps if warmup_steps is not None else max(w.measure.warmup_steps, 1)
     plan = pd.Plan(pairs, launches, look_every)
     alpha = alpha if alpha is not None else default_thresholds(gpu)["alpha"]
     threshold = threshold if threshold is not None else DEFAULT_THRESHOLD
@@ -271,7 +277,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                 "block_steps": block_steps, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
                 "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "hold_cpus": hold_cpus, "cpus": cpus, "malloc_default": malloc_default,
-                "warmup_steps": w.measure.warmup_steps, "session_id": session}
+                "warmup_steps": warmup, "session_id": session}
     injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
                                      f"inject-work sized on this machine for +{inject_work_b_percent:g}%" if inject_work_b_percent
                                      else f"inject-work {inject_work_b}" if inject_work_b else "") if x)
@@ -359,10 +365,9 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                     out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
                         f"(pairs {start + 1}-{end} planned)")
                     t_warm = time.time()
-                    warm = max(w.measure.warmup_steps, 1)
                     amount = {"a": None, "b": calibration["casts"] if calibration else None}
                     for s in (SIDES if launch % 2 else SIDES[::-1]):
-                        record(s, launch, workers[s].block(warm, inject=amount[s]) | _amount(amount[s]), pair=None, position=None, order=None,
+                        record(s, launch, workers[s].block(warmup, inject=amount[s]) | _amount(amount[s]), pair=None, position=None, order=None,
                                warmup=True)
                     info["warmup_s"] = time.time() - t_warm
                     if inject_work_b_percent and calibration is None:
