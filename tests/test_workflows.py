@@ -159,6 +159,7 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     assert "matrix.env == 'latest'" in ab["if"] and "!cancelled()" in ab["if"]
     assert "-m harness interleave" in run and "--python-a .tox/pinned/bin/python --python-b .tox/latest/bin/python" in run
     assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
+    assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run  # pinned, the next launch pre-started on the other CPUs
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
 
@@ -175,6 +176,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     run = " ".join(confirm["run"].split())
     assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
     assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
+    assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run
     assert "perf-results/confirm/report.json" in steps["Open or update regression issues"]["run"]
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))

@@ -283,7 +283,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                                      else f"inject-work {inject_work_b}" if inject_work_b else "") if x)
     out(f"interleave {case} on {gpu}: A {py['a']}, B {py['b']}{f' ({injected})' if injected else ''}"
         + (f"; A runs {dec.id}, B runs {dec_b.id}" if dec_b != dec else ""))
-    out(f"  {block_steps} steps per block, up to {pairs} pairs over {launches} launches, looks at {', '.join(map(str, plan.looks))} pairs "
+    out(f"  {block_steps} steps per block after a warm-up of {warmup} per side and launch, up to {pairs} pairs over {launches} launches, looks at {', '.join(map(str, plan.looks))} pairs "
         f"(alpha {alpha:g} / {len(plan.looks)} per look), threshold +{threshold:.1%}, seed {seed}; blocks in {blocks_path}")
     out("  unit of replication: the launch (each launch's " + ("Hodges-Lehmann estimate" if check.summary == "hl" else "mean") + " of its pair log "
         f"ratios, t over the {launches} launches)" if unit == "launch" else

@@ -14,4 +14,4 @@ echo "aa-4x1-prestart rc=$?" >> $R/rc.txt
 rm -f $R/*/work/*.request.json
 nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,temperature.gpu --format=csv >> $R/nvidia-smi.txt
 tar czf $OUT/prestart.tgz -C $OUT prestart
-cat $R/rc.txt; grep -E "ready in|^(REGRESSION|PASS|INCONCLUSIVE|IMPROVEMENT|launch variance|time:|budget|interval|minimum)" $R/aa-4x1-prestart.log
+cat $R/rc.txt; grep -iE "ready in|^(REGRESSION|PASS|INCONCLUSIVE|IMPROVEMENT|launch variance|time:|budget|interval|minimum)" $R/aa-4x1-prestart.log
