@@ -513,7 +513,8 @@ def test_e2e_injected_work_sized_to_5pct_is_a_regression_within_3_minutes(tmp_pa
     assert {b["side"] for b in blocks} == {"a", "b"} and len({b["launch"] for b in blocks}) >= 2
     measured = [b for b in blocks if not b["warmup"]]
     assert all(b["inject_work"] == (cal["casts"] if b["side"] == "b" else 0) and b["inject_slowdown"] == 0.0 for b in measured)
-    assert {b["inject_work"] for b in blocks if b.get("calibration") and b["side"] == "b"} >= {0.0, 4.0, cal["probe_casts"]}
+    assert {b["inject_work"] for b in blocks if b.get("calibration") and b["side"] == "b"} == {p["casts"] for p in cal["probes"]}
+    assert all(b["inject_ms"] > 0 for b in measured if b["side"] == "b") and report["injected"]["share"] > 0
     assert {b["position"] for b in measured} == {1, 2} and all(len(b["step_times_ms"]) == 5 for b in measured)
     assert (tmp_path / "out" / "report.md").read_text().startswith("# interleave tiny-qwen3-2x2 on cpu")
 
@@ -526,6 +527,70 @@ def test_e2e_aa_is_no_regression(tmp_path):
     for line in ("per-pair sigma of the log ratio: ", "minimum detectable slowdown at alpha 0.01, power 0.9, ", "launch variance: ",
                  "resume penalty (first step / median of the others, 95% CI): ", "host canary: correlation", "time: "):
         assert line in res.stdout
+
+
+class _CastWorker:
+    """A resident worker's stand-in for calibrate_injection: its step is ``base`` ms of work plus the casts, whose host
+    cost is not proportional (the first cast of a call costs ``first`` ms per step, each further one ``more``), and the
+    CPU's speed moves every block by up to x1.3 (both the step and the casts' clock)."""
+
+    def __init__(self, inject_work, base=1000.0, first=30.0, more=5.0, seed=0):
+        self.inject_work, self.base, self.first, self.more = inject_work, base, first, more
+        self.rng = np.random.default_rng(seed)
+        self.asked: list = []
+
+    def block(self, k, inject=None):
+        self.asked.append(inject)
+        n = inject or 0.0
+        casts = self.first * min(n, 1.0) + self.more * max(n - 1.0, 0.0)
+        speed = self.rng.uniform(1.0, 1.3)
+        steps = [(self.base * self.rng.uniform(0.97, 1.03) + casts) * speed for _ in range(k)]
+        return {"step_times_ms": steps, "inject_ms": casts * speed}
+
+
+@pytest.mark.parametrize("target, casts", [(0.05, 5.0), (0.02, 2.0 / 3.0), (0.10, 15.0)])
+def test_calibration_by_the_injections_own_clock_finds_the_amount_for_the_target(target, casts):
+    from harness.commands.interleave import CALIBRATION_PROBES, CALIBRATION_ROUNDS, calibrate_injection
+
+    a, b = _CastWorker(4.0, seed=1), _CastWorker(4.0, seed=2)
+    seen = []
+    cal = calibrate_injection({"a": a, "b": b}, 3, target, lambda side, rep, amt: seen.append((side, amt)))
+    # the curve is piecewise linear, so three probes land near it whatever the CPU's speed did to the blocks
+    assert cal["casts"] == pytest.approx(casts, rel=0.08) and cal["clock"] == "own"  # the steps' own 3% jitter is not shared
+    assert len(cal["probes"]) == CALIBRATION_PROBES and cal["probes"][0]["casts"] == 4.0
+    assert len(seen) == 2 * CALIBRATION_PROBES * CALIBRATION_ROUNDS and set(a.asked) == {0.0}  # A's hook never casts
+    assert abs(cal["probes"][-1]["share"] - target) < abs(cal["probes"][0]["share"] - target) or cal["probes"][0]["share"] == pytest.approx(target)
+
+
+@pytest.mark.parametrize("kind", ["host", "casts"])
+def test_injected_work_keeps_its_own_clock_and_leaves_the_output_alone(kind):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from harness.measuring.census import InjectWork
+
+    model = get_peft_model(torch.nn.Sequential(torch.nn.Linear(8, 8)), LoraConfig(r=2, target_modules=["0"]))
+    x = torch.randn(4, 8)
+    plain = model(x)
+    inject = InjectWork(model, 2.5, keep=True, kind=kind)
+    for _ in range(4):
+        assert torch.equal(model(x), plain)
+    assert inject.fired == 4 and inject.layers == 1 and inject.spent_s > 0  # 2 or 3 units per call: 10 in all
+    inject.n, spent = 0.0, inject.spent_s
+    model(x)
+    assert inject.spent_s == spent  # at 0 (side A) the hook does nothing it would time
+    with pytest.raises(ValueError, match="inject kind must be casts or host"):
+        InjectWork(model, 1, kind="sleep")
+
+
+def test_injected_share_is_the_casts_against_the_rest_of_the_step():
+    from harness.commands.interleave import injected_share
+
+    blocks = [{"side": "b", "warmup": False, "inject_ms": 50.0, "step_times_ms": [1040.0, 1060.0]},
+              {"side": "b", "warmup": True, "inject_ms": 500.0, "step_times_ms": [1500.0]},
+              {"side": "a", "warmup": False, "step_times_ms": [1000.0]}]
+    assert injected_share(blocks) == {"inject_ms": 50.0, "share": pytest.approx(0.05), "blocks": 1}
+    assert injected_share([b for b in blocks if b["side"] == "a"]) is None
 
 
 # ---------------------------------------------------------------------------------------------

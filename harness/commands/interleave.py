@@ -160,62 +160,93 @@ def _pct(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}%}"
 
 
-CALIBRATION_PROBE_CASTS = 4.0  # casts per LoRA forward that calibrate_injection tries first
-CALIBRATION_MIN_STEPS = 3  # steps per calibration block at least
-CALIBRATION_ROUNDS = (8, 8)  # rounds of the first probe, and of the second, aimed at the target
+CALIBRATION_PROBE_CASTS = 4.0  # units (or casts) per LoRA forward that calibrate_injection tries first
+CALIBRATION_ROUNDS = 2  # rounds per probe: the injection's own clock needs few
+CALIBRATION_PROBES = 3  # 4 casts, then twice the amount that the measured curve puts at the target
 
 
 def _amount(inject: float | None) -> dict:
     return {} if inject is None else {"inject": inject}
 
 
-def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None) -> dict:
-    """The amount of injected work (casts per LoRA forward, fractional) that makes side B's step about ``target`` slower
-    (0.05 = 5%) on this machine, measured the way the comparison measures: a round is four ``k``-step blocks, A, B without
-    casts, A, B with ``probe`` casts (the two halves in random order), each B block judged against the A block before it;
-    the casts add ``gain`` = exp(median log ratio with - median without) - 1, and ``casts = probe x target / gain``. The
-    first probe (4 casts) aims the second at the amount for the target, and the answer is the second's: a chord from 0 to
-    about the target, because the cost is not proportional to the casts (the first cast of a call reads the layer's output
-    from memory, the next ones from cache). The ratio without casts (this launch's two processes) is recorded, not aimed
-    at: it is the launch's own offset, which the next launch does not share (on the H200, x0.99 to x1.05).
+def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None,
+                        kind: str = "host") -> dict:
+    """The amount of injected work per LoRA forward (fractional; units of host work, or casts with ``kind="casts"``:
+    :class:`~harness.measuring.census.InjectWork`) that makes side B's step about ``target`` slower (0.05 = 5%) on this
+    machine, aimed by the injection's own clock. A round is an A block (its hook at 0) and a B block at ``probe``, each
+    ``k`` steps. B's worker reports the host time of its injected work per step (``inject_ms``, ``InjectWork.spent_s``),
+    and the probe's ``share`` is the median over its rounds of ``inject_ms / (B's mean step - inject_ms)``: the work
+    against the rest of the same block's step, so that the CPU's speed, which moves both, cancels. The probes walk a
+    piecewise-linear curve through (0, 0) and every probe so far (casts cost more for the first of a call than for the
+    next): 4 first, then the amount that the curve puts at the target, twice; the answer is the last such amount.
 
-    The casts are all that differs between the sides: side A carries the same forward hook on every LoRA layer, at 0
-    casts (:func:`interleave` starts it so). Without it, B's hook calls alone (hundreds per step, on a host-bound
-    step) were in the comparison but not in the gain, which is measured against B's own blocks without casts: the
-    comparisons read x1.061-1.066 on the CPU runner and x1.068-1.099 on the H200 for a 5% target (sessions 8-10).
+    Why the injection's clock and not a wall-time ratio: the B/A ratio of two blocks has the pair sigma of the
+    comparison itself (10-18% on the H200), so 8 + 8 rounds of it sized the work within several points (x1.068-1.099
+    for a 5% target in session 10) and took 286 s of a 9-minute 1x4 comparison (session 11). The clock is the added
+    step time where the step is host-bound (the CPU runner; the H200 at micro-batch 1-4, which waits on kernel
+    launches) and the work touches no memory that the step reads (host work; casts do, and read more in the
+    comparison than by their clock on the CPU runner: 3.85 casts at +5% read x1.082). Either way the comparison's
+    estimate is the measured slowdown; ``inject_ms`` of every block of B is in ``blocks.jsonl`` and the report
+    (:func:`injected_share`).
 
-    How close it lands is measured, not assumed: on the CPU runner the comparisons then read x1.066 and x1.062 for a 5%
-    target (docs/results/interleave-cpu/calibrated/): the casts cost more in the comparison than in the calibration
-    blocks, for a reason not found yet. ``record(side, report, amount)`` sees every calibration block; the comparison's
-    own estimate is the measured slowdown."""
-    rng = random.Random(20261201)
+    The injected work is all that differs between the sides: side A carries the same forward hook on every LoRA layer,
+    at 0 (:func:`interleave` starts it so); without it B's hook calls alone (hundreds per step) slowed B as well.
+    ``record(side, report, amount)`` sees every calibration block; each probe's B/A wall ratio is kept as a check."""
     a_amount = 0.0 if workers["a"].inject_work else None  # A's hook, where it has one, does no casts
-    probe = CALIBRATION_PROBE_CASTS
-    result: dict = {}
-    for rounds in CALIBRATION_ROUNDS:
-        without: list[float] = []
-        with_: list[float] = []
+    probe, rounds = CALIBRATION_PROBE_CASTS, CALIBRATION_ROUNDS
+    curve: list[tuple[float, float]] = [(0.0, 0.0)]
+    probes: list[dict] = []
+    for _ in range(CALIBRATION_PROBES):
+        shares: list[float] = []
+        logs: list[float] = []
         for _ in range(rounds):
-            halves = [0.0, probe]
-            rng.shuffle(halves)
-            for amount in halves:
-                a = workers["a"].block(k, inject=a_amount)
-                record("a", a, a_amount)
-                b = workers["b"].block(k, inject=amount)
-                record("b", b, amount)
-                (with_ if amount else without).append(math.log(median(b["step_times_ms"]) / median(a["step_times_ms"])))
-        gain = math.exp(median(with_) - median(without)) - 1.0
-        casts = probe * target / gain if gain > 1e-3 else 4 * probe
-        result = {"target": target, "probe_casts": probe, "rounds": rounds, "block_steps": k, "ratio_without": math.exp(median(without)),
-                  "ratio_with": math.exp(median(with_)), "gain": gain, "casts": min(256.0, casts)}
-        probe = min(256.0, max(0.25, casts))
-    return result
+            a = workers["a"].block(k, inject=a_amount)
+            record("a", a, a_amount)
+            b = workers["b"].block(k, inject=probe)
+            record("b", b, probe)
+            step_b = fmean(b["step_times_ms"])
+            shares.append(b["inject_ms"] / max(step_b - b["inject_ms"], 1e-9))
+            logs.append(math.log(median(b["step_times_ms"]) / median(a["step_times_ms"])))
+        probes.append({"casts": probe, "share": median(shares), "ratio": math.exp(median(logs))})
+        curve = sorted(set(curve) | {(probe, median(shares))})
+        probe = min(256.0, max(0.05, _at_target(curve, target)))
+    last = probes[-1]
+    return {"target": target, "clock": "own", "kind": kind, "block_steps": k, "rounds": rounds, "probes": probes,
+            "probe_casts": last["casts"], "share": last["share"], "ratio_with": last["ratio"], "casts": probe}
+
+
+def _at_target(curve: list[tuple[float, float]], target: float) -> float:
+    """The amount at which the piecewise-linear curve through ``curve`` (amount, share; sorted, with (0, 0)) reaches
+    ``target``: interpolated inside the bracket that holds it, else extrapolated along the last segment that rises."""
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if y0 <= target <= y1 and y1 > y0:
+            return x0 + (target - y0) * (x1 - x0) / (y1 - y0)
+    rising = [(p, q) for p, q in zip(curve, curve[1:]) if q[1] > p[1]]
+    if not rising:
+        return 4 * max(x for x, _ in curve)  # no cost measured yet: try far more
+    (x0, y0), (x1, y1) = rising[-1] if target > curve[-1][1] else rising[0]
+    return max(0.0, x0 + (target - y0) * (x1 - x0) / (y1 - y0))
 
 
 def calibration_text(c: dict) -> str:
     """One line on what :func:`calibrate_injection` measured and chose (the terminal and report.md)."""
-    return (f"inject-work sized for +{round(c['target'] * 100, 6):g}%: {c['casts']:.2f} casts per LoRA forward (calibration: B/A x{c['ratio_without']:.3f} "
+    what = "units of host work" if c.get("kind", "casts") == "host" else "casts"
+    head = f"inject-work sized for +{round(c['target'] * 100, 6):g}%: {c['casts']:.2f} {what} per LoRA forward"
+    if c.get("clock") == "own":
+        return (f"{head} (calibration by the injection's own clock: " + ", ".join(f"{p['casts']:.2f} +{p['share']:.1%}" for p in c["probes"])
+                + f" of the rest of B's step; B/A wall x{c['ratio_with']:.3f} at the last probe over its {c['rounds']} rounds)")
+    return (f"{head} (calibration: B/A x{c['ratio_without']:.3f} "  # reports written before session 11: a wall-time gain
             f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%}; last {c['rounds']} rounds)")
+
+
+def injected_share(blocks: list[dict]) -> dict | None:
+    """The sized injection as its own clock saw it over the measured blocks of B: the median of ``inject_ms`` / (the
+    block's mean step - ``inject_ms``), the nominal slowdown to set beside the measured one; None without the clock."""
+    b = [x for x in blocks if x["side"] == "b" and not x["warmup"] and x.get("inject_ms") is not None]
+    if not b:
+        return None
+    shares = [x["inject_ms"] / max(fmean(x["step_times_ms"]) - x["inject_ms"], 1e-9) for x in b]
+    return {"inject_ms": median(x["inject_ms"] for x in b), "share": median(shares), "blocks": len(b)}
 
 
 def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python_a: str | None = None, python_b: str | None = None,
@@ -278,12 +309,13 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     if metric not in pd.METRICS:
         raise ValueError(f"--block-metric must be one of {', '.join(pd.METRICS)}, got {metric!r}")
     switches = {"a": {"inject_slowdown": 0.0, "inject_work": 0}, "b": {"inject_slowdown": inject_slowdown_b, "inject_work": inject_work_b}}
+    inject_kind = "host" if inject_work_b_percent else "casts"  # sized injection: host work, whose own clock is its whole cost
     hook_a = 0.0 if inject_work_b_percent else None  # sized work: A carries the same hook, at 0 casts (calibrate_injection)
     if hook_a is not None:
         switches["a"]["inject_work"] = CALIBRATION_PROBE_CASTS  # installs the hook; every block of A asks for 0 casts
     settings = {"gpu": gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": dec.id, "decomposition_b": dec_b.id, "python_a": py["a"], "python_b": py["b"],
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
-                "block_steps": block_steps, "pairs": pairs,
+                "inject_kind": inject_kind, "block_steps": block_steps, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
                 "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "hold_cpus": hold_cpus, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": warmup, "session_id": session}
@@ -317,6 +349,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                "inject_slowdown": switches[side]["inject_slowdown"], "inject_work": switches[side]["inject_work"]}
         if rep.get("inject") is not None:
             rec["inject_work"] = rep["inject"]
+        if rep.get("inject_ms") is not None:
+            rec["inject_ms"] = rep["inject_ms"]
         append_jsonl(blocks_path, rec)
         blocks.append(rec)
         return rec
@@ -324,7 +358,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     def make_workers(launch: int, hold: list[int] | None) -> dict:
         return {s: ResidentWorker(s.upper(), w, dec if s == "a" else dec_b, root / "work", gpu=gpu, launch=launch, python=py[s], phases=not no_phases,
                                   fault=fault.get((s, launch)), cpus=cpus, malloc_default=malloc_default, timeout_s=run_timeout, hold_cpus=hold,
-                                  **switches[s]) for s in SIDES}
+                                  inject_kind=inject_kind, **switches[s]) for s in SIDES}
 
     nxt: dict | None = None  # the next launch's pre-started workers (--prestart)
 
@@ -380,10 +414,10 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                                warmup=True)
                     info["warmup_s"] = time.time() - t_warm
                     if inject_work_b_percent and calibration is None:
-                        calibration = calibrate_injection(workers, max(block_steps, CALIBRATION_MIN_STEPS), inject_work_b_percent / 100.0,
-                                                          lambda side, rep, amt, at=launch: record(side, at, rep | _amount(amt), pair=None,
-                                                                                                   position=None, order=None, warmup=True,
-                                                                                                   calibration=True))
+                        calibration = calibrate_injection(
+                            workers, block_steps, inject_work_b_percent / 100.0, kind=inject_kind,
+                            record=lambda side, rep, amt, at=launch: record(side, at, rep | _amount(amt), pair=None, position=None, order=None,
+                                                                            warmup=True, calibration=True))
                         settings["inject_calibration"] = calibration
                         amount["b"] = calibration["casts"]
                         out(calibration_text(calibration))
@@ -462,6 +496,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
               "warmup_blocks_wall_s": sum(b["wall_s"] for b in blocks if b["warmup"]), "workers_cpu_s": cpu,
               "blocks_cpu_s": sum(b["cpu_s"] for b in blocks), "device": "gpu" if cuda else "cpu"}
     report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
+              "injected": injected_share(blocks) if calibration else None,
               "verdict": None if verdict is None else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details}}
     # what the regression-issue script reads from any report (.github/scripts/regression-issues.sh)
     env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
@@ -540,6 +575,9 @@ def report_lines(r: dict) -> list[str]:
                    + "; ".join(f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p))
     elif r.get("k") == [1]:
         out.append("resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)")
+    if (inj := r.get("injected")) is not None:
+        out.append(f"injected work by its own clock: {inj['inject_ms']:.1f} ms per step of B, +{inj['share']:.1%} of the rest of its "
+                   f"step (median of {inj['blocks']} blocks): the nominal slowdown; the measured one is the estimate above")
     c = r.get("canary") or {}
     if c.get("pair_corr") is not None:
         out.append(f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; with the pair log ratio "

@@ -393,12 +393,26 @@ class InjectWork:
     injection uses) each cast writes into a buffer kept per shape (``aten::copy_`` only): a fresh tensor per
     cast costs more in a young process than in one that has run a few hundred steps (on the CPU runner
     about 2.5% against 1.2% of a step per cast), so an amount sized
-    in one process would not hold in the next launch's."""
+    in one process would not hold in the next launch's.
 
-    def __init__(self, model: torch.nn.Module, n: float, keep: bool = False):
+    ``spent_s`` is the host time of the casts themselves (``perf_counter`` around them, not around the hook call), the
+    injection's own clock: on a host-bound step (a CPU device, or a GPU step that waits on kernel launches) it is the
+    time the casts add to the step, measured without the step-to-step noise of a wall-time ratio. A resident worker
+    reports it per block (``inject_ms``), and the sized injection is aimed by it (``calibrate_injection``).
+
+    ``kind="host"`` (the sized injection of ``interleave --inject-work-b-percent``): instead of casts, each unit is
+    ``sum(range(HOST_UNIT))`` on the host, the kind of slowdown a slower Python path in a library makes on a host-bound
+    step. It touches no tensor memory, so its own clock is its whole cost: casts also evict the caches the next
+    operators read, which on the CPU runner made 3.85 casts sized at +5% by their clock read x1.082 (session 11)."""
+
+    HOST_UNIT = 1000  # integers summed per unit of host work (about 10-20 us of one CPU)
+
+    def __init__(self, model: torch.nn.Module, n: float, keep: bool = False, kind: str = "casts"):
         from peft.tuners.lora import LoraLayer
 
-        self.n, self.fired, self._carry, self.keep = float(n), 0, 0.0, keep
+        if kind not in ("casts", "host"):
+            raise ValueError(f"inject kind must be casts or host, got {kind!r}")
+        self.n, self.fired, self._carry, self.keep, self.spent_s, self.kind = float(n), 0, 0.0, keep, 0.0, kind
         self._buffers: dict = {}
         self.handles = [m.register_forward_hook(self._hook) for m in model.modules() if isinstance(m, LoraLayer)]
 
@@ -408,18 +422,28 @@ class InjectWork:
         casts = int(self._carry)
         self._carry -= casts
         t = output if isinstance(output, torch.Tensor) else output[0]
+        if not casts:
+            return
+        if self.kind == "host":
+            t0 = time.perf_counter()
+            for _ in range(casts):
+                sum(range(self.HOST_UNIT))
+            self.spent_s += time.perf_counter() - t0
+            return
         dtype = torch.float64 if t.dtype == torch.float32 else torch.float32
+        t0 = time.perf_counter()
         with torch.no_grad():
-            if self.keep and casts:
+            if self.keep:
                 key = (tuple(t.shape), dtype, t.device)
                 buf = self._buffers.get(key)
                 if buf is None:
                     buf = self._buffers[key] = torch.empty(t.shape, dtype=dtype, device=t.device)
                 for _ in range(casts):
                     buf.copy_(t)
-                return
-            for _ in range(casts):
-                t.to(dtype)
+            else:
+                for _ in range(casts):
+                    t.to(dtype)
+        self.spent_s += time.perf_counter() - t0
 
     @property
     def layers(self) -> int:

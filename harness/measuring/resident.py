@@ -129,7 +129,7 @@ def _gate_class():
             self.left = 0  # steps left in the current block
             self.blocks = 0
             self.inject = None  # the InjectWork of this worker, when it has one (set after the build)
-            self._k = self._canary = self._t0 = self._cpu0 = self._wall0 = self._host0 = None
+            self._k = self._canary = self._t0 = self._cpu0 = self._wall0 = self._host0 = self._inject0 = None
 
         def on_train_begin(self, args, state, control, **kwargs):
             super().on_train_begin(args, state, control, **kwargs)
@@ -162,7 +162,8 @@ def _gate_class():
             self.blocks += 1
             self.chan.send({"event": "block", "k": self._k, "step_times_ms": got["step_times_ms"], "canary_ms": self._canary,
                             "wall_s": wall, "cpu_s": cpu, "started_at": self._wall0, "global_step": state.global_step,
-                            "other_cpus": other, "steal_cpus": steal, "phases_ms": got["phases_ms"], "losses": got["losses"]})
+                            "other_cpus": other, "steal_cpus": steal, "phases_ms": got["phases_ms"], "losses": got["losses"]}
+                           | ({"inject_ms": (self.inject.spent_s - self._inject0) * 1000.0 / self._k} if self.inject is not None else {}))
 
         def _wait(self, control) -> None:
             msg = self.chan.recv()
@@ -179,6 +180,7 @@ def _gate_class():
             self.rec.drain()  # nothing from outside a block leaks into it
             self._canary = canary()
             self._wall0, self._cpu0, self._host0 = time.time(), time.process_time(), host_cpu_times()
+            self._inject0 = self.inject.spent_s if self.inject is not None else None
             self._t0 = time.perf_counter()
             self.rec.resume()
 
@@ -284,11 +286,12 @@ class ResidentWorker:
     def __init__(self, name: str, workload: Workload, decomposition: Decomposition, work_dir: str | Path, *, gpu: str,
                  launch: int = 1, python: str | None = None, phases: bool = True, inject_slowdown: float = 0.0, inject_work: int = 0,
                  fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = 1800.0,
-                 hold_cpus: list[int] | None = None):
+                 hold_cpus: list[int] | None = None, inject_kind: str = "casts"):
         self.name, self.workload, self.decomposition, self.gpu, self.launch = name, workload, decomposition, gpu, launch
         self.python, self.phases, self.inject_slowdown, self.inject_work, self.fault = python, phases, inject_slowdown, inject_work, fault
         self.timeout_s, self.cpus, self.malloc_default = timeout_s, list(cpus) if cpus else None, malloc_default
         self.hold_cpus = list(hold_cpus) if hold_cpus else None  # pre-start: import there, build on release()
+        self.inject_kind = inject_kind  # casts, or host work (InjectWork kind)
         self.released_at: float | None = None
         self.held: dict | None = None
         self.work_dir = Path(work_dir)
@@ -314,7 +317,7 @@ class ResidentWorker:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.req_path, {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
                                           "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
-                                          "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()}
+                                          "inject_kind": self.inject_kind, "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()}
                           | ({"hold": True, "hold_cpus": self.hold_cpus} if self.hold_cpus else {}))
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()

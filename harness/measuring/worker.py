@@ -130,7 +130,7 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
     if req.get("census") or req.get("inject_work"):
         from harness.measuring.census import CensusCallback, InjectWork
 
-        inject = InjectWork(trainer.model, float(req["inject_work"])) if req.get("inject_work") else None
+        inject = InjectWork(trainer.model, float(req["inject_work"]), kind=req.get("inject_kind") or "casts") if req.get("inject_work") else None
         if req.get("census"):
             # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay unprofiled
             census = CensusCallback(w.measure.warmup_steps + int(req.get("timed_steps") or 0),
