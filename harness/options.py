@@ -153,9 +153,9 @@ INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "sensitiv
                         type=parse_slowdown, default=0.0)
 INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only: side B does N extra casts per LoRA layer forward (real extra work)",
                     type=parse_count, default=0)
-INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent", "test-only: side B does extra casts per LoRA layer forward, "
-                            "sized on this machine after the warm-up to slow its step by this many percent (the report states the amount "
-                            "and the calibration)", type=parse_positive_float, default=0.0)
+INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent", "test-only: side B does extra host work per LoRA layer "
+                            "forward, sized on this machine after the warm-up by its own clock to slow its step by this many percent (side A "
+                            "carries the same hook at 0; the report states the amount, the calibration and the nominal share)", type=parse_positive_float, default=0.0)
 BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k); 1 gave the smallest sigma per CPU second on the CPU runner", type=parse_positive_int, default=1)
 PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
 LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; processes of one build differ, so from "

@@ -54,9 +54,9 @@ LAUNCHES = (3, 4, 6, 8, 10, 12, 16, 20)
 BUDGET_S = 600
 
 
-def load(run):
-    rep = json.loads((HERE / run / "report.json").read_text())
-    blocks = [json.loads(x) for x in (HERE / run / "blocks.jsonl").read_text().splitlines() if x.strip()]
+def load(run, base=HERE):
+    rep = json.loads((base / run / "report.json").read_text())
+    blocks = [json.loads(x) for x in (base / run / "blocks.jsonl").read_text().splitlines() if x.strip()]
     pairs = {}
     for b in blocks:
         if not b.get("warmup"):
