@@ -162,7 +162,7 @@ def _pct(x: float | None, digits: int = 1) -> str:
 
 CALIBRATION_PROBE_CASTS = 4.0  # units (or casts) per LoRA forward that calibrate_injection tries first
 CALIBRATION_ROUNDS = 2  # rounds per probe: the injection's own clock needs few
-CALIBRATION_PROBES = 3  # 4 casts, then twice the amount that the measured curve puts at the target
+CALIBRATION_PROBES = 3  # 4 units, then twice the amount that the measured curve puts at the target
 
 
 def _amount(inject: float | None) -> dict:
@@ -192,7 +192,7 @@ def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[
     The injected work is all that differs between the sides: side A carries the same forward hook on every LoRA layer,
     at 0 (:func:`interleave` starts it so); without it B's hook calls alone (hundreds per step) slowed B as well.
     ``record(side, report, amount)`` sees every calibration block; each probe's B/A wall ratio is kept as a check."""
-    a_amount = 0.0 if workers["a"].inject_work else None  # A's hook, where it has one, does no casts
+    a_amount = 0.0 if workers["a"].inject_work else None  # A's hook, where it has one, does no work
     probe, rounds = CALIBRATION_PROBE_CASTS, CALIBRATION_ROUNDS
     curve: list[tuple[float, float]] = [(0.0, 0.0)]
     probes: list[dict] = []
@@ -310,9 +310,9 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         raise ValueError(f"--block-metric must be one of {', '.join(pd.METRICS)}, got {metric!r}")
     switches = {"a": {"inject_slowdown": 0.0, "inject_work": 0}, "b": {"inject_slowdown": inject_slowdown_b, "inject_work": inject_work_b}}
     inject_kind = "host" if inject_work_b_percent else "casts"  # sized injection: host work, whose own clock is its whole cost
-    hook_a = 0.0 if inject_work_b_percent else None  # sized work: A carries the same hook, at 0 casts (calibrate_injection)
+    hook_a = 0.0 if inject_work_b_percent else None  # sized work: A carries the same hook, at 0 (calibrate_injection)
     if hook_a is not None:
-        switches["a"]["inject_work"] = CALIBRATION_PROBE_CASTS  # installs the hook; every block of A asks for 0 casts
+        switches["a"]["inject_work"] = CALIBRATION_PROBE_CASTS  # installs the hook; every block of A asks for 0
     settings = {"gpu": gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": dec.id, "decomposition_b": dec_b.id, "python_a": py["a"], "python_b": py["b"],
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
                 "inject_kind": inject_kind, "block_steps": block_steps, "pairs": pairs,

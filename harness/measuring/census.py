@@ -421,7 +421,6 @@ class InjectWork:
         self._carry += self.n
         casts = int(self._carry)
         self._carry -= casts
-        t = output if isinstance(output, torch.Tensor) else output[0]
         if not casts:
             return
         if self.kind == "host":
@@ -430,6 +429,7 @@ class InjectWork:
                 sum(range(self.HOST_UNIT))
             self.spent_s += time.perf_counter() - t0
             return
+        t = output if isinstance(output, torch.Tensor) else output[0]
         dtype = torch.float64 if t.dtype == torch.float32 else torch.float32
         t0 = time.perf_counter()
         with torch.no_grad():
