@@ -19,6 +19,7 @@ d. MDS in 10 GPU-minutes (alpha 0.01 one-sided, power 0.9, the launch as the uni
 """
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 
@@ -44,7 +45,7 @@ an, lu = s10.an, s10.lu
 RUNS = ["aa-1x4", "work5-1x4", "work5-4x1", "host/host5-4x1"]
 
 
-def costs(rep, blocks_wall):
+def costs(rep):
     first = [li for li in rep["launches"] if not li["prestarted"]]
     later = [li for li in rep["launches"] if li["prestarted"]]
 
@@ -56,17 +57,16 @@ def costs(rep, blocks_wall):
 def section_a(data):
     print("a. launch costs (s): start-up + warm-up blocks + stopping; the calibration blocks (launch 1) apart\n")
     for run, (rep, d) in data.items():
-        c1, c = costs(rep, None)
+        c1, c = costs(rep)
         t = rep["timing"]
-        blocks = [b for b in s10_blocks(run) if b.get("calibration")]
+        blocks = [b for b in blocks_of(run) if b.get("calibration")]
         cal = sum(b["wall_s"] for b in blocks)
         s_pair = sum(r[3] for r in d) / len(d)
         print(f"  {run:<16} first launch {c1:5.1f}, pre-started {c:5.1f} (mean of {len(rep['launches']) - 1}); calibration {cal:5.1f} s in "
               f"{len(blocks)} blocks; pairs {len(d)} at {s_pair:.2f} s; wall {t['wall_s']:.0f} s, start-up {t['startup_s']:.0f} s")
 
 
-def s10_blocks(run):
-    import json
+def blocks_of(run):
     return [json.loads(x) for x in (RAW / run / "blocks.jsonl").read_text().splitlines() if x.strip()]
 
 
@@ -87,8 +87,27 @@ def section_b(data):
             inj = rep.get("injected") or {}
             nominal = f"nominal +{inj['share']:.1%} by its own clock ({inj['inject_ms']:.1f} ms per step)" if inj else \
                 f"no clock (wall-ratio calibration: +{cal['gain']:.1%} at {cal['probe_casts']:.2f} casts, chose {cal['casts']:.2f})"
+            phases = phase_diffs(run)
+            print(f"  {'':<16} B - A per phase (median of the block, mean over pairs, sd): "
+                  + ", ".join(f"{k} {m:+.1f} ms ({sd:.1f})" for k, (m, sd) in phases.items()))
             print(f"  {'':<16} {nominal}; measured: mean x{math.exp(x.mean()):.4f} [95% t {math.exp(x.mean() - half):.4f}, "
                   f"{math.exp(x.mean() + half):.4f}], median x{math.exp(np.median(x)):.4f}, HL x{math.exp(pd.hodges_lehmann(x.tolist())):.4f}")
+
+
+def pairs_of(run):
+    pairs = {}
+    for b in blocks_of(run):
+        if b["pair"] is not None and not b.get("warmup"):
+            pairs.setdefault(b["pair"], {})[b["side"]] = b
+    return [p for p in pairs.values() if "a" in p and "b" in p]
+
+
+def phase_diffs(run):
+    out = {}
+    for k in ("data", "forward", "backward", "optimizer", "other"):
+        v = np.array([np.median(p["b"]["phases_ms"][k]) - np.median(p["a"]["phases_ms"][k]) for p in pairs_of(run)])
+        out[k] = (float(v.mean()), float(v.std()))
+    return out
 
 
 def section_c(data):
@@ -102,11 +121,16 @@ def section_c(data):
         print(f"  {run:<16} sigma {np.std(x, ddof=1):6.2%}, robust {(q3 - q1) / 1.349:6.2%}, launch HL sd {rep['mds']['unit_sd']:.2%}; boot "
               f"{li['env']['a']['boot_id'][:8]}, kernel launch {min(lus):.1f}-{max(lus):.1f} us over the launches, median step A "
               f"{rep['step_ms_median']['a']:.0f} ms; pairs beside another busy CPU {busy:.0%}")
+        ps = pairs_of(run)
+        w = np.log([p["b"]["wall_s"] / p["a"]["wall_s"] for p in ps])
+        c = np.log([p["b"]["cpu_s"] / p["a"]["cpu_s"] for p in ps])
+        print(f"  {'':<16} block wall ratio sd {np.std(w, ddof=1):.2%}, worker CPU-time ratio sd {np.std(c, ddof=1):.2%}, correlation "
+              f"{np.corrcoef(w, c)[0, 1]:.2f}: CPU time is no quieter metric here")
 
 
 def section_d(data):
     rep, d = data["aa-1x4"]
-    c1, c = costs(rep, None)
+    c1, c = costs(rep)
     s_pair = sum(r[3] for r in d) / len(d)
     here = np.array([r[1] for r in d])
     here = here - here.mean()
