@@ -157,6 +157,10 @@ INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent
                             "forward, sized on this machine after the warm-up by its own clock to slow its step by this many percent (side A "
                             "carries the same hook at 0; the report states the amount, the calibration and the nominal share)", type=parse_positive_float, default=0.0)
 BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k); 1 gave the smallest sigma per CPU second on the CPU runner", type=parse_positive_int, default=1)
+GRAIN = Opt(("--grain",), "grain", "what A and B take turns at: step (blocks of --block-steps optimizer steps) or micro (one "
+            "micro-batch of gradient accumulation each, in random order, k steps of them making a pair: on a host whose speed "
+            "wanders within seconds, units of a fraction of a step follow each other more closely; needs grad-accum > 1)",
+            default="step", choices=("step", "micro"))
 PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
 LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; processes of one build differ, so from "
                "3 launches on the launch is the unit of the verdict (t over the launch summaries)", type=parse_positive_int, default=6)
@@ -187,7 +191,7 @@ PRESTART = Opt(("--prestart",), "prestart", "import the next launch's two worker
 WARMUP_STEPS = Opt(("--warmup-steps",), "warmup_steps", "steps per side at the start of every launch, not judged (default: the workload's "
                    "[measure] warmup_steps); on the H200 only a launch's first step is slow (docs/results/interleave-h200/session10)",
                    type=parse_positive_int)
-INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
+INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
               WARMUP_STEPS, DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, PRESTART, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
 
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)

@@ -99,7 +99,7 @@ def _cmd_interleave(a) -> int:
 
     return interleave(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, python_a=a.python_a, python_b=a.python_b,
                       inject_slowdown_b=a.inject_slowdown_b, inject_work_b=a.inject_work_b,
-                      inject_work_b_percent=a.inject_work_b_percent, block_steps=a.block_steps, pairs=a.pairs,
+                      inject_work_b_percent=a.inject_work_b_percent, block_steps=a.block_steps, grain=a.grain, pairs=a.pairs,
                       launches=a.launches, look_every=a.look_every, budget_minutes=a.budget_minutes, alpha=a.alpha, threshold=a.threshold,
                       warmup_steps=a.warmup_steps, seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default, block_metric=a.block_metric,
                       fallback_repeats=a.fallback_repeats, skip_same_versions=a.skip_same_versions, test=a.test, unit=a.unit, prestart=a.prestart, workloads_dir=a.workloads_dir,

@@ -58,13 +58,40 @@ EXIT_REGRESSION, EXIT_WORKER_DIED, EXIT_INTERRUPTED = 1, 3, 130
 # Analysis of blocks.jsonl (pure: also used to re-analyse stored measurements)
 # ---------------------------------------------------------------------------------------------
 def pairs_of(blocks: list[dict], session: str | None = None) -> list[dict]:
-    """Complete pairs (one measured block of each side), in pair order: ``{"pair", "launch", "order", "a", "b"}``."""
+    """Complete pairs (one measured block of each side), in pair order: ``{"pair", "launch", "order", "a", "b"}``. A pair
+    of the micro grain (rows with a ``unit``) gets, per side, one block merged from its units (:func:`merge_units`)."""
     by: dict[int, dict] = {}
+    units: dict[tuple[int, str], list[dict]] = {}
     for r in blocks:
         if r.get("warmup") or (session and r.get("session_id") != session):
             continue
-        by.setdefault(r["pair"], {"pair": r["pair"], "launch": r["launch"], "order": r.get("order")})[r["side"]] = r
+        p = by.setdefault(r["pair"], {"pair": r["pair"], "launch": r["launch"], "order": r.get("order")})
+        if r.get("unit") is None:
+            p[r["side"]] = r
+        else:
+            units.setdefault((r["pair"], r["side"]), []).append(r)
+    for (pair, side), rows in units.items():
+        if len(rows) == rows[0]["units"]:  # a pair cut short by an interrupt is not complete
+            by[pair][side] = merge_units(rows)
     return [p for _, p in sorted(by.items()) if "a" in p and "b" in p]
+
+
+def merge_units(rows: list[dict]) -> dict:
+    """One side's block of a micro-grain pair, from its units (one micro-batch each, in unit order): step j's time is
+    the sum of the synchronized wall times of its ``micro_per_step`` units, so the pair's ratio is a ratio of step
+    times, as at the step grain; wall and CPU time, the injected work and the losses add up, the canary is the
+    median, the other CPUs the mean; no phases (a unit's recorder spans the waits)."""
+    rows = sorted(rows, key=lambda r: r["unit"])
+    per = rows[0]["micro_per_step"]
+    walls = [r["step_times_ms"][0] for r in rows]
+    steps = [sum(walls[i:i + per]) for i in range(0, len(walls), per)]
+    other = [r["other_cpus"] for r in rows if r.get("other_cpus") is not None]
+    out = dict(rows[0], step_times_ms=steps, k=len(steps), wall_s=sum(r["wall_s"] for r in rows), cpu_s=sum(r["cpu_s"] for r in rows),
+               canary_ms=median(r["canary_ms"] for r in rows), other_cpus=fmean(other) if other else None, phases_ms=None,
+               losses=[x for r in rows for x in (r.get("losses") or [])], global_step=rows[-1]["global_step"], unit=None)
+    if all(r.get("inject_ms") is not None for r in rows):
+        out["inject_ms"] = sum(r["inject_ms"] * r["k"] for r in rows) / len(steps)
+    return out
 
 
 def grouped(pairs: list[dict], metric: str = DEFAULT_METRIC, drop_first: bool = False) -> list[list[float]]:
@@ -251,7 +278,7 @@ def injected_share(blocks: list[dict]) -> dict | None:
 
 def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python_a: str | None = None, python_b: str | None = None,
                decomposition_b: str | None = None,
-               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, inject_work_b_percent: float = 0.0, block_steps: int = 1, pairs: int = 60, launches: int = 6,
+               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, inject_work_b_percent: float = 0.0, block_steps: int = 1, grain: str = "step", pairs: int = 60, launches: int = 6,
                look_every: int | None = None, budget_minutes: float | None = None, alpha: float | None = None,
                threshold: float | None = None, seed: int | None = None, drop_first_step: bool = False, no_phases: bool = False,
                cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
@@ -265,6 +292,9 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     (:class:`~harness.measuring.resident.ResidentWorker` ``hold_cpus``), so a launch's start-up is only their build.
     ``warmup_steps``: steps per side at the start of every launch, left out of the verdict (default: the workload's
     ``[measure] warmup_steps``).
+    ``grain`` "micro": A and B take turns at single micro-batches of gradient accumulation, in an order drawn per unit;
+    the ``block_steps`` x grad-accum units of each side make a pair's blocks (:func:`merge_units`), whose ratio is
+    a ratio of step times as at the default "step" grain. The warm-up and the calibration stay in steps.
     ``inject_work_b_percent`` (test-only): side B does injected work sized on this machine to slow its step by that many
     percent (:func:`calibrate_injection`, once, after launch 1's warm-up; every later block of B uses that amount).
     """
@@ -275,6 +305,11 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     case = f"{w.name}-{dec.id}" if dec_b == dec else f"{w.name}-{dec_b.id}-vs-{dec.id}"
     if block_steps < 1:
         raise ValueError(f"--block-steps must be at least 1, got {block_steps}")
+    if grain not in ("step", "micro"):
+        raise ValueError(f"--grain must be step or micro, got {grain!r}")
+    if grain == "micro" and (dec.grad_accum < 2 or dec_b != dec):
+        raise ValueError(f"--grain micro needs one decomposition with gradient accumulation (grad-accum > 1), got {dec.id}"
+                         + (f" against {dec_b.id}" if dec_b != dec else "") + ": use the default --grain step")
     if warmup_steps is not None and warmup_steps < 1:
         raise ValueError(f"--warmup-steps must be at least 1 (a launch's first step carries its CUDA set-up), got {warmup_steps}")
     warmup = warmup_steps if warmup_steps is not None else max(w.measure.warmup_steps, 1)
@@ -301,6 +336,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     orders = ["ab" if rng.random() < 0.5 else "ba" for _ in range(pairs)]
+    n_units = block_steps * dec.grad_accum if grain == "micro" else 1  # turns per side in one pair
+    unit_orders = [["ab" if rng.random() < 0.5 else "ba" for _ in range(n_units)] for _ in range(pairs)] if grain == "micro" else None
     fault = parse_faults(faults)
     root = ensure_dir(results_dir)
     blocks_path = root / "blocks.jsonl"
@@ -315,7 +352,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         switches["a"]["inject_work"] = CALIBRATION_PROBE_CASTS  # installs the hook; every block of A asks for 0
     settings = {"gpu": gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": dec.id, "decomposition_b": dec_b.id, "python_a": py["a"], "python_b": py["b"],
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
-                "inject_kind": inject_kind, "block_steps": block_steps, "pairs": pairs,
+                "inject_kind": inject_kind, "block_steps": block_steps, "grain": grain, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
                 "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "hold_cpus": hold_cpus, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": warmup, "session_id": session}
@@ -324,6 +361,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                                      else f"inject-work {inject_work_b}" if inject_work_b else "") if x)
     out(f"interleave {case} on {gpu}: A {py['a']}, B {py['b']}{f' ({injected})' if injected else ''}"
         + (f"; A runs {dec.id}, B runs {dec_b.id}" if dec_b != dec else ""))
+    if grain == "micro":
+        out(f"  micro grain: A and B take turns at single micro-batches ({n_units} per side and pair, each order drawn), summed into steps")
     out(f"  {block_steps} steps per block after a warm-up of {warmup} per side and launch, up to {pairs} pairs over {launches} launches, looks at {', '.join(map(str, plan.looks))} pairs "
         f"(alpha {alpha:g} / {len(plan.looks)} per look), threshold +{threshold:.1%}, seed {seed}; blocks in {blocks_path}")
     out("  unit of replication: the launch (each launch's " + ("Hodges-Lehmann estimate" if check.summary == "hl" else "mean") + " of its pair log "
@@ -435,9 +474,18 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                             break
                         t_pair = time.time()
                         got = {}
-                        for pos, s in enumerate(orders[i], 1):
-                            got[s] = record(s, launch, workers[s].block(block_steps, inject=amount[s]) | _amount(amount[s]), pair=i + 1,
-                                            position=pos, order=orders[i], warmup=False)
+                        if unit_orders is None:
+                            for pos, s in enumerate(orders[i], 1):
+                                got[s] = record(s, launch, workers[s].block(block_steps, inject=amount[s]) | _amount(amount[s]), pair=i + 1,
+                                                position=pos, order=orders[i], warmup=False)
+                        else:
+                            rows: dict = {s: [] for s in SIDES}
+                            for u, order in enumerate(unit_orders[i], 1):
+                                for pos, s in enumerate(order, 1):
+                                    rows[s].append(record(s, launch, workers[s].block(1, inject=amount[s], micro=True) | _amount(amount[s]),
+                                                          pair=i + 1, position=pos, order=order, warmup=False, unit=u, units=n_units,
+                                                          micro_per_step=dec.grad_accum))
+                            got = {s: merge_units(rows[s]) for s in SIDES}
                         pair_wall.append(time.time() - t_pair)
                         d = math.log(pd.block_metric(got["b"]["step_times_ms"], metric, drop_first_step)
                                      / pd.block_metric(got["a"]["step_times_ms"], metric, drop_first_step))

@@ -17,6 +17,10 @@ callback is a :class:`~harness.measuring.callbacks.MeasureCallback` that also ga
   is taken), reports the block (per-step host wall times in ms, the canary, wall and CPU time, how many
   CPUs the rest of the machine kept busy meanwhile (``other_cpus``, from /proc/stat), per-step phases and
   losses) as one line, and waits again, still inside ``on_step_end``;
+* ``{"cmd": "block", "k": K, "micro": true}`` (the micro grain of ``interleave --grain micro``): K micro-batches of
+  gradient accumulation instead of K steps; the wait is then also at ``on_substep_end``, which the Trainer calls after
+  each micro-batch but the last of a step (that one ends at ``on_step_end``, its optimizer step included), and the
+  report's one step time is the block's synchronized wall time (the recorder's steps span the waits: no phases);
 * ``{"cmd": "stop"}``, or the end of the command pipe (the parent is gone), ends training cleanly.
 
 The wait sits at the boundary between two steps, after one step's end and before the Trainer's logging
@@ -126,7 +130,8 @@ def _gate_class():
             self.chan = channel
             self.cuda = isinstance(recorder.clock, CudaClock)
             self.info: dict = {}  # sent with "ready"; filled in by main() once the trainer is built
-            self.left = 0  # steps left in the current block
+            self.left = 0  # steps (micro-batches, with ``micro``) left in the current block
+            self.micro = False  # the current block counts micro-batches (on_substep_end and on_step_end), not steps
             self.blocks = 0
             self.inject = None  # the InjectWork of this worker, when it has one (set after the build)
             self._k = self._canary = self._t0 = self._cpu0 = self._wall0 = self._host0 = self._inject0 = None
@@ -137,6 +142,17 @@ def _gate_class():
 
             self.chan.send({"event": "ready", **self.info, "env": worker_env(kwargs.get("model"))})
             self._wait(control)
+
+        def on_substep_end(self, args, state, control, **kwargs):
+            """A micro-batch of a gradient-accumulation step has ended: the end of a micro-grain unit (``micro``)."""
+            if not self.micro or self.left <= 0:
+                return
+            if self.left == 1 and self.cuda:
+                torch.cuda.synchronize()
+            self.left -= 1
+            if self.left == 0:
+                self._report(state, step_end=False)
+                self._wait(control)
 
         def on_step_end(self, args, state, control, **kwargs):
             if self.left <= 0:  # a step outside any block: only the one after a stop at train begin
@@ -149,7 +165,7 @@ def _gate_class():
                 self._report(state)
                 self._wait(control)
 
-        def _report(self, state) -> None:
+        def _report(self, state, step_end: bool = True) -> None:
             wall = time.perf_counter() - self._t0
             cpu = time.process_time() - self._cpu0
             host = host_cpu_times()
@@ -158,7 +174,11 @@ def _gate_class():
                 # CPUs kept busy by everything else on the machine during the block, on average (0: a quiet machine)
                 other = max(0.0, (host[0] - self._host0[0] - cpu) / wall)
                 steal = (host[1] - self._host0[1]) / wall
-            got = self.rec.drain()
+            if self.micro:  # a unit of micro-batches: its own synchronized wall time; the recorder's steps span the waits
+                got = self.rec.drain() if step_end else {"step_times_ms": [], "phases_ms": None, "losses": []}
+                got = {"step_times_ms": [wall * 1000.0], "phases_ms": None, "losses": got["losses"]}
+            else:
+                got = self.rec.drain()
             self.blocks += 1
             self.chan.send({"event": "block", "k": self._k, "step_times_ms": got["step_times_ms"], "canary_ms": self._canary,
                             "wall_s": wall, "cpu_s": cpu, "started_at": self._wall0, "global_step": state.global_step,
@@ -177,7 +197,9 @@ def _gate_class():
                     raise ValueError("resident worker: a block asks for injected work, but this worker was started without it")
                 self.inject.n, self.inject.keep = float(msg["inject"]), True
             self._k = self.left = int(msg["k"])
-            self.rec.drain()  # nothing from outside a block leaks into it
+            was_micro, self.micro = self.micro, bool(msg.get("micro"))
+            if not was_micro:  # in micro grain the recorder's step spans several units: drained at its end only
+                self.rec.drain()  # nothing from outside a block leaks into it
             self._canary = canary()
             self._wall0, self._cpu0, self._host0 = time.time(), time.process_time(), host_cpu_times()
             self._inject0 = self.inject.spent_s if self.inject is not None else None
@@ -373,14 +395,17 @@ class ResidentWorker:
                 self.ready["prestarted"] = {"preload_s": self.held.get("preload_s"), "held_wall_s": self.released_at - self.started_at}
         return self.ready
 
-    def block(self, k: int, inject: float | None = None) -> dict:
-        """Run ``k`` optimizer steps now (with ``inject`` casts of injected work per LoRA forward, when given); the block's report."""
+    def block(self, k: int, inject: float | None = None, micro: bool = False) -> dict:
+        """Run ``k`` optimizer steps now (with ``inject`` casts of injected work per LoRA forward, when given); the block's report.
+        With ``micro``, ``k`` micro-batches of gradient accumulation instead (the last one of a step includes its optimizer
+        step); the report's ``step_times_ms`` is then the one synchronized wall time of those micro-batches."""
         if k < 1:
             raise ValueError(f"block needs k >= 1, got {k}")
         self.wait_ready()
 
         def run():
-            self._send({"cmd": "block", "k": int(k)} | ({"inject": float(inject)} if inject is not None else {}), f"before block {self.blocks + 1}")
+            self._send({"cmd": "block", "k": int(k)} | ({"inject": float(inject)} if inject is not None else {})
+                       | ({"micro": True} if micro else {}), f"before block {self.blocks + 1}")
             return self._expect("block", f"during block {self.blocks + 1}")
 
         rep = self._guarded(run)

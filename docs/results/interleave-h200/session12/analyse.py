@@ -15,7 +15,6 @@ d. Why a run was not flagged: the power each run had to flag its own nominal slo
 """
 
 import importlib.util
-import math
 from pathlib import Path
 
 import numpy as np
