@@ -159,8 +159,8 @@ INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent
 BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k); 1 gave the smallest sigma per CPU second on the CPU runner", type=parse_positive_int, default=1)
 GRAIN = Opt(("--grain",), "grain", "what A and B take turns at: step (blocks of --block-steps optimizer steps) or micro (one "
             "micro-batch of gradient accumulation each, in random order, k steps of them making a pair: on a host whose speed "
-            "wanders within seconds, units of a fraction of a step follow each other more closely; needs grad-accum > 1)",
-            default="step", choices=("step", "micro"))
+            "wanders within seconds, units of a fraction of a step follow each other more closely; needs grad-accum > 1); auto: "
+            "micro where the decomposition accumulates gradients, step elsewhere", default="step", choices=("step", "micro", "auto"))
 PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
 LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; processes of one build differ, so from "
                "3 launches on the launch is the unit of the verdict (t over the launch summaries)", type=parse_positive_int, default=6)
@@ -211,10 +211,10 @@ MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro",
 ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, SCREEN, CPUS, MEMORY_LIMIT_MICRO)
 
 # confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
-CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS)
+CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS)
 
 # the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
-INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS),
+INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS),
                               python_b="also compare every selected case against the environment of this interpreter, interleaved on this "
                               "machine in blocks of steps on two resident workers (python -m harness interleave, A = this interpreter); "
                               "its verdicts are the test_interleaved tests",

@@ -184,7 +184,7 @@ def perf_interleave(request):
         out_dir = Path(o("results_dir")) / "interleave" / "-".join(case)
         started = time.time()
         code = interleave(gpu=config.stash[_GPU], workload=case[0], decomposition=case[1], python_b=o("interleave_python_b"),
-                          block_steps=o("interleave_block_steps"), pairs=o("interleave_pairs"), launches=o("interleave_launches"),
+                          block_steps=o("interleave_block_steps"), grain=o("interleave_grain"), pairs=o("interleave_pairs"), launches=o("interleave_launches"),
                           look_every=o("interleave_look_every"), budget_minutes=o("interleave_budget_minutes"),
                           warmup_steps=o("interleave_warmup_steps"), cpus=o("interleave_cpus"), prestart=o("interleave_prestart"),
                           fallback_repeats=o("interleave_fallback_repeats"), workloads_dir=_workloads_dir(config), results_dir=out_dir,

@@ -529,6 +529,35 @@ def test_e2e_aa_is_no_regression(tmp_path):
         assert line in res.stdout
 
 
+@pytest.mark.slow
+def test_micro_grain_takes_turns_at_single_micro_batches_and_trains_as_the_step_grain(tmp_path):
+    """--grain micro on 1x4: per pair, each side runs 4 units of one micro-batch, A's and B's alternating (order drawn per
+    unit); a step's time is the sum of its 4 units; the waits inside the gradient accumulation leave the training as it
+    is: every step's loss equals that of the same step at the step grain."""
+    common = ("--decomposition", "1x4", "--block-steps", "1", "--pairs", "6", "--launches", "2", "--warmup-steps", "1", "--seed", "7")
+    out = {}
+    for grain in ("micro", "step"):
+        args, env = _cli(tmp_path / grain, *common, "--grain", grain)
+        del args[args.index("--decomposition"):args.index("--decomposition") + 2]  # _cli's default 4x1
+        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+        assert res.returncode in (0, 1), res.stdout + res.stderr
+        out[grain] = [json.loads(ln) for ln in (tmp_path / grain / "out" / "blocks.jsonl").read_text().splitlines()]
+    report = json.loads((tmp_path / "micro" / "out" / "report.json").read_text())
+    assert report["settings"]["grain"] == "micro" and report["pairs"] == 6 and report["k"] == [1]
+    units = [b for b in out["micro"] if not b["warmup"]]
+    assert len(units) == 6 * 2 * 4 and all(b["k"] == 1 and len(b["step_times_ms"]) == 1 and b["micro_per_step"] == 4 for b in units)
+    for pair in range(1, 7):
+        for side in "ab":
+            mine = [b for b in units if b["pair"] == pair and b["side"] == side]
+            assert [b["unit"] for b in mine] == [1, 2, 3, 4]
+            assert [bool(b["losses"]) for b in mine] == [False, False, False, True]  # a step's loss comes with its last micro-batch
+        turns = [b["side"] for b in units if b["pair"] == pair]
+        assert all({turns[i], turns[i + 1]} == {"a", "b"} for i in range(0, 8, 2))  # each turn: one unit of each side
+    loss = {g: {(b["side"], b["global_step"]): b["losses"][-1] for b in out[g] if not b["warmup"] and b["losses"]} for g in out}
+    assert set(loss["micro"]) == set(loss["step"]) and len(loss["micro"]) == 12
+    assert all(loss["micro"][k] == pytest.approx(loss["step"][k], rel=1e-5) for k in loss["micro"]), loss
+
+
 class _CastWorker:
     """A resident worker's stand-in for calibrate_injection: its step is ``base`` ms of work plus the casts, whose host
     cost is not proportional (the first cast of a call costs ``first`` ms per step, each further one ``more``), and the
@@ -601,6 +630,8 @@ def test_injected_share_is_the_casts_against_the_rest_of_the_step():
     (("--pairs", "12", "--python-b", "/nonexistent/python"), "error: --python-b /nonexistent/python: not an executable Python"),
     (("--pairs", "12", "--prestart"), "error: --prestart needs --cpus and CPUs outside them to import the next launch's workers on"),
     (("--pairs", "12", "--warmup-steps", "0"), "usage:"),
+    (("--pairs", "12", "--grain", "micro"), "error: --grain micro needs one decomposition with gradient accumulation (grad-accum > 1), "
+                                            "got 4x1: use the default --grain step"),
 ])
 def test_bad_input_is_one_line(tmp_path, extra, says):
     args, env = _cli(tmp_path, "--block-steps", "1", *extra)
@@ -635,6 +666,42 @@ def _blocks(ratio: float, launches: int = 3, pairs: int = 6, k: int = 4, seed: i
                             "k": k, "step_times_ms": steps, "canary_ms": 1.3 * math.exp(h), "wall_s": sum(steps) / 1000,
                             "cpu_s": sum(steps) / 1000, "other_cpus": 0.1})
     return out
+
+
+def _micro_rows(pair: int, side: str, walls: list[float], per: int, launch: int = 1, inject_ms: float | None = None) -> list[dict]:
+    return [{"session_id": "s", "side": side, "launch": launch, "pair": pair, "position": 1 if side == "a" else 2, "order": "ab",
+             "warmup": False, "unit": u, "units": len(walls), "micro_per_step": per, "k": 1, "step_times_ms": [w],
+             "canary_ms": 1.0 + u, "wall_s": w / 1000, "cpu_s": w / 1000, "global_step": 10 + (u - 1) // per + (u % per == 0),
+             "other_cpus": 0.1 * u, "phases_ms": None, "losses": [2.0] if u % per == 0 else [],
+             **({"inject_ms": inject_ms} if inject_ms is not None else {})} for u, w in enumerate(walls, 1)]
+
+
+def test_micro_grain_units_merge_into_steps_of_each_side():
+    """A micro-grain pair's units (one micro-batch each) become one block per side whose step times are the sums of
+    micro_per_step consecutive units; a pair missing a unit (an interrupt) is left out; step-grain rows are untouched."""
+    from harness.commands.interleave import analyse, merge_units, pairs_of
+
+    a = _micro_rows(1, "a", [10.0, 11.0, 30.0, 12.0, 13.0, 31.0], per=3, inject_ms=None)
+    b = _micro_rows(1, "b", [11.0, 12.0, 33.0, 13.0, 14.0, 34.0], per=3, inject_ms=2.0)
+    m = merge_units(b)
+    assert m["step_times_ms"] == [56.0, 61.0] and m["k"] == 2 and m["wall_s"] == pytest.approx(0.117)
+    assert m["inject_ms"] == pytest.approx(6.0) and m["losses"] == [2.0, 2.0] and m["canary_ms"] == 4.5 and m["phases_ms"] is None
+    assert m["other_cpus"] == pytest.approx(0.35) and m["unit"] is None
+    cut = _micro_rows(2, "a", [10.0] * 6, per=3)[:5] + _micro_rows(2, "b", [10.0] * 6, per=3)
+    step = [{"session_id": "s", "side": s, "launch": 1, "pair": 3, "position": 1, "order": "ab", "warmup": False, "k": 1,
+             "step_times_ms": [40.0 if s == "a" else 44.0], "canary_ms": 1.0, "wall_s": 0.04, "cpu_s": 0.04} for s in "ab"]
+    pairs = pairs_of(a + b + cut + step)
+    assert [p["pair"] for p in pairs] == [1, 3]
+    assert pairs[0]["a"]["step_times_ms"] == [51.0, 56.0] and pairs[0]["b"]["step_times_ms"] == [56.0, 61.0]
+    assert pairs[1]["b"]["step_times_ms"] == [44.0]
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(1, 25):
+        host = rng.normal(0, 0.05, 4)  # the host's speed per unit: A's and B's unit of one turn see nearly the same
+        rows += _micro_rows(i, "a", list(100 * np.exp(host + rng.normal(0, 0.005, 4))), per=2, launch=1 + (i - 1) // 8)
+        rows += _micro_rows(i, "b", list(108 * np.exp(host + rng.normal(0, 0.005, 4))), per=2, launch=1 + (i - 1) // 8)
+    r = analyse(rows, alpha=0.05, threshold=0.02)
+    assert r["pairs"] == 24 and r["k"] == [2] and r["verdict"]["outcome"] == "regression" and 1.06 < r["verdict"]["ratio"] < 1.10
 
 
 def test_analysis_of_block_records():
@@ -704,7 +771,7 @@ def test_a_pytest_session_runs_the_interleaved_comparison_as_a_test(perf_project
     off = perf_project.runpytest_subprocess(*common, "--results-dir", "off")
     assert off.ret == pytest.ExitCode.NO_TESTS_COLLECTED, off.stdout.str()  # without the option the test is deselected
     on = perf_project.runpytest_subprocess(*common, "--results-dir", "on", "--interleave-python-b", sys.executable, "--interleave-block-steps", "2",
-                                           "--interleave-pairs", "8", "--interleave-launches", "2")
+                                           "--interleave-pairs", "8", "--interleave-launches", "2", "--interleave-grain", "auto")
     text = on.stdout.str()
     outcomes = on.parseoutcomes()
     # an A/A comparison: pass, or skipped as inconclusive; never a regression
@@ -712,5 +779,6 @@ def test_a_pytest_session_runs_the_interleaved_comparison_as_a_test(perf_project
     assert "interleave tiny-qwen3-4x1 on cpu: A " in text and ("B/A x" in text)
     report = json.loads((perf_project.path / "on" / "interleave" / "tiny-qwen3-4x1" / "report.json").read_text())
     assert report["pairs"] == 8 and report["settings"]["python_b"] == sys.executable
+    assert report["settings"]["grain"] == "step"  # auto: 4x1 accumulates no gradients, so there is no micro-batch to take turns at
     bad = perf_project.runpytest_subprocess(*common, "--results-dir", "bad", "--interleave-python-b", sys.executable, "--interleave-pairs", "0")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR and "--interleave-pairs" in bad.stderr.str()

@@ -138,7 +138,8 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
             dd = [x for g in grouped(pairs, how, drop) for x in g]
             variants[f"{how}{'-drop-first' if drop else ''}"] = {"sigma": _sd(dd), "ratio": math.exp(fmean(dd))}
     resume = {}
-    for s in SIDES:
+    grain = "micro" if any(p["a"].get("micro_per_step") for p in pairs) else "step"
+    for s in SIDES if grain == "step" else ():  # at the micro grain every micro-batch follows a wait: no first step to single out
         rp = pd.resume_penalty([p[s]["step_times_ms"] for p in pairs])
         resume[s] = None if rp is None else {"ratio": rp.ratio, "lo": rp.lo, "hi": rp.hi, "blocks": rp.blocks}
     canary: dict = {}
@@ -158,7 +159,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
     wall = [p["a"].get("wall_s", 0) + p["b"].get("wall_s", 0) for p in pairs]
     steps = [p[s]["step_times_ms"] for p in pairs for s in SIDES]
     return {
-        "pairs": n, "launch_sizes": [len(g) for g in groups], "metric": metric, "drop_first": drop_first,
+        "micro_per_step": pairs[0]["a"].get("micro_per_step"), "pairs": n, "launch_sizes": [len(g) for g in groups], "metric": metric, "drop_first": drop_first, "grain": grain,
         "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
         "sigma": sigma, "variants": variants,
         "mds": {"alpha": 0.01, "power": 0.9, "unit": v.details["unit"], "units": u_n, "unit_sd": u_sd,
@@ -268,7 +269,10 @@ def calibration_text(c: dict) -> str:
 
 def injected_share(blocks: list[dict]) -> dict | None:
     """The sized injection as its own clock saw it over the measured blocks of B: the median of ``inject_ms`` / (the
-    block's mean step - ``inject_ms``), the nominal slowdown to set beside the measured one; None without the clock."""
+    block's mean step - ``inject_ms``), the nominal slowdown to set beside the measured one; None without the clock. At the
+    micro grain a block is B's side of a pair, its units merged into steps (:func:`pairs_of`)."""
+    if any(x.get("unit") is not None for x in blocks):
+        blocks = [p["b"] for p in pairs_of(blocks)]
     b = [x for x in blocks if x["side"] == "b" and not x["warmup"] and x.get("inject_ms") is not None]
     if not b:
         return None
@@ -294,7 +298,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     ``[measure] warmup_steps``).
     ``grain`` "micro": A and B take turns at single micro-batches of gradient accumulation, in an order drawn per unit;
     the ``block_steps`` x grad-accum units of each side make a pair's blocks (:func:`merge_units`), whose ratio is
-    a ratio of step times as at the default "step" grain. The warm-up and the calibration stay in steps.
+    a ratio of step times as at the default "step" grain. The warm-up and the calibration stay in steps. "auto": micro where
+    the decomposition accumulates gradients (and B runs the same one), step elsewhere (the pytest session, ``confirm``).
     ``inject_work_b_percent`` (test-only): side B does injected work sized on this machine to slow its step by that many
     percent (:func:`calibrate_injection`, once, after launch 1's warm-up; every later block of B uses that amount).
     """
@@ -305,8 +310,10 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     case = f"{w.name}-{dec.id}" if dec_b == dec else f"{w.name}-{dec_b.id}-vs-{dec.id}"
     if block_steps < 1:
         raise ValueError(f"--block-steps must be at least 1, got {block_steps}")
-    if grain not in ("step", "micro"):
-        raise ValueError(f"--grain must be step or micro, got {grain!r}")
+    if grain not in ("step", "micro", "auto"):
+        raise ValueError(f"--grain must be step, micro or auto, got {grain!r}")
+    if grain == "auto":
+        grain = "micro" if dec.grad_accum > 1 and dec_b == dec else "step"
     if grain == "micro" and (dec.grad_accum < 2 or dec_b != dec):
         raise ValueError(f"--grain micro needs one decomposition with gradient accumulation (grad-accum > 1), got {dec.id}"
                          + (f" against {dec_b.id}" if dec_b != dec else "") + ": use the default --grain step")
@@ -597,7 +604,8 @@ def report_lines(r: dict) -> list[str]:
                    + (f"; {r['stopped']}" if r.get("stopped") else ""))
     if r.get("sigma") is not None:
         m = r["mds"]
-        out.append(f"per-pair sigma of the log ratio: {_pct(r['sigma'], 2)} ({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block"
+        micro = f", each made of {r['micro_per_step']} single micro-batch turns" if r.get("grain") == "micro" and r.get("micro_per_step") else ""
+        out.append(f"per-pair sigma of the log ratio: {_pct(r['sigma'], 2)} ({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block{micro}"
                    f"{', first step dropped' if r['drop_first'] else ''}); "
                    + ", ".join(f"{k} {_pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None))
         units = "pairs" if m.get("unit", "pair") == "pair" else "launches"
@@ -621,6 +629,8 @@ def report_lines(r: dict) -> list[str]:
     if any(rp.values()):
         out.append("resume penalty (first step / median of the others, 95% CI): "
                    + "; ".join(f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p))
+    elif r.get("grain") == "micro":
+        out.append("resume penalty: not measured (micro grain: every micro-batch follows a wait, on both sides alike)")
     elif r.get("k") == [1]:
         out.append("resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)")
     if (inj := r.get("injected")) is not None:

@@ -12,13 +12,23 @@ d. Why a run was not flagged: the power each run had to flag its own nominal slo
    alpha (0.05, one look), from its launch HL sd and launch count (the noncentral t of harness.judging.paired.power);
    and the three 4x1 runs pooled post hoc (18 launch HL estimates, t, the same alpha and threshold): what 15 GPU-minutes
    of this host give.
+e. The micro grain (raw/micro/aa-micro-1x4, another lease: 1x4 A/A, --grain micro, k = 1, 3 pre-started launches, 3
+   minutes): pair sigma with its 95% chi-square interval, cost per pair, variance per GPU-second against the step grain's
+   1x4 A/A of session 11 (raw of ../session11), how closely A's and B's units follow each other (the correlation of their
+   log times within a unit pair, against that of the two blocks of a step-grain pair), and the 1x4 MDS in 10 GPU-minutes
+   at this lease's costs by session 10's simulation (best_mds: L launches of m pairs, Hodges-Lehmann launch summaries,
+   t over L, alpha 0.01, power 0.9), drawing from its pairs, symmetrised.
 """
 
 import importlib.util
+import json
+import math
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
+from harness.commands import interleave as il
 from harness.judging import paired as pd
 
 HERE = Path(__file__).parent
@@ -62,6 +72,69 @@ def section_d(data):
           f"launch HL sd {est.sd:.2%}")
 
 
+def _read(run_dir):
+    rep = json.loads((run_dir / "report.json").read_text())
+    blocks = [json.loads(x) for x in (run_dir / "blocks.jsonl").read_text().splitlines() if x.strip()]
+    return rep, blocks
+
+
+def section_e():
+    rep, blocks = _read(RAW / "micro" / "aa-micro-1x4")
+    srep, sblocks = _read(HERE.parent / "session11" / "raw" / "aa-1x4")
+    v = rep["verdict"]
+    print("\n\ne. the micro grain: 1x4 A/A, --grain micro, k = 1 (4 single micro-batches per side and pair), 3 pre-started launches, 3 minutes\n")
+    print(f"  verdict: {v['message']}")
+    rows = {}
+    for name, bl in (("micro (this session)", blocks), ("step (session 11 aa-1x4)", sblocks)):
+        pairs = il.pairs_of(bl)
+        d = np.array([math.log(p["b"]["step_times_ms"][0] / p["a"]["step_times_ms"][0]) for p in pairs])
+        n = len(d)
+        sd = float(np.std(d, ddof=1))
+        lo, hi = sd * math.sqrt((n - 1) / stats.chi2.ppf(0.975, n - 1)), sd * math.sqrt((n - 1) / stats.chi2.ppf(0.025, n - 1))
+        cost = float(np.mean([p["a"]["wall_s"] + p["b"]["wall_s"] for p in pairs]))
+        q1, q3 = np.percentile(d, [25, 75])
+        rows[name] = (d, sd, cost)
+        print(f"  {name:<26} {n:3d} pairs: sigma {sd:6.2%} [95% {lo:.2%}, {hi:.2%}], robust {(q3 - q1) / 1.349:6.2%}; blocks' wall "
+              f"{cost:.2f} s per pair; variance per GPU-second sigma^2 x s = {sd ** 2 * cost * 1e4:.1f} (%^2 s)")
+    (_, sm, cm), (_, ss, cs) = rows["micro (this session)"], rows["step (session 11 aa-1x4)"]
+    print(f"  per GPU-second the micro grain's variance is {sm ** 2 * cm / (ss ** 2 * cs):.2f} of the step grain's (different leases)")
+    units = [b for b in blocks if b.get("unit") is not None]
+    by = {}
+    for b in units:
+        by.setdefault((b["pair"], b["unit"]), {})[b["side"]] = b
+    ua = np.log([u["a"]["wall_s"] for u in by.values() if len(u) == 2])
+    ub = np.log([u["b"]["wall_s"] for u in by.values() if len(u) == 2])
+    pos = {}
+    for u in by.values():
+        if len(u) == 2:
+            pos.setdefault(u["a"]["unit"], []).append(math.log(u["b"]["wall_s"] / u["a"]["wall_s"]))
+    sp = il.pairs_of(sblocks)
+    sa = np.log([p["a"]["wall_s"] for p in sp])
+    sb = np.log([p["b"]["wall_s"] for p in sp])
+    print(f"  A and B within a unit pair (one micro-batch each): log-time correlation {np.corrcoef(ua, ub)[0, 1]:.2f} over {len(ua)} units; "
+          f"within a step-grain pair (one step each, session 11): {np.corrcoef(sa, sb)[0, 1]:.2f} over {len(sa)} pairs")
+    print("  per unit position (micro-batch 1-4 of the step; 4 carries the optimizer step): median unit A "
+          + ", ".join(f"{j}: {np.median([u['a']['wall_s'] for u in by.values() if len(u) == 2 and u['a']['unit'] == j]) * 1e3:.0f} ms" for j in sorted(pos))
+          + "; sd of log(B/A) " + ", ".join(f"{j}: {np.std(pos[j], ddof=1):.1%}" for j in sorted(pos)))
+    switch = [li for li in rep["launches"]]
+    c1, c = s11.costs(rep)
+    s_pair = rep["wall_s_per_pair"]
+    src = rows["micro (this session)"][0]
+    n_micro = len(src)
+    src = src - src.mean()
+    src = np.concatenate([src, -src])
+    print(f"\n  1x4 MDS in {s11.s10.BUDGET_S / 60:g} GPU-minutes at this lease's costs (first launch {c1:.1f} s, pre-started {c:.1f} s, "
+          f"{s_pair:.2f} s per pair; {len(switch)} launches measured), from its {n_micro} pairs symmetrised: ", end="")
+    cells = []
+    for ti, (tname, tau) in enumerate(s11.lu.TAUS):
+        md, launches, m = s11.s10.best_mds(src, c1, c, s_pair, tau, s11.lu.SEED + 5000 + 10 * ti)
+        cells.append(f"tau {tname}: {md:.2%}{'*' if md > s11.lu.TARGET else ''} (L={launches}, m={m})")
+    print("; ".join(cells))
+    need = pd.pairs_needed(sm, 0.03, 0.01, 0.9)
+    print(f"  from sigma alone (pair-level t, no launch variance): 3% needs {need} pairs = {need * s_pair / 60:.1f} minutes of pairs; "
+          f"at the upper end of sigma's interval {pd.pairs_needed(rows['micro (this session)'][1] * math.sqrt((n_micro - 1) / stats.chi2.ppf(0.025, n_micro - 1)), 0.03, 0.01, 0.9)} pairs")
+
+
 def main():
     print("issue 13 on the H200, session 12\n")
     data = {run: s11.s10.load(run, RAW) for run in RUNS}
@@ -71,6 +144,7 @@ def main():
     s11.section_b(data)
     s11.section_c(data)
     section_d(data)
+    section_e()
 
 
 if __name__ == "__main__":
