@@ -160,6 +160,7 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     assert "-m harness interleave" in run and "--python-a .tox/pinned/bin/python --python-b .tox/latest/bin/python" in run
     assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run  # pinned, the next launch pre-started on the other CPUs
+    assert "--grain auto" in run  # single micro-batch turns wherever the decomposition accumulates gradients
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
 
@@ -176,7 +177,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     run = " ".join(confirm["run"].split())
     assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
     assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
-    assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run
+    assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run and "--grain auto" in run
     assert "perf-results/confirm/report.json" in steps["Open or update regression issues"]["run"]
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))
