@@ -558,7 +558,7 @@ def test_micro_grain_takes_turns_at_single_micro_batches_and_trains_as_the_step_
             assert [bool(b["losses"]) for b in mine] == [False, False, False, True]  # a step's loss comes with its last micro-batch
         turns = [b["side"] for b in units if b["pair"] == pair]
         assert all({turns[i], turns[i + 1]} == {"a", "b"} for i in range(0, 8, 2))  # each turn: one unit of each side
-    loss = {g: {(b["side"], b["global_step"]): b["losses"][-1] for b in out[g] if not b["warmup"] and b["losses"]} for g in out}
+    loss = {g: {(b["side"], b["launch"], b["global_step"]): b["losses"][-1] for b in out[g] if not b["warmup"] and b["losses"]} for g in out}
     assert set(loss["micro"]) == set(loss["step"]) and len(loss["micro"]) == 12
     assert all(loss["micro"][k] == pytest.approx(loss["step"][k], rel=1e-5) for k in loss["micro"]), loss
 
