@@ -171,6 +171,37 @@ def test_minimum_detectable_slowdown_from_sigma():
     assert pd.min_detectable(0.05, n) <= 0.03 < pd.min_detectable(0.05, n - 1)
 
 
+def test_launch_plan_is_the_best_launch_count_the_budget_allows():
+    budget, first, c, s, sd, tau = 600.0, 42.0, 12.6, 2.7, 0.055, 0.02
+    p = pd.launch_plan(budget, first, c, s, sd, tau)
+    assert first + (p.launches - 1) * c + p.launches * p.pairs_per_launch * s <= budget and p.pairs_per_launch >= pd.PLAN_MIN_PAIRS
+    assert p.mds == pytest.approx(pd.min_detectable(math.sqrt(tau ** 2 + sd ** 2 / p.pairs_per_launch), p.launches))
+    for n in range(pd.MIN_LAUNCH_UNIT, 65):  # no other launch count the budget allows does better
+        m = int((budget - first - (n - 1) * c) // (n * s))
+        if m >= pd.PLAN_MIN_PAIRS:
+            assert pd.min_detectable(math.sqrt(tau ** 2 + sd ** 2 / m), n) >= p.mds - 1e-12
+    # with a large budget the pairs per launch approach Cochran's two-stage optimum sqrt(c / s) sd / tau
+    big = pd.launch_plan(2e4, first, c, s, sd, tau, max_launches=2000)  # about 700 launches: t is z there
+    assert big.pairs_per_launch == pytest.approx(math.sqrt(c / s) * sd / tau, rel=0.25)
+    # costlier launches ask for fewer, longer ones; a larger launch sd for more, shorter ones
+    dear, noisy = pd.launch_plan(budget, first, 4 * c, s, sd, tau), pd.launch_plan(budget, first, c, s, sd, 2 * tau)
+    assert dear.launches < p.launches < noisy.launches or noisy.launches == 64
+    assert pd.launch_plan(60.0, 42.0, c, s, sd, tau) is None  # no 3 launches of 5 pairs in a minute
+    assert pd.launch_plan(budget, first, c, s, 0.0, tau) is None
+
+
+def test_launch_components_recover_the_launch_and_pair_noise():
+    rng = np.random.default_rng(7)
+    est = [pd.launch_components([list(rng.normal(rng.normal(0, 0.02), 0.06, 20)) for _ in range(12)]) for _ in range(200)]
+    assert 0.015 < np.mean([e.launch_sd for e in est]) < 0.025 and 0.055 < np.median([e.pair_sd for e in est]) < 0.065
+    none = [pd.launch_components([list(rng.normal(0, 0.06, 20)) for _ in range(12)]).launch_sd for _ in range(200)]
+    assert np.median(none) < 0.008  # no launch effect: the moments find little or none
+    # heavy-tailed pairs: the Hodges-Lehmann summary sees a smaller pair noise than the mean does
+    tails = [list(0.03 * rng.standard_t(2, 20)) for _ in range(12)]
+    assert pd.launch_components(tails, "hl").pair_sd < pd.launch_components(tails, "mean").pair_sd
+    assert pd.launch_components([[0.01, 0.02]]) is None
+
+
 def test_resume_penalty_and_canary_covariate():
     blocks = [[120.0, 100.0, 101.0, 99.0], [118.0, 99.0, 100.0, 102.0], [121.0, 100.0, 98.0, 100.0]]
     rp = pd.resume_penalty(blocks)
@@ -532,6 +563,9 @@ def test_e2e_aa_is_no_regression(tmp_path):
     for line in ("per-pair sigma of the log ratio: ", "minimum detectable slowdown at alpha 0.01, power 0.9, ", "launch variance: ",
                  "resume penalty: not measured (micro grain", "host canary: correlation", "time: "):
         assert line in res.stdout
+    plan = report["plan"]  # the launches this run's costs and noise call for within its budget
+    assert plan["budget_s"] == pytest.approx(2.6 * 60) and plan["launches"] >= pd.MIN_LAUNCH_UNIT and plan["mds"] > 0
+    assert "plan for 2.6 min at this run's costs" in res.stdout and f"--launches {plan['launches']} " in res.stdout
 
 
 @pytest.mark.slow

@@ -132,6 +132,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
     sigma = _sd(d)
     u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
     u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
+    comp = pd.launch_components(groups, check.summary if v.details["unit"] == "launch" and check.summary in pd.SUMMARIES else "hl")
     variants = {}
     for how in pd.METRICS:
         for drop in (False, True):
@@ -168,6 +169,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
                 "with_settings": pd.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
                 "units_for_3pct": pd.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
                 "pairs_for_3pct": pd.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
+        "launch_components": None if comp is None else {"pair_sd": comp.pair_sd, "launch_sd": comp.launch_sd, "summary": comp.summary},
         "resume_penalty": resume, "canary": canary,
         "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
         "k": sorted({len(x) for x in steps}),
@@ -553,6 +555,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
               "injected": injected_share(blocks) if calibration else None,
               "verdict": None if verdict is None else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details}}
+    report["plan"] = plan_for(report)
     # what the regression-issue script reads from any report (.github/scripts/regression-issues.sh)
     env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
     report.update(gpu=gpu, session_id=session, rows=[], versions=env_b.get("versions", {}),
@@ -633,6 +636,8 @@ def report_lines(r: dict) -> list[str]:
         out.append("resume penalty: not measured (micro grain: every micro-batch follows a wait, on both sides alike)")
     elif r.get("k") == [1]:
         out.append("resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)")
+    if (pl := plan_line(r)) is not None:
+        out.append(pl)
     if (inj := r.get("injected")) is not None:
         out.append(f"injected work by its own clock: {inj['inject_ms']:.1f} ms per step of B, +{inj['share']:.1%} of the rest of its "
                    f"step (median of {inj['blocks']} blocks): the nominal slowdown; the measured one is the estimate above")
@@ -651,6 +656,48 @@ def report_lines(r: dict) -> list[str]:
                f"worker CPU {t['workers_cpu_s']:.0f} s "
                f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
     return out
+
+
+PLAN_BUDGET_S = 600.0  # the budget a plan is made for when the run had none: the 10 GPU-minutes of a nightly comparison
+
+
+def launch_cost(li: dict) -> float:
+    """What a launch cost besides its pairs: start-up, warm-up blocks, stopping."""
+    return li["startup_s"] + (li.get("warmup_s") or 0.0) + (li.get("close_s") or 0.0)
+
+
+def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
+    """The launches this comparison's costs and noise call for within ``budget_s`` (default: the run's own budget, else
+    :data:`PLAN_BUDGET_S`), by :func:`paired.launch_plan`: the first launch's cost, the mean of the later ones' (the first
+    one's when there was none), the mean pair, and the variance components of the launch summaries (``analyse``'s
+    ``launch_components``: the pair sd as the summary sees it, and the launch sd, by moments). A
+    guide for the next run's ``--launches``; the launch sd of a few launches is a rough estimate, so is the plan. None
+    below 2 launches with pairs (no launch sd to plan with)."""
+    lis, comp = r.get("launches") or [], r.get("launch_components")
+    if not comp or not lis or not r.get("wall_s_per_pair"):
+        return None
+    budget = budget_s or ((r["settings"].get("budget_minutes") or 0) * 60) or PLAN_BUDGET_S
+    first, later = launch_cost(lis[0]), [launch_cost(li) for li in lis[1:]]
+    c = fmean(later) if later else first
+    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"])
+    if plan is None:
+        return None
+    return {"budget_s": budget, "first_s": first, "launch_s": c, "pair_s": r["wall_s_per_pair"], "pair_sd": comp["pair_sd"],
+            "launch_sd": comp["launch_sd"], "summary": comp["summary"], "launches": plan.launches, "pairs_per_launch": plan.pairs_per_launch, "unit_sd": plan.unit_sd,
+            "mds": plan.mds}
+
+
+def plan_line(r: dict) -> str | None:
+    p = r.get("plan")
+    if not p:
+        return None
+    m = r.get("mds") or {}
+    here = (f" (this run: {len(r.get('launch_sizes') or [])} launches of about {round(r['pairs'] / max(len(r.get('launch_sizes') or [1]), 1))} pairs"
+            + (f", {_pct(m['slowdown'], 2)}" if m.get("unit") == "launch" and m.get("slowdown") else "") + ")")
+    return (f"plan for {p['budget_s'] / 60:g} min at this run's costs (first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s, "
+            f"{p['pair_s']:.2f} s per pair) and noise (launch sd {_pct(p['launch_sd'], 2)}, pair sd {_pct(p['pair_sd'], 2)} as the "
+            f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it, moments): "
+            f"--launches {p['launches']} ({p['pairs_per_launch']} pairs each) detects {_pct(p['mds'], 2)} at alpha 0.01, power 0.9{here}")
 
 
 def markdown(r: dict, lines: list[str]) -> str:

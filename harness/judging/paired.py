@@ -259,6 +259,36 @@ def hodges_lehmann(d: Sequence[float]) -> float:
 SUMMARIES = {"mean": fmean, "hl": hodges_lehmann}
 
 
+@dataclass(frozen=True)
+class LaunchComponents:
+    """The two variance components of launch summaries (:func:`launch_components`): ``pair_sd``, the noise of one pair
+    inside a launch as the summary sees it, and ``launch_sd``, the sd of a launch's own offset (0 when the summaries vary
+    no more than their pairs make them)."""
+
+    pair_sd: float
+    launch_sd: float
+    summary: str
+
+
+def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl") -> LaunchComponents | None:
+    """Method-of-moments split of the launch summaries' variance: var(summaries) = launch_sd² + pair_sd² x mean(1/m_i).
+
+    ``pair_sd`` with ``summary`` "hl": the sd a t interval as wide as the Hodges–Lehmann interval of the within-launch
+    residuals (each launch's log ratios minus its own HL estimate, pooled) would have, so heavy-tailed pairs count as the
+    HL summary counts them; with "mean": the pooled within-launch sd. None below 2 launches with 2 pairs."""
+    gs = [list(g) for g in groups if len(g) >= 2]
+    if len(gs) < 2 or summary not in SUMMARIES:
+        return None
+    centre = [SUMMARIES[summary](g) for g in gs]
+    resid = [x - c for g, c in zip(gs, centre) for x in g]
+    if summary == "hl":
+        pair_sd = rank_estimate(resid, 0.05).sd
+    else:
+        pair_sd = math.sqrt(sum(r * r for r in resid) / (len(resid) - len(gs)))
+    excess = _sd(centre) ** 2 - pair_sd ** 2 * fmean([1 / len(g) for g in gs])
+    return LaunchComponents(pair_sd, math.sqrt(max(excess, 0.0)), summary)
+
+
 def launch_estimate(groups: Sequence[Sequence[float]], alpha: float, summary: str = "mean") -> PairedEstimate:
     """The launch as the unit: each launch contributes one summary of its pair log ratios (``mean``, or ``hl``: the
     Hodges–Lehmann estimate); t with L - 1 df over the L summaries. Valid whatever the launch-to-launch variance; wide
@@ -488,6 +518,47 @@ def pairs_needed(sigma: float, slowdown: float, alpha: float = 0.01, target: flo
             return n
         n = n + 1 if n < 64 else int(n * 1.05) + 1
     return None
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How to spend a budget on launches and pairs when the launch is the unit (:func:`launch_plan`): ``launches`` of
+    ``pairs_per_launch`` pairs each, whose launch summaries have the sd ``unit_sd``; ``mds`` is the slowdown the t test over
+    them finds with the asked power at the asked alpha (:func:`min_detectable` of ``unit_sd`` over ``launches``)."""
+
+    launches: int
+    pairs_per_launch: int
+    unit_sd: float
+    mds: float
+
+
+PLAN_MIN_PAIRS = 5  # fewest pairs per launch a plan proposes: the HL of fewer is nearly their mean, and its noise stops scaling as 1/m
+
+
+def launch_plan(budget_s: float, first_s: float, launch_s: float, pair_s: float, pair_sd: float, launch_sd: float,
+                alpha: float = 0.01, target: float = 0.9, max_launches: int = 64, min_pairs: int = PLAN_MIN_PAIRS) -> LaunchPlan | None:
+    """The number of launches that minimises the minimum detectable slowdown of the launch unit within ``budget_s``.
+
+    The model is the two-stage one of the verdict: a launch costs ``first_s`` (the first) or ``launch_s`` (each later one:
+    start-up, warm-up, stopping), a pair ``pair_s``; a launch summary of m pairs has the variance ``launch_sd``² +
+    ``pair_sd``²/m (the launch's own offset plus its pairs' noise); the t test over L summaries has L - 1 df. For each L
+    from :data:`MIN_LAUNCH_UNIT` the budget gives m = (budget - first - (L - 1) launch) / (L pair), and the L with the
+    smallest MDS wins, among plans of at least ``min_pairs`` pairs per launch. Its continuous form is Cochran's optimum for two-stage sampling, m* = sqrt(launch_s / pair_s) x
+    pair_sd / launch_sd pairs per launch: a costly launch or a small launch sd asks for long launches, a cheap launch or a
+    large launch sd for many short ones. None when the budget holds no 3 launches of ``min_pairs`` pairs, or the sds are not
+    positive (``launch_sd`` 0 is allowed: then fewer, longer launches only lose degrees of freedom)."""
+    if not pair_sd > 0 or launch_sd < 0 or pair_s <= 0:
+        return None
+    best = None
+    for n in range(MIN_LAUNCH_UNIT, max_launches + 1):
+        m = int((budget_s - first_s - (n - 1) * launch_s) // (n * pair_s))
+        if m < min_pairs:
+            break
+        sd = math.sqrt(launch_sd ** 2 + pair_sd ** 2 / m)
+        plan = LaunchPlan(n, m, sd, min_detectable(sd, n, alpha, target))
+        if best is None or plan.mds < best.mds:
+            best = plan
+    return best
 
 
 # ---------------------------------------------------------------------------------------------

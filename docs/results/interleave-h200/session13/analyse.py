@@ -18,7 +18,8 @@ c. Is there a launch effect in the 10-minute A/A? The sd of its 8 launch HL summ
 d. 1x4 MDS in 10 GPU-minutes at the micro grain (alpha 0.01 one-sided, power 0.9, the launch as the unit with HL
    summaries, t over L; session 10's best_mds: the best L of 3-20 launches at this lease's costs), drawing from the A/A's
    pairs, symmetrised, at tau 0, at c's tau, and at the 1.06% / 2.86% of launch_bound.txt; beside the verdict's own MDS
-   from the run's report (its launch HL sd over its 8 launches).
+   from the run's report (its launch HL sd over its 8 launches). Then the plan the command now prints (plan_for) for each
+   run, against the MDS of the same plan drawn from that run's pairs with the plan's launch sd (the model's check).
 e. The power each injected run had to flag its nominal slowdown against +2% at alpha 0.05 (noncentral t over its launch
    HL summaries: harness.judging.paired.power), and the runs pooled post hoc: the three 1x4 micro runs (18 launches, 12
    GPU-minutes), and the 4x1 run with session 12's three 4x1 runs (24 launches, about 20 GPU-minutes, two leases).
@@ -153,8 +154,28 @@ def section_d(data, tau_here):
         md, launches, mm = s10.best_mds(src, c1, c, s_pair, tau, SEED + 100 * ti)
         cells.append(f"tau {tname}: {md:.2%}{'*' if md > lu.TARGET else ''} (L={launches}, m={mm})")
     print(f"  simulated from its {len(x)} pairs, symmetrised (sigma {np.std(x, ddof=1):.2%}): " + "; ".join(cells))
+    fine = s10.LAUNCHES
+    s10.LAUNCHES = tuple(range(8, 29, 2))  # a finer search of L around the best
+    w2 = float(np.mean([b["step_times_ms"][1] / 1e3 for b in data["aa10-micro-1x4"][1] if b.get("warmup")]))
+    for label, cc, cf in (("as run", c, c1), (f"--warmup-steps 1 (projected: minus 2 x {w2:.2f} s, the mean second warm-up step)", c - 2 * w2, c1 - 2 * w2)):
+        cells = []
+        for ti, (tname, tau) in enumerate(taus[1:3]):
+            md, launches, mm = s10.best_mds(src, cf, cc, s_pair, tau, SEED + 50 + 100 * ti)
+            cells.append(f"tau {tname}: {md:.2%}{'*' if md > lu.TARGET else ''} (L={launches}, m={mm})")
+        print(f"  L = 8-28 in steps of 2, {label}, later launch {cc:.1f} s: " + "; ".join(cells))
+    s10.LAUNCHES = fine
     need = pd.pairs_needed(float(np.std(x, ddof=1)), 0.03, 0.01, 0.9)
     print(f"  from sigma alone (pair-level t, no launch variance): 3% needs {need} pairs = {need * s_pair / 60:.1f} minutes of pairs")
+    print("\n  the command's new plan line (interleave.plan_for: paired.launch_plan on the HL variance components, by moments) for "
+          "10 GPU-minutes, per run, and the same L x m drawn from the run's own pairs (symmetrised, tau = the plan's launch sd):")
+    for ri, (run, (r, _, prs)) in enumerate(data.items()):
+        full = dict(r, **il.reanalyse(RAW / run))
+        p = il.plan_for(full, s10.BUDGET_S)
+        y = d_of(prs)
+        y = y - y.mean()
+        summ, _ = lu.draw(np.concatenate([y, -y]), lu.REPS, p["launches"], p["pairs_per_launch"], p["launch_sd"], SEED + 500 + ri)
+        print(f"  {run:<18} launch sd {p['launch_sd']:.2%}, pair sd {p['pair_sd']:.2%} (HL): --launches {p['launches']} of "
+              f"{p['pairs_per_launch']} pairs, MDS {p['mds']:.2%} by the model, {lu.mds(summ['hl']):.2%} drawn")
 
 
 def section_e(data):
