@@ -104,6 +104,14 @@ def section_b(data):
               f"[95% t {math.exp(x.mean() - half):.4f}, {math.exp(x.mean() + half):.4f}], median x{math.exp(np.median(x)):.4f}, "
               f"HL x{math.exp(pd.hodges_lehmann(x.tolist())):.4f}; B - A per step: median {np.median(diff):.1f} ms, HL "
               f"{pd.hodges_lehmann(diff):.1f} ms against {np.median(ms):.1f} ms of clock: over-cost x{pd.hodges_lehmann(diff) / np.median(ms):.2f}")
+        per = []
+        for lc in sorted({p["launch"] for p in pairs}):
+            ps = [p for p in pairs if p["launch"] == lc]
+            dl = [float(np.mean(p["b"]["step_times_ms"]) - np.mean(p["a"]["step_times_ms"])) for p in ps]
+            per.append(pd.hodges_lehmann(dl) / float(np.median([p["b"]["inject_ms"] for p in ps])))
+        se = float(np.std(diff, ddof=1)) / math.sqrt(len(diff)) / float(np.median(ms))
+        print(f"  {'':<18} over-cost per launch: " + ", ".join(f"x{x:.2f}" for x in per)
+              + f"; the run's over-cost has a standard error of about {se:.2f} (sd of B - A over sqrt(pairs), over the clock)")
 
 
 def permutation_launch(groups, seed):
