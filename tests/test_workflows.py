@@ -161,6 +161,12 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run  # pinned, the next launch pre-started on the other CPUs
     assert "--grain auto" in run  # single micro-batch turns wherever the decomposition accumulates gradients
+    assert '--block-steps "$k"' in run and "--launches 16" in run
+    import subprocess  # the block length the loop picks: 3 steps without gradient accumulation, 1 with it
+    rule = next(ln.strip() for ln in ab["run"].splitlines() if ln.strip().startswith("k=3;"))
+    for dec, k in (("4x1", "3"), ("1x4", "1"), ("2x2", "1"), ("4x1x2", "3"), ("2x2x2", "1")):
+        got = subprocess.run(["bash", "-c", f'dec={dec}\n{rule}\necho "$k"'], capture_output=True, text=True, check=True).stdout.strip()
+        assert got == k, (dec, got)
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
 

@@ -23,6 +23,8 @@ d. 1x4 MDS in 10 GPU-minutes at the micro grain (alpha 0.01 one-sided, power 0.9
 e. The power each injected run had to flag its nominal slowdown against +2% at alpha 0.05 (noncentral t over its launch
    HL summaries: harness.judging.paired.power), and the runs pooled post hoc: the three 1x4 micro runs (18 launches, 12
    GPU-minutes), and the 4x1 run with session 12's three 4x1 runs (24 launches, about 20 GPU-minutes, two leases).
+f. One --launches for the nightly: the plan model's MDS in 10 GPU-minutes at L = 6, 10, 12, 16, 20 for each H200 run of
+   sessions 11-13, against its best L (an injected run's launch sd includes how its injection's cost varied by launch).
 """
 
 import importlib.util
@@ -210,6 +212,27 @@ def section_e(data):
               f"one-sided 0.05), p(ratio <= 1.02) = {est.p_above(1.02):.2g}; launch HL sd {est.sd:.2%}")
 
 
+FIXED_L = (6, 10, 12, 16, 20)
+
+
+def section_f():
+    """The plan model's MDS in 10 GPU-minutes at a fixed launch count, per H200 run of sessions 11-13 (their own costs and
+    variance components): what one --launches for the nightly costs against each run's best."""
+    print("\n\nf. one launch count for the nightly: the plan model's MDS in 10 GPU-minutes at fixed L, per run (its costs, its HL "
+          "variance components by moments), against the run's own best L\n")
+    runs = [("session13", r) for r in RUNS] + [("session12", f"host5-4x1-{i}") for i in (1, 2, 3)] + [("session12", "host5-1x4"), ("session11", "aa-1x4")]
+    for sess, run in runs:
+        d = HERE.parent / sess / "raw" / run
+        r = json.loads((d / "report.json").read_text())
+        r.update(il.reanalyse(d))
+        p = il.plan_for(r, s10.BUDGET_S)
+        cells = []
+        for n in FIXED_L:
+            m = int((s10.BUDGET_S - p["first_s"] - (n - 1) * p["launch_s"]) // (n * p["pair_s"]))
+            cells.append(f"L {n}: {pd.min_detectable(math.sqrt(p['launch_sd'] ** 2 + p['pair_sd'] ** 2 / m), n):.2%}")
+        print(f"  {sess + '/' + run:<28} launch sd {p['launch_sd']:.2%}: best L {p['launches']:2d} {p['mds']:.2%} | " + ", ".join(cells))
+
+
 def main():
     print("issue 13 on the H200, session 13\n")
     data = {run: read(RAW / run) for run in RUNS}
@@ -218,6 +241,7 @@ def main():
     tau = section_c(data)
     section_d(data, tau)
     section_e(data)
+    section_f()
 
 
 if __name__ == "__main__":
