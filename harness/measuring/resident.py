@@ -175,8 +175,7 @@ def _gate_class():
                 other = max(0.0, (host[0] - self._host0[0] - cpu) / wall)
                 steal = (host[1] - self._host0[1]) / wall
             if self.micro:  # a unit of micro-batches: its own synchronized wall time; the recorder's steps span the waits
-                got = self.rec.drain() if step_end else {"step_times_ms": [], "phases_ms": None, "losses": []}
-                got = {"step_times_ms": [wall * 1000.0], "phases_ms": None, "losses": got["losses"]}
+                got = {"step_times_ms": [wall * 1000.0], "phases_ms": None, "losses": self.rec.drain()["losses"] if step_end else []}
             else:
                 got = self.rec.drain()
             self.blocks += 1

@@ -156,6 +156,11 @@ def section_d(data, tau_here):
     print(f"\n\nd. 1x4 MDS in {s10.BUDGET_S / 60:g} GPU-minutes at the micro grain, this lease's costs (first launch {c1:.1f} s, pre-started "
           f"{c:.1f} s, {s_pair:.2f} s per pair): alpha {lu.ALPHA}, power {lu.POWER}, launch unit (HL), {lu.REPS} replicates, best L of "
           f"{s10.LAUNCHES}; * above 3%\n")
+    n, sd = len(x), float(np.std(x, ddof=1))
+    lo, hi = sd * math.sqrt((n - 1) / stats.chi2.ppf(0.975, n - 1)), sd * math.sqrt((n - 1) / stats.chi2.ppf(0.025, n - 1))
+    print(f"  pair sigma {sd:.2%} [95% chi-square {lo:.2%}, {hi:.2%}] over {n} pairs; variance per GPU-second sigma^2 x s = "
+          f"{sd ** 2 * s_pair:.4f} [{lo ** 2 * s_pair:.4f}, {hi ** 2 * s_pair:.4f}] (the step grain's 1x4 k = 1: 0.0300 pooled on session 6's "
+          "lease, 0.0573 on session 11's; ../analysis.txt, ../session12/analysis.txt)")
     print(f"  the run's own verdict: {m['units']} launches, launch HL sd {m['unit_sd']:.2%}: MDS {m['slowdown']:.2%}{'*' if m['slowdown'] > lu.TARGET else ''}"
           if "slowdown" in m else f"  the run's own mds record: {m}")
     taus = [("0", 0.0), (f"c's {tau_here:.2%}", tau_here), ("1.06%", 0.0106), ("2.86%", 0.0286)]

@@ -1,0 +1,20 @@
+# Session 13: does the plan line's --launches do what it says? The CI end-to-end configuration (tiny-qwen3 2x2, micro grain,
+# k = 5, threshold 2%, a 2.6-minute budget), A/A, twice: first with the CI's 8 launches, then with the launch count that
+# first run's plan line proposed; each run's own MDS (alpha 0.01, power 0.9, t over its launch HL estimates) against the
+# plan's figure. Two rounds.
+# usage (repo root): bash docs/results/interleave-cpu/plan-s13/run.sh
+D=docs/results/interleave-cpu/plan-s13
+export PYTHONPATH=$PWD
+run() {  # NAME LAUNCHES SEED
+  .venv/bin/python -m harness interleave --gpu cpu --workload tiny-qwen3 --decomposition 2x2 --block-steps 5 --grain micro --pairs 400 \
+    --launches $2 --threshold 0.02 --budget-minutes 2.6 --seed $3 --results-dir $D/$1 > $D/$1.log 2>&1
+  echo "$1 rc=$?" >> $D/rc.txt
+}
+nproc > $D/nproc.txt; uptime > $D/uptime.txt
+for r in 1 2; do
+  run round$r-l8 8 130$r
+  L=$(python3 -c "import json,sys; print(json.load(open('$D/round$r-l8/report.json'))['plan']['launches'])")
+  run round$r-planned $L 131$r
+done
+rm -f $D/*/work/*.request.json
+echo done > $D/DONE
