@@ -196,6 +196,8 @@ def test_launch_components_recover_the_launch_and_pair_noise():
     assert 0.015 < np.mean([e.launch_sd for e in est]) < 0.025 and 0.055 < np.median([e.pair_sd for e in est]) < 0.065
     none = [pd.launch_components([list(rng.normal(0, 0.06, 20)) for _ in range(12)]).launch_sd for _ in range(200)]
     assert np.median(none) < 0.008  # no launch effect: the moments find little or none
+    # the one-sided 90% upper bound covers the true launch sd in about 90% of draws, and lies above the estimate
+    assert np.mean([e.launch_sd_upper >= 0.02 for e in est]) > 0.8 and all(e.launch_sd_upper >= e.launch_sd for e in est)
     # heavy-tailed pairs: the Hodges-Lehmann summary sees a smaller pair noise than the mean does
     tails = [list(0.03 * rng.standard_t(2, 20)) for _ in range(12)]
     assert pd.launch_components(tails, "hl").pair_sd < pd.launch_components(tails, "mean").pair_sd
@@ -566,6 +568,7 @@ def test_e2e_aa_is_no_regression(tmp_path):
     plan = report["plan"]  # the launches this run's costs and noise call for within its budget
     assert plan["budget_s"] == pytest.approx(2.6 * 60) and plan["launches"] >= pd.MIN_LAUNCH_UNIT and plan["mds"] > 0
     assert "plan for 2.6 min at this run's costs" in res.stdout and f"--launches {plan['launches']} " in res.stdout
+    assert plan["launch_sd_planned"] >= plan["launch_sd"] and plan["mds_at_estimate"] <= plan["mds"]  # planned for the upper bound
 
 
 @pytest.mark.slow

@@ -169,7 +169,8 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
                 "with_settings": pd.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
                 "units_for_3pct": pd.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
                 "pairs_for_3pct": pd.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
-        "launch_components": None if comp is None else {"pair_sd": comp.pair_sd, "launch_sd": comp.launch_sd, "summary": comp.summary},
+        "launch_components": None if comp is None else {"pair_sd": comp.pair_sd, "launch_sd": comp.launch_sd, "summary": comp.summary,
+                                                         "launch_sd_upper": comp.launch_sd_upper, "level": comp.level},
         "resume_penalty": resume, "canary": canary,
         "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
         "k": sorted({len(x) for x in steps}),
@@ -671,19 +672,26 @@ def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
     :data:`PLAN_BUDGET_S`), by :func:`paired.launch_plan`: the first launch's cost, the mean of the later ones' (the first
     one's when there was none), the mean pair, and the variance components of the launch summaries (``analyse``'s
     ``launch_components``: the pair sd as the summary sees it, and the launch sd, by moments). A
-    guide for the next run's ``--launches``; the launch sd of a few launches is a rough estimate, so is the plan. None
-    below 2 launches with pairs (no launch sd to plan with)."""
+    guide for the next run's ``--launches``. The launch sd of a few launches is a rough estimate, so the plan is made for
+    its one-sided 90% upper bound (``launch_sd_upper``); ``at_estimate`` is the plan for the point estimate. None below 2
+    launches with pairs (no launch sd to plan with)."""
     lis, comp = r.get("launches") or [], r.get("launch_components")
     if not comp or not lis or not r.get("wall_s_per_pair"):
         return None
     budget = budget_s or ((r["settings"].get("budget_minutes") or 0) * 60) or PLAN_BUDGET_S
     first, later = launch_cost(lis[0]), [launch_cost(li) for li in lis[1:]]
     c = fmean(later) if later else first
-    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"])
+    tau = comp.get("launch_sd_upper", comp["launch_sd"])
+    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], tau)
     if plan is None:
         return None
+    at_estimate = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"])
     return {"budget_s": budget, "first_s": first, "launch_s": c, "pair_s": r["wall_s_per_pair"], "pair_sd": comp["pair_sd"],
-            "launch_sd": comp["launch_sd"], "summary": comp["summary"], "launches": plan.launches, "pairs_per_launch": plan.pairs_per_launch, "unit_sd": plan.unit_sd,
+            "launch_sd": comp["launch_sd"], "launch_sd_planned": tau, "level": comp.get("level"), "summary": comp["summary"],
+            "at_estimate": None if at_estimate is None else {"launches": at_estimate.launches, "pairs_per_launch": at_estimate.pairs_per_launch,
+                                                             "mds": at_estimate.mds},
+            "mds_at_estimate": pd.min_detectable(math.sqrt(comp["launch_sd"] ** 2 + comp["pair_sd"] ** 2 / plan.pairs_per_launch), plan.launches),
+            "launches": plan.launches, "pairs_per_launch": plan.pairs_per_launch, "unit_sd": plan.unit_sd,
             "mds": plan.mds}
 
 
@@ -695,9 +703,12 @@ def plan_line(r: dict) -> str | None:
     here = (f" (this run: {len(r.get('launch_sizes') or [])} launches of about {round(r['pairs'] / max(len(r.get('launch_sizes') or [1]), 1))} pairs"
             + (f", {_pct(m['slowdown'], 2)}" if m.get("unit") == "launch" and m.get("slowdown") else "") + ")")
     return (f"plan for {p['budget_s'] / 60:g} min at this run's costs (first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s, "
-            f"{p['pair_s']:.2f} s per pair) and noise (launch sd {_pct(p['launch_sd'], 2)}, pair sd {_pct(p['pair_sd'], 2)} as the "
-            f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it, moments): "
-            f"--launches {p['launches']} ({p['pairs_per_launch']} pairs each) detects {_pct(p['mds'], 2)} at alpha 0.01, power 0.9{here}")
+            f"{p['pair_s']:.2f} s per pair) and noise (pair sd {_pct(p['pair_sd'], 2)} as the "
+            f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; launch sd {_pct(p['launch_sd'], 2)} by moments, "
+            f"{p.get('level') or 0.9:.0%} upper bound {_pct(p.get('launch_sd_planned', p['launch_sd']), 2)}, planned for): --launches {p['launches']} "
+            f"({p['pairs_per_launch']} pairs each) detects {_pct(p.get('mds_at_estimate', p['mds']), 2)} at the launch sd measured and "
+            f"{_pct(p['mds'], 2)} at its bound, alpha 0.01, power 0.9"
+            + (f" (for the estimate alone: --launches {e['launches']}, {_pct(e['mds'], 2)})" if (e := p.get("at_estimate")) else "") + here)
 
 
 def markdown(r: dict, lines: list[str]) -> str:

@@ -268,10 +268,20 @@ class LaunchComponents:
     pair_sd: float
     launch_sd: float
     summary: str
+    launch_sd_upper: float = float("nan")
+    level: float = 0.9
 
 
-def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl") -> LaunchComponents | None:
+PLAN_LEVEL = 0.9  # one-sided level of the launch sd's upper bound that a plan is made for
+
+
+def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl", level: float = PLAN_LEVEL) -> LaunchComponents | None:
     """Method-of-moments split of the launch summaries' variance: var(summaries) = launch_sd² + pair_sd² x mean(1/m_i).
+
+    ``launch_sd_upper`` is a one-sided ``level`` upper bound: the summaries' variance at its chi-square bound on L - 1 df,
+    less the same pair part. A plan made for it (:func:`launch_plan`) does not bet on launches that a few of them could
+    not tell apart: planning for a launch sd that is absent costs a few tenths of a point of MDS, planning for none where
+    there is one costs far more (docs/results/interleave-h200/session13/, docs/results/interleave-cpu/plan-s13/).
 
     ``pair_sd`` with ``summary`` "hl": the sd a t interval as wide as the Hodges–Lehmann interval of the within-launch
     residuals (each launch's log ratios minus its own HL estimate, pooled) would have, so heavy-tailed pairs count as the
@@ -285,8 +295,9 @@ def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl") ->
         pair_sd = rank_estimate(resid, 0.05).sd
     else:
         pair_sd = math.sqrt(sum(r * r for r in resid) / (len(resid) - len(gs)))
-    excess = _sd(centre) ** 2 - pair_sd ** 2 * fmean([1 / len(g) for g in gs])
-    return LaunchComponents(pair_sd, math.sqrt(max(excess, 0.0)), summary)
+    var, part, df = _sd(centre) ** 2, pair_sd ** 2 * fmean([1 / len(g) for g in gs]), len(gs) - 1
+    upper = var * df / float(_st.chi2.ppf(1 - level, df)) - part
+    return LaunchComponents(pair_sd, math.sqrt(max(var - part, 0.0)), summary, math.sqrt(max(upper, 0.0)), level)
 
 
 def launch_estimate(groups: Sequence[Sequence[float]], alpha: float, summary: str = "mean") -> PairedEstimate:

@@ -1,8 +1,9 @@
 # Session 13: does the plan line's --launches do what it says? The CI end-to-end configuration (tiny-qwen3 2x2, micro grain,
 # k = 5, threshold 2%, a 2.6-minute budget), A/A, twice: first with the CI's 8 launches, then with the launch count that
 # first run's plan line proposed; each run's own MDS (alpha 0.01, power 0.9, t over its launch HL estimates) against the
-# plan's figure. Two rounds.
-# usage (repo root): bash docs/results/interleave-cpu/plan-s13/run.sh
+# plan's figure. Rounds 1-2 ran with the plan made for the launch sd's point estimate (code of commit
+# 94be471); rounds 3-4 with the plan made for its 90% upper bound (the committed planner).
+# usage (repo root): ROUNDS="3 4" bash docs/results/interleave-cpu/plan-s13/run.sh
 D=docs/results/interleave-cpu/plan-s13
 export PYTHONPATH=$PWD
 run() {  # NAME LAUNCHES SEED
@@ -11,7 +12,7 @@ run() {  # NAME LAUNCHES SEED
   echo "$1 rc=$?" >> $D/rc.txt
 }
 nproc > $D/nproc.txt; uptime > $D/uptime.txt
-for r in 1 2; do
+for r in ${ROUNDS:-1 2}; do
   run round$r-l8 8 130$r
   L=$(python3 -c "import json,sys; print(json.load(open('$D/round$r-l8/report.json'))['plan']['launches'])")
   run round$r-planned $L 131$r

@@ -19,7 +19,8 @@ d. 1x4 MDS in 10 GPU-minutes at the micro grain (alpha 0.01 one-sided, power 0.9
    summaries, t over L; session 10's best_mds: the best L of 3-20 launches at this lease's costs), drawing from the A/A's
    pairs, symmetrised, at tau 0, at c's tau, and at the 1.06% / 2.86% of launch_bound.txt; beside the verdict's own MDS
    from the run's report (its launch HL sd over its 8 launches). Then the plan the command now prints (plan_for) for each
-   run, against the MDS of the same plan drawn from that run's pairs with the plan's launch sd (the model's check).
+   run, for the launch sd's point estimate and for its 90% upper bound (what the plan line proposes), each against the
+   MDS of the same L x m drawn from that run's pairs at the point estimate (the model's check).
 e. The power each injected run had to flag its nominal slowdown against +2% at alpha 0.05 (noncentral t over its launch
    HL summaries: harness.judging.paired.power), and the runs pooled post hoc: the three 1x4 micro runs (18 launches, 12
    GPU-minutes), and the 4x1 run with session 12's three 4x1 runs (24 launches, about 20 GPU-minutes, two leases).
@@ -188,9 +189,13 @@ def section_d(data, tau_here):
         p = il.plan_for(full, s10.BUDGET_S)
         y = d_of(prs)
         y = y - y.mean()
-        summ, _ = lu.draw(np.concatenate([y, -y]), lu.REPS, p["launches"], p["pairs_per_launch"], p["launch_sd"], SEED + 500 + ri)
-        print(f"  {run:<18} launch sd {p['launch_sd']:.2%}, pair sd {p['pair_sd']:.2%} (HL): --launches {p['launches']} of "
-              f"{p['pairs_per_launch']} pairs, MDS {p['mds']:.2%} by the model, {lu.mds(summ['hl']):.2%} drawn")
+        e = p["at_estimate"]
+        summ, _ = lu.draw(np.concatenate([y, -y]), lu.REPS, e["launches"], e["pairs_per_launch"], p["launch_sd"], SEED + 500 + ri)
+        rob, _ = lu.draw(np.concatenate([y, -y]), lu.REPS, p["launches"], p["pairs_per_launch"], p["launch_sd"], SEED + 700 + ri)
+        print(f"  {run:<18} launch sd {p['launch_sd']:.2%} (90% upper bound {p['launch_sd_planned']:.2%}), pair sd {p['pair_sd']:.2%} (HL): "
+              f"for the estimate --launches {e['launches']} of {e['pairs_per_launch']} pairs, MDS {e['mds']:.2%} by the model, "
+              f"{lu.mds(summ['hl']):.2%} drawn; for the bound (the plan line) --launches {p['launches']} of {p['pairs_per_launch']}, "
+              f"at the estimate {p['mds_at_estimate']:.2%} by the model, {lu.mds(rob['hl']):.2%} drawn")
 
 
 def section_e(data):
@@ -235,7 +240,8 @@ def section_f():
         for n in FIXED_L:
             m = int((s10.BUDGET_S - p["first_s"] - (n - 1) * p["launch_s"]) // (n * p["pair_s"]))
             cells.append(f"L {n}: {pd.min_detectable(math.sqrt(p['launch_sd'] ** 2 + p['pair_sd'] ** 2 / m), n):.2%}")
-        print(f"  {sess + '/' + run:<28} launch sd {p['launch_sd']:.2%}: best L {p['launches']:2d} {p['mds']:.2%} | " + ", ".join(cells))
+        e = p["at_estimate"]
+        print(f"  {sess + '/' + run:<28} launch sd {p['launch_sd']:.2%}: best L {e['launches']:2d} {e['mds']:.2%} | " + ", ".join(cells))
 
 
 def main():
