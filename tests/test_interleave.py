@@ -186,6 +186,17 @@ def test_launch_plan_is_the_best_launch_count_the_budget_allows():
     # costlier launches ask for fewer, longer ones; a larger launch sd for more, shorter ones
     dear, noisy = pd.launch_plan(budget, first, 4 * c, s, sd, tau), pd.launch_plan(budget, first, c, s, sd, 2 * tau)
     assert dear.launches < p.launches < noisy.launches or noisy.launches == 64
+    # a launch sd known only to lie between 0 and 3%: the plan of least regret sits between the plans for either end,
+    # and gives away less at its worst than either of them does
+    lo, hi = pd.launch_plan(budget, first, c, s, sd, 0.0), pd.launch_plan(budget, first, c, s, sd, 0.03)
+    mid = pd.launch_plan(budget, first, c, s, sd, 0.0, launch_sd_hi=0.03)
+    assert lo.launches <= mid.launches <= hi.launches and mid.regret >= 0 and mid.mds <= mid.mds_hi
+    assert mid.mds >= lo.mds - 1e-12 and mid.mds_hi >= hi.mds - 1e-12
+
+    def worst(p):  # the most MDS p gives away at either end against that end's own best plan
+        at = [pd.min_detectable(math.sqrt(t ** 2 + sd ** 2 / p.pairs_per_launch), p.launches) - b.mds for t, b in ((0.0, lo), (0.03, hi))]
+        return max(at)
+    assert worst(mid) <= min(worst(lo), worst(hi)) + 1e-12
     assert pd.launch_plan(60.0, 42.0, c, s, sd, tau) is None  # no 3 launches of 5 pairs in a minute
     assert pd.launch_plan(budget, first, c, s, 0.0, tau) is None
 

@@ -672,9 +672,10 @@ def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
     :data:`PLAN_BUDGET_S`), by :func:`paired.launch_plan`: the first launch's cost, the mean of the later ones' (the first
     one's when there was none), the mean pair, and the variance components of the launch summaries (``analyse``'s
     ``launch_components``: the pair sd as the summary sees it, and the launch sd, by moments). A
-    guide for the next run's ``--launches``. The launch sd of a few launches is a rough estimate, so the plan is made for
-    its one-sided 90% upper bound (``launch_sd_upper``); ``at_estimate`` is the plan for the point estimate. None below 2
-    launches with pairs (no launch sd to plan with)."""
+    guide for the next run's ``--launches``. The launch sd of a few launches is a rough estimate, so the plan is the one of
+    least regret between the estimate and its one-sided 90% upper bound (``launch_sd_upper``): ``mds_at_estimate`` and
+    ``mds`` are its MDS at the two, ``regret`` the most it gives away in between, ``at_estimate`` the plan for the
+    estimate alone. None below 2 launches with pairs (no launch sd to plan with)."""
     lis, comp = r.get("launches") or [], r.get("launch_components")
     if not comp or not lis or not r.get("wall_s_per_pair"):
         return None
@@ -682,7 +683,7 @@ def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
     first, later = launch_cost(lis[0]), [launch_cost(li) for li in lis[1:]]
     c = fmean(later) if later else first
     tau = comp.get("launch_sd_upper", comp["launch_sd"])
-    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], tau)
+    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], launch_sd_hi=tau)
     if plan is None:
         return None
     at_estimate = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"])
@@ -690,9 +691,9 @@ def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
             "launch_sd": comp["launch_sd"], "launch_sd_planned": tau, "level": comp.get("level"), "summary": comp["summary"],
             "at_estimate": None if at_estimate is None else {"launches": at_estimate.launches, "pairs_per_launch": at_estimate.pairs_per_launch,
                                                              "mds": at_estimate.mds},
-            "mds_at_estimate": pd.min_detectable(math.sqrt(comp["launch_sd"] ** 2 + comp["pair_sd"] ** 2 / plan.pairs_per_launch), plan.launches),
+            "mds_at_estimate": plan.mds, "regret": plan.regret,
             "launches": plan.launches, "pairs_per_launch": plan.pairs_per_launch, "unit_sd": plan.unit_sd,
-            "mds": plan.mds}
+            "mds": plan.mds_hi}
 
 
 def plan_line(r: dict) -> str | None:
@@ -705,9 +706,9 @@ def plan_line(r: dict) -> str | None:
     return (f"plan for {p['budget_s'] / 60:g} min at this run's costs (first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s, "
             f"{p['pair_s']:.2f} s per pair) and noise (pair sd {_pct(p['pair_sd'], 2)} as the "
             f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; launch sd {_pct(p['launch_sd'], 2)} by moments, "
-            f"{p.get('level') or 0.9:.0%} upper bound {_pct(p.get('launch_sd_planned', p['launch_sd']), 2)}, planned for): --launches {p['launches']} "
+            f"{p.get('level') or 0.9:.0%} upper bound {_pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): --launches {p['launches']} "
             f"({p['pairs_per_launch']} pairs each) detects {_pct(p.get('mds_at_estimate', p['mds']), 2)} at the launch sd measured and "
-            f"{_pct(p['mds'], 2)} at its bound, alpha 0.01, power 0.9"
+            f"{_pct(p['mds'], 2)} at its bound, alpha 0.01, power 0.9, giving away at most {p.get('regret', 0.0) * 100:.2f} points of MDS between them"
             + (f" (for the estimate alone: --launches {e['launches']}, {_pct(e['mds'], 2)})" if (e := p.get("at_estimate")) else "") + here)
 
 
