@@ -460,13 +460,15 @@ def test_when_both_sides_do_not_fit_it_falls_back_to_fresh_runs_with_a_line(tmp_
     args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6", "--launches", "2", "--fallback-repeats", "2",
                      env={"HARNESS_FAULTS": "b#1=oom@1"})
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
-    assert res.returncode == 0, res.stdout + res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("A and B do not fit on the device at once ("))
     assert "out of memory" in line and "falling back to fresh-process runs, one at a time: 2 per side" in line
     assert "Traceback" not in res.stdout + res.stderr and _residents(str(tmp_path)) == []
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["fallback"]["repeats"] == 2 and report["verdict"]["outcome"] in ("pass", "inconclusive", "regression", "improvement")
     assert report["verdict"]["message"].endswith("(fresh-process runs: A and B did not fit on the device at once)")
+    # 2 fresh runs per side of one build can read as a regression on a busy machine (CI, session 13: +39.7%); the exit
+    # code must then say so, as ab's does
+    assert res.returncode == (1 if report["verdict"]["outcome"] == "regression" else 0), res.stdout + res.stderr
     runs = [json.loads(ln) for side in "ab" for ln in (tmp_path / "out" / "fresh" / side / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 4 and all(r["status"] == "ok" for r in runs)
 
