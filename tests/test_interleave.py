@@ -579,6 +579,9 @@ def test_e2e_aa_is_no_regression(tmp_path):
                  "resume penalty: not measured (micro grain", "host canary: correlation", "time: "):
         assert line in res.stdout
     plan = report["plan"]  # the launches this run's costs and noise call for within its budget
+    if plan is None:  # a machine so busy that 2.6 minutes hold no 3 launches of 5 pairs: no plan, and no line
+        assert "plan for " not in res.stdout
+        return
     assert plan["budget_s"] == pytest.approx(2.6 * 60) and plan["launches"] >= pd.MIN_LAUNCH_UNIT and plan["mds"] > 0
     assert "plan for 2.6 min at this run's costs" in res.stdout and f"--launches {plan['launches']} " in res.stdout
     assert plan["launch_sd_planned"] >= plan["launch_sd"] and plan["mds_at_estimate"] <= plan["mds"]  # planned for the upper bound
