@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from harness.commands import interleave as il
 from harness.judging import paired as pd
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.measuring.runner import live_processes
@@ -201,6 +202,18 @@ def test_launch_plan_is_the_best_launch_count_the_budget_allows():
     assert pd.launch_plan(budget, first, c, s, 0.0, tau) is None
 
 
+def test_a_plan_counts_the_wait_for_a_pre_start_that_short_launches_do_not_hide():
+    budget, first, c, s, sd, tau, hide = 600.0, 54.0, 13.0, 3.1, 0.055, 0.03, 9.0
+
+    def spent(n, m):  # the budget as the command spends it: each later launch waits for what m pairs did not hide
+        return first + (n - 1) * (c + max(0.0, hide - m * s)) + n * m * s
+    for n, m in pd._plans(budget, first, c, s, 64, 1, hide):  # the most pairs per launch that fit, at every launch count
+        assert spent(n, m) <= budget < spent(n, m + 1)
+    free, dear = pd.launch_plan(budget, first, c, s, sd, tau, min_pairs=1), pd.launch_plan(budget, first, c, s, sd, tau, min_pairs=1, hide_s=hide)
+    assert dear.launches <= free.launches and dear.mds >= free.mds - 1e-12  # a hidden cost only makes launches dearer
+    assert pd.launch_plan(budget, first, c, s, sd, tau, hide_s=0.0) == pd.launch_plan(budget, first, c, s, sd, tau)
+
+
 def test_launch_components_recover_the_launch_and_pair_noise():
     rng = np.random.default_rng(7)
     est = [pd.launch_components([list(rng.normal(rng.normal(0, 0.02), 0.06, 20)) for _ in range(12)]) for _ in range(200)]
@@ -213,6 +226,12 @@ def test_launch_components_recover_the_launch_and_pair_noise():
     tails = [list(0.03 * rng.standard_t(2, 20)) for _ in range(12)]
     assert pd.launch_components(tails, "hl").pair_sd < pd.launch_components(tails, "mean").pair_sd
     assert pd.launch_components([[0.01, 0.02]]) is None
+    # short launches: a launch of m pairs centred on itself keeps (m - 1)/m of their variance, and the HL of 2 is their
+    # mean; without both corrections 19 launches of 2 pairs and no launch effect read a launch sd of 2.8% at a pair sd of 7%
+    short = [pd.launch_components([list(rng.normal(0, 0.07, 2)) for _ in range(19)]) for _ in range(200)]
+    assert np.sqrt(np.mean([e.launch_sd ** 2 for e in short])) < 0.025 and 0.06 < np.median([e.pair_sd for e in short]) < 0.08
+    real = [pd.launch_components([list(rng.normal(rng.normal(0, 0.03), 0.07, 2)) for _ in range(19)]) for _ in range(200)]
+    assert 0.025 < np.sqrt(np.mean([e.launch_sd ** 2 for e in real])) < 0.04 and np.mean([e.launch_sd_upper >= 0.03 for e in real]) > 0.8
 
 
 def test_resume_penalty_and_canary_covariate():
@@ -414,6 +433,9 @@ def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
     assert all(x < imports[0] / 2 for x in imports[1:]), imports  # imported while held, before the launch began
     assert sum("(pre-started)" in ln for ln in res.stdout.splitlines()) == 2 and report["verdict"]["unit"] == "launch"
     assert _residents(str(tmp_path)) == []
+    # the next launch imports from the ready on, beside the warm-up: a plan counts what a launch's pairs must still hide
+    launch_s, hide_s = il.prestart_costs(report)
+    assert report["settings"]["prestart_at"] == "ready" and launch_s > 0 and hide_s >= 0
 
 
 @pytest.mark.slow

@@ -364,7 +364,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
                 "inject_kind": inject_kind, "block_steps": block_steps, "grain": grain, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
-                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "hold_cpus": hold_cpus, "cpus": cpus, "malloc_default": malloc_default,
+                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "prestart_at": "ready" if prestart else None, "hold_cpus": hold_cpus, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": warmup, "session_id": session}
     injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
                                      f"inject-work sized on this machine for +{inject_work_b_percent:g}%" if inject_work_b_percent
@@ -456,6 +456,10 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                     launch_info.append(info)
                     out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
                         f"(pairs {start + 1}-{end} planned)")
+                    if hold_cpus and launch < launches:  # the next launch imports on the other CPUs meanwhile, from here on:
+                        nxt = make_workers(launch + 1, hold_cpus)  # beside the warm-up too, which short launches need to hide it
+                        for s in SIDES:
+                            nxt[s].start(wait=False)
                     t_warm = time.time()
                     amount = {"a": hook_a, "b": calibration["casts"] if calibration else None}
                     for s in (SIDES if launch % 2 else SIDES[::-1]):
@@ -470,10 +474,6 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                         settings["inject_calibration"] = calibration
                         amount["b"] = calibration["casts"]
                         out(calibration_text(calibration))
-                    if hold_cpus and launch < launches:  # the next launch imports on the other CPUs meanwhile
-                        nxt = make_workers(launch + 1, hold_cpus)
-                        for s in SIDES:
-                            nxt[s].start(wait=False)
                     for i in range(start, end):
                         if launch < launches and i - start >= 2 and i - start >= fit_to_budget(launch, i - start):
                             info["fitted"] = f"{i - start} of its {planned} planned pairs, so that the {launches - launch} later launch(es) fit in the budget"
@@ -667,11 +667,31 @@ def launch_cost(li: dict) -> float:
     return li["startup_s"] + (li.get("warmup_s") or 0.0) + (li.get("close_s") or 0.0)
 
 
+def prestart_costs(r: dict) -> tuple[float, float] | None:
+    """(launch_s, hide_s) of the pre-started launches, for :func:`paired.launch_plan`: what a later launch costs when its
+    imports were done beside the launch before it (its build after the release, warm-up, stopping), and how much of
+    those imports the launch before must hide with its pairs (the imports, less the warm-up and stopping they ran
+    beside: the warm-up only where the run pre-started at the ready, ``settings["prestart_at"]``). None without
+    pre-started launches that record their imports."""
+    pre = [li for li in (r.get("launches") or [])[1:] if li.get("prestarted")]
+    if not pre:
+        return None
+    try:
+        ready = fmean(max(li["ready"][s]["startup_wall_s"] for s in SIDES) for li in pre)
+        imports = fmean(max(li["ready"][s]["timing_s"]["preload_s"] for s in SIDES) for li in pre)
+    except (KeyError, TypeError):
+        return None
+    warm, close = (fmean(li.get(k) or 0.0 for li in pre) for k in ("warmup_s", "close_s"))
+    beside = close + (warm if r["settings"].get("prestart_at") == "ready" else 0.0)
+    return ready + warm + close, max(0.0, imports - beside)
+
+
 def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
     """The launches this comparison's costs and noise call for within ``budget_s`` (default: the run's own budget, else
-    :data:`PLAN_BUDGET_S`), by :func:`paired.launch_plan`: the first launch's cost, the mean of the later ones' (the first
-    one's when there was none), the mean pair, and the variance components of the launch summaries (``analyse``'s
-    ``launch_components``: the pair sd as the summary sees it, and the launch sd, by moments). A
+    :data:`PLAN_BUDGET_S`), by :func:`paired.launch_plan`: the first launch's cost, the later ones' (with pre-started
+    workers by :func:`prestart_costs`: a launch too short to hide the next one's imports waits for the rest; else the
+    mean later launch; the first one's when there was none), the mean pair, and the variance components of the launch
+    summaries (``analyse``'s ``launch_components``: the pair sd as the summary sees it, and the launch sd, by moments). A
     guide for the next run's ``--launches``. The launch sd of a few launches is a rough estimate, so the plan is the one of
     least regret between the estimate and its one-sided 90% upper bound (``launch_sd_upper``): ``mds_at_estimate`` and
     ``mds`` are its MDS at the two, ``regret`` the most it gives away in between, ``at_estimate`` the plan for the
@@ -681,13 +701,13 @@ def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
         return None
     budget = budget_s or ((r["settings"].get("budget_minutes") or 0) * 60) or PLAN_BUDGET_S
     first, later = launch_cost(lis[0]), [launch_cost(li) for li in lis[1:]]
-    c = fmean(later) if later else first
+    c, hide = prestart_costs(r) or (fmean(later) if later else first, 0.0)
     tau = comp.get("launch_sd_upper", comp["launch_sd"])
-    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], launch_sd_hi=tau)
+    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], launch_sd_hi=tau, hide_s=hide)
     if plan is None:
         return None
-    at_estimate = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"])
-    return {"budget_s": budget, "first_s": first, "launch_s": c, "pair_s": r["wall_s_per_pair"], "pair_sd": comp["pair_sd"],
+    at_estimate = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], hide_s=hide)
+    return {"budget_s": budget, "first_s": first, "launch_s": c, "hide_s": hide, "pair_s": r["wall_s_per_pair"], "pair_sd": comp["pair_sd"],
             "launch_sd": comp["launch_sd"], "launch_sd_planned": tau, "level": comp.get("level"), "summary": comp["summary"],
             "at_estimate": None if at_estimate is None else {"launches": at_estimate.launches, "pairs_per_launch": at_estimate.pairs_per_launch,
                                                              "mds": at_estimate.mds},
@@ -703,7 +723,8 @@ def plan_line(r: dict) -> str | None:
     m = r.get("mds") or {}
     here = (f" (this run: {len(r.get('launch_sizes') or [])} launches of about {round(r['pairs'] / max(len(r.get('launch_sizes') or [1]), 1))} pairs"
             + (f", {_pct(m['slowdown'], 2)}" if m.get("unit") == "launch" and m.get("slowdown") else "") + ")")
-    return (f"plan for {p['budget_s'] / 60:g} min at this run's costs (first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s, "
+    hide = f" plus any of the next one's {p['hide_s']:.1f} s of imports its pairs do not hide" if p.get("hide_s") else ""
+    return (f"plan for {p['budget_s'] / 60:g} min at this run's costs (first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s{hide}, "
             f"{p['pair_s']:.2f} s per pair) and noise (pair sd {_pct(p['pair_sd'], 2)} as the "
             f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; launch sd {_pct(p['launch_sd'], 2)} by moments, "
             f"{p.get('level') or 0.9:.0%} upper bound {_pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): --launches {p['launches']} "

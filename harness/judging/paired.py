@@ -275,27 +275,52 @@ class LaunchComponents:
 PLAN_LEVEL = 0.9  # one-sided level of the launch sd's upper bound that a plan is made for
 
 
+PARTS_DRAWS = 400  # resamples per launch size of the pair part of an HL summary's variance (:func:`summary_part`)
+PARTS_MAX_M = 40  # above this many pairs the part scales as 1/m from its value at this size (the HL's large-sample law)
+
+
+def summary_part(resid: Sequence[float], m: int, summary: str = "hl", draws: int = PARTS_DRAWS) -> float:
+    """The variance that ``m`` pairs' noise gives one launch summary: for "mean" var(resid)/m; for "hl" the variance of the
+    Hodges–Lehmann estimate of ``m`` draws (with replacement, seeded by m) from ``resid``, the within-launch residuals.
+    A large-sample formula would not do for short launches: the HL of 2 pairs is their mean, which counts heavy tails
+    in full, and the HL's noise only reaches its 1/m law after some ten pairs."""
+    x = [float(r) for r in resid]
+    if summary == "mean" or m < 2:
+        return _sd(x) ** 2 / m if len(x) > 1 else 0.0
+    import numpy as np  # noqa: PLC0415  (scipy's dependency; only the HL part needs it)
+
+    k = min(m, PARTS_MAX_M)
+    d = np.random.default_rng(k).choice(np.asarray(x), (draws, k))
+    i, j = np.triu_indices(k)
+    return float(np.var(np.median((d[:, i] + d[:, j]) / 2, axis=1), ddof=1)) * k / m
+
+
 def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl", level: float = PLAN_LEVEL) -> LaunchComponents | None:
-    """Method-of-moments split of the launch summaries' variance: var(summaries) = launch_sd² + pair_sd² x mean(1/m_i).
+    """Method-of-moments split of the launch summaries' variance: var(summaries) = launch_sd² + mean_i part(m_i), where
+    part(m) is what m pairs' noise gives one summary (:func:`summary_part`).
+
+    The within-launch residuals (each launch's log ratios minus its own summary, pooled) are first scaled by
+    sqrt(m / (m - 1)), since a launch of m pairs centred on itself keeps only (m - 1)/m of their variance (a half at 2
+    pairs). Without this, and with a large-sample part, a run of 2-pair launches with no launch effect at all read a
+    launch sd of 2.8% at a pair sd of 7% (simulated; session 14's 20-launch H200 run read 5.2%).
 
     ``launch_sd_upper`` is a one-sided ``level`` upper bound: the summaries' variance at its chi-square bound on L - 1 df,
     less the same pair part. A plan made for it (:func:`launch_plan`) does not bet on launches that a few of them could
     not tell apart: planning for a launch sd that is absent costs a few tenths of a point of MDS, planning for none where
     there is one costs far more (docs/results/interleave-h200/session13/, docs/results/interleave-cpu/plan-s13/).
 
-    ``pair_sd`` with ``summary`` "hl": the sd a t interval as wide as the Hodges–Lehmann interval of the within-launch
-    residuals (each launch's log ratios minus its own HL estimate, pooled) would have, so heavy-tailed pairs count as the
-    HL summary counts them; with "mean": the pooled within-launch sd. None below 2 launches with 2 pairs."""
+    ``pair_sd`` is the sd of one pair as the summary sees it at this run's launch sizes, sqrt(mean_i m_i part(m_i)): with
+    "hl" heavy-tailed pairs count as the HL counts them; with "mean" it is the pooled within-launch sd. None below 2
+    launches with 2 pairs."""
     gs = [list(g) for g in groups if len(g) >= 2]
     if len(gs) < 2 or summary not in SUMMARIES:
         return None
     centre = [SUMMARIES[summary](g) for g in gs]
-    resid = [x - c for g, c in zip(gs, centre) for x in g]
-    if summary == "hl":
-        pair_sd = rank_estimate(resid, 0.05).sd
-    else:
-        pair_sd = math.sqrt(sum(r * r for r in resid) / (len(resid) - len(gs)))
-    var, part, df = _sd(centre) ** 2, pair_sd ** 2 * fmean([1 / len(g) for g in gs]), len(gs) - 1
+    resid = [(x - c) * math.sqrt(len(g) / (len(g) - 1)) for g, c in zip(gs, centre) for x in g]
+    parts = {m: summary_part(resid, m, summary) for m in {len(g) for g in gs}}
+    part = fmean([parts[len(g)] for g in gs])
+    pair_sd = math.sqrt(fmean([parts[len(g)] * len(g) for g in gs]))
+    var, df = _sd(centre) ** 2, len(gs) - 1
     upper = var * df / float(_st.chi2.ppf(1 - level, df)) - part
     return LaunchComponents(pair_sd, math.sqrt(max(var - part, 0.0)), summary, math.sqrt(max(upper, 0.0)), level)
 
@@ -551,11 +576,17 @@ PLAN_MIN_PAIRS = 5  # fewest pairs per launch a plan proposes: the HL of fewer i
 PLAN_GRID = 5  # launch sds a plan for a range weighs, evenly spaced from its bottom to its top
 
 
-def _plans(budget_s: float, first_s: float, launch_s: float, pair_s: float, max_launches: int, min_pairs: int) -> list[tuple[int, int]]:
-    """(L, m) for every launch count from :data:`MIN_LAUNCH_UNIT` whose launches the budget gives ``min_pairs`` pairs or more."""
+def _plans(budget_s: float, first_s: float, launch_s: float, pair_s: float, max_launches: int, min_pairs: int,
+           hide_s: float = 0.0) -> list[tuple[int, int]]:
+    """(L, m) for every launch count from :data:`MIN_LAUNCH_UNIT` whose launches the budget gives ``min_pairs`` pairs or more.
+    A later launch costs ``launch_s`` + max(0, ``hide_s`` - m ``pair_s``): it also waits for whatever of its pre-start the
+    launch before it, m pairs long, did not hide. So budget = first + (L - 1)(launch + max(0, hide - m pair)) + L m pair,
+    solved for m on each side of m pair = hide."""
     out = []
     for n in range(MIN_LAUNCH_UNIT, max_launches + 1):
         m = int((budget_s - first_s - (n - 1) * launch_s) // (n * pair_s))
+        if m * pair_s < hide_s:  # the launches are too short to hide the pre-start: each waits for the rest of it
+            m = int((budget_s - first_s - (n - 1) * (launch_s + hide_s)) // pair_s)
         if m < min_pairs:
             break
         out.append((n, m))
@@ -564,7 +595,7 @@ def _plans(budget_s: float, first_s: float, launch_s: float, pair_s: float, max_
 
 def launch_plan(budget_s: float, first_s: float, launch_s: float, pair_s: float, pair_sd: float, launch_sd: float,
                 alpha: float = 0.01, target: float = 0.9, max_launches: int = 64, min_pairs: int = PLAN_MIN_PAIRS,
-                launch_sd_hi: float | None = None) -> LaunchPlan | None:
+                launch_sd_hi: float | None = None, hide_s: float = 0.0) -> LaunchPlan | None:
     """The number of launches that minimises the minimum detectable slowdown of the launch unit within ``budget_s``.
 
     The model is the two-stage one of the verdict: a launch costs ``first_s`` (the first) or ``launch_s`` (each later one:
@@ -585,7 +616,7 @@ def launch_plan(budget_s: float, first_s: float, launch_s: float, pair_s: float,
     allowed: then fewer, longer launches only lose degrees of freedom)."""
     if not pair_sd > 0 or launch_sd < 0 or pair_s <= 0:
         return None
-    plans = _plans(budget_s, first_s, launch_s, pair_s, max_launches, min_pairs)
+    plans = _plans(budget_s, first_s, launch_s, pair_s, max_launches, min_pairs, hide_s)
     if not plans:
         return None
 
