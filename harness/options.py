@@ -30,6 +30,8 @@ def _parser(name: str, convert: Callable[[str], Any], ok: Callable[[Any], bool],
 
 
 parse_positive_int = _parser("parse_positive_int", int, lambda v: v >= 1, "a whole number >= 1", "must be >= 1")
+parse_block_steps = _parser("parse_block_steps", lambda t: "auto" if t == "auto" else int(t), lambda v: v == "auto" or v >= 1,
+                            "a whole number >= 1 or auto", "must be >= 1")
 parse_count = _parser("parse_count", int, lambda v: v >= 0, "a whole number >= 0", "must be >= 0")
 parse_positive_float = _parser("parse_positive_float", float, lambda v: v > 0, "a number > 0", "must be positive")
 parse_slowdown = _parser("parse_slowdown", float, lambda v: 0 <= v < 10, "a fraction such as 0.1 (10%)", "must be a fraction in [0, 10)")
@@ -156,7 +158,9 @@ INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only: side B do
 INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent", "test-only: side B does extra host work per LoRA layer "
                             "forward, sized on this machine after the warm-up by its own clock to slow its step by this many percent (side A "
                             "carries the same hook at 0; the report states the amount, the calibration and the nominal share)", type=parse_positive_float, default=0.0)
-BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k); 1 gave the smallest sigma per CPU second on the CPU runner", type=parse_positive_int, default=1)
+BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k), or auto: 3 at the step grain, 1 at the micro grain "
+                  "(the H200's least variance per GPU-second); 1 gave the smallest sigma per CPU second on the CPU runner",
+                  type=parse_block_steps, default=1)
 GRAIN = Opt(("--grain",), "grain", "what A and B take turns at: step (blocks of --block-steps optimizer steps) or micro (one "
             "micro-batch of gradient accumulation each, in random order, k steps of them making a pair: on a host whose speed "
             "wanders within seconds, units of a fraction of a step follow each other more closely; needs grad-accum > 1); auto: "

@@ -161,12 +161,15 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run  # pinned, the next launch pre-started on the other CPUs
     assert "--grain auto" in run  # single micro-batch turns wherever the decomposition accumulates gradients
-    assert '--block-steps "$k"' in run and "--launches 16" in run
-    import subprocess  # the block length the loop picks: 3 steps without gradient accumulation, 1 with it
-    rule = next(ln.strip() for ln in ab["run"].splitlines() if ln.strip().startswith("k=3;"))
-    for dec, k in (("4x1", "3"), ("1x4", "1"), ("2x2", "1"), ("4x1x2", "3"), ("2x2x2", "1")):
-        got = subprocess.run(["bash", "-c", f'dec={dec}\n{rule}\necho "$k"'], capture_output=True, text=True, check=True).stdout.strip()
-        assert got == k, (dec, got)
+    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run
+    from harness.commands.interleave import resolve_grain  # what auto picks: 3 steps without gradient accumulation, 1 micro-grain step with it
+    from harness.spec import load_workload
+    w = load_workload(ROOT / "workloads", "qwen3-1.7b-lora")
+    for dec, want in (("4x1", ("step", 3)), ("1x4", ("micro", 1)), ("2x2", ("micro", 1))):
+        d = w.decomposition(dec)
+        assert resolve_grain("auto", "auto", d, d) == want, dec
+    assert resolve_grain("auto", "auto", w.decomposition("1x4"), w.decomposition("4x1")) == ("step", 3)  # two splits: no micro turns
+    assert resolve_grain("step", 5, d, d) == ("step", 5)
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
 
@@ -184,6 +187,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
     assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run and "--grain auto" in run
+    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run  # each case as the A/B step runs it
     assert "perf-results/confirm/report.json" in steps["Open or update regression issues"]["run"]
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))

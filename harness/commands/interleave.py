@@ -111,6 +111,23 @@ def _sd(xs: list[float]) -> float | None:
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
+AUTO_BLOCK_STEPS = {"step": 3, "micro": 1}  # measured on the H200: k = 3 for 4x1 blocks of steps, k = 1 at 1x4's micro grain
+
+
+def resolve_grain(grain: str, block_steps: int | str, dec, dec_b) -> tuple[str, int]:
+    """``--grain auto``: micro where the one decomposition of both sides accumulates gradients, else step.
+    ``--block-steps auto``: the block length that had the least variance per GPU-second on the H200 at that grain
+    (docs/results/interleave-h200/: k = 3 of 1, 3, 10, 30 for 4x1 steps; k = 1 at the micro grain of 1x4, sessions 12-13)."""
+    if grain not in ("step", "micro", "auto"):
+        raise ValueError(f"--grain must be step, micro or auto, got {grain!r}")
+    if grain == "auto":
+        grain = "micro" if dec.grad_accum > 1 and dec_b == dec else "step"
+    block_steps = AUTO_BLOCK_STEPS[grain] if block_steps == "auto" else block_steps
+    if not isinstance(block_steps, int) or block_steps < 1:
+        raise ValueError(f"--block-steps must be a whole number of at least 1, or auto, got {block_steps}")
+    return grain, block_steps
+
+
 def default_unit(launches: int) -> str:
     """The unit of replication when none is asked for: the launch from :data:`paired.MIN_LAUNCH_UNIT` launches on."""
     return "launch" if launches >= pd.MIN_LAUNCH_UNIT else "pair"
@@ -285,7 +302,7 @@ def injected_share(blocks: list[dict]) -> dict | None:
 
 def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python_a: str | None = None, python_b: str | None = None,
                decomposition_b: str | None = None,
-               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, inject_work_b_percent: float = 0.0, block_steps: int = 1, grain: str = "step", pairs: int = 60, launches: int = 6,
+               inject_slowdown_b: float = 0.0, inject_work_b: int = 0, inject_work_b_percent: float = 0.0, block_steps: int | str = 1, grain: str = "step", pairs: int = 60, launches: int = 6,
                look_every: int | None = None, budget_minutes: float | None = None, alpha: float | None = None,
                threshold: float | None = None, seed: int | None = None, drop_first_step: bool = False, no_phases: bool = False,
                cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
@@ -311,12 +328,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     dec = w.decomposition(decomposition)
     dec_b = w.decomposition(decomposition_b) if decomposition_b else dec  # side B may run another split of the same batch (the advisor)
     case = f"{w.name}-{dec.id}" if dec_b == dec else f"{w.name}-{dec_b.id}-vs-{dec.id}"
-    if block_steps < 1:
-        raise ValueError(f"--block-steps must be at least 1, got {block_steps}")
-    if grain not in ("step", "micro", "auto"):
-        raise ValueError(f"--grain must be step, micro or auto, got {grain!r}")
-    if grain == "auto":
-        grain = "micro" if dec.grad_accum > 1 and dec_b == dec else "step"
+    grain, block_steps = resolve_grain(grain, block_steps, dec, dec_b)
     if grain == "micro" and (dec.grad_accum < 2 or dec_b != dec):
         raise ValueError(f"--grain micro needs one decomposition with gradient accumulation (grad-accum > 1), got {dec.id}"
                          + (f" against {dec_b.id}" if dec_b != dec else "") + ": use the default --grain step")
@@ -668,11 +680,11 @@ def launch_cost(li: dict) -> float:
 
 
 def prestart_costs(r: dict) -> tuple[float, float] | None:
-    """(launch_s, hide_s) of the pre-started launches, for :func:`paired.launch_plan`: what a later launch costs when its
-    imports were done beside the launch before it (its build after the release, warm-up, stopping), and how much of
-    those imports the launch before must hide with its pairs (the imports, less the warm-up and stopping they ran
-    beside: the warm-up only where the run pre-started at the ready, ``settings["prestart_at"]``). None without
-    pre-started launches that record their imports."""
+    """(launch_s, hide_s) of the pre-started launches, for :func:`paired.launch_plan` of a next run with this code: what a
+    later launch costs when its imports were done beside the launch before it (its build after the release, warm-up,
+    stopping), and how much of those imports the launch before must hide with its pairs (the imports, less the warm-up
+    and stopping they run beside: this code pre-starts at the ready, ``settings["prestart_at"]``; runs before it
+    pre-started after the warm-up). None without pre-started launches that record their imports."""
     pre = [li for li in (r.get("launches") or [])[1:] if li.get("prestarted")]
     if not pre:
         return None
@@ -682,8 +694,7 @@ def prestart_costs(r: dict) -> tuple[float, float] | None:
     except (KeyError, TypeError):
         return None
     warm, close = (fmean(li.get(k) or 0.0 for li in pre) for k in ("warmup_s", "close_s"))
-    beside = close + (warm if r["settings"].get("prestart_at") == "ready" else 0.0)
-    return ready + warm + close, max(0.0, imports - beside)
+    return ready + warm + close, max(0.0, imports - warm - close)
 
 
 def plan_for(r: dict, budget_s: float | None = None) -> dict | None:

@@ -275,52 +275,30 @@ class LaunchComponents:
 PLAN_LEVEL = 0.9  # one-sided level of the launch sd's upper bound that a plan is made for
 
 
-PARTS_DRAWS = 400  # resamples per launch size of the pair part of an HL summary's variance (:func:`summary_part`)
-PARTS_MAX_M = 40  # above this many pairs the part scales as 1/m from its value at this size (the HL's large-sample law)
-
-
-def summary_part(resid: Sequence[float], m: int, summary: str = "hl", draws: int = PARTS_DRAWS) -> float:
-    """The variance that ``m`` pairs' noise gives one launch summary: for "mean" var(resid)/m; for "hl" the variance of the
-    Hodges–Lehmann estimate of ``m`` draws (with replacement, seeded by m) from ``resid``, the within-launch residuals.
-    A large-sample formula would not do for short launches: the HL of 2 pairs is their mean, which counts heavy tails
-    in full, and the HL's noise only reaches its 1/m law after some ten pairs."""
-    x = [float(r) for r in resid]
-    if summary == "mean" or m < 2:
-        return _sd(x) ** 2 / m if len(x) > 1 else 0.0
-    import numpy as np  # noqa: PLC0415  (scipy's dependency; only the HL part needs it)
-
-    k = min(m, PARTS_MAX_M)
-    d = np.random.default_rng(k).choice(np.asarray(x), (draws, k))
-    i, j = np.triu_indices(k)
-    return float(np.var(np.median((d[:, i] + d[:, j]) / 2, axis=1), ddof=1)) * k / m
-
-
 def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl", level: float = PLAN_LEVEL) -> LaunchComponents | None:
-    """Method-of-moments split of the launch summaries' variance: var(summaries) = launch_sd² + mean_i part(m_i), where
-    part(m) is what m pairs' noise gives one summary (:func:`summary_part`).
+    """Method-of-moments split of the launch summaries' variance: var(summaries) = launch_sd² + pair_sd² x mean(1/m_i).
 
-    The within-launch residuals (each launch's log ratios minus its own summary, pooled) are first scaled by
-    sqrt(m / (m - 1)), since a launch of m pairs centred on itself keeps only (m - 1)/m of their variance (a half at 2
-    pairs). Without this, and with a large-sample part, a run of 2-pair launches with no launch effect at all read a
-    launch sd of 2.8% at a pair sd of 7% (simulated; session 14's 20-launch H200 run read 5.2%).
+    The within-launch residuals (each launch's log ratios minus its own summary, pooled) are scaled by sqrt(m / (m - 1))
+    first: a launch of m pairs centred on itself keeps only (m - 1)/m of their variance, a half at 2 pairs. Without that,
+    19 launches of 2 pairs with no launch effect read a launch sd of 2.8% at a pair sd of 7% (simulated; 1.8% with it),
+    and session 14's 20-launch H200 run of 2-3 pairs each read 5.2%.
 
     ``launch_sd_upper`` is a one-sided ``level`` upper bound: the summaries' variance at its chi-square bound on L - 1 df,
     less the same pair part. A plan made for it (:func:`launch_plan`) does not bet on launches that a few of them could
     not tell apart: planning for a launch sd that is absent costs a few tenths of a point of MDS, planning for none where
     there is one costs far more (docs/results/interleave-h200/session13/, docs/results/interleave-cpu/plan-s13/).
 
-    ``pair_sd`` is the sd of one pair as the summary sees it at this run's launch sizes, sqrt(mean_i m_i part(m_i)): with
-    "hl" heavy-tailed pairs count as the HL counts them; with "mean" it is the pooled within-launch sd. None below 2
-    launches with 2 pairs."""
+    ``pair_sd`` with ``summary`` "hl": the sd a t interval as wide as the Hodges–Lehmann interval of the scaled residuals
+    would have, so heavy-tailed pairs count as the HL summary counts them (a resampled small-launch HL variance was tried
+    and dropped: one pair of outliers in a 2-pair launch of the CPU runner then outweighed every other launch); with
+    "mean": the pooled within-launch sd. None below 2 launches with 2 pairs."""
     gs = [list(g) for g in groups if len(g) >= 2]
     if len(gs) < 2 or summary not in SUMMARIES:
         return None
     centre = [SUMMARIES[summary](g) for g in gs]
     resid = [(x - c) * math.sqrt(len(g) / (len(g) - 1)) for g, c in zip(gs, centre) for x in g]
-    parts = {m: summary_part(resid, m, summary) for m in {len(g) for g in gs}}
-    part = fmean([parts[len(g)] for g in gs])
-    pair_sd = math.sqrt(fmean([parts[len(g)] * len(g) for g in gs]))
-    var, df = _sd(centre) ** 2, len(gs) - 1
+    pair_sd = rank_estimate(resid, 0.05).sd if summary == "hl" else math.sqrt(sum(r * r for r in resid) / len(resid))
+    var, part, df = _sd(centre) ** 2, pair_sd ** 2 * fmean([1 / len(g) for g in gs]), len(gs) - 1
     upper = var * df / float(_st.chi2.ppf(1 - level, df)) - part
     return LaunchComponents(pair_sd, math.sqrt(max(var - part, 0.0)), summary, math.sqrt(max(upper, 0.0)), level)
 
@@ -584,9 +562,10 @@ def _plans(budget_s: float, first_s: float, launch_s: float, pair_s: float, max_
     solved for m on each side of m pair = hide."""
     out = []
     for n in range(MIN_LAUNCH_UNIT, max_launches + 1):
-        m = int((budget_s - first_s - (n - 1) * launch_s) // (n * pair_s))
-        if m * pair_s < hide_s:  # the launches are too short to hide the pre-start: each waits for the rest of it
-            m = int((budget_s - first_s - (n - 1) * (launch_s + hide_s)) // pair_s)
+        m_c = (budget_s - first_s - (n - 1) * launch_s) / (n * pair_s)
+        if m_c * pair_s < hide_s:  # the launches are too short to hide the pre-start: each waits for the rest of it
+            m_c = (budget_s - first_s - (n - 1) * (launch_s + hide_s)) / pair_s
+        m = math.floor(m_c)
         if m < min_pairs:
             break
         out.append((n, m))
