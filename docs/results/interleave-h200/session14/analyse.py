@@ -12,7 +12,8 @@ Runs (two leases):
 a. Launch costs. A pre-started launch's start-up is its build after the release plus a wait for whatever of its imports
    the launch before it did not hide; the model (interleave.prestart_costs, paired._plans) says wait = max(0, imports -
    the time they ran beside: the launch before's pairs and stopping, and its warm-up where the run pre-started at the
-   ready). Measured against that model, launch by launch.
+   ready). Measured against that model, launch by launch. Then a launch's second warm-up step against its recorded
+   steps, over the H200 runs of sessions 12-14.
 b. Verdicts (the command's own), launch HL summaries and each run's own MDS; for the injected run its nominal share
    against the measured ratio and the over-cost (session 13's section b).
 c. Launch components: session 13's estimator (residuals not rescaled, a large-sample HL part) against the current one
@@ -25,7 +26,6 @@ e. Plans for 10 GPU-minutes (interleave.plan_for, least regret between the launc
    (symmetrised, at the plan's launch sd) where the run has 100 pairs or more.
 """
 
-import json
 import math
 import runpy
 from pathlib import Path
@@ -35,7 +35,6 @@ import numpy as np
 
 from harness.commands import interleave as il
 from harness.judging import paired as pd
-
 
 HERE = Path(__file__).parent
 S13 = SimpleNamespace(**runpy.run_path(str(HERE.parent / "session13" / "analyse.py")))
@@ -48,7 +47,7 @@ SEED = 1414
 
 def section_a(data):
     print("a. launch costs (s): a pre-started launch's start-up = its build after the release + the wait for its imports\n")
-    for run, (rep, blocks, pairs) in data.items():
+    for run, (rep, _, pairs) in data.items():
         at = rep["settings"].get("prestart_at") or "after the warm-up"
         lis = rep["launches"]
         sizes = rep["launch_sizes"]
@@ -68,6 +67,27 @@ def section_a(data):
               f"+ wait {np.mean(waits):.1f}), warm-up {np.mean([li.get('warmup_s') or 0 for li in lis[1:]]):.1f}; the wait by the model "
               f"{np.mean(model):.1f} (launch by launch: {corr}mean |error| {np.mean(np.abs(np.subtract(waits, model))):.1f}); "
               f"for a plan of a next run, which pre-starts at the ready: a later launch {launch_s:.1f} s plus max(0, {hide_s:.1f} - its pairs' s)")
+
+
+def warmup_check():
+    """The second warm-up step of each launch and side against the median recorded step of the same launch and side
+    (a micro-grain record is one micro-batch: times grad-accum), over the H200 runs of sessions 12-14: is a launch's
+    second step already like the rest (then 1-2 warm-up steps do, not the workload's 5)?"""
+    print("\n  a launch's second warm-up step / the median recorded step of its launch and side (sessions 12-14):")
+    dirs = sorted(p.parent for p in HERE.parent.glob("session1[234]/raw*/*/blocks.jsonl"))
+    for d in dirs:
+        rep, blocks, _ = S13.read(d)
+        per = int(rep["settings"]["decomposition"].split("x")[1]) if rep["settings"].get("grain") == "micro" else 1
+        r = []
+        for w in blocks:
+            if not w["warmup"] or w.get("calibration") or len(w["step_times_ms"]) < 2:
+                continue
+            rec = [t for b in blocks if not b["warmup"] and b["side"] == w["side"] and b["launch"] == w["launch"] for t in b["step_times_ms"]]
+            if rec:
+                r.append(w["step_times_ms"][1] / (float(np.median(rec)) * per))
+        if r:
+            print(f"    {d.parent.parent.name}/{d.name:<20} {len(r):3d} launch-sides: median {np.median(r):.2f}, 90th percentile "
+                  f"{np.quantile(r, 0.9):.2f}; the first step: median {np.median([w['step_times_ms'][0] / 1e3 for w in blocks if w['warmup'] and not w.get('calibration')]):.1f} s")
 
 
 def section_b(data):
@@ -160,6 +180,7 @@ def main():
     print("issue 13 on the H200, session 14\n")
     data = {run: S13.read(d) for run, d in RUNS.items()}
     section_a(data)
+    warmup_check()
     section_b(data)
     section_c(data)
     section_d(data)
