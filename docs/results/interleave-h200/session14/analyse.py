@@ -20,7 +20,8 @@ c. Launch components: session 13's estimator (residuals not rescaled, a large-sa
    (paired.launch_components), with the permutation test of a launch effect (pairs dealt to launches at random).
 d. Lease 1's host: the 1x4 micro-batch times per launch. A micro-batch either took about 290 ms or about 470 ms; the share
    of slow ones (above 380 ms) per side and launch, against the launch's ratio. And whether blocks that ran beside the
-   next launch's imports were slower (lease 2 and session 13's lease, where some did and some did not).
+   next launch's imports were slower (lease 2 and session 13's lease, where some did and some did not). And the host
+   canary's histogram on each lease.
 e. Plans for 10 GPU-minutes (interleave.plan_for, least regret between the launch sd's estimate and its 90% bound, with
    the wait of a) for each run and for session 13's 10-minute A/A, and the same L x m drawn from the run's own pairs
    (symmetrised, at the plan's launch sd) where the run has 100 pairs or more.
@@ -154,6 +155,15 @@ def section_d(data):
         beside = (f"median {np.median(t[busy]):.0f} ms beside the imports, {np.median(t[~busy]):.0f} ms without"
                   if busy.any() and (~busy).any() else f"every block beside them ({busy.mean():.0%}): no comparison")
         print(f"  {run:<25} slow share {slow:.2f}; blocks beside more than half a busy CPU {busy.mean():.0%}: {beside}")
+    print("\n  the host canary (a fixed 1.3 ms Python loop before each block), in multiples of its median: two speeds on every lease")
+    for run, blks in (("aa10-micro-1x4-L20", blocks), ("host5-4x1-10", data["host5-4x1-10"][1]), ("aa45-micro-1x4-L10", data["aa45-micro-1x4-L10"][1]),
+                      ("session13 aa10-micro-1x4", S13.read(HERE.parent / "session13" / "raw" / "aa10-micro-1x4")[1])):
+        c = np.array([b["canary_ms"] for b in blks if not b["warmup"] and b.get("canary_ms")])
+        edges = [0, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 9]
+        h = np.histogram(c / np.median(c), bins=edges)[0]
+        lo = float(np.quantile(c, 0.25))
+        print(f"  {run:<25} " + " ".join(f"{a:g}-{b:g}: {n}" for a, b, n in zip(edges, edges[1:], h))
+              + f"; above 1.3 x its 25th percentile ({lo:.2f} ms): {np.mean(c > 1.3 * lo):.0%}")
 
 
 def section_e(data):
