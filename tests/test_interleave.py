@@ -436,6 +436,7 @@ def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
     # the next launch imports from the ready on, beside the warm-up: a plan counts what a launch's pairs must still hide
     launch_s, hide_s = il.prestart_costs(report)
     assert report["settings"]["prestart_at"] == "ready" and launch_s > 0 and hide_s >= 0
+    assert sum(ln.startswith("pre-start: the 2 later launch(es) were built in") for ln in res.stdout.splitlines()) == 1
 
 
 @pytest.mark.slow

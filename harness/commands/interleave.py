@@ -668,7 +668,24 @@ def report_lines(r: dict) -> list[str]:
                f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s), stopping {t.get('close_s', 0):.0f} s; "
                f"worker CPU {t['workers_cpu_s']:.0f} s "
                f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
+    if (pw := prestart_line(r)) is not None:
+        out.append(pw)
     return out
+
+
+def prestart_line(r: dict) -> str | None:
+    """How long the pre-started launches waited for their imports beyond their build, and from how many pairs a launch
+    hides the next one's (:func:`prestart_costs`). None without pre-started launches."""
+    pre = [li for li in (r.get("launches") or [])[1:] if li.get("prestarted")]
+    costs = prestart_costs(r)
+    if not pre or costs is None or not r.get("wall_s_per_pair"):
+        return None
+    waits = [li["startup_s"] - max(li["ready"][s]["startup_wall_s"] for s in SIDES) for li in pre]
+    builds = [max(li["ready"][s]["startup_wall_s"] for s in SIDES) for li in pre]
+    m = math.ceil(costs[1] / r["wall_s_per_pair"])
+    hides = f"from about {m} pairs on" if m > 0 else "with its warm-up alone"
+    return (f"pre-start: the {len(pre)} later launch(es) were built in {fmean(builds):.1f} s and waited {max(fmean(waits), 0.0):.1f} s more "
+            f"for their imports; a launch, pre-starting the next at its ready, hides the next one's imports {hides}")
 
 
 PLAN_BUDGET_S = 600.0  # the budget a plan is made for when the run had none: the 10 GPU-minutes of a nightly comparison
