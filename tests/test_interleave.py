@@ -226,8 +226,8 @@ def test_launch_components_recover_the_launch_and_pair_noise():
     tails = [list(0.03 * rng.standard_t(2, 20)) for _ in range(12)]
     assert pd.launch_components(tails, "hl").pair_sd < pd.launch_components(tails, "mean").pair_sd
     assert pd.launch_components([[0.01, 0.02]]) is None
-    # short launches: a launch of m pairs centred on itself keeps (m - 1)/m of their variance, and the HL of 2 is their
-    # mean; without both corrections 19 launches of 2 pairs and no launch effect read a launch sd of 2.8% at a pair sd of 7%
+    # short launches: a launch of m pairs centred on itself keeps (m - 1)/m of their variance; without rescaling the
+    # residuals, 19 launches of 2 pairs and no launch effect read a launch sd of 2.8% at a pair sd of 7%
     short = [pd.launch_components([list(rng.normal(0, 0.07, 2)) for _ in range(19)]) for _ in range(200)]
     assert np.sqrt(np.mean([e.launch_sd ** 2 for e in short])) < 0.025 and 0.06 < np.median([e.pair_sd for e in short]) < 0.08
     real = [pd.launch_components([list(rng.normal(rng.normal(0, 0.03), 0.07, 2)) for _ in range(19)]) for _ in range(200)]

@@ -676,12 +676,11 @@ def report_lines(r: dict) -> list[str]:
 def prestart_line(r: dict) -> str | None:
     """How long the pre-started launches waited for their imports beyond their build, and from how many pairs a launch
     hides the next one's (:func:`prestart_costs`). None without pre-started launches."""
-    pre = [li for li in (r.get("launches") or [])[1:] if li.get("prestarted")]
-    costs = prestart_costs(r)
+    pre, costs = _prestarted(r), prestart_costs(r)
     if not pre or costs is None or not r.get("wall_s_per_pair"):
         return None
-    waits = [li["startup_s"] - max(li["ready"][s]["startup_wall_s"] for s in SIDES) for li in pre]
-    builds = [max(li["ready"][s]["startup_wall_s"] for s in SIDES) for li in pre]
+    builds = [_build_s(li) for li in pre]
+    waits = [li["startup_s"] - b for li, b in zip(pre, builds)]
     m = math.ceil(costs[1] / r["wall_s_per_pair"])
     hides = f"from about {m} pairs on" if m > 0 else "with its warm-up alone"
     return (f"pre-start: the {len(pre)} later launch(es) were built in {fmean(builds):.1f} s and waited {max(fmean(waits), 0.0):.1f} s more "
@@ -696,17 +695,26 @@ def launch_cost(li: dict) -> float:
     return li["startup_s"] + (li.get("warmup_s") or 0.0) + (li.get("close_s") or 0.0)
 
 
+def _prestarted(r: dict) -> list[dict]:
+    return [li for li in (r.get("launches") or [])[1:] if li.get("prestarted")]
+
+
+def _build_s(li: dict) -> float:
+    """A pre-started launch's build after its release: the slower side's."""
+    return max(li["ready"][s]["startup_wall_s"] for s in SIDES)
+
+
 def prestart_costs(r: dict) -> tuple[float, float] | None:
     """(launch_s, hide_s) of the pre-started launches, for :func:`paired.launch_plan` of a next run with this code: what a
     later launch costs when its imports were done beside the launch before it (its build after the release, warm-up,
     stopping), and how much of those imports the launch before must hide with its pairs (the imports, less the warm-up
     and stopping they run beside: this code pre-starts at the ready, ``settings["prestart_at"]``; runs before it
     pre-started after the warm-up). None without pre-started launches that record their imports."""
-    pre = [li for li in (r.get("launches") or [])[1:] if li.get("prestarted")]
+    pre = _prestarted(r)
     if not pre:
         return None
     try:
-        ready = fmean(max(li["ready"][s]["startup_wall_s"] for s in SIDES) for li in pre)
+        ready = fmean(map(_build_s, pre))
         imports = fmean(max(li["ready"][s]["timing_s"]["preload_s"] for s in SIDES) for li in pre)
     except (KeyError, TypeError):
         return None

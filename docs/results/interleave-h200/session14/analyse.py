@@ -78,7 +78,7 @@ def warmup_check():
     dirs = sorted(p.parent for p in HERE.parent.glob("session1[234]/raw*/*/blocks.jsonl"))
     for d in dirs:
         rep, blocks, _ = S13.read(d)
-        per = int(rep["settings"]["decomposition"].split("x")[1]) if rep["settings"].get("grain") == "micro" else 1
+        per = rep.get("micro_per_step") or 1  # a micro-grain record is one micro-batch
         r = []
         for w in blocks:
             if not w["warmup"] or w.get("calibration") or len(w["step_times_ms"]) < 2:
