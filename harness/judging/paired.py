@@ -280,7 +280,8 @@ def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl", le
 
     The within-launch residuals (each launch's log ratios minus its own summary, pooled) are scaled by sqrt(m / (m - 1))
     first: a launch of m pairs centred on itself keeps only (m - 1)/m of their variance, a half at 2 pairs. Without that,
-    19 launches of 2 pairs with no launch effect read a launch sd of 2.8% at a pair sd of 7% (simulated; 1.8% with it),
+    19 launches of 2 pairs with no launch effect read a launch sd of 2.8% at a pair sd of 7% (mean of 300 simulated runs;
+    1.0% with it: docs/results/interleave-h200/session14/short_launches.txt),
     and session 14's 20-launch H200 run of 2-3 pairs each read 5.2%.
 
     ``launch_sd_upper`` is a one-sided ``level`` upper bound: the summaries' variance at its chi-square bound on L - 1 df,
