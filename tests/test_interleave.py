@@ -7,6 +7,7 @@ power, the resident worker's plumbing, and CPU end-to-end runs of tiny-qwen3 (ma
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -437,6 +438,16 @@ def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
     launch_s, hide_s = il.prestart_costs(report)
     assert report["settings"]["prestart_at"] == "ready" and launch_s > 0 and hide_s >= 0
     assert sum(ln.startswith("pre-start: the 2 later launch(es) were built in") for ln in res.stdout.splitlines()) == 1
+    # a run that lost its report is judged from what it kept as the run judged itself
+    lost = tmp_path / "lost"
+    shutil.copytree(tmp_path / "out", lost)
+    (lost / "report.json").unlink()
+    (lost / "report.md").unlink()
+    assert il.recover(lost, out=lambda _: None) == (1 if report["verdict"]["outcome"] == "regression" else 0)
+    again = json.loads((lost / "report.json").read_text())
+    assert {k: again["verdict"][k] for k in ("outcome", "ratio", "lo", "hi", "pairs", "n_units")} == \
+        {k: report["verdict"][k] for k in ("outcome", "ratio", "lo", "hi", "pairs", "n_units")}
+    assert again["recovered"]["pairs"] == report["pairs"] and again["launch_sizes"] == report["launch_sizes"]
 
 
 @pytest.mark.slow
@@ -455,6 +466,36 @@ def test_a_budget_too_short_for_the_planned_pairs_still_gets_every_launch(tmp_pa
     assert "fitted" in report["launches"][0] and "so that the 2 later launch(es) fit in the budget" in res.stdout
     assert report["verdict"]["unit"] == "launch" and report["verdict"]["n_units"] == 3
     assert wall < 2.5 * 60 + 30, wall  # the budget, plus the report and the interpreter's own start
+
+
+@pytest.mark.slow
+def test_a_run_killed_before_its_report_is_recovered_from_what_it_kept(tmp_path):
+    """kill -9 of the whole process group (the machine lost, a job's timeout) in launch 2: no report.json, but
+    ``python -m harness recover`` judges the complete pairs kept, says so, and never writes over a report."""
+    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "40", "--launches", "2", "--seed", "8", "--warmup-steps", "1")
+    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    log, deadline = tmp_path / "out" / "blocks.jsonl", time.monotonic() + 300
+    while time.monotonic() < deadline and sum('"launch":2,' in ln and '"warmup":false' in ln
+                                              for ln in (log.read_text().splitlines() if log.exists() else [])) < 5:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    out = tmp_path / "out"
+    assert not (out / "report.json").exists() and json.loads((out / il.PROGRESS).read_text())["launches"][-1]["launch"] == 2
+    rec = [sys.executable, "-m", "harness", "recover", str(out)]
+    res = subprocess.run(rec, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    report = json.loads((out / "report.json").read_text())
+    kept = il.pairs_of(il.read_jsonl(log))
+    assert report["recovered"]["pairs"] == len(kept) == report["verdict"]["pairs"] >= 4 and report["recovered"]["launches"] == 2
+    assert report["verdict"]["outcome"] in ("pass", "inconclusive", "regression", "improvement") and len(report["launch_sizes"]) == 2
+    assert "stopped before its report, after" in res.stdout and (out / "report.md").exists()
+    res = subprocess.run(rec, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "already has report.json" in res.stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _residents(str(tmp_path)):  # the workers exit on their command pipe's end
+        time.sleep(0.2)
+    assert _residents(str(tmp_path)) == []
 
 
 def _cli(tmp_path, *extra, env=None):

@@ -1,8 +1,8 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | confirm | advise | history}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. A command prints one line and exits 2 on bad input;
-``compare``, ``ab``, ``interleave`` and ``confirm`` exit 1 on a regression (``interleave`` 3 when a worker died).
+``compare``, ``ab``, ``interleave``, ``recover`` and ``confirm`` exit 1 on a regression (``interleave`` 3 when a worker died).
 """
 
 from __future__ import annotations
@@ -106,6 +106,12 @@ def _cmd_interleave(a) -> int:
                       results_dir=a.results_dir, run_timeout=a.run_timeout, faults=os.environ.get("HARNESS_FAULTS"))
 
 
+def _cmd_recover(a) -> int:
+    from harness.commands.interleave import recover
+
+    return recover(a.results_dir)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -175,6 +181,10 @@ def parser() -> argparse.ArgumentParser:
     opt.add(il.add_argument, (opt.GPU, opt.WORKLOAD, *opt.INTERLEAVE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
             defaults={**run_defaults, "results_dir": "perf-results/interleave"}, required=("gpu", "workload", "decomposition", "block_steps", "pairs"))
     il.set_defaults(fn=_cmd_interleave)
+    rc = sub.add_parser("recover", help="judge an interleave run that stopped before its report (the machine lost, a kill -9, a job's "
+                        "timeout) from the blocks and launches its results dir kept; writes report.json and report.md, never over the run's own")
+    rc.add_argument("results_dir", help="the run's --results-dir (holds blocks.jsonl and progress.json)")
+    rc.set_defaults(fn=_cmd_recover)
     cf = sub.add_parser("confirm", help="re-measure each runtime regression of a suite report interleaved on this machine (A = the reference "
                         "environment, B = the one the report measured); unconfirmed ones raise no alert; writes the confirmed report.json")
     cf.add_argument("report", help="report.json of a suite session")

@@ -13,7 +13,9 @@ is slow, and 5 warm-up steps per side were 17 of a pre-started 1x4 launch's 22 s
 
 Every block is appended at once to ``<results-dir>/blocks.jsonl`` (side, launch, pair, position in the
 pair, k, step times, canary, wall clock, CPU time, phases), so an interrupted comparison keeps what it
-measured. The statistics (:mod:`harness.judging.paired`): per pair the log ratio of B's block metric
+measured; ``progress.json`` (settings and launches) is rewritten at each launch's start and end, so that
+``python -m harness recover DIR`` (:func:`recover`) can judge a run that never wrote its report (the machine lost,
+a kill -9, a job's timeout) from what it kept. The statistics (:mod:`harness.judging.paired`): per pair the log ratio of B's block metric
 over A's, a one-sided signed-rank test (or t, ``--test t``) against log(1 + threshold) at looks every ``--look-every`` pairs, alpha
 split over the planned looks, until conclusive or the pairs or ``--budget-minutes`` are spent.
 
@@ -111,6 +113,7 @@ def _sd(xs: list[float]) -> float | None:
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
+PROGRESS = "progress.json"  # settings and launches so far, rewritten at each launch's start and end (recover)
 AUTO_BLOCK_STEPS = {"step": 3, "micro": 1}  # measured on the H200: k = 3 for 4x1 blocks of steps, k = 1 at 1x4's micro grain
 
 
@@ -399,6 +402,11 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     blocks: list[dict] = []
     pair_wall: list[float] = []
 
+    def save_progress() -> None:  # what recover() needs if the run never reaches its report
+        write_json_atomic(root / PROGRESS, {"case": case, "t_start": t_start, "settings": settings, "orders": orders, "launches": launch_info})
+
+    save_progress()
+
     def over_budget(need_s: float) -> bool:
         return budget_minutes is not None and time.time() - t_start + need_s > budget_minutes * 60
 
@@ -466,6 +474,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                             "env": {s: ready[s].get("env") for s in SIDES}, "prestarted": bool(workers["a"].hold_cpus)}
                     info["pairs_planned"] = planned
                     launch_info.append(info)
+                    save_progress()
                     out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
                         f"(pairs {start + 1}-{end} planned)")
                     if hold_cpus and launch < launches:  # the next launch imports on the other CPUs meanwhile, from here on:
@@ -535,6 +544,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                 for s in SIDES:
                     workers[s].close()
                 info["close_s"] = time.time() - t_close
+                save_progress()
                 if stopped:
                     out(f"{stopped}: judging the pairs made")
                     break
@@ -552,26 +562,36 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         for wk in (nxt or {}).values():  # pre-started for a launch that did not come (a conclusive verdict, the budget)
             wk.kill()
 
+    return _finish(root, settings=settings, orders=orders, stopped=stopped, launch_info=launch_info, blocks=blocks, groups=groups,
+                   verdict=verdict, check=check, case=case, wall=time.time() - t_start, cpu=_children_cpu() - cpu_start,
+                   calibrated=calibration is not None, out=out)
+
+
+def _finish(root: Path, *, settings: dict, orders: list, stopped: str | None, launch_info: list[dict], blocks: list[dict],
+            groups: list[list[float]], verdict, check: pd.PairedCheck, case: str, wall: float, cpu: float | None, calibrated: bool,
+            out: Callable[[str], None], recovered: dict | None = None) -> int:
+    """The report of a comparison, from what it measured: the verdict (a last look at the pairs made where the run stopped
+    between looks), the analysis, the timing and the plan; printed, and written to report.json and report.md."""
     n_pairs = sum(map(len, groups))
     if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
         # a budget stop between looks: this last look replaces the next planned one, so alpha per look still holds
         verdict = check.decide(groups, case, None) if n_pairs >= 2 else None
-    wall = time.time() - t_start
-    cpu = _children_cpu() - cpu_start
-    summary = analyse(blocks, alpha=alpha, threshold=threshold, looks=len(plan.looks), metric=metric, drop_first=drop_first_step, session=session,
-                      test=test, unit=unit)
+    summary = analyse(blocks, alpha=settings["alpha"], threshold=settings["threshold"], looks=len(settings["looks"]), metric=settings["metric"],
+                      drop_first=settings["drop_first_step"], session=settings["session_id"], test=settings["test"], unit=settings["unit"])
     cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
     timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "close_s": sum(li.get("close_s", 0) for li in launch_info),
               "blocks_wall_s": sum(b["wall_s"] for b in blocks),
               "warmup_blocks_wall_s": sum(b["wall_s"] for b in blocks if b["warmup"]), "workers_cpu_s": cpu,
               "blocks_cpu_s": sum(b["cpu_s"] for b in blocks), "device": "gpu" if cuda else "cpu"}
     report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
-              "injected": injected_share(blocks) if calibration else None,
+              "injected": injected_share(blocks) if calibrated else None,
               "verdict": None if verdict is None else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details}}
+    if recovered:
+        report["recovered"] = recovered
     report["plan"] = plan_for(report)
     # what the regression-issue script reads from any report (.github/scripts/regression-issues.sh)
     env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
-    report.update(gpu=gpu, session_id=session, rows=[], versions=env_b.get("versions", {}),
+    report.update(gpu=settings["gpu"], session_id=settings["session_id"], rows=[], versions=env_b.get("versions", {}),
                   verdicts=[] if verdict is None else [{"kind": "interleaved", "case": case, "outcome": verdict.outcome,
                                                         "message": verdict.message}])
     lines = report_lines(report)
@@ -580,6 +600,37 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     write_json_atomic(root / "report.json", report)
     write_atomic(root / "report.md", markdown(report, lines))
     return EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0
+
+
+def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> int:
+    """Judge a comparison that stopped before writing its report (the machine lost, a kill -9, a job's timeout) from what
+    its results dir kept: every block (``blocks.jsonl``, appended as measured) and the settings and launches
+    (``progress.json``, rewritten at each launch's start and end). The verdict is a last look at the complete pairs kept,
+    as after a budget stop, so alpha per look holds; the report says what was recovered. Writes report.json and report.md,
+    never over a report the run wrote itself. Exit code as the run's: 1 on a regression, else 0."""
+    root = Path(results_dir)
+    if (root / "report.json").exists():
+        raise ValueError(f"{root} already has report.json: the run wrote its own report, nothing to recover")
+    if not (root / "blocks.jsonl").exists():
+        raise ValueError(f"no blocks.jsonl in {root}: not the results dir of an interleave run (its --results-dir)")
+    if not (root / PROGRESS).exists():
+        raise ValueError(f"no {PROGRESS} in {root}: it was written by a harness older than recover; judge its blocks.jsonl with "
+                         "harness.commands.interleave.analyse and the run's settings")
+    prog = json.loads((root / PROGRESS).read_text())
+    settings, launch_info = prog["settings"], prog["launches"]
+    blocks = [b for b in read_jsonl(root / "blocks.jsonl") if b.get("session_id") == settings["session_id"]]
+    groups = grouped(pairs_of(blocks), settings["metric"], settings["drop_first_step"])
+    n_pairs, ended = sum(map(len, groups)), max((b["started_at"] + b["wall_s"] for b in blocks), default=prog["t_start"])
+    made = max((b["launch"] for b in blocks), default=0)
+    recovered = {"pairs": n_pairs, "launches": made, "launches_planned": settings["launches"], "blocks": len(blocks),
+                 "last_block_end_s": ended - prog["t_start"]}
+    stopped = (f"stopped before its report, after {n_pairs} complete pairs in {made} of {settings['launches']} launches; "
+               f"recovered from {root}")
+    out(f"{prog['case']}: {stopped}")
+    check = pd.PairedCheck(settings["alpha"], settings["threshold"], len(settings["looks"]), test=settings["test"], unit=settings["unit"])
+    return _finish(root, settings=settings, orders=prog["orders"], stopped=stopped, launch_info=launch_info, blocks=blocks, groups=groups,
+                   verdict=None, check=check, case=prog["case"], wall=ended - prog["t_start"], cpu=None,
+                   calibrated=settings.get("inject_calibration") is not None, out=out, recovered=recovered)
 
 
 def _fresh_fallback(exc: Exception, *, settings: dict, root: Path, dec: str, repeats: int, out: Callable[[str], None], **ab_args) -> int:
@@ -666,8 +717,8 @@ def report_lines(r: dict) -> list[str]:
     dev = "GPU" if t["device"] == "gpu" else "CPU"
     out.append(f"time: {t['wall_s']:.0f} s wall ({dev} held), of which start-up {t['startup_s']:.0f} s over {len(r.get('launches') or [])} launch(es), "
                f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s), stopping {t.get('close_s', 0):.0f} s; "
-               f"worker CPU {t['workers_cpu_s']:.0f} s "
-               f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
+               + (f"worker CPU {t['workers_cpu_s']:.0f} s " if t.get("workers_cpu_s") is not None else "worker CPU not known (recovered) ")
+               + f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
     if (pw := prestart_line(r)) is not None:
         out.append(pw)
     return out
