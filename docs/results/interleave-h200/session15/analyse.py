@@ -17,6 +17,11 @@ c. The host: the canary (a fixed CPU loop before each block) per launch and side
 d. Plans for 10 GPU-minutes at this run's costs and noise (paired.launch_plan, least regret between the launch sd's
    estimate and its 90% bound), the nightly's 16 launches at the same costs, and both drawn from the run's own pairs
    (symmetrised, with a N(0, launch sd) offset per launch; launch_unit.draw).
+e. The warm-up order. A launch warms up A first when its number is odd, B first when even (interleave: the order
+   alternates by launch). Over every stored run of 4 or more launches with both orders (docs/results/interleave-h200 and
+   interleave-cpu): the mean launch HL log ratio of A-first launches minus that of B-first ones (negative: the side that
+   warms up first is slower for the rest of its launch), a sign test over runs (scipy.stats.binomtest), and what an
+   analysis blocked by the order (t with L - 2 df on the residuals within the two orders) would do to each run's MDS.
 """
 
 import math
@@ -26,6 +31,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+from scipy import stats
 
 from harness.commands import interleave as il
 from harness.files import read_jsonl
@@ -147,6 +153,48 @@ def section_d(r14, by, later, pairs):
               f"{p.pairs_per_launch}: {p.mds:.2%}")
 
 
+def order_effect(run_dir):
+    """(launches, A-first minus B-first mean launch HL log ratio, plain MDS, MDS blocked by the warm-up order), or None."""
+    blocks = read_jsonl(run_dir / "blocks.jsonl")
+    pairs = il.pairs_of(blocks)
+    first = {}
+    for x in sorted((x for x in blocks if x["warmup"] and not x.get("calibration")), key=lambda x: x["started_at"]):
+        first.setdefault(x["launch"], x["side"])
+    hl = {"a": [], "b": []}
+    for n, xs in zip(sorted({p["launch"] for p in pairs}), il.grouped(pairs)):
+        hl[first[n]].append(pd.hodges_lehmann(xs))
+    a, b = np.array(hl["a"]), np.array(hl["b"])
+    n = len(a) + len(b)
+    if n < 4 or min(len(a), len(b)) < 2:
+        return None
+
+    def mds(se, df):
+        return (stats.t.ppf(0.99, df) + stats.t.ppf(0.9, df)) * se
+
+    plain = mds(np.concatenate([a, b]).std(ddof=1) / math.sqrt(n), n - 1)
+    within = math.sqrt((((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum()) / (n - 2))
+    return n, float(a.mean() - b.mean()), plain, mds(within * 0.5 * math.sqrt(1 / len(a) + 1 / len(b)), n - 2)
+
+
+def section_e():
+    print("\n\ne. the warm-up order: A-first launches (odd) against B-first ones (even), over the stored runs of 4+ launches\n")
+    results = HERE.parent.parent
+    for name in ("interleave-h200", "interleave-cpu"):
+        rows = [(d.relative_to(results), r) for d in sorted(p.parent for p in (results / name).rglob("blocks.jsonl"))
+                if (r := order_effect(d)) is not None]
+        diffs = np.array([r[1] for _, r in rows])
+        neg = int((diffs < 0).sum())
+        ci = stats.t.interval(0.95, len(diffs) - 1, diffs.mean(), stats.sem(diffs))
+        better = sum(r[3] < r[2] for _, r in rows)
+        ratio = np.median([r[3] / r[2] for _, r in rows])
+        print(f"  {name}: {len(rows)} runs; A-first minus B-first {diffs.mean():+.2%} [95% {ci[0]:+.2%}, {ci[1]:+.2%}] (mean over runs); "
+              f"negative in {neg}, sign test p = {stats.binomtest(neg, len(rows)).pvalue:.3f}; blocked by the order, the MDS is lower in "
+              f"{better} of {len(rows)}, median ratio x{ratio:.3f}")
+        for d, r in rows:
+            if abs(r[1]) >= 0.05:
+                print(f"    {str(d):<52} {r[0]:2d} launches: {r[1]:+.2%}; MDS plain {r[2]:.2%}, blocked {r[3]:.2%}")
+
+
 def main():
     print("issue 13 on the H200, session 15\n")
     blocks = read_jsonl(RUN / "blocks.jsonl")
@@ -155,6 +203,7 @@ def main():
     by, later = section_b(blocks)
     section_c(blocks, il.analyse(blocks, **SETTINGS))
     section_d(r14, by, later, pairs)
+    section_e()
 
 
 if __name__ == "__main__":
