@@ -80,14 +80,14 @@ def fake_gh(tmp_path):
     env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", FAKE_GH_LOG=str(log),
                FAKE_GH_ISSUES=str(issues), GH_TOKEN="x", PERF_ENV="latest", RUN_URL="https://example.invalid/run/1")
 
-    def run(report: dict | None, open_issues: list[dict] = ()):
+    def run(report: dict | None, open_issues: list[dict] = (), **extra_env: str):
         issues.write_text(json.dumps(list(open_issues)))
         path = tmp_path / "report.json"
         if report is None:
             path.unlink(missing_ok=True)
         else:
             path.write_text(json.dumps(report))
-        proc = subprocess.run(["bash", str(ISSUE_SCRIPT)], env=dict(env, REPORT=str(path)),
+        proc = subprocess.run(["bash", str(ISSUE_SCRIPT)], env=dict(env, REPORT=str(path), **extra_env),
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         calls = [json.loads(line) for line in log.read_text().splitlines()]
@@ -188,11 +188,36 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart' in run and "--grain auto" in run
     assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run  # each case as the A/B step runs it
-    assert "perf-results/confirm/report.json" in steps["Open or update regression issues"]["run"]
+    assert steps["Open or update regression issues"]["env"]["CONFIRM"] == "perf-results/confirm/report.json"
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))
     titles = [c[c.index("--title") + 1] for c in filed if c[:2] == ["issue", "create"]]
     assert titles and not any(" runtime " in t for t in titles)
+
+
+def test_a_confirmation_cut_short_leaves_runtime_timings_unconfirmed(fake_gh, tmp_path):
+    """CONFIRM names the confirmation's report. Present, it is the report the issues come from; set but missing (the
+    confirmation cut short, or failed before its report), the stored baseline's runtime regressions open no issue,
+    while its other verdicts (a failed run, an ordering) still do."""
+    def titles(calls):
+        return sorted(c[c.index("--title") + 1] for c in calls if c[:2] == ["issue", "create"])
+
+    missing = titles(fake_gh(REPORT, CONFIRM=str(tmp_path / "confirm" / "report.json")))
+    assert missing == ["perf regression: l4 latest memory qwen3-1.7b-lora-2x2", "perf regression: l4 latest ordering qwen3-1.7b-lora"]
+    confirmed = tmp_path / "confirmed.json"
+    confirmed.write_text(json.dumps(dict(REPORT, verdicts=REPORT["verdicts"][:1])))
+    assert titles(fake_gh(REPORT, CONFIRM=str(confirmed))) == ["perf regression: l4 latest runtime qwen3-1.7b-lora-1x4"]
+
+
+def test_nightly_recovers_interleaved_comparisons_cut_short_before_the_upload():
+    import yaml
+
+    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]
+    names = [s.get("name") for s in steps]
+    rec = steps[names.index("Recover interleaved comparisons cut short")]
+    assert rec["if"] == "always()" and names.index("Recover interleaved comparisons cut short") < names.index("Upload results")
+    assert "perf-results/ab/*/" in rec["run"] and "perf-results/confirm/*/" in rec["run"] and "-m harness recover" in rec["run"]
+    assert '! -e "$d/report.json"' in rec["run"]  # never over a run's own report
 
 
 def _history_job() -> tuple[dict, dict, dict]:

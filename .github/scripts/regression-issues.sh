@@ -17,11 +17,24 @@
 #   PERF_ENV   tox environment of the run (pinned, latest, ...)   required
 #   RUN_URL    link to the workflow run                           optional
 #   REPORT     report path (default perf-results/report.json)     optional
+#   CONFIRM    the interleaved confirmation's report              optional
+#              (perf-results/confirm/report.json): when it exists it is the report; when set but missing (the
+#              confirmation was cut short, or failed before its report) runtime regressions are unconfirmed
+#              timings of the stored baseline and open no issue; the other verdicts still do
 #   LABEL      issue label (default perf-regression)              optional
 # Needs bash, jq and gh.
 set -euo pipefail
 
 REPORT=${REPORT:-perf-results/report.json}
+skip_runtime=0
+if [[ -n "${CONFIRM:-}" ]]; then
+  if [[ -s "$CONFIRM" ]]; then
+    REPORT=$CONFIRM
+  else
+    skip_runtime=1
+    echo "::warning::regression-issues: no confirmation report at $CONFIRM; the runtime regressions of $REPORT are unconfirmed and open no issue" >&2
+  fi
+fi
 LABEL=${LABEL:-perf-regression}
 RUN_URL=${RUN_URL:-}
 : "${PERF_ENV:?set PERF_ENV to the tox environment of the run (pinned, latest, pre)}"
@@ -41,9 +54,10 @@ session=$(jq -r '.session_id // ""' "$REPORT")
 versions=$(jq -r '(.versions // {}) | to_entries | map("| \(.key) | `\(.value)` |") | .[]' "$REPORT")
 
 # one line per title: {"title": ..., "verdicts": [...]}; titles must not carry quotes (they go into a search)
-groups=$(jq -c --arg gpu "$gpu" --arg env "$PERF_ENV" '
+groups=$(jq -c --arg gpu "$gpu" --arg env "$PERF_ENV" --arg skip "$skip_runtime" '
   (.rows // [] | map({key: "\(.workload)-\(.decomposition)", value: .where}) | from_entries) as $where
   | [.verdicts // [] | .[] | select(.outcome == "regression" or .outcome == "fail")
+   | select($skip == "0" or .kind != "runtime" or .outcome != "regression")
    | . + {title: ("perf regression: \($gpu) \($env) \(.kind) \(.case)" | gsub("[\"\\\\]"; "")),
           where: (if .kind == "runtime" then $where[.case] else null end)}]
   | group_by(.title) | .[] | {title: .[0].title, verdicts: .}' "$REPORT")
