@@ -195,8 +195,11 @@ PRESTART = Opt(("--prestart",), "prestart", "import the next launch's two worker
 WARMUP_STEPS = Opt(("--warmup-steps",), "warmup_steps", "steps per side at the start of every launch, not judged (default: the workload's "
                    "[measure] warmup_steps); on the H200 only a launch's first step is slow (docs/results/interleave-h200/session10)",
                    type=parse_positive_int)
+WARM_APART = Opt(("--warm-apart",), "warm_apart", "with --prestart: each side of a later launch builds and warms up on its own half of the "
+                 "spare CPUs, both at once, then moves to --cpus for the pairs (a later launch then costs about one side's build and "
+                 "warm-up instead of both in turn: docs/results/interleave-h200/session16)", action="store_true")
 INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
-              WARMUP_STEPS, DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, PRESTART, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
+              WARMUP_STEPS, DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, PRESTART, WARM_APART, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
 
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)

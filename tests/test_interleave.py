@@ -744,6 +744,29 @@ def test_injected_share_is_the_casts_against_the_rest_of_the_step():
     assert injected_share([b for b in blocks if b["side"] == "a"]) is None
 
 
+@pytest.mark.slow
+def test_warm_apart_builds_and_warms_up_off_the_measured_cpu_then_moves_home(tmp_path):
+    """--warm-apart: a pre-started launch's two workers build and warm up on the hold CPUs (here the one spare CPU, both at
+    once) and are moved onto --cpus before the pairs; each worker itself reports where it built and where it was moved."""
+    args, env = _cli(tmp_path, "--block-steps", "1", "--pairs", "4", "--launches", "2", "--cpus", "0", "--prestart", "--warm-apart",
+                     "--seed", "5", "--warmup-steps", "1")
+    res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    first, later = report["launches"]
+    assert report["settings"]["warm_apart"] is True and "warm_apart" not in first and [first["ready"][s]["cpus"] for s in "ab"] == [[0], [0]]
+    assert later["prestarted"] and [later["ready"][s]["cpus"] for s in "ab"] == [[1], [1]]  # built on the spare CPU
+    assert later["warm_apart"] == {s: {"warm_cpus": [1], "home": [0]} for s in "ab"}  # and moved home by the worker itself
+    blocks = [json.loads(ln) for ln in (tmp_path / "out" / "blocks.jsonl").read_text().splitlines()]
+    assert sorted((b["launch"], b["side"]) for b in blocks if b["warmup"]) == [(1, "a"), (1, "b"), (2, "a"), (2, "b")]
+    assert sum(not b["warmup"] for b in blocks) == 8 and _residents(str(tmp_path)) == []
+
+
+def test_warm_cpus_split_the_hold_cpus_between_the_sides():
+    assert il.warm_cpus([1, 2, 3, 4, 5]) == {"a": [1, 2], "b": [3, 4, 5]}
+    assert il.warm_cpus([7]) == {"a": [7], "b": [7]}
+
+
 # ---------------------------------------------------------------------------------------------
 # The command without training: input errors, and the analysis of block records
 # ---------------------------------------------------------------------------------------------
@@ -751,6 +774,7 @@ def test_injected_share_is_the_casts_against_the_rest_of_the_step():
     (("--pairs", "3", "--launches", "2"), "error: --pairs 3 is too few for 2 launches: every launch needs at least 2 pairs (pass --pairs 4 or more)"),
     (("--pairs", "12", "--python-b", "/nonexistent/python"), "error: --python-b /nonexistent/python: not an executable Python"),
     (("--pairs", "12", "--prestart"), "error: --prestart needs --cpus and CPUs outside them to import the next launch's workers on"),
+    (("--pairs", "12", "--warm-apart"), "error: --warm-apart needs --prestart: only a pre-started launch has CPUs outside --cpus to warm up on"),
     (("--pairs", "12", "--warmup-steps", "0"), "usage:"),
     (("--pairs", "12", "--grain", "micro"), "error: --grain micro needs one decomposition with gradient accumulation (grad-accum > 1), "
                                             "got 4x1: use the default --grain step"),

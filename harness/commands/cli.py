@@ -102,7 +102,7 @@ def _cmd_interleave(a) -> int:
                       inject_work_b_percent=a.inject_work_b_percent, block_steps=a.block_steps, grain=a.grain, pairs=a.pairs,
                       launches=a.launches, look_every=a.look_every, budget_minutes=a.budget_minutes, alpha=a.alpha, threshold=a.threshold,
                       warmup_steps=a.warmup_steps, seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default, block_metric=a.block_metric,
-                      fallback_repeats=a.fallback_repeats, skip_same_versions=a.skip_same_versions, test=a.test, unit=a.unit, prestart=a.prestart, workloads_dir=a.workloads_dir,
+                      fallback_repeats=a.fallback_repeats, skip_same_versions=a.skip_same_versions, test=a.test, unit=a.unit, prestart=a.prestart, warm_apart=a.warm_apart, workloads_dir=a.workloads_dir,
                       results_dir=a.results_dir, run_timeout=a.run_timeout, faults=os.environ.get("HARNESS_FAULTS"))
 
 

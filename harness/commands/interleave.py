@@ -131,6 +131,13 @@ def resolve_grain(grain: str, block_steps: int | str, dec, dec_b) -> tuple[str, 
     return grain, block_steps
 
 
+def warm_cpus(hold: list[int]) -> dict[str, list[int]]:
+    """Where each side of a launch warming up apart builds and warms up: A the first half of the hold CPUs, B the rest
+    (one hold CPU: both on it, still at once)."""
+    half = max(1, len(hold) // 2)
+    return {"a": hold[:half], "b": hold[half:] or hold[:half]}
+
+
 def default_unit(launches: int) -> str:
     """The unit of replication when none is asked for: the launch from :data:`paired.MIN_LAUNCH_UNIT` launches on."""
     return "launch" if launches >= pd.MIN_LAUNCH_UNIT else "pair"
@@ -311,7 +318,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                cpus: list[int] | None = None, malloc_default: bool = False, block_metric: str = DEFAULT_METRIC,
                workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/interleave", run_timeout: float = 1800.0,
                fallback_repeats: int = 5, skip_same_versions: bool = False, test: str = "rank", unit: str | None = None, prestart: bool = False,
-               warmup_steps: int | None = None, faults: str | None = None, out: Callable[[str], None] = print) -> int:
+               warmup_steps: int | None = None, warm_apart: bool = False, faults: str | None = None, out: Callable[[str], None] = print) -> int:
     """Run the interleaved comparison (module docstring); exit code 1 on a regression, 3 when a worker died, else 0.
 
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
@@ -319,6 +326,9 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     (:class:`~harness.measuring.resident.ResidentWorker` ``hold_cpus``), so a launch's start-up is only their build.
     ``warmup_steps``: steps per side at the start of every launch, left out of the verdict (default: the workload's
     ``[measure] warmup_steps``).
+    ``warm_apart`` (with ``prestart``): each side of a pre-started launch builds its trainer and runs its warm-up on its own
+    half of the hold CPUs, both sides at once, and moves to ``cpus`` before the first pair; a later launch then costs about
+    the slower side's build and warm-up instead of both sides' in turn on the measured CPU (:func:`warm_cpus`).
     ``grain`` "micro": A and B take turns at single micro-batches of gradient accumulation, in an order drawn per unit;
     the ``block_steps`` x grad-accum units of each side make a pair's blocks (:func:`merge_units`), whose ratio is
     a ratio of step times as at the default "step" grain. The warm-up and the calibration stay in steps. "auto": micro where
@@ -347,6 +357,8 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         if not cpus or not hold_cpus:
             raise ValueError("--prestart needs --cpus and CPUs outside them to import the next launch's workers on "
                              f"(this process may use {sorted(os.sched_getaffinity(0))}; pass --cpus with fewer of them)")
+    if warm_apart and not prestart:
+        raise ValueError("--warm-apart needs --prestart: only a pre-started launch has CPUs outside --cpus to warm up on")
     unit = unit or default_unit(launches)
     check = pd.PairedCheck(alpha, threshold, len(plan.looks), test=test, unit=unit)
     py = {"a": interpreter(python_a, "a"), "b": interpreter(python_b, "b")}
@@ -379,7 +391,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                 "inject_slowdown_b": inject_slowdown_b, "inject_work_b": inject_work_b, "inject_work_b_percent": inject_work_b_percent,
                 "inject_kind": inject_kind, "block_steps": block_steps, "grain": grain, "pairs": pairs,
                 "launches": launches, "look_every": look_every, "looks": list(plan.looks), "budget_minutes": budget_minutes, "alpha": alpha,
-                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "prestart_at": "ready" if prestart else None, "hold_cpus": hold_cpus, "cpus": cpus, "malloc_default": malloc_default,
+                "threshold": threshold, "seed": seed, "drop_first_step": drop_first_step, "phases": not no_phases, "metric": metric, "test": test, "unit": unit, "prestart": prestart, "prestart_at": "ready" if prestart else None, "hold_cpus": hold_cpus, "warm_apart": warm_apart, "cpus": cpus, "malloc_default": malloc_default,
                 "warmup_steps": warmup, "session_id": session}
     injected = ", ".join(x for x in (f"+{inject_slowdown_b:.0%} injected sleep" if inject_slowdown_b else "",
                                      f"inject-work sized on this machine for +{inject_work_b_percent:g}%" if inject_work_b_percent
@@ -425,9 +437,10 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
         return rec
 
     def make_workers(launch: int, hold: list[int] | None) -> dict:
+        apart = warm_cpus(hold) if hold and warm_apart else {}
         return {s: ResidentWorker(s.upper(), w, dec if s == "a" else dec_b, root / "work", gpu=gpu, launch=launch, python=py[s], phases=not no_phases,
                                   fault=fault.get((s, launch)), cpus=cpus, malloc_default=malloc_default, timeout_s=run_timeout, hold_cpus=hold,
-                                  inject_kind=inject_kind, **switches[s]) for s in SIDES}
+                                  inject_kind=inject_kind, warm_cpus=apart.get(s), **switches[s]) for s in SIDES}
 
     nxt: dict | None = None  # the next launch's pre-started workers (--prestart)
 
@@ -483,9 +496,16 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
                             nxt[s].start(wait=False)
                     t_warm = time.time()
                     amount = {"a": hook_a, "b": calibration["casts"] if calibration else None}
-                    for s in (SIDES if launch % 2 else SIDES[::-1]):
-                        record(s, launch, workers[s].block(warmup, inject=amount[s]) | _amount(amount[s]), pair=None, position=None, order=None,
-                               warmup=True)
+                    if workers["a"].warm_cpus:  # both sides at once, each on its own CPUs, then home to the measured ones
+                        for s in SIDES:
+                            workers[s].send_block(warmup, inject=amount[s])
+                        for s in SIDES:
+                            record(s, launch, workers[s].recv_block() | _amount(amount[s]), pair=None, position=None, order=None, warmup=True)
+                        info["warm_apart"] = {s: {"warm_cpus": workers[s].warm_cpus, "home": workers[s].pin_home()} for s in SIDES}
+                    else:
+                        for s in (SIDES if launch % 2 else SIDES[::-1]):
+                            record(s, launch, workers[s].block(warmup, inject=amount[s]) | _amount(amount[s]), pair=None, position=None, order=None,
+                                   warmup=True)
                     info["warmup_s"] = time.time() - t_warm
                     if inject_work_b_percent and calibration is None:
                         calibration = calibrate_injection(

@@ -40,6 +40,11 @@ of 23-27 s per launch on the H200 with both workers on one CPU). A pre-started w
 :meth:`ResidentWorker.release` (``{"cmd": "go"}``) it moves all its threads to its own ``cpus`` and builds its
 trainer, the only part of the start-up left in the launch. Each launch is still a fresh process of its own.
 
+**Warm apart** (``warm_cpus``): a worker given CPUs of its own for its start builds its trainer and runs its warm-up
+blocks there, so that the two sides of a launch do both at once instead of in turn on the one measured CPU; then
+``{"cmd": "pin"}`` (:meth:`ResidentWorker.pin_home`), answered by ``{"event": "pinned", "cpus": [...]}``, moves all its
+threads to ``cpus`` before its first measured block. Warm-up blocks are never judged, so where they ran does not matter.
+
 The parent never imports torch. A worker runs in its own process group, killed on :meth:`ResidentWorker.close`,
 on any exception (Ctrl-C, and SIGTERM under :func:`harness.measuring.runner.sigterm_as_interrupt`) and on
 a timeout, exactly as :func:`harness.measuring.runner.run_one` does; a worker whose parent dies without
@@ -125,9 +130,10 @@ def _gate_class():
     class BlockGate(MeasureCallback):
         """MeasureCallback that runs the Trainer in blocks of k steps on the parent's command (module docstring)."""
 
-        def __init__(self, recorder, channel: _Channel):
+        def __init__(self, recorder, channel: _Channel, home_cpus: list[int] | None = None):
             super().__init__(recorder)
             self.chan = channel
+            self.home_cpus = home_cpus  # where the "pin" command moves a worker that warmed up apart
             self.cuda = isinstance(recorder.clock, CudaClock)
             self.info: dict = {}  # sent with "ready"; filled in by main() once the trainer is built
             self.left = 0  # steps (micro-batches, with ``micro``) left in the current block
@@ -186,11 +192,16 @@ def _gate_class():
 
         def _wait(self, control) -> None:
             msg = self.chan.recv()
+            while msg is not None and msg.get("cmd") == "pin":  # home to the measured CPUs after a warm-up apart
+                if self.home_cpus:
+                    pin(self.home_cpus)
+                self.chan.send({"event": "pinned", "cpus": sorted(os.sched_getaffinity(0))})
+                msg = self.chan.recv()
             if msg is None or msg.get("cmd") == "stop":
                 control.should_training_stop = True
                 return
             if msg.get("cmd") != "block" or int(msg.get("k", 0)) < 1:
-                raise ValueError(f"resident worker: unknown command {msg!r}; expected block with k >= 1, or stop")
+                raise ValueError(f"resident worker: unknown command {msg!r}; expected block with k >= 1, pin, or stop")
             if msg.get("inject") is not None:  # the amount of injected work for this block (calibrated by the parent)
                 if self.inject is None:
                     raise ValueError("resident worker: a block asks for injected work, but this worker was started without it")
@@ -247,12 +258,14 @@ def main(argv: list[str]) -> int:
             raise ValueError(f"resident worker: unknown command {msg!r} while held; expected go or stop")
         timing["held_s"] = time.time() - t_main - timing["preload_s"]
         t_main = time.time()
-    if req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
+    if req.get("warm_cpus"):  # warm apart: build and warm up on CPUs of its own, beside the other side; "pin" moves it home
+        pin(req["warm_cpus"])
+    elif req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
         pin(req["cpus"])
     gates = []
 
     def gate(recorder):
-        gates.append(_gate_class()(recorder, chan))
+        gates.append(_gate_class()(recorder, chan, req.get("cpus")))
         return gates[0]
 
     try:
@@ -307,12 +320,13 @@ class ResidentWorker:
     def __init__(self, name: str, workload: Workload, decomposition: Decomposition, work_dir: str | Path, *, gpu: str,
                  launch: int = 1, python: str | None = None, phases: bool = True, inject_slowdown: float = 0.0, inject_work: int = 0,
                  fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = 1800.0,
-                 hold_cpus: list[int] | None = None, inject_kind: str = "casts"):
+                 hold_cpus: list[int] | None = None, inject_kind: str = "casts", warm_cpus: list[int] | None = None):
         self.name, self.workload, self.decomposition, self.gpu, self.launch = name, workload, decomposition, gpu, launch
         self.python, self.phases, self.inject_slowdown, self.inject_work, self.fault = python, phases, inject_slowdown, inject_work, fault
         self.timeout_s, self.cpus, self.malloc_default = timeout_s, list(cpus) if cpus else None, malloc_default
         self.hold_cpus = list(hold_cpus) if hold_cpus else None  # pre-start: import there, build on release()
         self.inject_kind = inject_kind  # casts, or host work (InjectWork kind)
+        self.warm_cpus = list(warm_cpus) if warm_cpus else None  # build and warm up there; pin_home() then moves it to cpus
         self.released_at: float | None = None
         self.held: dict | None = None
         self.work_dir = Path(work_dir)
@@ -339,7 +353,8 @@ class ResidentWorker:
         write_json_atomic(self.req_path, {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
                                           "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
                                           "inject_kind": self.inject_kind, "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()}
-                          | ({"hold": True, "hold_cpus": self.hold_cpus} if self.hold_cpus else {}))
+                          | ({"hold": True, "hold_cpus": self.hold_cpus} if self.hold_cpus else {})
+                          | ({"warm_cpus": self.warm_cpus} if self.warm_cpus else {}))
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         self.started_at = time.time()
@@ -370,7 +385,7 @@ class ResidentWorker:
         env = worker_environ(self.gpu)
         if not self.malloc_default:
             env.update(STABLE_MALLOC)
-        if self.hold_cpus and self.cpus:  # OpenMP sizes its pool from the CPUs it sees when torch loads: the hold CPUs
+        if (self.hold_cpus or self.warm_cpus) and self.cpus:  # OpenMP sizes its pool from the CPUs it sees when torch loads: the hold CPUs
             for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # of a pre-started worker. 14 threads on one CPU made a
                 env.setdefault(var, str(len(self.cpus)))      # trainer's set-up 35 s instead of 2.5 s on the H200
         return env
@@ -398,18 +413,28 @@ class ResidentWorker:
         """Run ``k`` optimizer steps now (with ``inject`` casts of injected work per LoRA forward, when given); the block's report.
         With ``micro``, ``k`` micro-batches of gradient accumulation instead (the last one of a step includes its optimizer
         step); the report's ``step_times_ms`` is then the one synchronized wall time of those micro-batches."""
+        self.send_block(k, inject, micro)
+        return self.recv_block()
+
+    def send_block(self, k: int, inject: float | None = None, micro: bool = False) -> None:
+        """Start a block (:meth:`block`) without waiting for it: two workers warming up apart run theirs at once."""
         if k < 1:
             raise ValueError(f"block needs k >= 1, got {k}")
         self.wait_ready()
+        self._guarded(lambda: self._send({"cmd": "block", "k": int(k)} | ({"inject": float(inject)} if inject is not None else {})
+                                         | ({"micro": True} if micro else {}), f"before block {self.blocks + 1}"))
 
-        def run():
-            self._send({"cmd": "block", "k": int(k)} | ({"inject": float(inject)} if inject is not None else {})
-                       | ({"micro": True} if micro else {}), f"before block {self.blocks + 1}")
-            return self._expect("block", f"during block {self.blocks + 1}")
-
-        rep = self._guarded(run)
+    def recv_block(self) -> dict:
+        """The report of the block started by :meth:`send_block`."""
+        rep = self._guarded(lambda: self._expect("block", f"during block {self.blocks + 1}"))
         self.blocks += 1
         return rep
+
+    def pin_home(self) -> list[int]:
+        """Move a worker that built and warmed up on ``warm_cpus`` onto its measured ``cpus``; the CPUs it reports."""
+        self.wait_ready()
+        self._guarded(lambda: self._send({"cmd": "pin"}, "while moving it to its measured CPUs"))
+        return self._guarded(lambda: self._expect("pinned", "while moving it to its measured CPUs"))["cpus"]
 
     def stop(self) -> None:
         """Ask the worker to stop (training ends cleanly) without waiting for it; :meth:`close` waits. Stopping
