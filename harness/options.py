@@ -218,10 +218,10 @@ MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro",
 ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, SCREEN, CPUS, MEMORY_LIMIT_MICRO)
 
 # confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
-CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS)
+CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, WARM_APART, FALLBACK_REPEATS)
 
 # the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
-INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, FALLBACK_REPEATS),
+INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, WARM_APART, FALLBACK_REPEATS),
                               python_b="also compare every selected case against the environment of this interpreter, interleaved on this "
                               "machine in blocks of steps on two resident workers (python -m harness interleave, A = this interpreter); "
                               "its verdicts are the test_interleaved tests",

@@ -187,6 +187,7 @@ def perf_interleave(request):
                           block_steps=o("interleave_block_steps"), grain=o("interleave_grain"), pairs=o("interleave_pairs"), launches=o("interleave_launches"),
                           look_every=o("interleave_look_every"), budget_minutes=o("interleave_budget_minutes"),
                           warmup_steps=o("interleave_warmup_steps"), cpus=o("interleave_cpus"), prestart=o("interleave_prestart"),
+                          warm_apart=o("interleave_warm_apart"),
                           fallback_repeats=o("interleave_fallback_repeats"), workloads_dir=_workloads_dir(config), results_dir=out_dir,
                           run_timeout=o("run_timeout"), out=_progress(config))
         path = out_dir / "report.json"  # an earlier session's report in the same dir is not this comparison's

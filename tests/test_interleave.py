@@ -760,6 +760,9 @@ def test_warm_apart_builds_and_warms_up_off_the_measured_cpu_then_moves_home(tmp
     blocks = [json.loads(ln) for ln in (tmp_path / "out" / "blocks.jsonl").read_text().splitlines()]
     assert sorted((b["launch"], b["side"]) for b in blocks if b["warmup"]) == [(1, "a"), (1, "b"), (2, "a"), (2, "b")]
     assert sum(not b["warmup"] for b in blocks) == 8 and _residents(str(tmp_path)) == []
+    # the two warm-up blocks of launch 2 ran at once: the time line counts that stretch once, not each block's wall
+    warm1 = sum(b["wall_s"] for b in blocks if b["warmup"] and b["launch"] == 1)
+    assert report["timing"]["warmup_blocks_wall_s"] == pytest.approx(warm1 + later["warmup_s"])
 
 
 def test_warm_cpus_split_the_hold_cpus_between_the_sides():

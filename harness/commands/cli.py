@@ -35,7 +35,7 @@ def _cmd_confirm(a) -> int:
     from harness.commands.confirm import confirm
 
     return confirm(a.report, python_a=a.python_a, python_b=a.python_b, block_steps=a.block_steps, grain=a.grain, pairs=a.pairs, launches=a.launches,
-                   look_every=a.look_every, budget_minutes=a.budget_minutes, warmup_steps=a.warmup_steps, cpus=a.cpus, prestart=a.prestart, fallback_repeats=a.fallback_repeats, alpha=a.alpha,
+                   look_every=a.look_every, budget_minutes=a.budget_minutes, warmup_steps=a.warmup_steps, cpus=a.cpus, prestart=a.prestart, warm_apart=a.warm_apart, fallback_repeats=a.fallback_repeats, alpha=a.alpha,
                    threshold=a.threshold, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 

@@ -599,9 +599,11 @@ def _finish(root: Path, *, settings: dict, orders: list, stopped: str | None, la
     summary = analyse(blocks, alpha=settings["alpha"], threshold=settings["threshold"], looks=len(settings["looks"]), metric=settings["metric"],
                       drop_first=settings["drop_first_step"], session=settings["session_id"], test=settings["test"], unit=settings["unit"])
     cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
+    apart = {li["launch"]: li["warmup_s"] for li in launch_info if li.get("warm_apart") and li.get("warmup_s") is not None}
+    warm_wall = sum(b["wall_s"] for b in blocks if b["warmup"] and b["launch"] not in apart) + sum(apart.values())  # at once: its wall, once
     timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "close_s": sum(li.get("close_s", 0) for li in launch_info),
-              "blocks_wall_s": sum(b["wall_s"] for b in blocks),
-              "warmup_blocks_wall_s": sum(b["wall_s"] for b in blocks if b["warmup"]), "workers_cpu_s": cpu,
+              "blocks_wall_s": sum(b["wall_s"] for b in blocks if not b["warmup"]) + warm_wall,
+              "warmup_blocks_wall_s": warm_wall, "workers_cpu_s": cpu,
               "blocks_cpu_s": sum(b["cpu_s"] for b in blocks), "device": "gpu" if cuda else "cpu"}
     report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
               "injected": injected_share(blocks) if calibrated else None,
