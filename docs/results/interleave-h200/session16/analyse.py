@@ -96,7 +96,7 @@ def section_b(runs):
     print(f"  session 15 aa10-1x4 (sequential)           {'':>6} {'':>8} {'':>9} {later15:6.1f}   (warm-up + gap, from its blocks)")
 
     print("\n  moving home: each side's first measured step / the median measured step of its launch (1x4: merged micro-batches)")
-    for name, (rep, blocks) in runs.items():
+    for name, (_rep, blocks) in runs.items():
         pairs = il.pairs_of(blocks)
         by = {}
         for p in pairs:
