@@ -20,11 +20,15 @@ c. The MDS confirmed by simulation: launches of each run's own pairs (drawn with
    replacement, then pairs from its own residuals: launches that were noisier than others stay so; Levene's test of equal
    spread across launches, on the residuals, says whether that matters); at the launch sd by moments and at its
    90% bound; the smallest slowdown the launch-unit t test (alpha 0.01, one-sided against ratio 1) finds in 90% of
-   replicates (launch_unit.mds); and the false-alarm rate of the run's own verdict rule (alpha 0.05 against +2%) at no
+   replicates (launch_unit.mds); the same from the run's launch HL estimates themselves (centred, symmetrised, 16 redrawn:
+   no model of the pairs, only of the launches), with the t figure from their sd and at its chi-square 90% upper bound
+   (15 df); and the false-alarm rate of the run's own verdict rule (alpha 0.05 against +2%) at no
    slowdown.
 d. The injected run: B's host work per step by its own clock against B's step without it (interleave.injected_share: the
    nominal slowdown) and the slowdown measured.
 e. What the cheaper launch alone is worth, by the plan model (paired.launch_plan) at session 15's noise.
+f. 4x1's launches that differ in spread: per launch, the robust sd of its pair log ratios against its median step and
+   the share of its blocks whose host canary was slow (above 1.25 x the run's median canary).
 """
 
 import json
@@ -123,6 +127,14 @@ def section_c(runs):
             fa = float(np.mean(lu.verdicts(summ["hl"], rep["settings"]["alpha"], rep["settings"]["threshold"])))
             print(f"  {name:<13} {how:<7} {n:3d} x {m:2d}      {c['launch_sd']:6.2%}   {lu.mds(summ['hl']):8.2%}   |  {c['launch_sd_upper']:17.2%}"
                   f" {lu.mds(hi['hl']):9.2%} | {fa:.3f}")
+        hl = np.array([pd.hodges_lehmann(g) for g in S13.launch_groups(pairs)])
+        hl = np.concatenate([hl - hl.mean(), -(hl - hl.mean())])
+        drawn = hl[np.random.default_rng(SEED + 100 + i).integers(0, len(hl), (lu.REPS, n))]
+        sd, df = float(np.std(hl[: len(hl) // 2], ddof=1)), n - 1
+        sd_hi = sd * math.sqrt(df / stats.chi2.ppf(0.1, df))
+        print(f"  {name:<13} launches {n:3d} of the run's launch HL estimates, redrawn: MDS {lu.mds(drawn):.2%} (from their sd "
+              f"{sd:.2%}: {pd.min_detectable(sd, n, 0.01, 0.9):.2%}; at its chi-square 90% bound {sd_hi:.2%}: "
+              f"{pd.min_detectable(sd_hi, n, 0.01, 0.9):.2%})")
         print(f"  {'':<13} Levene's test of equal spread across launches (residuals, not symmetrised) p = "
               f"{stats.levene(*[g[:len(g) // 2] for g in by_launch(pairs)]).pvalue:.3f}")
 
@@ -190,6 +202,25 @@ def section_e(runs):
         print(f"  {name:<31} {later:5.1f} s: best {p.launches} launches of {p.pairs_per_launch} pairs, MDS {p.mds:.2%}")
 
 
+def section_f(runs):
+    """4x1's launches that differ in spread: their pair noise against their speed and the host canary."""
+    _, blocks = runs["aa10-4x1-wa"]
+    pairs = il.pairs_of(blocks)
+    slow = 1.25 * float(np.median([b["canary_ms"] for b in blocks if not b["warmup"]]))
+    print("\n\nf. aa10-4x1-wa: which launches were noisy (robust sd of the pair log ratio: IQR / 1.349)\n")
+    print("  launch  pairs  robust sd  median step ms  canary slow")
+    rows = []
+    for n, g in zip(sorted({p["launch"] for p in pairs}), S13.launch_groups(pairs)):
+        ps = [p for p in pairs if p["launch"] == n]
+        step = float(np.median([t for p in ps for s in "ab" for t in p[s]["step_times_ms"]]))
+        slow_share = float(np.mean([p[s]["canary_ms"] > slow for p in ps for s in "ab"]))
+        rows.append((stats.iqr(g) / 1.349, step))
+        print(f"  {n:6d} {len(g):6d} {rows[-1][0]:10.1%} {step:15.0f} {slow_share:12.0%}")
+    rho = stats.spearmanr([r[0] for r in rows], [r[1] for r in rows])
+    print(f"\n  Spearman's rho of the robust sd against the launch's median step: {rho.statistic:+.2f} (p = {rho.pvalue:.3f}; one run, "
+          "looked at after the fact)")
+
+
 def main():
     print("issue 13 on the H200, session 16: --warm-apart\n")
     runs = {n: load(n) for n in RUNS}
@@ -198,6 +229,7 @@ def main():
     section_c(runs)
     section_d(runs)
     section_e(runs)
+    section_f(runs)
 
 
 if __name__ == "__main__":
