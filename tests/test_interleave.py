@@ -760,6 +760,7 @@ def test_warm_apart_builds_and_warms_up_off_the_measured_cpu_then_moves_home(tmp
     blocks = [json.loads(ln) for ln in (tmp_path / "out" / "blocks.jsonl").read_text().splitlines()]
     assert sorted((b["launch"], b["side"]) for b in blocks if b["warmup"]) == [(1, "a"), (1, "b"), (2, "a"), (2, "b")]
     assert sum(not b["warmup"] for b in blocks) == 8 and _residents(str(tmp_path)) == []
+    assert all("gpu" in b and b["gpu"] is None for b in blocks)  # the block's NVML reading: none on a CPU run
     # the two warm-up blocks of launch 2 ran at once: the time line counts that stretch once, not each block's wall
     warm1 = sum(b["wall_s"] for b in blocks if b["warmup"] and b["launch"] == 1)
     assert report["timing"]["warmup_blocks_wall_s"] == pytest.approx(warm1 + later["warmup_s"])
@@ -931,3 +932,26 @@ def test_a_pytest_session_runs_the_interleaved_comparison_as_a_test(perf_project
     assert report["settings"]["grain"] == "step"  # auto: 4x1 accumulates no gradients, so there is no micro-batch to take turns at
     bad = perf_project.runpytest_subprocess(*common, "--results-dir", "bad", "--interleave-python-b", sys.executable, "--interleave-pairs", "0")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR and "--interleave-pairs" in bad.stderr.str()
+
+
+def test_a_block_reads_the_gpu_once_as_it_ends_with_nvml(monkeypatch):
+    """GpuSampler.sample, the one NVML reading a resident worker adds to each block report on a GPU (nvidia-ml-py faked:
+    the CPU runner has no NVML, where the reading is None and the block goes on)."""
+    import types
+
+    from harness.measuring.callbacks import GpuSampler
+
+    fake = types.SimpleNamespace(
+        NVML_CLOCK_SM=1, NVML_TEMPERATURE_GPU=0, nvmlInit=lambda: None, nvmlDeviceGetHandleByIndex=lambda i: ("gpu", i),
+        nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=97, memory=40),
+        nvmlDeviceGetClockInfo=lambda h, kind: 1980 if kind == 1 else 0, nvmlDeviceGetPowerUsage=lambda h: 412_500,
+        nvmlDeviceGetTemperature=lambda h, kind: 41, nvmlDeviceGetCurrentClocksEventReasons=lambda h: 4)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    s = GpuSampler()
+    assert s.available and s._handle == ("gpu", 3)
+    got = s.sample()
+    assert {k: got[k] for k in ("sm_clock_mhz", "power_w", "temp_c", "util_pct", "throttle_reasons")} == \
+        {"sm_clock_mhz": 1980, "power_w": 412.5, "temp_c": 41, "util_pct": 97, "throttle_reasons": 4}
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no nvidia-ml-py: not available, no reading
+    assert not GpuSampler().available

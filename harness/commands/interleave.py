@@ -425,7 +425,7 @@ def interleave(*, gpu: str, workload: str | Workload, decomposition: str, python
     def record(side: str, launch: int, rep: dict, **where) -> dict:
         rec = {"session_id": session, "side": side, "launch": launch, **where, "k": rep["k"], "step_times_ms": rep["step_times_ms"],
                "canary_ms": rep["canary_ms"], "started_at": rep["started_at"], "wall_s": rep["wall_s"], "cpu_s": rep["cpu_s"],
-               "global_step": rep["global_step"], "other_cpus": rep.get("other_cpus"), "steal_cpus": rep.get("steal_cpus"),
+               "global_step": rep["global_step"], "other_cpus": rep.get("other_cpus"), "steal_cpus": rep.get("steal_cpus"), "gpu": rep.get("gpu"),
                "phases_ms": rep.get("phases_ms"), "losses": rep.get("losses"),
                "inject_slowdown": switches[side]["inject_slowdown"], "inject_work": switches[side]["inject_work"]}
         if rep.get("inject") is not None:

@@ -285,7 +285,8 @@ class GpuSampler:
     def available(self) -> bool:
         return self._nvml is not None
 
-    def _sample(self, t0: float) -> dict:
+    def sample(self, t0: float = 0.0) -> dict:
+        """One reading now (``t_s`` from ``t0`` on the perf_counter clock); raises if NVML fails."""
         n, h = self._nvml, self._handle
         reasons = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
         util = n.nvmlDeviceGetUtilizationRates(h)
@@ -298,7 +299,7 @@ class GpuSampler:
     def _loop(self, t0: float) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                self.samples.append(self._sample(t0))
+                self.samples.append(self.sample(t0))
             except Exception:  # a failed read is a missing sample, never a failed run
                 pass
 

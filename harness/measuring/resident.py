@@ -16,7 +16,8 @@ callback is a :class:`~harness.measuring.callbacks.MeasureCallback` that also ga
 * at ``on_step_end`` of the K-th step it synchronizes CUDA when there is one (before that step's time
   is taken), reports the block (per-step host wall times in ms, the canary, wall and CPU time, how many
   CPUs the rest of the machine kept busy meanwhile (``other_cpus``, from /proc/stat), per-step phases and
-  losses) as one line, and waits again, still inside ``on_step_end``;
+  losses, and on a GPU one NVML reading taken as the block ends: ``gpu``, its SM clock, power, temperature and
+  clock-event reasons) as one line, and waits again, still inside ``on_step_end``;
 * ``{"cmd": "block", "k": K, "micro": true}`` (the micro grain of ``interleave --grain micro``): K micro-batches of
   gradient accumulation instead of K steps; the wait is then also at ``on_substep_end``, which the Trainer calls after
   each micro-batch but the last of a step (that one ends at ``on_step_end``, its optimizer step included), and the
@@ -125,7 +126,7 @@ class _Channel:
 def _gate_class():
     import torch
 
-    from harness.measuring.callbacks import CudaClock, MeasureCallback
+    from harness.measuring.callbacks import CudaClock, GpuSampler, MeasureCallback
 
     class BlockGate(MeasureCallback):
         """MeasureCallback that runs the Trainer in blocks of k steps on the parent's command (module docstring)."""
@@ -135,6 +136,7 @@ def _gate_class():
             self.chan = channel
             self.home_cpus = home_cpus  # where the "pin" command moves a worker that warmed up apart
             self.cuda = isinstance(recorder.clock, CudaClock)
+            self.nvml = GpuSampler() if self.cuda else None  # one reading at each block's end, no thread
             self.info: dict = {}  # sent with "ready"; filled in by main() once the trainer is built
             self.left = 0  # steps (micro-batches, with ``micro``) left in the current block
             self.micro = False  # the current block counts micro-batches (on_substep_end and on_step_end), not steps
@@ -185,10 +187,22 @@ def _gate_class():
             else:
                 got = self.rec.drain()
             self.blocks += 1
-            self.chan.send({"event": "block", "k": self._k, "step_times_ms": got["step_times_ms"], "canary_ms": self._canary,
+            self.chan.send({"event": "block", "k": self._k, "gpu": self._gpu(), "step_times_ms": got["step_times_ms"], "canary_ms": self._canary,
                             "wall_s": wall, "cpu_s": cpu, "started_at": self._wall0, "global_step": state.global_step,
                             "other_cpus": other, "steal_cpus": steal, "phases_ms": got["phases_ms"], "losses": got["losses"]}
                            | ({"inject_ms": (self.inject.spent_s - self._inject0) * 1000.0 / self._k} if self.inject is not None else {}))
+
+        def _gpu(self) -> dict | None:
+            """The GPU as the block ends, just after its last step synchronized: SM clock, power, temperature, utilisation,
+            clock-event reasons (NVML; None without it). Read after the block's clocks stopped, so it costs the block nothing."""
+            if self.nvml is None or not self.nvml.available:
+                return None
+            try:
+                g = self.nvml.sample()
+            except Exception:  # a failed read is a missing reading, never a failed block
+                return None
+            g.pop("t_s", None)
+            return g
 
         def _wait(self, control) -> None:
             msg = self.chan.recv()

@@ -176,12 +176,17 @@ def order_effect(run_dir):
     return n, float(a.mean() - b.mean()), plain, mds(within * 0.5 * math.sqrt(1 / len(a) + 1 / len(b)), n - 2)
 
 
+def stored_by_session15(run_dir):
+    """A run stored up to session 15 (later sessions' runs, in sessionNN/ folders, would change this page's figures)."""
+    return not any(p.startswith("session") and p[7:].isdigit() and int(p[7:]) > 15 for p in run_dir.parts)
+
+
 def section_e():
     print("\n\ne. the warm-up order: A-first launches (odd) against B-first ones (even), over the stored runs of 4+ launches\n")
     results = HERE.parent.parent
     for name in ("interleave-h200", "interleave-cpu"):
         rows = [(d.relative_to(results), r) for d in sorted(p.parent for p in (results / name).rglob("blocks.jsonl"))
-                if (r := order_effect(d)) is not None]
+                if stored_by_session15(d) and (r := order_effect(d)) is not None]
         diffs = np.array([r[1] for _, r in rows])
         neg = int((diffs < 0).sum())
         ci = stats.t.interval(0.95, len(diffs) - 1, diffs.mean(), stats.sem(diffs))
