@@ -180,7 +180,9 @@ CPUS = Opt(("--cpus",), "cpus", "pin both resident workers to these CPUs (e.g. 0
 MALLOC_DEFAULT = Opt(("--malloc-default",), "malloc_default", "run the workers with glibc malloc's moving thresholds instead of fixed ones "
                      "(fixed thresholds keep processes of one build alike: docs/statistics.md)", action="store_true")
 BLOCK_METRIC = Opt(("--block-metric",), "block_metric", "one number per block: the median of its step times (default; like a run's metric) "
-                   "or their mean (total time, spikes included)", default="median", choices=("median", "mean"))
+                   "or their mean (total time, spikes included) or their min (the fastest step: sees only a slowdown of every step; "
+                   "a smaller launch sd in most stored H200 4x1 runs: docs/results/interleave-h200/session16/block_metric.txt)", default="median",
+                   choices=("median", "mean", "min"))
 FALLBACK_REPEATS = Opt(("--fallback-repeats",), "fallback_repeats", "when A and B do not fit on the device at once: fresh-process runs per side "
                        "instead (judged as ab does)", type=parse_positive_int, default=5)
 SKIP_SAME_VERSIONS = Opt(("--skip-same-versions",), "skip_same_versions", "make no runs when A and B have the same python and library versions "

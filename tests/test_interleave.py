@@ -256,6 +256,7 @@ def test_block_metric():
     assert pd.block_metric([3.0, 1.0, 2.0, 10.0]) == 2.5
     assert pd.block_metric([30.0, 1.0, 2.0], "mean", drop_first=True) == 1.5
     assert pd.block_metric([30.0], "mean", drop_first=True) == 30.0
+    assert pd.block_metric([3.0, 1.0, 2.0, 10.0], "min") == 1.0 and pd.block_metric([1.0, 2.0, 3.0], "min", drop_first=True) == 2.0
     with pytest.raises(ValueError, match="block metric must be one of"):
         pd.block_metric([1.0], "max")
 
@@ -862,7 +863,7 @@ def test_analysis_of_block_records():
     assert r["pairs"] == 18 and r["launch_sizes"] == [6, 6, 6] and r["k"] == [4]
     assert r["verdict"]["outcome"] == "regression" and r["verdict"]["alpha"] == 0.025
     assert 1.05 < r["verdict"]["ratio"] < 1.11 and r["sigma"] > 0
-    assert set(r["variants"]) == {"mean", "mean-drop-first", "median", "median-drop-first"}
+    assert set(r["variants"]) == {"mean", "mean-drop-first", "median", "median-drop-first", "min", "min-drop-first"}
     assert all(1.02 < p["ratio"] < 1.09 for p in r["resume_penalty"].values())  # the injected 5% first-step penalty
     assert r["canary"]["pair_corr"] > 0.2 and "reduction" in r["canary"]  # the canary sees the per-block host speed here
     assert r["mds"]["slowdown"] > r["mds"]["approx_3_6"] > 0 and r["cpu_s_per_pair"] > 0

@@ -64,7 +64,7 @@ from scipy import stats as _st
 
 from harness.judging.stats import Verdict, fmt_ratio
 
-METRICS = ("mean", "median")
+METRICS = ("mean", "median", "min")
 TESTS = ("rank", "t")  # of the pair unit: Wilcoxon signed-rank with Hodges–Lehmann (default), or the t test
 LAUNCH_ALPHA = 0.25  # level of the launch-variance screen of unit "pair" that switches it to the launch (liberal: see the module docstring)
 UNITS = ("launch", "pair")  # of replication: the launch (two-stage, the default), or the pair (pooled, launch effect screened)
@@ -75,14 +75,15 @@ MIN_LAUNCH_UNIT = 3  # fewest launches for which the command makes the launch th
 # Summaries
 # ---------------------------------------------------------------------------------------------
 def block_metric(step_times_ms: Sequence[float], how: str = "median", drop_first: bool = False) -> float:
-    """One number per block: the ``mean`` or ``median`` of its step times, without the first step if ``drop_first``
-    (and the block has more than one)."""
+    """One number per block: the ``mean``, ``median`` or ``min`` of its step times, without the first step if
+    ``drop_first`` (and the block has more than one). The mean counts every spike, the median ignores a minority of slow
+    steps, the min all but the fastest step: it sees a slowdown only where every step of the block has it."""
     if how not in METRICS:
         raise ValueError(f"block metric must be one of {', '.join(METRICS)}, got {how!r}")
     xs = list(step_times_ms[1:] if drop_first and len(step_times_ms) > 1 else step_times_ms)
     if not xs or any(x <= 0 for x in xs):
         raise ValueError("block_metric needs positive step times")
-    return fmean(xs) if how == "mean" else median(xs)
+    return fmean(xs) if how == "mean" else median(xs) if how == "median" else min(xs)
 
 
 def log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
