@@ -881,6 +881,14 @@ def test_analysis_of_block_records():
     assert pooled["verdict"]["unit_rule"] == "pair" and pooled["mds"]["units"] == 18 and pooled["mds"]["unit_sd"] == pooled["sigma"]
     assert any(ln.startswith("launch variance: F(2, 15) = ") and "the launch is the unit whatever" not in ln for ln in report_lines({**report, **pooled}))
     assert markdown(report, lines).startswith("# interleave w-4x1 on cpu")
+    assert r["gpu_state"] is None and not any(ln.startswith("GPU as each block ended") for ln in lines)  # no readings on a CPU
+    on_gpu = [dict(b, gpu={"sm_clock_mhz": 1980 - 100 * (b["launch"] == 2), "power_w": 300.0 + i, "temp_c": 40 + b["launch"],
+                           "throttle_reasons": 4 if i % 4 == 0 else 1}) for i, b in enumerate(blocks)]
+    g = analyse(on_gpu, alpha=0.05, threshold=0.02, looks=2)["gpu_state"]
+    assert g["readings"] == 36 and g["launch_sm_clock_mhz"] == [1980, 1880, 1980] and g["sm_clock_mhz"]["min"] == 1880
+    assert g["temp_c_max"] == 43 and 0 < g["clock_event_share"] < 0.5  # the power cap (4) counts; idle (1) does not
+    assert any(ln.startswith("GPU as each block ended (36 readings): SM clock median 1980 MHz (min 1880, max 1980; launch medians 1880-1980)")
+               for ln in report_lines({**report, "gpu_state": g}))
     aa = analyse(_blocks(1.0, seed=1), alpha=0.05, threshold=0.02)
     assert aa["verdict"]["outcome"] in ("pass", "inconclusive")
     # drop_first removes the resume penalty from the metric: the ratio is the same, the blocks are shorter

@@ -138,6 +138,30 @@ def warm_cpus(hold: list[int]) -> dict[str, list[int]]:
     return {"a": hold[:half], "b": hold[half:] or hold[:half]}
 
 
+CLOCK_EVENT_ROUTINE = 0x1 | 0x2  # NVML clock-event reasons that are no slowdown: the GPU idle, application clocks
+
+
+def gpu_state(blocks: list[dict], session: str | None = None) -> dict | None:
+    """The GPU as the measured blocks ended (each block's one NVML reading, ``gpu``): SM clock overall and per launch,
+    power, temperature, and the share of readings with a clock-event reason other than idle or application clocks
+    (power cap, thermal, hardware slowdown). None without readings (a CPU run, no NVML, blocks from before session 16)."""
+    xs = [b for b in blocks if not b.get("warmup") and not b.get("calibration") and b.get("gpu")
+          and (session is None or b.get("session_id") == session)]
+    xs = [b for b in xs if b["gpu"].get("sm_clock_mhz") is not None]
+    if not xs:
+        return None
+    sm = [b["gpu"]["sm_clock_mhz"] for b in xs]
+    per: dict[int, list[float]] = {}
+    for b in xs:
+        per.setdefault(b["launch"], []).append(b["gpu"]["sm_clock_mhz"])
+    power = [b["gpu"]["power_w"] for b in xs if b["gpu"].get("power_w") is not None]
+    temp = [b["gpu"]["temp_c"] for b in xs if b["gpu"].get("temp_c") is not None]
+    events = [b["gpu"]["throttle_reasons"] & ~CLOCK_EVENT_ROUTINE for b in xs if b["gpu"].get("throttle_reasons") is not None]
+    return {"readings": len(xs), "sm_clock_mhz": {"median": median(sm), "min": min(sm), "max": max(sm)},
+            "launch_sm_clock_mhz": [median(per[n]) for n in sorted(per)], "power_w_median": median(power) if power else None,
+            "temp_c_max": max(temp) if temp else None, "clock_event_share": sum(e != 0 for e in events) / len(events) if events else None}
+
+
 def default_unit(launches: int) -> str:
     """The unit of replication when none is asked for: the launch from :data:`paired.MIN_LAUNCH_UNIT` launches on."""
     return "launch" if launches >= pd.MIN_LAUNCH_UNIT else "pair"
@@ -203,6 +227,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
         "k": sorted({len(x) for x in steps}),
         "cpu_s_per_pair": fmean(cpu) if cpu else None, "wall_s_per_pair": fmean(wall) if wall else None,
         "other_cpus": {"median": median(other), "max": max(other), "busy_share": sum(x > 0.5 for x in other) / len(other)} if other else None,
+        "gpu_state": gpu_state(blocks, session),
     }
 
 
@@ -732,6 +757,15 @@ def report_lines(r: dict) -> list[str]:
         out.append(f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; with the pair log ratio "
                    f"{c['pair_corr']:+.2f}; as a covariate sigma {_pct(c['sigma_plain'], 2)} -> {_pct(c['sigma_adjusted'], 2)} "
                    f"(variance {-c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; not used by the verdict")
+    if r.get("gpu_state"):
+        g = r["gpu_state"]
+        ls, sm = g["launch_sm_clock_mhz"], g["sm_clock_mhz"]
+        out.append(f"GPU as each block ended ({g['readings']} readings): SM clock median {sm['median']:.0f} MHz (min {sm['min']:.0f}, max {sm['max']:.0f}; "
+                   f"launch medians {min(ls):.0f}-{max(ls):.0f})"
+                   + (f", power median {g['power_w_median']:.0f} W" if g.get("power_w_median") is not None else "")
+                   + (f", up to {g['temp_c_max']:.0f} C" if g.get("temp_c_max") is not None else "")
+                   + (f"; a clock-event reason other than idle (power, thermal, slowdown) in {g['clock_event_share']:.0%} of them"
+                      if g.get("clock_event_share") is not None else ""))
     if r.get("other_cpus"):
         o = r["other_cpus"]
         out.append(f"other load on this machine during the blocks: median {o['median']:.2f} CPUs busy elsewhere, max {o['max']:.2f}; "
