@@ -147,7 +147,8 @@ def pooled(pairs):
 
 
 def by_launch(pairs):
-    """Each launch's residuals (as :func:`within`), kept apart, each symmetrised."""
+    """Each launch's residuals, kept apart: its pairs less their Hodges-Lehmann estimate, rescaled by sqrt(m/(m-1)) as
+    paired.launch_components does, followed by their mirror image."""
     out = []
     for g in S13.launch_groups(pairs):
         g = np.array(g)
@@ -171,14 +172,9 @@ def nested_draw(groups, reps, launches, m, tau, seed):
 
 
 def within(pairs):
-    """The residuals within launches: each launch's pairs less their Hodges-Lehmann estimate, rescaled by sqrt(m/(m-1)) as
-    paired.launch_components does, symmetrised; the launch effect then comes from the drawn offset alone."""
-    res = []
-    for g in S13.launch_groups(pairs):
-        g = np.array(g)
-        if len(g) >= 2:
-            res.append((g - pd.hodges_lehmann(g.tolist())) * math.sqrt(len(g) / (len(g) - 1)))
-    y = np.concatenate(res)
+    """The residuals within launches (:func:`by_launch`) pooled, then symmetrised; the launch effect then comes from the
+    drawn offset alone."""
+    y = np.concatenate([g[: len(g) // 2] for g in by_launch(pairs)])
     return np.concatenate([y, -y])
 
 
