@@ -178,11 +178,11 @@ def within(pairs):
     return np.concatenate([y, -y])
 
 
-def section_d(runs):
-    rep, blocks = runs["host5-1x4-wa"]
+def section_d(runs, name="host5-1x4-wa"):
+    rep, blocks = runs[name]
     inj = il.injected_share(blocks)
     ratio = rep["verdict"]["ratio"]
-    print("\n\nd. the injected run (host5-1x4-wa)\n")
+    print(f"\n\nd. the injected run ({name})\n")
     print(f"  B's host work: {inj['inject_ms']:.1f} ms per step, a nominal +{inj['share']:.2%} on B's step without it, over {inj['blocks']} "
           f"pairs (target +5%); measured B/A x{ratio:.3f}: the work cost x{math.log(ratio) / math.log(1 + inj['share']):.2f} its own clock")
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python docs/results/interleave-h200/session16/block_metric.py > docs/results/interleave-h200/session16/block_metric.txt
 
-Every run under docs/results/interleave-h200 at the step grain with blocks of 3 or more steps and 3 or more launches with
+Every run stored under docs/results/interleave-h200 up to session 16 at the step grain with blocks of 3 or more steps and 3 or more launches with
 pairs (the micro grain's block is one wall time, where the three agree), re-judged by the command's own analysis
 (interleave.analyse, the launch as the unit, HL summaries) with each --block-metric: the sd of the launch summaries, the
 verdict's own MDS (alpha 0.01, power 0.9) and the estimated ratio. Then, over the runs, how often min and mean give a
@@ -25,8 +25,16 @@ ROOT = Path(__file__).resolve().parents[1]
 METRICS = ("median", "mean", "min")
 
 
-def runs():
+def stored_by_session16(rel):
+    """A run stored up to session 16 (later sessions' runs, in sessionNN/ folders, would change this page's figures)."""
+    return not any(p.startswith("session") and p[7:].isdigit() and int(p[7:]) > 16 for p in rel.parts)
+
+
+def runs(keep=stored_by_session16):
+    """The runs to judge: those whose folder under ROOT ``keep`` keeps."""
     for path in sorted(ROOT.rglob("blocks.jsonl")):
+        if not keep(path.parent.relative_to(ROOT)):
+            continue
         blocks = read_jsonl(path)
         pairs = il.pairs_of(blocks)
         if not pairs or any(b.get("unit") for b in blocks) or len(pairs[0]["a"]["step_times_ms"]) < 3:
@@ -36,11 +44,11 @@ def runs():
         yield path.parent.relative_to(ROOT), blocks
 
 
-def main():
+def main(keep=stored_by_session16):
     print("block metric over the stored H200 runs at the step grain (k >= 3, 3+ launches): launch as the unit, alpha 0.01, power 0.9\n")
     print(f"  {'run':<46} {'pairs':>5} {'L':>3} | " + " | ".join(f"{m:>6}: launch sd    MDS  ratio" for m in METRICS))
     mds = {m: [] for m in METRICS}
-    for name, blocks in runs():
+    for name, blocks in runs(keep):
         row = {}
         for m in METRICS:
             r = il.analyse(blocks, alpha=0.05, threshold=0.02, metric=m, unit="launch")
