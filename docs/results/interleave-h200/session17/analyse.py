@@ -16,13 +16,19 @@ e. The GPU as each block ended (the per-block NVML reading that session 16 added
    launch's median step, its SM clock and the share of its blocks whose host canary read slow (above 1.25 x the run's median
    canary), as session 16's section f; and whether pairs measured while the next launch imports beside them (other_cpus >=
    0.5 on either side) are noisier than the rest (Levene's test).
-f. The host canary, looked at again over the stored runs of sessions 14-17 with 30 or more pairs: as a covariate (the pair
-   log ratio less its least-squares slope on the log canary ratio) and as a screen (pairs with either side's canary slow
-   left out; how many, and the ratio they leave), both after the fact.
+f. The host canary, looked at again over the stored runs of sessions 14-17 with 30 or more pairs, after the fact: as a
+   covariate (the pair log ratio less its least-squares slope on the log canary ratio) and as a screen that leaves out the
+   pairs where one side's canary read slow and the other's not (straddle), or where either did (either), judged by the
+   command's own analysis.
 g. --block-metric median, mean and min over the stored H200 step-grain runs up to session 17 (session 16's block_metric.py
    with this session's runs included).
 h. The block metric by simulation, on the 4x1 runs of both leases (the step grain, where it matters): section c's within and
    nested draws at the launch sd measured, from the pair log ratios of each metric (interleave.grouped).
+i. How many launches 10 minutes should hold, now that a later launch costs 4.5-9 s: for each --warm-apart run of both leases,
+   its costs (first launch, later launch, s per pair, from report.json) give m pairs per launch for L launches in 600 s, start-up
+   included; the MDS of L x m is drawn as in section c (within: pooled residuals plus a N(0, launch sd) offset; nested: each
+   launch keeps its own spread) at the launch sd measured and at its 90% bound, for the nightly's L = 16, for L = 24 and 32,
+   and for the plan's L (paired.launch_plan, least regret between the estimate and the bound, as the command prints it).
 """
 
 import json
@@ -106,21 +112,44 @@ def section_e(runs):
               f"{stats.iqr(d[~busy]) / 1.349:6.2%} | p = {lev.pvalue:.3f}")
 
 
+def screened(blocks, pairs, rule):
+    """The blocks less both blocks of each pair the canary screen drops: ``straddle``, one side's canary slow and the
+    other's not; ``either``, either side's slow (slow: above SLOW x the run's median canary). Returns (blocks, share dropped)."""
+    med = float(np.median([p[s]["canary_ms"] for p in pairs for s in "ab"]))
+    drop = set()
+    for p in pairs:
+        a, b = (p[s]["canary_ms"] > SLOW * med for s in "ab")
+        if (a != b) if rule == "straddle" else (a or b):
+            drop.add((p["launch"], p["pair"]))
+    return [b for b in blocks if b["warmup"] or (b["launch"], b["pair"]) not in drop], len(drop) / len(pairs)
+
+
 def section_f():
     print("\n\nf. the host canary after the fact, over the stored runs of sessions 14-17 with 30+ pairs (pair log ratio of the median step)\n")
-    print("  run                                   pairs    sd | covariate: r  slope  sd less | screen: slow pairs  sd kept  ratio all -> kept")
+    print("  as a covariate: the sd of the pair log ratio, and less its least-squares slope on the log canary ratio")
+    print("  as a screen: the run's own verdict (interleave.analyse, the launch as the unit, alpha 0.05 against +2%) with the pairs")
+    print("  the screen drops left out: its MDS (alpha 0.01, power 0.9) and ratio, before -> after\n")
+    print("  run                              pairs |    sd   r    sd less | straddle: dropped  MDS            ratio         "
+          "| either: dropped  MDS")
     for path in sorted(HERE.parent.glob("session1[4-7]/raw*/*/blocks.jsonl")):
-        pairs = il.pairs_of(read_jsonl(path))
+        blocks = read_jsonl(path)
+        pairs = il.pairs_of(blocks)
         if len(pairs) < 30:
             continue
         d = log_ratios(pairs)
         c = np.array([math.log(p["b"]["canary_ms"] / p["a"]["canary_ms"]) for p in pairs])
         slope = float(np.polyfit(c, d, 1)[0])
-        med = float(np.median([p[s]["canary_ms"] for p in pairs for s in "ab"]))
-        slow = np.array([max(p["a"]["canary_ms"], p["b"]["canary_ms"]) > SLOW * med for p in pairs])
+        r0 = il.analyse(blocks, alpha=0.05, threshold=0.02, unit="launch")
+        cells = []
+        for rule in ("straddle", "either"):
+            kept, share = screened(blocks, pairs, rule)
+            r1 = il.analyse(kept, alpha=0.05, threshold=0.02, unit="launch")
+            cells.append((share, r1["mds"]["slowdown"], r1["verdict"]["ratio"]))
+        (s1, m1, x1), (s2, m2, _) = cells
         name = str(path.parent.relative_to(HERE.parent))
-        print(f"  {name:<37} {len(d):5d} {d.std(ddof=1):6.2%} | {np.corrcoef(c, d)[0, 1]:+12.2f} {slope:+6.2f} {(d - slope * c).std(ddof=1):7.2%} |"
-              f" {slow.mean():18.0%} {d[~slow].std(ddof=1):8.2%}  x{math.exp(d.mean()):.3f} -> x{math.exp(d[~slow].mean()):.3f}")
+        print(f"  {name:<32} {len(d):5d} | {d.std(ddof=1):6.2%} {np.corrcoef(c, d)[0, 1]:+.2f} {(d - slope * c).std(ddof=1):6.2%} |"
+              f" {s1:16.0%} {r0['mds']['slowdown']:5.2%} -> {m1:5.2%}  x{r0['verdict']['ratio']:.3f} -> x{x1:.3f} | {s2:15.0%}  "
+              f"{r0['mds']['slowdown']:5.2%} -> {m2:5.2%}")
 
 
 def section_g():
@@ -158,6 +187,40 @@ def section_h(runs):
             print(f"  {name:<25} {metric:<7} {c.launch_sd:8.2%} {lu.mds(w['hl']):11.2%} {lu.mds(nst['hl']):11.2%} {own:8.2%}")
 
 
+def costs(rep):
+    """First launch, later launch (mean of the pre-started: build + warm-up + stopping) and s per pair, from a report."""
+    first = sum(rep["launches"][0].get(k) or 0.0 for k in ("startup_s", "warmup_s", "close_s"))
+    return first, sum(S16.later_costs(rep).values()), rep["wall_s_per_pair"]
+
+
+def section_i(runs):
+    lu = S16.lu
+    print(f"\n\ni. launches per 10 minutes, start-up included, drawn from each --warm-apart run's own pairs ({lu.REPS} replicates; "
+          "alpha 0.01, power 0.9)\n")
+    print("  run                     first  later  s/pair |   L x  m  | MDS within nested | at the 90% bound: within nested")
+    both = [(f"session17 {n}", r, b) for n, (r, b) in runs.items()]
+    both += [(f"session16 {n}", *S16.load(n)) for n in S16.RUNS]
+    for i, (name, rep, blocks) in enumerate(both):
+        first, later, pair_s = costs(rep)
+        c = rep["launch_components"]
+        groups = il.grouped(il.pairs_of(blocks))
+        by = residuals(groups)
+        y = np.concatenate([g[: len(g) // 2] for g in by])
+        y = np.concatenate([y, -y])
+        plan = pd.launch_plan(600.0, first, later, pair_s, c["pair_sd"], c["launch_sd"], launch_sd_hi=c["launch_sd_upper"])
+        for j, n in enumerate(sorted({16, 24, 32, plan.launches})):
+            m = int((600.0 - first - (n - 1) * later) / (n * pair_s))
+            out = []
+            for tau in (c["launch_sd"], c["launch_sd_upper"]):
+                seed = 1800 + 40 * i + 4 * j + len(out)
+                w, _ = lu.draw(y, lu.REPS, n, m, tau, seed)
+                nst, _ = S16.nested_draw(by, lu.REPS, n, m, tau, seed + 1)
+                out += [lu.mds(w["hl"]), lu.mds(nst["hl"])]
+            head = f"  {name:<23} {first:5.1f} {later:6.1f} {pair_s:7.2f}" if j == 0 else f"  {'':<23} {'':>5} {'':>6} {'':>7}"
+            tag = "plan" if n == plan.launches else ("nightly" if n == 16 else "")
+            print(f"{head} | {n:3d} x {m:2d} {tag:<7}| {out[0]:6.2%} {out[1]:6.2%}  | {'':>16} {out[2]:6.2%} {out[3]:6.2%}")
+
+
 def main():
     print("issue 13 on the H200, session 17: --warm-apart on a second lease\n")
     runs = {n: load(n) for n in RUNS}
@@ -169,6 +232,7 @@ def main():
     section_f()
     section_g()
     section_h(runs)
+    section_i(runs)
 
 
 if __name__ == "__main__":
