@@ -52,7 +52,14 @@ def pytest_configure(config):
 
 
 def _root(config) -> Path:
-    return Path(config.rootpath)
+    """The project: pytest's rootdir, or, where that holds no workloads/, the directory pytest was started in. The
+    rootdir is the common ancestor of the arguments that are paths, taken before conftest.py declares this plugin's
+    options, so the value of ``--interleave-python-b /usr/bin/python3`` counts as one and can move it to /."""
+    root = Path(config.rootpath)
+    if (root / "workloads").is_dir():
+        return root
+    here = Path(config.invocation_params.dir)
+    return here if (here / "workloads").is_dir() else root
 
 
 def _workloads_dir(config) -> Path:

@@ -20,6 +20,7 @@ from scipy import stats
 
 from harness.commands import interleave as il
 from harness.judging import paired as pd
+from harness.judging import simulate as sim
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.measuring.runner import live_processes
 
@@ -208,11 +209,45 @@ def test_a_plan_counts_the_wait_for_a_pre_start_that_short_launches_do_not_hide(
 
     def spent(n, m):  # the budget as the command spends it: each later launch waits for what m pairs did not hide
         return first + (n - 1) * (c + max(0.0, hide - m * s)) + n * m * s
-    for n, m in pd._plans(budget, first, c, s, 64, 1, hide):  # the most pairs per launch that fit, at every launch count
+    for n, m in pd.plans_within(budget, first, c, s, 64, 1, hide):  # the most pairs per launch that fit, at every launch count
         assert spent(n, m) <= budget < spent(n, m + 1)
     free, dear = pd.launch_plan(budget, first, c, s, sd, tau, min_pairs=1), pd.launch_plan(budget, first, c, s, sd, tau, min_pairs=1, hide_s=hide)
     assert dear.launches <= free.launches and dear.mds >= free.mds - 1e-12  # a hidden cost only makes launches dearer
     assert pd.launch_plan(budget, first, c, s, sd, tau, hide_s=0.0) == pd.launch_plan(budget, first, c, s, sd, tau)
+
+
+def test_drawn_mds_checks_the_plan_model_against_the_pairs_themselves():
+    rng = np.random.default_rng(11)
+    x = rng.normal(0, 0.05, (40, 9))
+    assert np.allclose(sim.hl_rows(x), [pd.hodges_lehmann(list(r)) for r in x])  # the one-launch HL as the oracle
+    # close to normal pairs: the draws agree with the model of launch_plan
+    normal = [list(rng.normal(0, 0.05, 30)) for _ in range(16)]
+    c = pd.launch_components(normal)
+    for n, m in ((16, 14), (32, 6)):
+        model = pd.min_detectable(math.sqrt(0.01 ** 2 + c.pair_sd ** 2 / m), n)
+        assert sim.drawn_mds(normal, n, m, 0.01) == pytest.approx(model, rel=0.15)
+    # a host slow for stretches: a quarter of the pairs straddle one, +-40%. The pooled HL sees a small pair sd, but a
+    # launch of a few such pairs is far noisier, and more, shorter launches lose where the model says they gain
+    def straddled(n):
+        d = rng.normal(0, 0.03, n)
+        hit = rng.random(n) < 0.25
+        d[hit] += rng.choice([-0.4, 0.4], hit.sum())
+        return list(d)
+    heavy = [straddled(13) for _ in range(16)]
+    sd = pd.launch_components(heavy).pair_sd
+    few, many = sim.drawn_mds(heavy, 16, 12, 0.0), sim.drawn_mds(heavy, 32, 5, 0.0)
+    assert few > 2 * pd.min_detectable(sd / math.sqrt(12), 16) and many > few
+    assert pd.min_detectable(sd / math.sqrt(5), 32) < 1.1 * pd.min_detectable(sd / math.sqrt(12), 16)
+    assert sim.drawn_mds(heavy, 16, 12, 0.0, seed=3) == pytest.approx(few, rel=0.1)  # another seed, about the same
+    assert sim.drawn_mds([[0.01, 0.02]], 16, 5, 0.0) is None and sim.drawn_mds(heavy, 1, 5, 0.0) is None
+
+
+def test_the_plan_line_says_when_the_draws_contradict_the_model():
+    p = {"launches": 31, "drawn": {"plan": 0.0428, "as_run": 0.0413, "launches": 16, "pairs_per_launch": 12}}
+    assert "4.28% for the plan, 4.13% for 16 launches of 12 pairs" in il.drawn_text(p) and "keep --launches 16" in il.drawn_text(p)
+    p["drawn"]["as_run"] = 0.0505  # the plan gains, as the model says
+    assert "5.05% for 16 launches" in il.drawn_text(p) and "keep" not in il.drawn_text(p)
+    assert il.drawn_text({"launches": 16, "drawn": None}) == ""
 
 
 def test_launch_components_recover_the_launch_and_pair_noise():
@@ -925,6 +960,16 @@ def test_a_fresh_run_records_what_it_did_before_build_trainer_was_shared(tmp_pat
 # ---------------------------------------------------------------------------------------------
 # The pytest session: --interleave-python-b makes test_interleaved, one interleaved comparison per selected case
 # ---------------------------------------------------------------------------------------------
+def test_an_interpreter_path_outside_the_project_does_not_move_its_root(perf_project):
+    """pytest takes the rootdir from the arguments that are paths before conftest.py declares the plugin's options, so
+    ``--interleave-python-b /usr/bin/python3`` used to make / the root and lose workloads/ (CI's interpreter lies inside
+    the clone, which hid it)."""
+    outside = next(p for p in ("/usr/bin/env", "/bin/sh", "/") if os.path.exists(p))
+    r = perf_project.runpytest_subprocess("perftests/test_perf.py", "--gpu=cpu", "--workload", "tiny-qwen3", "--collect-only", "-q",
+                                          "-p", "no:cacheprovider", "--interleave-python-b", outside)
+    assert r.ret == pytest.ExitCode.OK and "no such workload" not in r.stdout.str(), r.stdout.str()
+
+
 @pytest.mark.slow
 def test_a_pytest_session_runs_the_interleaved_comparison_as_a_test(perf_project):
     common = ("perftests/test_perf.py::test_interleaved[tiny-qwen3-4x1]", "--gpu=cpu", "--workload", "tiny-qwen3", "-p", "no:cacheprovider", "-rs")

@@ -45,6 +45,7 @@ from statistics import fmean, median
 from harness.commands.ab import interpreter, same_versions
 from harness.files import append_jsonl, ensure_dir, new_id, read_jsonl, write_atomic, write_json_atomic
 from harness.judging import paired as pd
+from harness.judging import simulate as sim
 from harness.judging.baseline import default_thresholds
 from harness.measuring.resident import ResidentWorker, WorkerDied
 from harness.measuring.runner import parse_faults, sigterm_as_interrupt
@@ -635,7 +636,7 @@ def _finish(root: Path, *, settings: dict, orders: list, stopped: str | None, la
               "verdict": None if verdict is None else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details}}
     if recovered:
         report["recovered"] = recovered
-    report["plan"] = plan_for(report)
+    report["plan"] = plan_for(report, groups=groups)
     # what the regression-issue script reads from any report (.github/scripts/regression-issues.sh)
     env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
     report.update(gpu=settings["gpu"], session_id=settings["session_id"], rows=[], versions=env_b.get("versions", {}),
@@ -829,7 +830,7 @@ def prestart_costs(r: dict) -> tuple[float, float] | None:
     return ready + warm + close, max(0.0, imports - warm - close)
 
 
-def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
+def plan_for(r: dict, budget_s: float | None = None, groups: list[list[float]] | None = None) -> dict | None:
     """The launches this comparison's costs and noise call for within ``budget_s`` (default: the run's own budget, else
     :data:`PLAN_BUDGET_S`), by :func:`paired.launch_plan`: the first launch's cost, the later ones' (with pre-started
     workers by :func:`prestart_costs`: a launch too short to hide the next one's imports waits for the rest; else the
@@ -838,7 +839,12 @@ def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
     guide for the next run's ``--launches``. The launch sd of a few launches is a rough estimate, so the plan is the one of
     least regret between the estimate and its one-sided 90% upper bound (``launch_sd_upper``): ``mds_at_estimate`` and
     ``mds`` are its MDS at the two, ``regret`` the most it gives away in between, ``at_estimate`` the plan for the
-    estimate alone. None below 2 launches with pairs (no launch sd to plan with)."""
+    estimate alone. None below 2 launches with pairs (no launch sd to plan with).
+
+    With the run's pair log ratios by launch (``groups``), ``drawn`` checks the model against them
+    (:func:`harness.judging.simulate.drawn_mds`, at the launch sd measured): the MDS of the plan's launches, and of this
+    run's number of launches within the same budget, drawn from the run's own pairs. Heavy-tailed pairs make short
+    launches noisier than the model says, and then more launches can lose where the model says they gain."""
     lis, comp = r.get("launches") or [], r.get("launch_components")
     if not comp or not lis or not r.get("wall_s_per_pair"):
         return None
@@ -850,13 +856,20 @@ def plan_for(r: dict, budget_s: float | None = None) -> dict | None:
     if plan is None:
         return None
     at_estimate = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], hide_s=hide)
+    drawn = None
+    if groups:
+        ran = len(r.get("launch_sizes") or [])
+        fits = dict(pd.plans_within(budget, first, c, r["wall_s_per_pair"], max(ran, plan.launches), 1, hide))
+        drawn = {"plan": sim.drawn_mds(groups, plan.launches, plan.pairs_per_launch, comp["launch_sd"], comp["summary"]),
+                 "launches": ran, "pairs_per_launch": fits.get(ran)}
+        drawn["as_run"] = sim.drawn_mds(groups, ran, fits[ran], comp["launch_sd"], comp["summary"]) if fits.get(ran) else None
     return {"budget_s": budget, "first_s": first, "launch_s": c, "hide_s": hide, "pair_s": r["wall_s_per_pair"], "pair_sd": comp["pair_sd"],
             "launch_sd": comp["launch_sd"], "launch_sd_planned": tau, "level": comp.get("level"), "summary": comp["summary"],
             "at_estimate": None if at_estimate is None else {"launches": at_estimate.launches, "pairs_per_launch": at_estimate.pairs_per_launch,
                                                              "mds": at_estimate.mds},
             "mds_at_estimate": plan.mds, "regret": plan.regret,
             "launches": plan.launches, "pairs_per_launch": plan.pairs_per_launch, "unit_sd": plan.unit_sd,
-            "mds": plan.mds_hi}
+            "mds": plan.mds_hi, "drawn": drawn}
 
 
 def plan_line(r: dict) -> str | None:
@@ -873,7 +886,22 @@ def plan_line(r: dict) -> str | None:
             f"{p.get('level') or 0.9:.0%} upper bound {_pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): --launches {p['launches']} "
             f"({p['pairs_per_launch']} pairs each) detects {_pct(p.get('mds_at_estimate', p['mds']), 2)} at the launch sd measured and "
             f"{_pct(p['mds'], 2)} at its bound, alpha 0.01, power 0.9, giving away at most {p.get('regret', 0.0) * 100:.2f} points of MDS between them"
-            + (f" (for the estimate alone: --launches {e['launches']}, {_pct(e['mds'], 2)})" if (e := p.get("at_estimate")) else "") + here)
+            + (f" (for the estimate alone: --launches {e['launches']}, {_pct(e['mds'], 2)})" if (e := p.get("at_estimate")) else "") + here
+            + drawn_text(p))
+
+
+def drawn_text(p: dict) -> str:
+    """The plan line's check of its model against the run's own pairs (``plan_for``'s ``drawn``)."""
+    d = p.get("drawn") or {}
+    if d.get("plan") is None:
+        return ""
+    text = f"; drawn from this run's own pairs at the launch sd measured: {_pct(d['plan'], 2)} for the plan"
+    if d.get("as_run") is None or d["launches"] == p["launches"]:
+        return text
+    text += f", {_pct(d['as_run'], 2)} for {d['launches']} launches of {d['pairs_per_launch']} pairs"
+    if d["as_run"] <= d["plan"]:
+        text += f": the plan draws no better than this run's launches here, keep --launches {d['launches']}"
+    return text
 
 
 def markdown(r: dict, lines: list[str]) -> str:

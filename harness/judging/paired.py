@@ -298,11 +298,23 @@ def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl", le
     if len(gs) < 2 or summary not in SUMMARIES:
         return None
     centre = [SUMMARIES[summary](g) for g in gs]
-    resid = [(x - c) * math.sqrt(len(g) / (len(g) - 1)) for g, c in zip(gs, centre) for x in g]
+    resid = launch_residuals(gs, summary)
     pair_sd = rank_estimate(resid, 0.05).sd if summary == "hl" else math.sqrt(sum(r * r for r in resid) / len(resid))
     var, part, df = _sd(centre) ** 2, pair_sd ** 2 * fmean([1 / len(g) for g in gs]), len(gs) - 1
     upper = var * df / float(_st.chi2.ppf(1 - level, df)) - part
     return LaunchComponents(pair_sd, math.sqrt(max(var - part, 0.0)), summary, math.sqrt(max(upper, 0.0)), level)
+
+
+def launch_residuals(groups: Sequence[Sequence[float]], summary: str = "hl") -> list[float]:
+    """The pair log ratios less their own launch's summary, pooled over the launches of 2 or more pairs, each scaled by
+    sqrt(m / (m - 1)) (a launch of m pairs centred on itself keeps only (m - 1)/m of their variance): the pairs' noise
+    with the launch effects taken out, as :func:`launch_components` measures it."""
+    out = []
+    for g in groups:
+        if len(g) >= 2:
+            c = SUMMARIES[summary](list(g))
+            out += [(x - c) * math.sqrt(len(g) / (len(g) - 1)) for x in g]
+    return out
 
 
 def launch_estimate(groups: Sequence[Sequence[float]], alpha: float, summary: str = "mean") -> PairedEstimate:
@@ -556,7 +568,7 @@ PLAN_MIN_PAIRS = 5  # fewest pairs per launch a plan proposes: the HL of fewer i
 PLAN_GRID = 5  # launch sds a plan for a range weighs, evenly spaced from its bottom to its top
 
 
-def _plans(budget_s: float, first_s: float, launch_s: float, pair_s: float, max_launches: int, min_pairs: int,
+def plans_within(budget_s: float, first_s: float, launch_s: float, pair_s: float, max_launches: int, min_pairs: int,
            hide_s: float = 0.0) -> list[tuple[int, int]]:
     """(L, m) for every launch count from :data:`MIN_LAUNCH_UNIT` whose launches the budget gives ``min_pairs`` pairs or more.
     A later launch costs ``launch_s`` + max(0, ``hide_s`` - m ``pair_s``): it also waits for whatever of its pre-start the
@@ -597,7 +609,7 @@ def launch_plan(budget_s: float, first_s: float, launch_s: float, pair_s: float,
     allowed: then fewer, longer launches only lose degrees of freedom)."""
     if not pair_sd > 0 or launch_sd < 0 or pair_s <= 0:
         return None
-    plans = _plans(budget_s, first_s, launch_s, pair_s, max_launches, min_pairs, hide_s)
+    plans = plans_within(budget_s, first_s, launch_s, pair_s, max_launches, min_pairs, hide_s)
     if not plans:
         return None
 

@@ -195,3 +195,48 @@ def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int 
         unit += v.details["unit"] == "launch"
     return InterleaveSim(ratio, trials, *(counts[k] / trials for k in ("regression", "pass", "improvement", "inconclusive")),
                          used / trials, unit / trials)
+
+
+DRAWS = 1000  # replicates of :func:`drawn_mds`: its MDS moves by about 0.05 points between seeds at 1000 (H200 runs)
+
+
+def hl_rows(x: np.ndarray) -> np.ndarray:
+    """The Hodges-Lehmann estimate along the last axis (the median of the Walsh averages (x_i + x_j) / 2, i <= j), as
+    :func:`harness.judging.paired.hodges_lehmann` computes it for one launch; in chunks of about 4M Walsh averages."""
+    i, j = np.triu_indices(x.shape[-1])
+    flat = x.reshape(-1, x.shape[-1])
+    step = max(1, 4_000_000 // len(i))
+    out = [np.median((flat[r:r + step, i] + flat[r:r + step, j]) / 2, axis=-1) for r in range(0, len(flat), step)]
+    return np.concatenate(out).reshape(x.shape[:-1])
+
+
+def drawn_mds(groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", alpha: float = 0.01, target: float = 0.9,
+              reps: int = DRAWS, seed: int = 0) -> float | None:
+    """The minimum detectable slowdown of ``launches`` launches of ``pairs`` pairs, drawn from a run's own pairs instead
+    of the normal model of :func:`harness.judging.paired.launch_plan`.
+
+    The source is the run's pairs with the launch effects taken out (:func:`harness.judging.paired.launch_residuals`:
+    each launch's log ratios less its own summary, scaled), mirrored so that the null holds. Each drawn launch is
+    ``pairs`` of them, drawn with replacement, plus a N(0, ``launch_sd``) offset; it is summarised as the verdict
+    summarises a launch (``summary``: Hodges-Lehmann or mean), and the t test over the launch summaries rejects "ratio
+    <= 1" one-sided at ``alpha``. A slowdown s shifts every summary by log(1 + s), so the MDS is the ``target`` quantile
+    over the replicates of the shift each one needs, t_(1-alpha, L-1) x SE - mean, turned back into a ratio.
+
+    Where the pairs are close to normal this agrees with the model (:func:`harness.judging.paired.min_detectable` of
+    sqrt(launch_sd² + pair_sd²/m)). Where they are heavy-tailed (a host that is slow for stretches of seconds), the
+    summary of a launch of a few pairs is noisier than pair_sd/sqrt(m) says: on the H200, 4x1 A/As whose plan promised
+    2.9% drew 3.9-4.0% (docs/results/interleave-h200/session17/, section i). None without 2 launches of 2 pairs, or for
+    fewer than 2 launches or pairs."""
+    from harness.judging.paired import SUMMARIES, launch_residuals
+
+    if launches < 2 or pairs < 1 or summary not in SUMMARIES or sum(len(g) >= 2 for g in groups) < 2:
+        return None
+    y = np.asarray(launch_residuals(groups, summary), dtype=float)
+    y = np.concatenate([y, -y])
+    rng = np.random.default_rng(seed)
+    x = y[rng.integers(0, len(y), (reps, launches, pairs))]
+    s = hl_rows(x) if summary == "hl" else x.mean(axis=-1)
+    if launch_sd > 0:
+        s = s + rng.normal(0.0, launch_sd, (reps, launches))
+    need = _st.t.ppf(1 - alpha, launches - 1) * s.std(axis=-1, ddof=1) / math.sqrt(launches) - s.mean(axis=-1)
+    return math.expm1(max(float(np.quantile(need, target)), 0.0))

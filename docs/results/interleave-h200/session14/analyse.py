@@ -10,7 +10,7 @@ Runs (two leases):
                            1x4, --grain micro, k = 1, 10 pre-started launches, 4.5 GPU-minutes, A/A
 
 a. Launch costs. A pre-started launch's start-up is its build after the release plus a wait for whatever of its imports
-   the launch before it did not hide; the model (interleave.prestart_costs, paired._plans) says wait = max(0, imports -
+   the launch before it did not hide; the model (interleave.prestart_costs, paired.plans_within) says wait = max(0, imports -
    the time they ran beside: the launch before's pairs and stopping, and its warm-up where the run pre-started at the
    ready). Measured against that model, launch by launch. Then a launch's second warm-up step against its recorded
    steps, over the H200 runs of sessions 12-14.

@@ -28,7 +28,11 @@ i. How many launches 10 minutes should hold, now that a later launch costs 4.5-9
    its costs (first launch, later launch, s per pair, from report.json) give m pairs per launch for L launches in 600 s, start-up
    included; the MDS of L x m is drawn as in section c (within: pooled residuals plus a N(0, launch sd) offset; nested: each
    launch keeps its own spread) at the launch sd measured and at its 90% bound, for the nightly's L = 16, for L = 24 and 32,
-   and for the plan's L (paired.launch_plan, least regret between the estimate and the bound, as the command prints it).
+   and for the plan's L (paired.launch_plan, least regret between the estimate and the bound, as the command prints it);
+   "model" is the plan model's MDS at the launch sd measured (paired.min_detectable of sqrt(launch sd² + pair sd² / m)).
+j. The plan line as the command now makes it, re-made from each --warm-apart run's stored report and blocks
+   (interleave.plan_for with the run's pair log ratios, then interleave.drawn_text): the plan drawn from the run's own
+   pairs (simulate.drawn_mds, seeded), and the run's own launch count in the same budget.
 """
 
 import json
@@ -197,7 +201,7 @@ def section_i(runs):
     lu = S16.lu
     print(f"\n\ni. launches per 10 minutes, start-up included, drawn from each --warm-apart run's own pairs ({lu.REPS} replicates; "
           "alpha 0.01, power 0.9)\n")
-    print("  run                     first  later  s/pair |   L x  m  | MDS within nested | at the 90% bound: within nested")
+    print("  run                     first  later  s/pair |   L x  m  | model | MDS within nested | at the 90% bound: within nested")
     both = [(f"session17 {n}", r, b) for n, (r, b) in runs.items()]
     both += [(f"session16 {n}", *S16.load(n)) for n in S16.RUNS]
     for i, (name, rep, blocks) in enumerate(both):
@@ -218,7 +222,18 @@ def section_i(runs):
                 out += [lu.mds(w["hl"]), lu.mds(nst["hl"])]
             head = f"  {name:<23} {first:5.1f} {later:6.1f} {pair_s:7.2f}" if j == 0 else f"  {'':<23} {'':>5} {'':>6} {'':>7}"
             tag = "plan" if n == plan.launches else ("nightly" if n == 16 else "")
-            print(f"{head} | {n:3d} x {m:2d} {tag:<7}| {out[0]:6.2%} {out[1]:6.2%}  | {'':>16} {out[2]:6.2%} {out[3]:6.2%}")
+            model = pd.min_detectable(math.sqrt(c["launch_sd"] ** 2 + c["pair_sd"] ** 2 / m), n)
+            print(f"{head} | {n:3d} x {m:2d} {tag:<7}| {model:5.2%} | {out[0]:6.2%} {out[1]:6.2%}  | {'':>16} {out[2]:6.2%} {out[3]:6.2%}")
+
+
+def section_j(runs):
+    print("\n\nj. the plan, checked by draws from the run's own pairs (the command's plan line, re-made from the stored runs)\n")
+    both = [(f"session17 {n}", r, b) for n, (r, b) in runs.items()] + [(f"session16 {n}", *S16.load(n)) for n in S16.RUNS]
+    for name, rep, blocks in both:
+        st = rep["settings"]
+        groups = il.grouped(il.pairs_of(blocks, st["session_id"]), st["metric"], st["drop_first_step"])
+        p = il.plan_for(rep, groups=groups)
+        print(f"  {name:<23} plan --launches {p['launches']} x {p['pairs_per_launch']}, model {p['mds_at_estimate']:.2%}{il.drawn_text(p)}")
 
 
 def main():
@@ -233,6 +248,7 @@ def main():
     section_g()
     section_h(runs)
     section_i(runs)
+    section_j(runs)
 
 
 if __name__ == "__main__":
