@@ -158,7 +158,7 @@ INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only: side B do
 INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent", "test-only: side B does extra host work per LoRA layer "
                             "forward, sized on this machine after the warm-up by its own clock to slow its step by this many percent (side A "
                             "carries the same hook at 0; the report states the amount, the calibration and the nominal share)", type=parse_positive_float, default=0.0)
-BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k), or auto: 3 at the step grain, 1 at the micro grain "
+BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k), or auto: 1 at the step grain and at the micro grain "
                   "(the H200's least variance per GPU-second); 1 gave the smallest sigma per CPU second on the CPU runner",
                   type=parse_block_steps, default=1)
 GRAIN = Opt(("--grain",), "grain", "what A and B take turns at: step (blocks of --block-steps optimizer steps) or micro (one "

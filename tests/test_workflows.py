@@ -161,14 +161,14 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart --warm-apart' in run  # pinned, the next launch pre-started, built and warmed on the others
     assert "--grain auto" in run  # single micro-batch turns wherever the decomposition accumulates gradients
-    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run
-    from harness.commands.interleave import resolve_grain  # what auto picks: 3 steps without gradient accumulation, 1 micro-grain step with it
+    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # the budget, not the cap, ends a k = 1 run
+    from harness.commands.interleave import resolve_grain  # what auto picks: 1 step without gradient accumulation, 1 micro-grain step with it
     from harness.spec import load_workload
     w = load_workload(ROOT / "workloads", "qwen3-1.7b-lora")
-    for dec, want in (("4x1", ("step", 3)), ("1x4", ("micro", 1)), ("2x2", ("micro", 1))):
+    for dec, want in (("4x1", ("step", 1)), ("1x4", ("micro", 1)), ("2x2", ("micro", 1))):
         d = w.decomposition(dec)
         assert resolve_grain("auto", "auto", d, d) == want, dec
-    assert resolve_grain("auto", "auto", w.decomposition("1x4"), w.decomposition("4x1")) == ("step", 3)  # two splits: no micro turns
+    assert resolve_grain("auto", "auto", w.decomposition("1x4"), w.decomposition("4x1")) == ("step", 1)  # two splits: no micro turns
     assert resolve_grain("step", 5, d, d) == ("step", 5)
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
@@ -187,7 +187,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
     assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart --warm-apart' in run and "--grain auto" in run
-    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run  # each case as the A/B step runs it
+    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # as the A/B step
     assert steps["Open or update regression issues"]["env"]["CONFIRM"] == "perf-results/confirm/report.json"
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))

@@ -115,13 +115,15 @@ def _sd(xs: list[float]) -> float | None:
 
 
 PROGRESS = "progress.json"  # settings and launches so far, rewritten at each launch's start and end (recover)
-AUTO_BLOCK_STEPS = {"step": 3, "micro": 1}  # measured on the H200: k = 3 for 4x1 blocks of steps, k = 1 at 1x4's micro grain
+AUTO_BLOCK_STEPS = {"step": 1, "micro": 1}  # measured on the H200: k = 1 for 4x1 blocks of steps (session 19), k = 1 at 1x4's micro grain
 
 
 def resolve_grain(grain: str, block_steps: int | str, dec, dec_b) -> tuple[str, int]:
     """``--grain auto``: micro where the one decomposition of both sides accumulates gradients, else step.
     ``--block-steps auto``: the block length that had the least variance per GPU-second on the H200 at that grain
-    (docs/results/interleave-h200/: k = 3 of 1, 3, 10, 30 for 4x1 steps; k = 1 at the micro grain of 1x4, sessions 12-13)."""
+    (docs/results/interleave-h200/: for 4x1 steps k = 1, against k = 2 on the same lease and k = 3 on two others, session 19,
+    judged as the verdict judges, by launch Hodges-Lehmann summaries, which absorb the single slow steps that had made k = 3
+    the choice of the first sweep; k = 1 at the micro grain of 1x4, sessions 12-13)."""
     if grain not in ("step", "micro", "auto"):
         raise ValueError(f"--grain must be step, micro or auto, got {grain!r}")
     if grain == "auto":
