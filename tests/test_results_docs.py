@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("docs/results/interleave-h200/session16/block_metric.py", "-", "docs/results/interleave-h200/session16/block_metric.txt"),
     ("docs/results/interleave-h200/session17/analyse.py", "-", "docs/results/interleave-h200/session17/analysis.txt"),
     ("docs/results/interleave-h200/session19/analyse.py", "-", "docs/results/interleave-h200/session19/analysis.txt"),
+    ("docs/results/interleave-h200/session20/analyse.py", "-", "docs/results/interleave-h200/session20/analysis.txt"),
 ])
 def test_page_holds_the_figures_script_output_verbatim(script, raw, page):
     out = subprocess.run([sys.executable, script, raw], cwd=ROOT, capture_output=True, text=True, check=True,

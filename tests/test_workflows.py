@@ -161,7 +161,7 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart --warm-apart' in run  # pinned, the next launch pre-started, built and warmed on the others
     assert "--grain auto" in run  # single micro-batch turns wherever the decomposition accumulates gradients
-    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # the budget, not the cap, ends a k = 1 run
+    assert "--block-steps auto" in run and "--launches 20" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # the budget, not the cap, ends a k = 1 run
     from harness.commands.interleave import resolve_grain  # what auto picks: 1 step without gradient accumulation, 1 micro-grain step with it
     from harness.spec import load_workload
     w = load_workload(ROOT / "workloads", "qwen3-1.7b-lora")
@@ -187,7 +187,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
     assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
     assert '--cpus "$(( $(nproc) - 1 ))" --prestart --warm-apart' in run and "--grain auto" in run
-    assert "--block-steps auto" in run and "--launches 16" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # as the A/B step
+    assert "--block-steps auto" in run and "--launches 20" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # as the A/B step
     assert steps["Open or update regression issues"]["env"]["CONFIRM"] == "perf-results/confirm/report.json"
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))
