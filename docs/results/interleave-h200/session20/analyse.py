@@ -20,6 +20,8 @@ f. The nightly's launch count: 10 GPU-minutes split into 16, 20, 24 or 28 launch
    --launches).
 g. Done-when point 2 for 4x1, lease by lease: the run's own MDS (its own minutes), and 10 minutes drawn from its pairs at
    the plan and at the nightly's launch count, against 3%.
+h. At the nightly's launch count, drawn as in f: the level of point 2's test, and how often the nightly's own verdict
+   calls a regression at x1.00, x1.03 and x1.05 (false alarms, and the power behind Done-when point 4).
 """
 
 import math
@@ -27,6 +29,9 @@ import runpy
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+
+import numpy as np
+from scipy import stats
 
 from harness.commands import interleave as il
 from harness.judging import paired as pd
@@ -116,6 +121,37 @@ def section_g(k1):
     print(f"\n  met on {met} of {len(k1)} leases")
 
 
+def drawn_rates(groups, launches, pairs, launch_sd, summary, reps=2000, seed=2020):
+    """Draws as simulate.drawn_mds makes them (the run's launch residuals, mirrored; ``launches`` x ``pairs`` with
+    replacement plus a N(0, launch sd) offset, each launch summarised): the fraction of replicates in which the one-sided t
+    test over the launch summaries rejects "ratio <= 1" at 0.01 with no slowdown (its level), and in which the nightly's
+    rule (PairedCheck: alpha 0.05 in one look, "ratio <= 1.02" rejected) calls a regression at x1.00, x1.03 and x1.05."""
+    y = np.asarray(pd.launch_residuals(groups, summary), dtype=float)
+    y = np.concatenate([y, -y])
+    rng = np.random.default_rng(seed)
+    x = y[rng.integers(0, len(y), (reps, launches, pairs))]
+    sm = sim.hl_rows(x) if summary == "hl" else x.mean(axis=-1)
+    sm = sm + rng.normal(0.0, launch_sd, (reps, launches))
+    mean, se = sm.mean(axis=-1), sm.std(axis=-1, ddof=1) / math.sqrt(launches)
+    level = float(np.mean(mean / se > stats.t.ppf(0.99, launches - 1)))
+    flag = {r: float(np.mean((mean + math.log(r) - math.log(1.02)) / se > stats.t.ppf(0.95, launches - 1))) for r in (1.0, 1.03, 1.05)}
+    return level, flag
+
+
+def section_h(every):
+    print(f"\n\nh. At the nightly's {NIGHTLY} launches in 600 s, drawn as in section f ({2000} replicates, seed 2020): the level of the"
+          "\n   t test of Done-when point 2 (alpha 0.01 against x1.00), and how often the nightly's verdict (alpha 0.05, threshold"
+          "\n   +2%) calls a regression at a true x1.00, x1.03 and x1.05\n")
+    print("  run                      dec  L x m   | level at 0.01 | regression at x1.00  x1.03  x1.05")
+    for name, (_path, rep, blocks) in every.items():
+        _p, at = ten_minutes(rep, blocks, (NIGHTLY,))
+        m = min(at[NIGHTLY][0], PAIRS_CAP // NIGHTLY)
+        c = rep["launch_components"]
+        level, flag = drawn_rates(S19.groups_of(rep, blocks), NIGHTLY, m, c["launch_sd"], c["summary"])
+        print(f"  {name:<24} {rep['settings']['decomposition']} {NIGHTLY:3d} x {m:2d} | {level:13.3f} | "
+              f"{flag[1.0]:19.3f} {flag[1.03]:6.3f} {flag[1.05]:6.3f}")
+
+
 def main():
     print("issue 13 on the H200, session 20: 4x1 A/A at k = 1 on three more leases\n")
     runs = {n: S19.load(p / n) for n, p in RUNS.items()}
@@ -129,6 +165,7 @@ def main():
     k1 = {n: v for n, v in every.items() if v[1]["settings"]["block_steps"] == 1}
     section_f({**k1, **{n: (p, *S19.load(p)) for n, p in ONE_BY_FOUR.items()}})
     section_g(k1)
+    section_h({**k1, **{n: (p, *S19.load(p)) for n, p in ONE_BY_FOUR.items()}})
 
 
 if __name__ == "__main__":
