@@ -210,6 +210,23 @@ def hl_rows(x: np.ndarray) -> np.ndarray:
     return np.concatenate(out).reshape(x.shape[:-1])
 
 
+def drawn_summaries(groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", reps: int = DRAWS,
+                    seed: int = 0) -> np.ndarray:
+    """(reps, launches) launch summaries under the null, drawn from a run's own pairs as :func:`drawn_mds` draws them:
+    the launch residuals (:func:`harness.judging.paired.launch_residuals`) mirrored, ``pairs`` of them per launch with
+    replacement, summarised (Hodges-Lehmann or mean), plus a N(0, ``launch_sd``) offset per launch."""
+    from harness.judging.paired import launch_residuals
+
+    y = np.asarray(launch_residuals(groups, summary), dtype=float)
+    y = np.concatenate([y, -y])
+    rng = np.random.default_rng(seed)
+    x = y[rng.integers(0, len(y), (reps, launches, pairs))]
+    s = hl_rows(x) if summary == "hl" else x.mean(axis=-1)
+    if launch_sd > 0:
+        s = s + rng.normal(0.0, launch_sd, (reps, launches))
+    return s
+
+
 def drawn_mds(groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", alpha: float = 0.01, target: float = 0.9,
               reps: int = DRAWS, seed: int = 0) -> float | None:
     """The minimum detectable slowdown of ``launches`` launches of ``pairs`` pairs, drawn from a run's own pairs instead
@@ -227,16 +244,10 @@ def drawn_mds(groups, launches: int, pairs: int, launch_sd: float, summary: str 
     summary of a launch of a few pairs is noisier than pair_sd/sqrt(m) says: on the H200, 4x1 A/As whose plan promised
     2.9% drew 3.9-4.0% (docs/results/interleave-h200/session17/, section i). None without 2 launches of 2 pairs, or for
     fewer than 2 launches or pairs."""
-    from harness.judging.paired import SUMMARIES, launch_residuals
+    from harness.judging.paired import SUMMARIES
 
     if launches < 2 or pairs < 1 or summary not in SUMMARIES or sum(len(g) >= 2 for g in groups) < 2:
         return None
-    y = np.asarray(launch_residuals(groups, summary), dtype=float)
-    y = np.concatenate([y, -y])
-    rng = np.random.default_rng(seed)
-    x = y[rng.integers(0, len(y), (reps, launches, pairs))]
-    s = hl_rows(x) if summary == "hl" else x.mean(axis=-1)
-    if launch_sd > 0:
-        s = s + rng.normal(0.0, launch_sd, (reps, launches))
+    s = drawn_summaries(groups, launches, pairs, launch_sd, summary, reps, seed)
     need = _st.t.ppf(1 - alpha, launches - 1) * s.std(axis=-1, ddof=1) / math.sqrt(launches) - s.mean(axis=-1)
     return math.expm1(max(float(np.quantile(need, target)), 0.0))

@@ -126,12 +126,7 @@ def drawn_rates(groups, launches, pairs, launch_sd, summary, reps=2000, seed=202
     replacement plus a N(0, launch sd) offset, each launch summarised): the fraction of replicates in which the one-sided t
     test over the launch summaries rejects "ratio <= 1" at 0.01 with no slowdown (its level), and in which the nightly's
     rule (PairedCheck: alpha 0.05 in one look, "ratio <= 1.02" rejected) calls a regression at x1.00, x1.03 and x1.05."""
-    y = np.asarray(pd.launch_residuals(groups, summary), dtype=float)
-    y = np.concatenate([y, -y])
-    rng = np.random.default_rng(seed)
-    x = y[rng.integers(0, len(y), (reps, launches, pairs))]
-    sm = sim.hl_rows(x) if summary == "hl" else x.mean(axis=-1)
-    sm = sm + rng.normal(0.0, launch_sd, (reps, launches))
+    sm = sim.drawn_summaries(groups, launches, pairs, launch_sd, summary, reps, seed)
     mean, se = sm.mean(axis=-1), sm.std(axis=-1, ddof=1) / math.sqrt(launches)
     level = float(np.mean(mean / se > stats.t.ppf(0.99, launches - 1)))
     flag = {r: float(np.mean((mean + math.log(r) - math.log(1.02)) / se > stats.t.ppf(0.95, launches - 1))) for r in (1.0, 1.03, 1.05)}
