@@ -63,7 +63,8 @@ def parse_faults(text: str | None) -> dict[tuple[str, int], str]:
     return out
 
 
-def _tail(path: Path, n: int = STDERR_TAIL) -> str:
+def log_tail(path: Path, n: int = STDERR_TAIL) -> str:
+    """The last ``n`` bytes of a log file as text (undecodable bytes replaced); "" when it cannot be read."""
     try:
         data = path.read_bytes()[-n:]
     except OSError:
@@ -158,7 +159,7 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     else:
         record.update(status="crash", error=f"worker exited with code {code} and wrote no result")
     if record["status"] != "ok":
-        record["stderr_tail"] = _tail(log_path)
+        record["stderr_tail"] = log_tail(log_path)
     record["log"] = str(log_path)
     if req.series:
         record["series"] = _series_records(req, record)
@@ -225,7 +226,7 @@ def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
     the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log, also when no rank
     wrote anything (torchrun stopped rank 0 before it could write its own error)."""
     ranks = [_read_result(Path(f"{res_path}.rank{r}")) for r in range(world)]
-    exits = {int(r): int(c) for r, c in _RANK_EXIT.findall(_tail(log_path, 20000))}  # torchrun's failure summary
+    exits = {int(r): int(c) for r, c in _RANK_EXIT.findall(log_tail(log_path, 20000))}  # torchrun's failure summary
     if not any(ranks) and not exits:  # nothing to merge: the caller says the job wrote no result
         return {}
     per_rank = []
@@ -245,7 +246,7 @@ def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
     bad = [x for x in per_rank if x["status"] != "ok"]
     own = [x for x in bad if x["error"] and "(torchrun)" not in x["error"] and not _PEER_ERROR.search(x["error"])]
     killed = [x for x in bad if x["error"] and x["error"].startswith("killed by ") and not x["error"].startswith("killed by SIGTERM")]
-    log = _tail(log_path, 20000)
+    log = log_tail(log_path, 20000)
     root = _RANK_EXIT.search(log[log.rfind("Root Cause"):]) if "Root Cause" in log else None
     by_root = [per_rank[int(root.group(1))]] if root and int(root.group(1)) < world else []
     culprit = next(iter(own + killed + by_root + bad), None)

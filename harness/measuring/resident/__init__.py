@@ -1,18 +1,18 @@
 """Resident workers: one process per side builds its trainer once, then trains in blocks of k optimizer steps on command.
 
-``python -m harness.measuring.resident REQUEST.json CMD_FD REPORT_FD`` is the worker; the parent drives it
-through a :class:`ResidentWorker`. The two talk over two dedicated pipes, one JSON object per line
-(commands in on CMD_FD, reports out on REPORT_FD), never over stdout or stderr, where libraries print:
-those go to the worker's log file.
+``python -m harness.measuring.resident REQUEST.json CMD_FD REPORT_FD`` is the worker (:mod:`.child`, with its
+gate in :mod:`.gate`); the parent drives it through a :class:`ResidentWorker`, defined here. The two talk over two
+dedicated pipes, one JSON object per line (commands in on CMD_FD, reports out on REPORT_FD), never over stdout or
+stderr, where libraries print: those go to the worker's log file.
 
 The worker builds exactly what a fresh run builds (:func:`harness.measuring.worker.build_trainer`, the
 same request keys: workload, decomposition, phases, inject_slowdown, inject_work, fault, force_cpu) with
 ``max_steps`` unbounded, so the Trainer cycles the dataset for as long as the parent asks. Its measuring
-callback is a :class:`~harness.measuring.callbacks.MeasureCallback` that also gates the loop:
+callback is a :class:`~harness.measuring.resident.gate.BlockGate`, which also gates the loop:
 
 * at ``on_train_begin`` it reports ``ready`` (set-up times, host probe, environment) and waits;
-* a command ``{"cmd": "block", "k": K}`` times a fixed host canary loop (:func:`canary`), restarts the
-  step clock and lets the Trainer run K optimizer steps;
+* a command ``{"cmd": "block", "k": K}`` times a fixed host canary loop, restarts the step clock and lets the Trainer
+  run K optimizer steps;
 * at ``on_step_end`` of the K-th step it synchronizes CUDA when there is one (before that step's time
   is taken), reports the block (per-step host wall times in ms, the canary, wall and CPU time, how many
   CPUs the rest of the machine kept busy meanwhile (``other_cpus``, from /proc/stat), per-step phases and
@@ -32,14 +32,14 @@ worker does nothing at all while it waits: when the parent releases the other si
 window, running while the other side's block is timed.)
 
 Both sides run glibc malloc with fixed thresholds (:data:`STABLE_MALLOC`; ``malloc_default`` turns it
-off): with glibc's moving thresholds each process settles into its own rate of page faults, which made
-two processes of one build differ by up to 20% on the CPU runner.
+off): with glibc's moving thresholds each process settles into its own rate of page faults, so that two
+processes of one build can differ in step time by more than the effects to be found.
 
-**Pre-start** (``hold_cpus``): most of a worker's start-up is importing torch, transformers, trl and peft (20 s
-of 23-27 s per launch on the H200 with both workers on one CPU). A pre-started worker does that on ``hold_cpus``
-(CPUs the measured workers do not use) while the previous launch runs, reports ``held`` and waits; on
-:meth:`ResidentWorker.release` (``{"cmd": "go"}``) it moves all its threads to its own ``cpus`` and builds its
-trainer, the only part of the start-up left in the launch. Each launch is still a fresh process of its own.
+**Pre-start** (``hold_cpus``): most of a worker's start-up is importing torch, transformers, trl and peft. A
+pre-started worker does that on ``hold_cpus`` (CPUs the measured workers do not use) while the previous launch runs,
+reports ``held`` and waits; on :meth:`ResidentWorker.release` (``{"cmd": "go"}``) it moves all its threads to its own
+``cpus`` and builds its trainer, the only part of the start-up left in the launch. Each launch is still a fresh
+process of its own.
 
 **Warm apart** (``warm_cpus``): a worker given CPUs of its own for its start builds its trainer and runs its warm-up
 blocks there, so that the two sides of a launch do both at once instead of in turn on the one measured CPU; then
@@ -61,254 +61,22 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 from harness.files import new_id, write_json_atomic
-from harness.measuring.runner import _tail, kill_group, worker_environ
+from harness.measuring.runner import kill_group, log_tail, worker_environ
 from harness.spec import Decomposition, Workload
 
-UNBOUNDED_STEPS = 10**9  # max_steps of a resident trainer: it stops on command, never by itself
-CANARY_ITERATIONS = 50_000  # about 1-2 ms of plain Python on a current host
 STOP_GRACE_S = 60.0  # how long close() waits for a clean stop before it kills the group
 # glibc malloc with fixed thresholds. By default glibc moves its mmap threshold as the process frees large
 # chunks and trims the heap top back to the OS, so each process settles into its own mix of mmap/munmap
-# and page faults per step: on the 2-core CPU runner, processes of one build differed by up to 20% in
-# step time and 0.2-0.45 s of system time per 30 steps (docs/results/interleave-cpu/). Fixed thresholds
-# (a constant 32 MiB mmap threshold, no trimming below 1 GiB, the heap grown 64 MiB at a time) made the
-# system time ~0 and cut the launch-to-launch spread; both sides get the same setting.
+# and page faults per step, and processes of one build differ in step time and system time. Fixed thresholds
+# (a constant 32 MiB mmap threshold, no trimming below 1 GiB, the heap grown 64 MiB at a time) keep the
+# system time near zero and narrow the launch-to-launch spread; both sides get the same setting.
 STABLE_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_TOP_PAD_": str(64 << 20)}
 
 
-def canary(n: int = CANARY_ITERATIONS) -> float:
-    """Milliseconds of a fixed plain-Python loop: how fast this host runs the interpreter right now."""
-    t = time.perf_counter()
-    acc = 0
-    for i in range(n):
-        acc += i
-    return (time.perf_counter() - t) * 1000.0
-
-
-def host_cpu_times() -> tuple[float, float] | None:
-    """(busy, steal) seconds of the whole machine so far, from /proc/stat (Linux); None elsewhere. Busy is every
-    non-idle state, steal included: CPU time taken from this VM by its host."""
-    try:
-        with open("/proc/stat") as fh:
-            f = [int(x) for x in fh.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    hz = os.sysconf("SC_CLK_TCK")
-    idle = f[3] + (f[4] if len(f) > 4 else 0)
-    steal = f[7] if len(f) > 7 else 0
-    return (sum(f[:8]) - idle) / hz, steal / hz
-
-
-# ------------------------------------------------------------------------------------------------
-# Worker side (imports torch)
-# ------------------------------------------------------------------------------------------------
-class _Channel:
-    def __init__(self, cmd_fd: int, rep_fd: int):
-        self.cmd = os.fdopen(cmd_fd, "r", encoding="utf-8")
-        self.rep = os.fdopen(rep_fd, "w", encoding="utf-8")
-
-    def send(self, obj: dict) -> None:
-        self.rep.write(json.dumps(obj, separators=(",", ":")) + "\n")
-        self.rep.flush()
-
-    def recv(self) -> dict | None:
-        """The next command; None at the end of the pipe (the parent closed it or died)."""
-        line = self.cmd.readline()
-        return json.loads(line) if line.strip() else None
-
-
-def _gate_class():
-    import torch
-
-    from harness.measuring.callbacks import CudaClock, GpuSampler, MeasureCallback
-
-    class BlockGate(MeasureCallback):
-        """MeasureCallback that runs the Trainer in blocks of k steps on the parent's command (module docstring)."""
-
-        def __init__(self, recorder, channel: _Channel, home_cpus: list[int] | None = None):
-            super().__init__(recorder)
-            self.chan = channel
-            self.home_cpus = home_cpus  # where the "pin" command moves a worker that warmed up apart
-            self.cuda = isinstance(recorder.clock, CudaClock)
-            self.nvml = GpuSampler() if self.cuda else None  # one reading at each block's end, no thread
-            self.info: dict = {}  # sent with "ready"; filled in by main() once the trainer is built
-            self.left = 0  # steps (micro-batches, with ``micro``) left in the current block
-            self.micro = False  # the current block counts micro-batches (on_substep_end and on_step_end), not steps
-            self.blocks = 0
-            self.inject = None  # the InjectWork of this worker, when it has one (set after the build)
-            self._k = self._canary = self._t0 = self._cpu0 = self._wall0 = self._host0 = self._inject0 = None
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            super().on_train_begin(args, state, control, **kwargs)
-            from harness.measuring.env import worker_env
-
-            self.chan.send({"event": "ready", **self.info, "env": worker_env(kwargs.get("model"))})
-            self._wait(control)
-
-        def on_substep_end(self, args, state, control, **kwargs):
-            """A micro-batch of a gradient-accumulation step has ended: the end of a micro-grain unit (``micro``)."""
-            if not self.micro or self.left <= 0:
-                return
-            if self.left == 1 and self.cuda:
-                torch.cuda.synchronize()
-            self.left -= 1
-            if self.left == 0:
-                self._report(state, step_end=False)
-                self._wait(control)
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if self.left <= 0:  # a step outside any block: only the one after a stop at train begin
-                return super().on_step_end(args, state, control, **kwargs)
-            if self.left == 1 and self.cuda:
-                torch.cuda.synchronize()  # the block ends when the device has finished its last step
-            super().on_step_end(args, state, control, **kwargs)
-            self.left -= 1
-            if self.left == 0:
-                self._report(state)
-                self._wait(control)
-
-        def _report(self, state, step_end: bool = True) -> None:
-            wall = time.perf_counter() - self._t0
-            cpu = time.process_time() - self._cpu0
-            host = host_cpu_times()
-            other = steal = None
-            if host is not None and self._host0 is not None and wall > 0:
-                # CPUs kept busy by everything else on the machine during the block, on average (0: a quiet machine)
-                other = max(0.0, (host[0] - self._host0[0] - cpu) / wall)
-                steal = (host[1] - self._host0[1]) / wall
-            if self.micro:  # a unit of micro-batches: its own synchronized wall time; the recorder's steps span the waits
-                got = {"step_times_ms": [wall * 1000.0], "phases_ms": None, "losses": self.rec.drain()["losses"] if step_end else []}
-            else:
-                got = self.rec.drain()
-            self.blocks += 1
-            self.chan.send({"event": "block", "k": self._k, "gpu": self._gpu(), "step_times_ms": got["step_times_ms"], "canary_ms": self._canary,
-                            "wall_s": wall, "cpu_s": cpu, "started_at": self._wall0, "global_step": state.global_step,
-                            "other_cpus": other, "steal_cpus": steal, "phases_ms": got["phases_ms"], "losses": got["losses"]}
-                           | ({"inject_ms": (self.inject.spent_s - self._inject0) * 1000.0 / self._k} if self.inject is not None else {}))
-
-        def _gpu(self) -> dict | None:
-            """The GPU as the block ends, just after its last step synchronized: SM clock, power, temperature, utilisation,
-            clock-event reasons (NVML; None without it). Read after the block's clocks stopped, so it costs the block nothing."""
-            if self.nvml is None or not self.nvml.available:
-                return None
-            try:
-                g = self.nvml.sample()
-            except Exception:  # a failed read is a missing reading, never a failed block
-                return None
-            g.pop("t_s", None)
-            return g
-
-        def _wait(self, control) -> None:
-            msg = self.chan.recv()
-            while msg is not None and msg.get("cmd") == "pin":  # home to the measured CPUs after a warm-up apart
-                if self.home_cpus:
-                    pin(self.home_cpus)
-                self.chan.send({"event": "pinned", "cpus": sorted(os.sched_getaffinity(0))})
-                msg = self.chan.recv()
-            if msg is None or msg.get("cmd") == "stop":
-                control.should_training_stop = True
-                return
-            if msg.get("cmd") != "block" or int(msg.get("k", 0)) < 1:
-                raise ValueError(f"resident worker: unknown command {msg!r}; expected block with k >= 1, pin, or stop")
-            if msg.get("inject") is not None:  # the amount of injected work for this block (calibrated by the parent)
-                if self.inject is None:
-                    raise ValueError("resident worker: a block asks for injected work, but this worker was started without it")
-                self.inject.n, self.inject.keep = float(msg["inject"]), True
-            self._k = self.left = int(msg["k"])
-            was_micro, self.micro = self.micro, bool(msg.get("micro"))
-            if not was_micro:  # in micro grain the recorder's step spans several units: drained at its end only
-                self.rec.drain()  # nothing from outside a block leaks into it
-            self._canary = canary()
-            self._wall0, self._cpu0, self._host0 = time.time(), time.process_time(), host_cpu_times()
-            self._inject0 = self.inject.spent_s if self.inject is not None else None
-            self._t0 = time.perf_counter()
-            self.rec.resume()
-
-    return BlockGate
-
-
-def _torch_threads() -> int | None:
-    """torch's intra-op threads in this process (a pre-started worker must match a fresh one: one per pinned CPU)."""
-    torch = sys.modules.get("torch")
-    return torch.get_num_threads() if torch is not None else None
-
-
-def pin(cpus: list[int]) -> None:
-    """Every thread of this process onto ``cpus`` (``sched_setaffinity(0)`` would move the calling thread only)."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-        except (ProcessLookupError, OSError):  # a thread that ended meanwhile
-            pass
-
-
-def main(argv: list[str]) -> int:
-    from harness.measuring.worker import EXIT_ERROR, EXIT_OOM, build_trainer, classify, preload
-
-    t_main = time.time()
-    request_path, cmd_fd, rep_fd = argv
-    with open(request_path) as fh:
-        req = json.load(fh)
-    chan = _Channel(int(cmd_fd), int(rep_fd))
-    timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
-    if req.get("hold"):  # pre-started: import on other CPUs while the previous launch runs, then wait for "go"
-        if req.get("hold_cpus"):
-            pin(req["hold_cpus"])
-        timing["preload_s"] = preload()
-        try:
-            chan.send({"event": "held", "preload_s": timing["preload_s"]})
-            msg = chan.recv()
-        except BrokenPipeError:
-            return EXIT_ERROR
-        if msg is None or msg.get("cmd") == "stop":  # the parent is gone, or needs no further launch
-            return 0
-        if msg.get("cmd") != "go":
-            raise ValueError(f"resident worker: unknown command {msg!r} while held; expected go or stop")
-        timing["held_s"] = time.time() - t_main - timing["preload_s"]
-        t_main = time.time()
-    if req.get("warm_cpus"):  # warm apart: build and warm up on CPUs of its own, beside the other side; "pin" moves it home
-        pin(req["warm_cpus"])
-    elif req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
-        pin(req["cpus"])
-    gates = []
-
-    def gate(recorder):
-        gates.append(_gate_class()(recorder, chan, req.get("cpus")))
-        return gates[0]
-
-    try:
-        with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
-            built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
-            gates[0].inject = built.inject
-            gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
-                             "torch_threads": _torch_threads(),
-                             "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
-                             "inject_work_layers": built.inject.layers if built.inject is not None else None}
-            built.trainer.train()
-        chan.send({"event": "stopped", "blocks": gates[0].blocks, "worker_total_s": time.time() - t_main})
-        return 0
-    except BrokenPipeError:  # the parent is gone: nobody to tell
-        return EXIT_ERROR
-    except Exception as exc:
-        status, message = classify(exc)
-        print(traceback.format_exc(), file=sys.stderr)
-        print(("does not fit: " if status == "oom" else "error: ") + message, file=sys.stderr)
-        try:
-            chan.send({"event": "error", "status": status, "error": message})
-        except OSError:
-            pass
-        return EXIT_OOM if status == "oom" else EXIT_ERROR
-
-
-# ------------------------------------------------------------------------------------------------
-# Parent side (no torch)
-# ------------------------------------------------------------------------------------------------
 class WorkerDied(RuntimeError):
     """A resident worker failed, died or stopped answering. ``str(err)`` is one line; ``tail`` is its log tail;
     ``oom`` is true when the worker ran out of (GPU) memory."""
@@ -399,9 +167,9 @@ class ResidentWorker:
         env = worker_environ(self.gpu)
         if not self.malloc_default:
             env.update(STABLE_MALLOC)
-        if (self.hold_cpus or self.warm_cpus) and self.cpus:  # OpenMP sizes its pool from the CPUs it sees when torch loads: the hold CPUs
-            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # of a pre-started worker. 14 threads on one CPU made a
-                env.setdefault(var, str(len(self.cpus)))      # trainer's set-up 35 s instead of 2.5 s on the H200
+        if (self.hold_cpus or self.warm_cpus) and self.cpus:  # OpenMP sizes its pool from the CPUs it sees when torch loads: the hold
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # CPUs of a pre-started worker. Many threads on one CPU make a
+                env.setdefault(var, str(len(self.cpus)))      # trainer's set-up many times slower
         return env
 
     def release(self) -> None:
@@ -559,7 +327,7 @@ class ResidentWorker:
         return json.loads(line)
 
     def _died(self, when: str, how: str, with_last: bool = True, oom: bool = False) -> WorkerDied:
-        tail = _tail(self.log_path)
+        tail = log_tail(self.log_path)
         last = f"; log: {_last_line(tail)}" if with_last else ""
         return WorkerDied(f"{self.label} {when}: {how}{last} (full log: {self.log_path})", tail, str(self.log_path), oom=oom)
 
@@ -572,6 +340,3 @@ def _how(code: int | None) -> str:
         return f"it was killed by {name}"
     return f"it exited with code {code}"
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

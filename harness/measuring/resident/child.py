@@ -1,0 +1,156 @@
+"""The resident worker process (``python -m harness.measuring.resident REQUEST.json CMD_FD REPORT_FD``): its side of
+the pipes, its CPUs, and :func:`main`, which builds the trainer and trains in blocks on the parent's command
+(the protocol is described in :mod:`harness.measuring.resident`).
+
+This module does not import torch at its top: the worker's imports are timed as part of its start-up (``import_s``),
+and a pre-started worker makes them on its hold CPUs. :mod:`harness.measuring.resident.gate`, which does, is imported
+once the trainer's build has imported torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+from harness.measuring.resident import STABLE_MALLOC
+
+UNBOUNDED_STEPS = 10**9  # max_steps of a resident trainer: it stops on command, never by itself
+CANARY_ITERATIONS = 50_000  # a loop of plain Python short beside any block, long enough to time
+
+
+def canary(n: int = CANARY_ITERATIONS) -> float:
+    """Milliseconds of a fixed plain-Python loop: how fast this host runs the interpreter right now."""
+    t = time.perf_counter()
+    acc = 0
+    for i in range(n):
+        acc += i
+    return (time.perf_counter() - t) * 1000.0
+
+
+def host_cpu_times() -> tuple[float, float] | None:
+    """(busy, steal) seconds of the whole machine so far, from /proc/stat (Linux); None elsewhere. Busy is every
+    non-idle state, steal included: CPU time taken from this VM by its host."""
+    try:
+        with open("/proc/stat") as fh:
+            f = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = f[3] + (f[4] if len(f) > 4 else 0)
+    steal = f[7] if len(f) > 7 else 0
+    return (sum(f[:8]) - idle) / hz, steal / hz
+
+
+class Channel:
+    """The worker's end of the two pipes: commands in, reports out, one JSON object per line."""
+
+    def __init__(self, cmd_fd: int, rep_fd: int):
+        self.cmd = os.fdopen(cmd_fd, "r", encoding="utf-8")
+        self.rep = os.fdopen(rep_fd, "w", encoding="utf-8")
+
+    def send(self, obj: dict) -> None:
+        self.rep.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.rep.flush()
+
+    def recv(self) -> dict | None:
+        """The next command; None at the end of the pipe (the parent closed it or died)."""
+        line = self.cmd.readline()
+        return json.loads(line) if line.strip() else None
+
+
+def _torch_threads() -> int | None:
+    """torch's intra-op threads in this process (a pre-started worker must match a fresh one: one per pinned CPU)."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
+
+
+def pin(cpus: list[int]) -> None:
+    """Every thread of this process onto ``cpus`` (``sched_setaffinity(0)`` would move the calling thread only)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, OSError):  # a thread that ended meanwhile
+            pass
+
+
+def _hold(req: dict, chan: Channel, timing: dict, t_main: float) -> float | None:
+    """A pre-started worker: import on the hold CPUs while the previous launch runs, report ``held`` and wait for "go".
+    The time its build starts from (the "go"); None when it is to exit without building (stop, or the parent gone).
+    A broken pipe (the parent gone while it reported) is the caller's to handle."""
+    from harness.measuring.worker import preload
+
+    if req.get("hold_cpus"):
+        pin(req["hold_cpus"])
+    timing["preload_s"] = preload()
+    chan.send({"event": "held", "preload_s": timing["preload_s"]})
+    msg = chan.recv()
+    if msg is None or msg.get("cmd") == "stop":  # the parent is gone, or needs no further launch
+        return None
+    if msg.get("cmd") != "go":
+        raise ValueError(f"resident worker: unknown command {msg!r} while held; expected go or stop")
+    timing["held_s"] = time.time() - t_main - timing["preload_s"]
+    return time.time()
+
+
+def _train(req: dict, chan: Channel, timing: dict, t_main: float) -> int:
+    """Build the trainer with a :class:`~harness.measuring.resident.gate.BlockGate` as its measuring callback and train
+    until the parent stops it; report ``stopped``."""
+    from harness.measuring.worker import build_trainer
+
+    gates = []
+
+    def gate(recorder):
+        from harness.measuring.resident.gate import BlockGate
+
+        gates.append(BlockGate(recorder, chan, req.get("cpus")))
+        return gates[0]
+
+    with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
+        built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
+        gates[0].inject = built.inject
+        gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
+                         "torch_threads": _torch_threads(),
+                         "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
+                         "inject_work_layers": built.inject.layers if built.inject is not None else None}
+        built.trainer.train()
+    chan.send({"event": "stopped", "blocks": gates[0].blocks, "worker_total_s": time.time() - t_main})
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    from harness.measuring.worker import EXIT_ERROR, EXIT_OOM, classify
+
+    t_main = time.time()
+    request_path, cmd_fd, rep_fd = argv
+    with open(request_path) as fh:
+        req = json.load(fh)
+    chan = Channel(int(cmd_fd), int(rep_fd))
+    timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
+    if req.get("hold"):  # pre-started: import on other CPUs while the previous launch runs, then wait for "go"
+        try:
+            t_main = _hold(req, chan, timing, t_main)
+        except BrokenPipeError:
+            return EXIT_ERROR
+        if t_main is None:
+            return 0
+    if req.get("warm_cpus"):  # warm apart: build and warm up on CPUs of its own, beside the other side; "pin" moves it home
+        pin(req["warm_cpus"])
+    elif req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
+        pin(req["cpus"])
+    try:
+        return _train(req, chan, timing, t_main)
+    except BrokenPipeError:  # the parent is gone: nobody to tell
+        return EXIT_ERROR
+    except Exception as exc:
+        status, message = classify(exc)
+        print(traceback.format_exc(), file=sys.stderr)
+        print(("does not fit: " if status == "oom" else "error: ") + message, file=sys.stderr)
+        try:
+            chan.send({"event": "error", "status": status, "error": message})
+        except OSError:
+            pass
+        return EXIT_OOM if status == "oom" else EXIT_ERROR
