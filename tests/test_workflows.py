@@ -34,7 +34,7 @@ def validate(path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "nightly.yml", "update-baselines.yml"])
+@pytest.mark.parametrize("name", ["ci.yml", "nightly.yml", "update-baselines.yml", "long-tests.yml"])
 def test_workflow_is_valid(name):
     path = WORKFLOWS / name
     assert path.is_file(), f"{path} is missing"
