@@ -19,7 +19,11 @@ import pytest
 from scipy import stats
 
 from harness.commands import interleave as il
+from harness.judging import block_metrics as bm
+from harness.judging import launches as la
+from harness.judging import pair_estimates as pe
 from harness.judging import paired as pd
+from harness.judging import planning as pn
 from harness.judging import simulate as sim
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.measuring.runner import live_processes
@@ -34,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_t_test_and_interval_match_scipy(seed, n, shift):
     d = (np.random.default_rng(seed).normal(shift, 0.04, n)).tolist()
     alpha = 0.05 / 3
-    e = pd.paired_estimate(d, alpha)
+    e = pe.paired_estimate(d, alpha)
     for t in (1.0, 1.02, 0.97):
         want = stats.ttest_1samp(d, math.log(t), alternative="greater")
         assert e.p_above(t) == pytest.approx(want.pvalue, rel=1e-9, abs=1e-15)
@@ -47,21 +51,21 @@ def test_t_test_and_interval_match_scipy(seed, n, shift):
 def test_launch_check_matches_scipy_f_oneway_and_estimates_the_launch_variance():
     rng = np.random.default_rng(5)
     groups = [rng.normal(m, 0.03, n).tolist() for m, n in ((0.0, 7), (0.02, 9), (-0.01, 8))]
-    lc = pd.launch_check(groups)
+    lc = la.launch_check(groups)
     want = stats.f_oneway(*groups)
     assert lc.f == pytest.approx(want.statistic, rel=1e-9) and lc.p == pytest.approx(want.pvalue, rel=1e-9)
     assert (lc.df_between, lc.df_within, lc.sizes) == (2, 21, (7, 9, 8))
     # a large launch effect over many launches: the method-of-moments launch sd finds it
     big = [rng.normal(rng.normal(0, 0.05), 0.02, 30).tolist() for _ in range(40)]
-    lb = pd.launch_check(big)
+    lb = la.launch_check(big)
     assert lb.differ() and 0.035 < lb.sigma_launch < 0.065 and 0.018 < lb.sigma_pair < 0.022
-    assert pd.launch_check([[0.01, 0.02, 0.0]]) is None  # one launch: nothing to test
-    assert pd.launch_check([[0.01], [0.02]]) is None  # no launch with two pairs: no within-launch variance
+    assert la.launch_check([[0.01, 0.02, 0.0]]) is None  # one launch: nothing to test
+    assert la.launch_check([[0.01], [0.02]]) is None  # no launch with two pairs: no within-launch variance
 
 
 def test_launch_estimate_is_the_t_over_launch_summaries():
     groups = [[0.01, 0.03, 0.02], [0.05, 0.04], [0.0, 0.01, 0.02, 0.09]]
-    e = pd.launch_estimate(groups, 0.05)
+    e = la.launch_estimate(groups, 0.05)
     means = [np.mean(g) for g in groups]
     assert (e.unit, e.n, e.df, e.pairs) == ("launch", 3, 2, 9)
     want = stats.ttest_1samp(means, math.log(1.02), alternative="greater")
@@ -69,12 +73,12 @@ def test_launch_estimate_is_the_t_over_launch_summaries():
     # the Hodges-Lehmann summary: the median of each launch's Walsh averages (the wild 0.09 moves it less than the mean)
     hl = [float(np.median([(g[i] + g[j]) / 2 for i in range(len(g)) for j in range(i, len(g))])) for g in groups]
     assert hl[2] == pytest.approx(0.0175) and hl[2] < means[2]
-    e = pd.launch_estimate(groups, 0.05, "hl")
+    e = la.launch_estimate(groups, 0.05, "hl")
     assert e.mean == pytest.approx(np.mean(hl)) and e.p_above(1.02) == pytest.approx(
         stats.ttest_1samp(hl, math.log(1.02), alternative="greater").pvalue, rel=1e-9)
-    assert pd.hodges_lehmann([0.3]) == 0.3
+    assert pe.hodges_lehmann([0.3]) == 0.3
     with pytest.raises(ValueError, match="launch summary must be one of mean, hl"):
-        pd.launch_estimate(groups, 0.05, "trimmed")
+        la.launch_estimate(groups, 0.05, "trimmed")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,7 +136,7 @@ def test_launches_that_differ_make_the_launch_the_unit():
     v = pd.PairedCheck(0.05, 0.02, unit="pair").decide([a, b])
     assert v.details["unit"] == "launch" and v.details["launch_check"]["p"] < 0.05
     assert v.outcome == "inconclusive" and "unit: launch" in v.message  # two launch means, one degree of freedom
-    pooled = pd.paired_estimate(a + b, 0.05)
+    pooled = pe.paired_estimate(a + b, 0.05)
     assert pooled.p_above(1.02) > 0.05  # (and a pooled test would not have been conclusive either way here)
 
 
@@ -161,47 +165,47 @@ def test_plan_of_launches_and_looks():
 
 def test_minimum_detectable_slowdown_from_sigma():
     # large n: about (z_0.99 + z_0.9) sigma / sqrt(n) = 3.61 sigma / sqrt(n)
-    m = pd.min_detectable(0.05, 10_000)
+    m = pn.min_detectable(0.05, 10_000)
     assert math.log1p(m) == pytest.approx(3.608 * 0.05 / 100, rel=2e-3)
     # small n: the t distribution makes it larger, and the power at it is exactly 0.9
-    m10 = pd.min_detectable(0.05, 10)
+    m10 = pn.min_detectable(0.05, 10)
     assert math.log1p(m10) > 3.61 * 0.05 / math.sqrt(10)
-    assert pd.power(1 + m10, 0.05, 10, 0.01) == pytest.approx(0.9, abs=1e-6)
+    assert pn.one_sample_t_power(1 + m10, 0.05, 10, 0.01) == pytest.approx(0.9, abs=1e-6)
     # against a threshold: the detectable ratio is the threshold times the same factor
-    mt = pd.min_detectable(0.05, 10, threshold=0.02)
+    mt = pn.min_detectable(0.05, 10, threshold=0.02)
     assert 1 + mt == pytest.approx(1.02 * (1 + m10))
-    n = pd.pairs_needed(0.05, 0.03)
-    assert pd.min_detectable(0.05, n) <= 0.03 < pd.min_detectable(0.05, n - 1)
+    n = pn.pairs_needed(0.05, 0.03)
+    assert pn.min_detectable(0.05, n) <= 0.03 < pn.min_detectable(0.05, n - 1)
 
 
 def test_launch_plan_is_the_best_launch_count_the_budget_allows():
     budget, first, c, s, sd, tau = 600.0, 42.0, 12.6, 2.7, 0.055, 0.02
-    p = pd.launch_plan(budget, first, c, s, sd, tau)
-    assert first + (p.launches - 1) * c + p.launches * p.pairs_per_launch * s <= budget and p.pairs_per_launch >= pd.PLAN_MIN_PAIRS
-    assert p.mds == pytest.approx(pd.min_detectable(math.sqrt(tau ** 2 + sd ** 2 / p.pairs_per_launch), p.launches))
-    for n in range(pd.MIN_LAUNCH_UNIT, 65):  # no other launch count the budget allows does better
+    p = pn.launch_plan(budget, first, c, s, sd, tau)
+    assert first + (p.launches - 1) * c + p.launches * p.pairs_per_launch * s <= budget and p.pairs_per_launch >= pn.PLAN_MIN_PAIRS
+    assert p.mds == pytest.approx(pn.min_detectable(math.sqrt(tau ** 2 + sd ** 2 / p.pairs_per_launch), p.launches))
+    for n in range(la.MIN_LAUNCH_UNIT, 65):  # no other launch count the budget allows does better
         m = int((budget - first - (n - 1) * c) // (n * s))
-        if m >= pd.PLAN_MIN_PAIRS:
-            assert pd.min_detectable(math.sqrt(tau ** 2 + sd ** 2 / m), n) >= p.mds - 1e-12
+        if m >= pn.PLAN_MIN_PAIRS:
+            assert pn.min_detectable(math.sqrt(tau ** 2 + sd ** 2 / m), n) >= p.mds - 1e-12
     # with a large budget the pairs per launch approach Cochran's two-stage optimum sqrt(c / s) sd / tau
-    big = pd.launch_plan(2e4, first, c, s, sd, tau, max_launches=2000)  # about 700 launches: t is z there
+    big = pn.launch_plan(2e4, first, c, s, sd, tau, max_launches=2000)  # about 700 launches: t is z there
     assert big.pairs_per_launch == pytest.approx(math.sqrt(c / s) * sd / tau, rel=0.25)
     # costlier launches ask for fewer, longer ones; a larger launch sd for more, shorter ones
-    dear, noisy = pd.launch_plan(budget, first, 4 * c, s, sd, tau), pd.launch_plan(budget, first, c, s, sd, 2 * tau)
+    dear, noisy = pn.launch_plan(budget, first, 4 * c, s, sd, tau), pn.launch_plan(budget, first, c, s, sd, 2 * tau)
     assert dear.launches < p.launches < noisy.launches or noisy.launches == 64
     # a launch sd known only to lie between 0 and 3%: the plan of least regret sits between the plans for either end,
     # and gives away less at its worst than either of them does
-    lo, hi = pd.launch_plan(budget, first, c, s, sd, 0.0), pd.launch_plan(budget, first, c, s, sd, 0.03)
-    mid = pd.launch_plan(budget, first, c, s, sd, 0.0, launch_sd_hi=0.03)
+    lo, hi = pn.launch_plan(budget, first, c, s, sd, 0.0), pn.launch_plan(budget, first, c, s, sd, 0.03)
+    mid = pn.launch_plan(budget, first, c, s, sd, 0.0, launch_sd_hi=0.03)
     assert lo.launches <= mid.launches <= hi.launches and mid.regret >= 0 and mid.mds <= mid.mds_hi
     assert mid.mds >= lo.mds - 1e-12 and mid.mds_hi >= hi.mds - 1e-12
 
     def worst(p):  # the most MDS p gives away at either end against that end's own best plan
-        at = [pd.min_detectable(math.sqrt(t ** 2 + sd ** 2 / p.pairs_per_launch), p.launches) - b.mds for t, b in ((0.0, lo), (0.03, hi))]
+        at = [pn.min_detectable(math.sqrt(t ** 2 + sd ** 2 / p.pairs_per_launch), p.launches) - b.mds for t, b in ((0.0, lo), (0.03, hi))]
         return max(at)
     assert worst(mid) <= min(worst(lo), worst(hi)) + 1e-12
-    assert pd.launch_plan(60.0, 42.0, c, s, sd, tau) is None  # no 3 launches of 5 pairs in a minute
-    assert pd.launch_plan(budget, first, c, s, 0.0, tau) is None
+    assert pn.launch_plan(60.0, 42.0, c, s, sd, tau) is None  # no 3 launches of 5 pairs in a minute
+    assert pn.launch_plan(budget, first, c, s, 0.0, tau) is None
 
 
 def test_a_plan_counts_the_wait_for_a_pre_start_that_short_launches_do_not_hide():
@@ -209,22 +213,22 @@ def test_a_plan_counts_the_wait_for_a_pre_start_that_short_launches_do_not_hide(
 
     def spent(n, m):  # the budget as the command spends it: each later launch waits for what m pairs did not hide
         return first + (n - 1) * (c + max(0.0, hide - m * s)) + n * m * s
-    for n, m in pd.plans_within(budget, first, c, s, 64, 1, hide):  # the most pairs per launch that fit, at every launch count
+    for n, m in pn.plans_within(budget, first, c, s, 64, 1, hide):  # the most pairs per launch that fit, at every launch count
         assert spent(n, m) <= budget < spent(n, m + 1)
-    free, dear = pd.launch_plan(budget, first, c, s, sd, tau, min_pairs=1), pd.launch_plan(budget, first, c, s, sd, tau, min_pairs=1, hide_s=hide)
+    free, dear = pn.launch_plan(budget, first, c, s, sd, tau, min_pairs=1), pn.launch_plan(budget, first, c, s, sd, tau, min_pairs=1, hide_s=hide)
     assert dear.launches <= free.launches and dear.mds >= free.mds - 1e-12  # a hidden cost only makes launches dearer
-    assert pd.launch_plan(budget, first, c, s, sd, tau, hide_s=0.0) == pd.launch_plan(budget, first, c, s, sd, tau)
+    assert pn.launch_plan(budget, first, c, s, sd, tau, hide_s=0.0) == pn.launch_plan(budget, first, c, s, sd, tau)
 
 
 def test_drawn_mds_checks_the_plan_model_against_the_pairs_themselves():
     rng = np.random.default_rng(11)
     x = rng.normal(0, 0.05, (40, 9))
-    assert np.allclose(sim.hl_rows(x), [pd.hodges_lehmann(list(r)) for r in x])  # the one-launch HL as the oracle
+    assert np.allclose(sim.hl_rows(x), [pe.hodges_lehmann(list(r)) for r in x])  # the one-launch HL as the oracle
     # close to normal pairs: the draws agree with the model of launch_plan
     normal = [list(rng.normal(0, 0.05, 30)) for _ in range(16)]
-    c = pd.launch_components(normal)
+    c = la.launch_components(normal)
     for n, m in ((16, 14), (32, 6)):
-        model = pd.min_detectable(math.sqrt(0.01 ** 2 + c.pair_sd ** 2 / m), n)
+        model = pn.min_detectable(math.sqrt(0.01 ** 2 + c.pair_sd ** 2 / m), n)
         assert sim.drawn_mds(normal, n, m, 0.01) == pytest.approx(model, rel=0.15)
     # a host slow for stretches: a quarter of the pairs straddle one, +-40%. The pooled HL sees a small pair sd, but a
     # launch of a few such pairs is far noisier, and more, shorter launches lose where the model says they gain
@@ -234,10 +238,10 @@ def test_drawn_mds_checks_the_plan_model_against_the_pairs_themselves():
         d[hit] += rng.choice([-0.4, 0.4], hit.sum())
         return list(d)
     heavy = [straddled(13) for _ in range(16)]
-    sd = pd.launch_components(heavy).pair_sd
+    sd = la.launch_components(heavy).pair_sd
     few, many = sim.drawn_mds(heavy, 16, 12, 0.0), sim.drawn_mds(heavy, 32, 5, 0.0)
-    assert few > 2 * pd.min_detectable(sd / math.sqrt(12), 16) and many > few
-    assert pd.min_detectable(sd / math.sqrt(5), 32) < 1.1 * pd.min_detectable(sd / math.sqrt(12), 16)
+    assert few > 2 * pn.min_detectable(sd / math.sqrt(12), 16) and many > few
+    assert pn.min_detectable(sd / math.sqrt(5), 32) < 1.1 * pn.min_detectable(sd / math.sqrt(12), 16)
     assert sim.drawn_mds(heavy, 16, 12, 0.0, seed=3) == pytest.approx(few, rel=0.1)  # another seed, about the same
     assert sim.drawn_mds([[0.01, 0.02]], 16, 5, 0.0) is None and sim.drawn_mds(heavy, 1, 5, 0.0) is None
 
@@ -252,33 +256,33 @@ def test_the_plan_line_says_when_the_draws_contradict_the_model():
 
 def test_launch_components_recover_the_launch_and_pair_noise():
     rng = np.random.default_rng(7)
-    est = [pd.launch_components([list(rng.normal(rng.normal(0, 0.02), 0.06, 20)) for _ in range(12)]) for _ in range(200)]
+    est = [la.launch_components([list(rng.normal(rng.normal(0, 0.02), 0.06, 20)) for _ in range(12)]) for _ in range(200)]
     assert 0.015 < np.mean([e.launch_sd for e in est]) < 0.025 and 0.055 < np.median([e.pair_sd for e in est]) < 0.065
-    none = [pd.launch_components([list(rng.normal(0, 0.06, 20)) for _ in range(12)]).launch_sd for _ in range(200)]
+    none = [la.launch_components([list(rng.normal(0, 0.06, 20)) for _ in range(12)]).launch_sd for _ in range(200)]
     assert np.median(none) < 0.008  # no launch effect: the moments find little or none
     # the one-sided 90% upper bound covers the true launch sd in about 90% of draws, and lies above the estimate
     assert np.mean([e.launch_sd_upper >= 0.02 for e in est]) > 0.8 and all(e.launch_sd_upper >= e.launch_sd for e in est)
     # heavy-tailed pairs: the Hodges-Lehmann summary sees a smaller pair noise than the mean does
     tails = [list(0.03 * rng.standard_t(2, 20)) for _ in range(12)]
-    assert pd.launch_components(tails, "hl").pair_sd < pd.launch_components(tails, "mean").pair_sd
-    assert pd.launch_components([[0.01, 0.02]]) is None
+    assert la.launch_components(tails, "hl").pair_sd < la.launch_components(tails, "mean").pair_sd
+    assert la.launch_components([[0.01, 0.02]]) is None
     # short launches: a launch of m pairs centred on itself keeps (m - 1)/m of their variance; without rescaling the
     # residuals, 19 launches of 2 pairs and no launch effect read a launch sd of 2.8% at a pair sd of 7%
-    short = [pd.launch_components([list(rng.normal(0, 0.07, 2)) for _ in range(19)]) for _ in range(200)]
+    short = [la.launch_components([list(rng.normal(0, 0.07, 2)) for _ in range(19)]) for _ in range(200)]
     assert np.sqrt(np.mean([e.launch_sd ** 2 for e in short])) < 0.025 and 0.06 < np.median([e.pair_sd for e in short]) < 0.08
-    real = [pd.launch_components([list(rng.normal(rng.normal(0, 0.03), 0.07, 2)) for _ in range(19)]) for _ in range(200)]
+    real = [la.launch_components([list(rng.normal(rng.normal(0, 0.03), 0.07, 2)) for _ in range(19)]) for _ in range(200)]
     assert 0.025 < np.sqrt(np.mean([e.launch_sd ** 2 for e in real])) < 0.04 and np.mean([e.launch_sd_upper >= 0.03 for e in real]) > 0.8
 
 
 def test_resume_penalty_and_canary_covariate():
     blocks = [[120.0, 100.0, 101.0, 99.0], [118.0, 99.0, 100.0, 102.0], [121.0, 100.0, 98.0, 100.0]]
-    rp = pd.resume_penalty(blocks)
+    rp = bm.resume_penalty(blocks)
     assert rp.blocks == 3 and 1.15 < rp.ratio < 1.23 and rp.lo < rp.ratio < rp.hi
-    assert pd.resume_penalty([[100.0]]) is None
+    assert bm.resume_penalty([[100.0]]) is None
     rng = np.random.default_rng(2)
     c = rng.normal(0, 0.05, 200)
     d = 0.03 + 0.8 * c + rng.normal(0, 0.02, 200)
-    cov = pd.canary_covariate(d.tolist(), c.tolist())
+    cov = bm.canary_covariate(d.tolist(), c.tolist())
     assert cov.slope == pytest.approx(0.8, abs=0.06) and cov.reduction > 0.7 and cov.sigma_adjusted == pytest.approx(0.02, rel=0.15)
     assert cov.adjusted == pytest.approx(0.03, abs=0.006) and cov.corr > 0.85
     fit = stats.linregress(c, d)
@@ -287,13 +291,13 @@ def test_resume_penalty_and_canary_covariate():
 
 
 def test_block_metric():
-    assert pd.block_metric([3.0, 1.0, 2.0, 10.0], "mean") == 4.0
-    assert pd.block_metric([3.0, 1.0, 2.0, 10.0]) == 2.5
-    assert pd.block_metric([30.0, 1.0, 2.0], "mean", drop_first=True) == 1.5
-    assert pd.block_metric([30.0], "mean", drop_first=True) == 30.0
-    assert pd.block_metric([3.0, 1.0, 2.0, 10.0], "min") == 1.0 and pd.block_metric([1.0, 2.0, 3.0], "min", drop_first=True) == 2.0
+    assert bm.block_metric([3.0, 1.0, 2.0, 10.0], "mean") == 4.0
+    assert bm.block_metric([3.0, 1.0, 2.0, 10.0]) == 2.5
+    assert bm.block_metric([30.0, 1.0, 2.0], "mean", drop_first=True) == 1.5
+    assert bm.block_metric([30.0], "mean", drop_first=True) == 30.0
+    assert bm.block_metric([3.0, 1.0, 2.0, 10.0], "min") == 1.0 and bm.block_metric([1.0, 2.0, 3.0], "min", drop_first=True) == 2.0
     with pytest.raises(ValueError, match="block metric must be one of"):
-        pd.block_metric([1.0], "max")
+        bm.block_metric([1.0], "max")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,7 +336,7 @@ def test_false_alarm_rate_and_power_by_simulation():
     # what the launch as the unit costs when launches add nothing: against the pooled pairs (the pair unit without its
     # screen, whose analytic power of the last look alone, alpha/3 by noncentral t, bounds its sequential power below)
     pooled = simulate_interleave(TRIALS, 1.04, normal, seed=4, unit="pair", launch_alpha=0.0, **run)
-    analytic = pd.power(1.04, 0.035, 60, alpha / 3, thr)
+    analytic = pn.one_sample_t_power(1.04, 0.035, 60, alpha / 3, thr)
     print(f"  x1.04: the launch as the unit {slow[1.04].regression:.3f}; the pairs pooled (valid only without a launch effect) "
           f"{pooled.regression:.3f} (analytic, last look alone: {analytic:.3f})")
     assert pooled.regression >= analytic - mc(0.5)
@@ -345,7 +349,7 @@ def test_rank_estimate_matches_scipy(n, shift):
     Hodges-Lehmann estimate against the median of all Walsh averages, and the interval's ends as the test's inversion."""
     rng = np.random.default_rng(n)
     d = (rng.standard_t(3, n) * 0.03 + shift).tolist()
-    e = pd.rank_estimate(d, 0.025)
+    e = pe.rank_estimate(d, 0.025)
     x = np.array(d)
     walsh = [(x[i] + x[j]) / 2 for i in range(n) for j in range(i, n)]
     assert e.ratio == pytest.approx(math.exp(np.median(walsh)), rel=1e-12)
@@ -682,7 +686,7 @@ def test_e2e_aa_is_no_regression(tmp_path):
     if plan is None:  # a machine so busy that 2.6 minutes hold no 3 launches of 5 pairs: no plan, and no line
         assert "plan for " not in res.stdout
         return
-    assert plan["budget_s"] == pytest.approx(2.6 * 60) and plan["launches"] >= pd.MIN_LAUNCH_UNIT and plan["mds"] > 0
+    assert plan["budget_s"] == pytest.approx(2.6 * 60) and plan["launches"] >= la.MIN_LAUNCH_UNIT and plan["mds"] > 0
     assert "plan for 2.6 min at this run's costs" in res.stdout and f"--launches {plan['launches']} " in res.stdout
     assert plan["launch_sd_planned"] >= plan["launch_sd"] and plan["mds_at_estimate"] <= plan["mds"]  # planned for the upper bound
 

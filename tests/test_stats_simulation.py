@@ -7,7 +7,7 @@ threshold. Noise: see harness.simulate.NoiseModel (heavy-tailed between and with
 
 import math
 
-from harness.judging.simulate import NoiseModel, min_detectable_slowdown, power, simulate
+from harness.judging.simulate import NoiseModel, min_detectable_slowdown, simulate, two_sample_t_power
 
 TRIALS = 1000
 ALPHA = 0.05
@@ -50,14 +50,14 @@ def test_analytic_power_agrees_with_simulation_and_gives_mds():
     # Pure log-normal run noise: analytic power from the noncentral t vs simulation.
     plain = NoiseModel(between_cv=0.02, outlier_prob=0.0, within_cv=1e-6, spike_prob=0.0)
     sim = simulate(TRIALS, 1.08, plain, cases=1, seed=7)
-    ana = power(1.08, 0.02, 5, 5, ALPHA, 0.05)
+    ana = two_sample_t_power(1.08, 0.02, 5, 5, ALPHA, 0.05)
     print(f"\npower at x1.08, CV 2%: simulated {sim.regression:.3f}, analytic {ana:.3f}")
     assert abs(sim.regression - ana) < 0.05
     rows = [(cv, min_detectable_slowdown(cv, 5, 5, ALPHA, 0.05, cases=3)) for cv in (0.005, 0.01, 0.02, 0.04)]
     print("minimum detectable slowdown (power 0.9, 5 vs 5, Holm over 3):",
           ", ".join(f"CV {cv:.1%}: {m:.1%}" for cv, m in rows))
     assert rows[0][1] < rows[-1][1]
-    assert abs(power(1 + rows[1][1], 0.01, 5, 5, ALPHA, 0.05, cases=3) - 0.9) < 1e-3
+    assert abs(two_sample_t_power(1 + rows[1][1], 0.01, 5, 5, ALPHA, 0.05, cases=3) - 0.9) < 1e-3
 
 
 def test_machine_to_machine_variation_needs_the_machine_as_unit():

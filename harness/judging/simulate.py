@@ -96,8 +96,9 @@ def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base
     return SimResult(ratio, trials, any_reg / trials, reg / n, ok / n, inc / n)
 
 
-def power(true_ratio: float, cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, cases: int = 1) -> float:
-    """Analytic power of the regression test (one case, Holm's first step alpha/cases), for log-normal run noise of ``cv``."""
+def two_sample_t_power(true_ratio: float, cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, cases: int = 1) -> float:
+    """Analytic power of the runtime regression test, the two-sample t test between ``n_base`` baseline runs and ``n_cur``
+    current runs (one case, Holm's first step alpha/cases), for log-normal run noise of ``cv``."""
     if true_ratio <= 0 or cv <= 0:
         return float("nan")
     se = cv * math.sqrt(1 / n_base + 1 / n_cur)
@@ -110,11 +111,11 @@ def min_detectable_slowdown(cv: float, n_base: int, n_cur: int, alpha: float, th
                             cases: int = 1) -> float:
     """Smallest true slowdown (fraction) detected as a regression with probability ``target``."""
     lo, hi = 1 + threshold, 10.0
-    if power(hi, cv, n_base, n_cur, alpha, threshold, cases) < target:
+    if two_sample_t_power(hi, cv, n_base, n_cur, alpha, threshold, cases) < target:
         return float("inf")
     for _ in range(60):
         mid = (lo + hi) / 2
-        if power(mid, cv, n_base, n_cur, alpha, threshold, cases) >= target:
+        if two_sample_t_power(mid, cv, n_base, n_cur, alpha, threshold, cases) >= target:
             hi = mid
         else:
             lo = mid
@@ -170,8 +171,9 @@ def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int 
     """Simulate ``trials`` interleaved comparisons with true ratio B/A ``ratio``, through the command's own plan
     (:class:`harness.judging.paired.Plan`) and verdict (:class:`harness.judging.paired.PairedCheck`): looks every
     ``look_every`` pairs once every launch has 2 pairs, stopping at the first conclusive look. ``unit`` as the command
-    chooses it when None: the launch from :data:`~harness.judging.paired.MIN_LAUNCH_UNIT` launches on, else the pair."""
-    from harness.judging.paired import CONCLUSIVE, LAUNCH_ALPHA, MIN_LAUNCH_UNIT, PairedCheck, Plan
+    chooses it when None: the launch from :data:`~harness.judging.launches.MIN_LAUNCH_UNIT` launches on, else the pair."""
+    from harness.judging.launches import LAUNCH_ALPHA, MIN_LAUNCH_UNIT
+    from harness.judging.paired import CONCLUSIVE, PairedCheck, Plan
 
     plan = Plan(pairs, launches, look_every)
     unit = unit or ("launch" if launches >= MIN_LAUNCH_UNIT else "pair")
@@ -202,7 +204,7 @@ DRAWS = 1000  # replicates of :func:`drawn_mds`: its MDS moves by about 0.05 poi
 
 def hl_rows(x: np.ndarray) -> np.ndarray:
     """The Hodges-Lehmann estimate along the last axis (the median of the Walsh averages (x_i + x_j) / 2, i <= j), as
-    :func:`harness.judging.paired.hodges_lehmann` computes it for one launch; in chunks of about 4M Walsh averages."""
+    :func:`harness.judging.pair_estimates.hodges_lehmann` computes it for one launch; in chunks of about 4M Walsh averages."""
     i, j = np.triu_indices(x.shape[-1])
     flat = x.reshape(-1, x.shape[-1])
     step = max(1, 4_000_000 // len(i))
@@ -213,9 +215,9 @@ def hl_rows(x: np.ndarray) -> np.ndarray:
 def drawn_summaries(groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", reps: int = DRAWS,
                     seed: int = 0) -> np.ndarray:
     """(reps, launches) launch summaries under the null, drawn from a run's own pairs as :func:`drawn_mds` draws them:
-    the launch residuals (:func:`harness.judging.paired.launch_residuals`) mirrored, ``pairs`` of them per launch with
+    the launch residuals (:func:`harness.judging.launches.launch_residuals`) mirrored, ``pairs`` of them per launch with
     replacement, summarised (Hodges-Lehmann or mean), plus a N(0, ``launch_sd``) offset per launch."""
-    from harness.judging.paired import launch_residuals
+    from harness.judging.launches import launch_residuals
 
     y = np.asarray(launch_residuals(groups, summary), dtype=float)
     y = np.concatenate([y, -y])
@@ -230,21 +232,21 @@ def drawn_summaries(groups, launches: int, pairs: int, launch_sd: float, summary
 def drawn_mds(groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", alpha: float = 0.01, target: float = 0.9,
               reps: int = DRAWS, seed: int = 0) -> float | None:
     """The minimum detectable slowdown of ``launches`` launches of ``pairs`` pairs, drawn from a run's own pairs instead
-    of the normal model of :func:`harness.judging.paired.launch_plan`.
+    of the normal model of :func:`harness.judging.planning.launch_plan`.
 
-    The source is the run's pairs with the launch effects taken out (:func:`harness.judging.paired.launch_residuals`:
+    The source is the run's pairs with the launch effects taken out (:func:`harness.judging.launches.launch_residuals`:
     each launch's log ratios less its own summary, scaled), mirrored so that the null holds. Each drawn launch is
     ``pairs`` of them, drawn with replacement, plus a N(0, ``launch_sd``) offset; it is summarised as the verdict
     summarises a launch (``summary``: Hodges-Lehmann or mean), and the t test over the launch summaries rejects "ratio
     <= 1" one-sided at ``alpha``. A slowdown s shifts every summary by log(1 + s), so the MDS is the ``target`` quantile
     over the replicates of the shift each one needs, t_(1-alpha, L-1) x SE - mean, turned back into a ratio.
 
-    Where the pairs are close to normal this agrees with the model (:func:`harness.judging.paired.min_detectable` of
+    Where the pairs are close to normal this agrees with the model (:func:`harness.judging.planning.min_detectable` of
     sqrt(launch_sd² + pair_sd²/m)). Where they are heavy-tailed (a host that is slow for stretches of seconds), the
     summary of a launch of a few pairs is noisier than pair_sd/sqrt(m) says: on the H200, 4x1 A/As whose plan promised
     2.9% drew 3.9-4.0% (docs/results/interleave-h200/session17/, section i). None without 2 launches of 2 pairs, or for
     fewer than 2 launches or pairs."""
-    from harness.judging.paired import SUMMARIES
+    from harness.judging.launches import SUMMARIES
 
     if launches < 2 or pairs < 1 or summary not in SUMMARIES or sum(len(g) >= 2 for g in groups) < 2:
         return None

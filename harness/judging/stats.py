@@ -71,6 +71,15 @@ class Sample:
         return len(self.values)
 
 
+def sd(xs: Sequence[float]) -> float:
+    """The sample standard deviation of ``xs`` (n - 1 in the denominator), the spread of log ratios that the t tests
+    use; nan below two values, so that it flows through arithmetic where a verdict would need two units."""
+    if len(xs) < 2:
+        return float("nan")
+    m = fmean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
 # ---------------------------------------------------------------------------------------------
 # Ratio estimate
 # ---------------------------------------------------------------------------------------------
