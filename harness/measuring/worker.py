@@ -40,8 +40,8 @@ class Built:
 
 
 def preload() -> float:
-    """Import what :func:`build_trainer` imports, the bulk of a worker's start-up (20 s of 23-27 s on the H200 with two
-    workers on one CPU); its seconds. A pre-started resident worker does this while the previous launch runs."""
+    """Import what :func:`build_trainer` imports, the bulk of a worker's start-up; its seconds. A pre-started resident
+    worker does this while the previous launch runs."""
     t = time.perf_counter()
     import datasets  # noqa: F401
     import torch  # noqa: F401
@@ -61,7 +61,7 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
     GPU sampler (its thread would wake every 0.5 s while the other side's block is timed)."""
     t = time.perf_counter()
     import datasets
-    import torch
+    import torch  # noqa: F401  (imported here so that import_s covers it)
     from trl import SFTTrainer
 
     datasets.disable_progress_bars()
@@ -79,25 +79,13 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
         attach_forward_hooks,
         host_probe,
     )
-    from harness.measuring.env import worker_env  # noqa: F401  (imported here so that import_s covers it, as before)
+    from harness.measuring.env import worker_env  # noqa: F401  (imported here so that import_s covers it)
     from harness.spec import Workload
 
     timing["import_s"] = time.perf_counter() - t
     w = Workload.from_dict(req["workload"])
     dec = w.decomposition(req["decomposition"])
-    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
-    if dec.world_size != world:
-        raise ValueError(f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, this one is 1 of {world} "
-                         "(the runner starts world sizes > 1 with torchrun)")
-    cuda = torch.cuda.is_available() and not req.get("force_cpu")
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    if cuda and world > 1:
-        torch.cuda.set_device(local)
-    device = torch.device(f"cuda:{local}" if cuda and world > 1 else "cuda" if cuda else "cpu")
-    if not cuda and w.train.precision == "fp16":
-        raise ValueError(f"{w.name}: precision fp16 needs a GPU; use fp32 or bf16 for CPU workloads")
-    if not cuda and w.train.cpu_threads:
-        torch.set_num_threads(w.train.cpu_threads)
+    cuda, device, rank = _device(w, dec, req)
 
     t = time.perf_counter()
     tokenizer = build.build_tokenizer(w)
@@ -125,10 +113,40 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
     profiler = KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
     if profiler is not None:
         trainer.add_callback(profiler)
-    # the census (harness.measuring.census) counts the work of steady steps, then ends the run; inject_work is test-only extra work
+    census, inject = _census_and_inject(trainer, w, req)
+    timing["trainer_setup_s"] = time.perf_counter() - t
+    return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe)
+
+
+def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
+    """(cuda, device, rank) of this process; checks that the decomposition's world size is this job's and that the
+    precision fits the device, and sets the CPU threads of a CPU workload."""
+    import torch
+
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    if dec.world_size != world:
+        raise ValueError(f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, this one is 1 of {world} "
+                         "(the runner starts world sizes > 1 with torchrun)")
+    cuda = torch.cuda.is_available() and not req.get("force_cpu")
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if cuda and world > 1:
+        torch.cuda.set_device(local)
+    device = torch.device(f"cuda:{local}" if cuda and world > 1 else "cuda" if cuda else "cpu")
+    if not cuda and w.train.precision == "fp16":
+        raise ValueError(f"{w.name}: precision fp16 needs a GPU; use fp32 or bf16 for CPU workloads")
+    if not cuda and w.train.cpu_threads:
+        torch.set_num_threads(w.train.cpu_threads)
+    return cuda, device, rank
+
+
+def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
+    """(census, inject) of a request, attached to ``trainer``: the census (:mod:`harness.measuring.census`) counts the
+    work of steady steps, then ends the run; inject_work is test-only extra work (:mod:`harness.measuring.injected_work`).
+    Either is None when not asked for."""
     census = inject = None
     if req.get("census") or req.get("inject_work"):
-        from harness.measuring.census import CensusCallback, InjectWork
+        from harness.measuring.census import CensusCallback
+        from harness.measuring.injected_work import InjectWork
 
         inject = InjectWork(trainer.model, float(req["inject_work"]), kind=req.get("inject_kind") or "casts") if req.get("inject_work") else None
         if req.get("census"):
@@ -136,8 +154,7 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
             census = CensusCallback(w.measure.warmup_steps + int(req.get("timed_steps") or 0),
                                     {"inject_work": lambda: inject.fired} if inject else None, stop=True)
             trainer.add_callback(census)
-    timing["trainer_setup_s"] = time.perf_counter() - t
-    return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe)
+    return census, inject
 
 
 def train(req: dict, timing: dict) -> dict:
@@ -180,7 +197,7 @@ def train(req: dict, timing: dict) -> dict:
 
 def train_series(req: dict, result_path: str) -> dict:
     """Several short runs in this one process, one per item of ``req["series"]`` (each item's keys override the request's):
-    the advisor's fit probes, which then pay the imports (about 16 s on the H200 machine) once instead of once per split.
+    the advisor's fit probes, which then pay the imports (most of a worker's start-up) once instead of once per split.
     An item that fails (out of memory above all) is recorded with its status and message, its memory is released, and the
     next item runs; the peak-memory counters restart for every item. The result, with every item finished so far, is
     rewritten after each item, so a crash or a timeout later loses none of them."""
