@@ -758,7 +758,7 @@ def test_injected_work_keeps_its_own_clock_and_leaves_the_output_alone(kind):
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from harness.measuring.census import InjectWork
+    from harness.measuring.injected_work import InjectWork
 
     model = get_peft_model(torch.nn.Sequential(torch.nn.Linear(8, 8)), LoraConfig(r=2, target_modules=["0"]))
     x = torch.randn(4, 8)
