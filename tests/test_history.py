@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.commands import cli
+from harness.judging import changepoints
 from harness.reporting import history as hist
+from harness.reporting import history_page
 
 ROOT = Path(__file__).resolve().parent.parent
 R = ROOT / "docs" / "results"
@@ -77,8 +79,8 @@ def test_page_from_the_committed_h200_and_cpu_results(page):
     assert data["excluded_runs"] == {"injected slowdown or work": 15}  # cpu-e2e/run-b/slow
     html = (page / "index.html").read_text()
     for s in data["series"]:
-        assert (page / f"{hist.slug(s['key'])}.png").stat().st_size > 10_000
-        assert f'src="{hist.slug(s["key"])}.png"' in html
+        assert (page / f"{history_page.slug(s['key'])}.png").stat().st_size > 10_000
+        assert f'src="{history_page.slug(s["key"])}.png"' in html
     assert not re.search(r'(src|href)="(https?:)?//', html) and "<script src" not in html  # nothing from the network
 
 
@@ -112,7 +114,7 @@ def test_a_folder_without_results_is_refused(tmp_path, capsys):
 
 
 # ---- the detector on synthetic series --------------------------------------------------------------
-# Rule (harness/reporting/history.py): PELT on log session medians, penalty 3 * sigma^2 * log(n) with sigma from
+# Rule (harness/judging/changepoints.py): PELT on log session medians, penalty 3 * sigma^2 * log(n) with sigma from
 # successive differences; Welch t between neighbouring segments, p times the positions scanned, Holm at 0.05
 # over the candidates, pruning the least significant. Series: 30 sessions, log-normal noise sd 2%.
 N, SIGMA, SERIES = 30, 0.02, 200
@@ -121,8 +123,8 @@ FALSE_ALARM_BOUND = 0.08
 
 
 def test_a_planted_shift_is_found_at_its_session():
-    values = hist.synthetic(7, N, SIGMA, shift=0.12, at=17)
-    det = hist.detect(values)
+    values = changepoints.synthetic(7, N, SIGMA, shift=0.12, at=17)
+    det = changepoints.detect(values)
     assert [c.index for c in det.kept] == [17]
     c = det.kept[0]
     assert c.lo < c.ratio < c.hi and abs(c.ratio - 1.12) < 0.03 and c.p < 0.05 and (c.n_before, c.n_after) == (17, 13)  # SE of the ratio ~0.008
@@ -130,20 +132,20 @@ def test_a_planted_shift_is_found_at_its_session():
 
 def test_planted_shifts_over_many_seeds():
     """+12% (6 sigma) at session 15 of 30, 200 seeds: measured found 0.985, exactly that one change point 0.95."""
-    r = hist.simulate(SERIES, N, SIGMA, shift=0.12, at=15, first_seed=1000)
+    r = changepoints.simulate(SERIES, N, SIGMA, shift=0.12, at=15, first_seed=1000)
     assert r["found"] >= 0.95 and r["exact"] >= 0.90, r
 
 
 def test_false_alarm_rate_without_a_shift():
     """200 series without a shift: the share with any change point (measured 0.050) stays below alpha + 2 SE."""
-    r = hist.simulate(SERIES, N, SIGMA)
+    r = changepoints.simulate(SERIES, N, SIGMA)
     assert r["any"] <= FALSE_ALARM_BOUND, r
 
 
 def test_short_and_flat_series_have_no_change_point():
-    assert hist.detect([400.0, 500.0, 400.0]).note.startswith("3 sessions")
-    assert hist.detect([400.0] * 10).kept == ()
-    assert hist.robust_sigma([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]) > 0  # a single step: sigma from the plain sd, not 0
+    assert changepoints.detect([400.0, 500.0, 400.0]).note.startswith("3 sessions")
+    assert changepoints.detect([400.0] * 10).kept == ()
+    assert changepoints.robust_sigma([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]) > 0  # a single step: sigma from the plain sd, not 0
 
 
 # ---- in a browser ------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.commands.compare import UsageError, command_line, records
+from harness.judging import changepoints
 from harness.reporting import history as hist
+from harness.reporting import history_page
 
 _LABEL = re.compile(r"^([A-Za-z0-9_.-]+)=(.+)$")
 
@@ -35,13 +37,13 @@ def expand(arg: str) -> list[tuple[str, str]]:
     return [(track, d) for d in found]
 
 
-def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: float = hist.ALPHA, penalty: float = hist.PENALTY_K,
+def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: float = changepoints.ALPHA, penalty: float = changepoints.PENALTY_K,
             out: Callable[[str], None] = print) -> int:
     """Write ``index.html`` (with the data embedded as JSON), ``history.json`` and one PNG per series to ``out_dir``."""
     try:
         import ruptures  # noqa: F401
     except ImportError:
-        raise UsageError(f"history needs ruptures for its change points: {hist.INSTALL}") from None
+        raise UsageError(f"history needs ruptures for its change points: {changepoints.INSTALL}") from None
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -50,7 +52,7 @@ def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: fl
     data = hist.build([(t, d, records([d])) for t, d in pairs], k=penalty, alpha=alpha, command=command_line())
     if not data["series"]:
         raise UsageError(f"no timed or census runs in {', '.join(results_dirs)}")
-    paths = hist.write(data, out_dir)
+    paths = history_page.write(data, out_dir)
     for s in data["series"]:
         cps = "; ".join(f"{c['started_at']} x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] p={c['p']:.2g}" for c in s["change_points"])
         out(f"{s['name']}: {len(s['sessions'])} sessions, {len(s['census_sessions'])} census; "
