@@ -130,7 +130,7 @@ class PairNoise:
     """Noise of one pair's log ratio log(B/A): normal with sd ``sigma`` (or a t with ``tail_df`` degrees of freedom
     scaled to the same sd, for heavy tails), plus a per-launch offset with sd ``launch_sd`` shared by the launch's pairs.
     With ``outlier_share`` > 0 that share of pairs is drawn from a normal with sd ``outlier_sd`` instead (a step caught by
-    a host hiccup: on the H200 most pairs are tight and a few are far off, docs/results/interleave-h200/)."""
+    a host hiccup: most pairs are tight and a few are far off)."""
 
     sigma: float = 0.03
     launch_sd: float = 0.0
@@ -199,7 +199,7 @@ def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int 
                          used / trials, unit / trials)
 
 
-DRAWS = 1000  # replicates of :func:`drawn_mds`: its MDS moves by about 0.05 points between seeds at 1000 (H200 runs)
+DRAWS = 1000  # replicates of :func:`drawn_mds`: enough that its MDS moves little between seeds
 
 
 def hl_rows(x: np.ndarray) -> np.ndarray:
@@ -243,9 +243,8 @@ def drawn_mds(groups, launches: int, pairs: int, launch_sd: float, summary: str 
 
     Where the pairs are close to normal this agrees with the model (:func:`harness.judging.planning.min_detectable` of
     sqrt(launch_sd² + pair_sd²/m)). Where they are heavy-tailed (a host that is slow for stretches of seconds), the
-    summary of a launch of a few pairs is noisier than pair_sd/sqrt(m) says: on the H200, 4x1 A/As whose plan promised
-    2.9% drew 3.9-4.0% (docs/results/interleave-h200/session17/, section i). None without 2 launches of 2 pairs, or for
-    fewer than 2 launches or pairs."""
+    summary of a launch of a few pairs is noisier than pair_sd/sqrt(m) says, and the drawn MDS is larger than the
+    model's. None without 2 launches of 2 pairs, or for fewer than 2 launches or pairs."""
     from harness.judging.launches import SUMMARIES
 
     if launches < 2 or pairs < 1 or summary not in SUMMARIES or sum(len(g) >= 2 for g in groups) < 2:

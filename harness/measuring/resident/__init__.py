@@ -230,7 +230,7 @@ class ResidentWorker:
 
     def close(self) -> int | None:
         """Ask the worker to stop, wait until its training has ended (its ``stopped`` report, at most ``STOP_GRACE_S``),
-        then kill its process group whatever it did: the interpreter's own teardown (about 2 s with torch loaded)
+        then kill its process group whatever it did: the interpreter's own teardown (slow with torch loaded)
         is of no use here. Idempotent; returns the exit code (None if never started); ``stopped_cleanly`` says
         whether training ended on the command."""
         if self.proc is None:
