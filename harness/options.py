@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.engine.config import DEFAULT_BUDGET_MINUTES, defaults_text
+
 
 def _parser(name: str, convert: Callable[[str], Any], ok: Callable[[Any], bool], expected: str, rule: str) -> Callable[[str], Any]:
     """An argparse ``type=``: ``convert`` the text, then check it with ``ok``; each failure is one line."""
@@ -30,8 +32,6 @@ def _parser(name: str, convert: Callable[[str], Any], ok: Callable[[Any], bool],
 
 
 parse_positive_int = _parser("parse_positive_int", int, lambda v: v >= 1, "a whole number >= 1", "must be >= 1")
-parse_block_steps = _parser("parse_block_steps", lambda t: "auto" if t == "auto" else int(t), lambda v: v == "auto" or v >= 1,
-                            "a whole number >= 1 or auto", "must be >= 1")
 parse_count = _parser("parse_count", int, lambda v: v >= 0, "a whole number >= 0", "must be >= 0")
 parse_positive_float = _parser("parse_positive_float", float, lambda v: v > 0, "a number > 0", "must be positive")
 parse_slowdown = _parser("parse_slowdown", float, lambda v: 0 <= v < 10, "a fraction such as 0.1 (10%)", "must be a fraction in [0, 10)")
@@ -63,10 +63,14 @@ class Opt:
     default: Any = None
     action: str | None = None
     choices: tuple[str, ...] | None = None
+    hidden: bool = False  # test-only: accepted, kept out of --help
 
     def kwargs(self, default: Any = _UNSET, required: bool = False) -> dict[str, Any]:
-        kw: dict[str, Any] = {"dest": self.dest, "help": self.help.replace("%", "%%")}  # argparse formats help with %
         default = self.default if default is _UNSET else default
+        text = self.help.replace("%", "%%")  # argparse formats help with %
+        if default not in (None, False) and self.action != "append":
+            text += " (default: %(default)s)"
+        kw: dict[str, Any] = {"dest": self.dest, "help": argparse.SUPPRESS if self.hidden else text}
         if self.action:
             kw["action"] = self.action
             if self.action == "append":
@@ -85,7 +89,7 @@ def prefixed(prefix: str, opts: tuple[Opt, ...], **help_for: str) -> tuple[Opt, 
     """The same options under a prefix (pytest-benchmark's ``add_*_options(addoption, prefix=...)``): ``--block-steps``
     becomes ``--interleave-block-steps``, dest ``interleave_block_steps``; ``help_for`` replaces a help text by dest."""
     return tuple(Opt(tuple(f"--{prefix}-{f[2:]}" for f in o.flags), f"{prefix.replace('-', '_')}_{o.dest}", help_for.get(o.dest, o.help), o.type,
-                     o.default, o.action, o.choices) for o in opts)
+                     o.default, o.action, o.choices, o.hidden) for o in opts)
 
 
 def add(add_option: Callable[..., Any], opts: tuple[Opt, ...], defaults: dict[str, Any] | None = None,
@@ -114,11 +118,11 @@ DECOMPOSITIONS = Opt(("--decomposition",), "decomposition", "only these decompos
 STEPS = Opt(("--steps",), "steps", "override max_steps for quick runs (changes the workload hash)", type=parse_positive_int)
 REPEATS = Opt(("--repeats",), "repeats", "fresh-process runs per decomposition (and side)", type=parse_positive_int, default=5)
 RESULTS_DIR = Opt(("--results-dir",), "results_dir", "where runs.jsonl, logs and reports go", default="perf-results")
-WORKLOADS_DIR = Opt(("--workloads-dir",), "workloads_dir", "workload specs (default: workloads/ of the project)")
+WORKLOADS_DIR = Opt(("--workloads-dir",), "workloads_dir", "workload specs")
 BASELINES_DIR = Opt(("--baselines-dir",), "baselines_dir", "baseline store (default: baselines/ of the project)")
 TIMEOUT = Opt(("--timeout", "--run-timeout"), "run_timeout", "wall-clock limit per run, seconds", type=parse_positive_float, default=1800.0)
-ALPHA = Opt(("--alpha",), "alpha", "override the baseline's alpha (family-wise false-alarm rate)", type=parse_alpha)
-THRESHOLD = Opt(("--threshold",), "threshold", "override the practical runtime threshold (fraction: 0.05 is +5%)", type=parse_threshold)
+ALPHA = Opt(("--alpha",), "alpha", "family-wise false-alarm rate (default: the baseline's; for an interleaved comparison the GPU's)", type=parse_alpha)
+THRESHOLD = Opt(("--threshold",), "threshold", "practical runtime threshold, a fraction: 0.05 is +5% (default: the baseline's; +2% for an interleaved comparison)", type=parse_threshold)
 
 MAX_REPEATS = Opt(("--max-repeats",), "max_repeats", "run more repeats of inconclusive cases, up to this many (alpha is split over the looks)",
                   type=parse_positive_int)
@@ -147,61 +151,36 @@ CHANGE_ALPHA = Opt(("--alpha",), "alpha", "false-alarm rate of the change points
                    type=parse_alpha, default=0.05)
 PENALTY = Opt(("--penalty",), "penalty", "k of the PELT penalty k * sigma^2 * log(n) on log session medians (3: modified BIC)",
               type=parse_positive_float, default=3.0)
-# interleave: A against B in blocks of k steps on resident workers (harness.commands.interleave)
+# interleave: A against B on this machine, block-interleaved (harness.commands.interleave); every other setting is a field of
+# harness.engine.config.ComparisonConfig, set with --set key=value
 DECOMPOSITION = Opt(("--decomposition",), "decomposition", "the decomposition to compare, e.g. 4x1")
 PYTHON_A = Opt(("--python-a",), "python_a", "interpreter (environment) of side A (default: this one)")
 PYTHON_B = Opt(("--python-b",), "python_b", "interpreter (environment) of side B (default: this one)")
-INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "sensitivity self-check: side B sleeps this fraction of each step",
-                        type=parse_slowdown, default=0.0)
-INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only: side B does N extra casts per LoRA layer forward (real extra work)",
-                    type=parse_count, default=0)
-INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent", "test-only: side B does extra host work per LoRA layer "
-                            "forward, sized on this machine after the warm-up by its own clock to slow its step by this many percent (side A "
-                            "carries the same hook at 0; the report states the amount, the calibration and the nominal share)", type=parse_positive_float, default=0.0)
-BLOCK_STEPS = Opt(("--block-steps",), "block_steps", "optimizer steps per block (k), or auto: 1 at the step grain and at the micro grain "
-                  "(the H200's least variance per GPU-second); 1 gave the smallest sigma per CPU second on the CPU runner",
-                  type=parse_block_steps, default=1)
-GRAIN = Opt(("--grain",), "grain", "what A and B take turns at: step (blocks of --block-steps optimizer steps) or micro (one "
-            "micro-batch of gradient accumulation each, in random order, k steps of them making a pair: on a host whose speed "
-            "wanders within seconds, units of a fraction of a step follow each other more closely; needs grad-accum > 1); auto: "
-            "micro where the decomposition accumulates gradients, step elsewhere", default="step", choices=("step", "micro", "auto"))
-PAIRS = Opt(("--pairs",), "pairs", "pairs of blocks (one of A, one of B, in random order) at most", type=parse_positive_int, default=60)
-LAUNCHES = Opt(("--launches",), "launches", "launches of the two workers the pairs are spread over; processes of one build differ, so from "
-               "3 launches on the launch is the unit of the verdict (t over the launch summaries)", type=parse_positive_int, default=6)
-LOOK_EVERY = Opt(("--look-every",), "look_every", "judge every M pairs (once the last launch has 2 pairs) and stop when conclusive; "
-                 "alpha is split over the planned looks (default: one look at the end)", type=parse_positive_int)
-SEED = Opt(("--seed",), "seed", "seed of the order inside each pair (default: drawn, and recorded in the report)", type=int)
-DROP_FIRST_STEP = Opt(("--drop-first-step",), "drop_first_step", "leave each block's first step out of its metric (a resume penalty)",
-                      action="store_true")
-PAIR_BUDGET_MINUTES = Opt(("--budget-minutes",), "budget_minutes", "start no pair (or launch) that would end past this many minutes from the start, "
-                          "start-up included; the verdict is made on the pairs so far", type=parse_positive_float)
-CPUS = Opt(("--cpus",), "cpus", "pin both resident workers to these CPUs (e.g. 0 or 2-3), so that neither side gets a faster or quieter core "
-           "(default: not pinned)", type=parse_cpus)
-MALLOC_DEFAULT = Opt(("--malloc-default",), "malloc_default", "run the workers with glibc malloc's moving thresholds instead of fixed ones "
-                     "(fixed thresholds keep processes of one build alike: docs/statistics.md)", action="store_true")
-BLOCK_METRIC = Opt(("--block-metric",), "block_metric", "one number per block: the median of its step times (default; like a run's metric) "
-                   "or their mean (total time, spikes included) or their min (the fastest step: sees only a slowdown of every step; "
-                   "a smaller launch sd in most stored H200 4x1 runs: docs/results/interleave-h200/session16/block_metric.txt)", default="median",
-                   choices=("median", "mean", "min"))
-FALLBACK_REPEATS = Opt(("--fallback-repeats",), "fallback_repeats", "when A and B do not fit on the device at once: fresh-process runs per side "
-                       "instead (judged as ab does)", type=parse_positive_int, default=5)
+PAIR_BUDGET_MINUTES = Opt(("--budget-minutes",), "budget_minutes", "device minutes per comparison, start-up included; the number of "
+                          "launches follows from it", type=parse_positive_float, default=DEFAULT_BUDGET_MINUTES)
+SET = Opt(("--set",), "set", "a research knob as key=value (repeatable); the defaults: " + defaults_text(), action="append")
 SKIP_SAME_VERSIONS = Opt(("--skip-same-versions",), "skip_same_versions", "make no runs when A and B have the same python and library versions "
                          "(nightly: no new release)", action="store_true")
-PAIR_TEST = Opt(("--test",), "test", "test of the pair log ratios: rank (Wilcoxon signed-rank, Hodges-Lehmann interval; default: a few extreme "
-                "pairs widen it little) or t", default="rank", choices=("rank", "t"))
-UNIT = Opt(("--unit",), "unit", "unit of replication of the verdict: launch (each launch summarised by its Hodges-Lehmann estimate, or mean "
-           "with --test t; t over the launches; valid whatever launches add) or pair (pooled; valid only if launches add nothing, screened "
-           "by an F test); default: launch from 3 launches on, else pair", choices=("launch", "pair"))
-PRESTART = Opt(("--prestart",), "prestart", "import the next launch's two workers on the CPUs outside --cpus while this launch runs, so "
-               "that a launch costs only their build (needs --cpus and a spare CPU; each launch is still a fresh process)", action="store_true")
-WARMUP_STEPS = Opt(("--warmup-steps",), "warmup_steps", "steps per side at the start of every launch, not judged (default: the workload's "
-                   "[measure] warmup_steps); on the H200 only a launch's first step is slow (docs/results/interleave-h200/session10)",
-                   type=parse_positive_int)
-WARM_APART = Opt(("--warm-apart",), "warm_apart", "with --prestart: each side of a later launch builds and warms up on its own half of the "
-                 "spare CPUs, both at once, then moves to --cpus for the pairs (a later launch then costs about one side's build and "
-                 "warm-up instead of both in turn: docs/results/interleave-h200/session16)", action="store_true")
-INTERLEAVE = (DECOMPOSITION, PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, SEED,
-              WARMUP_STEPS, DROP_FIRST_STEP, BLOCK_METRIC, PAIR_TEST, UNIT, NO_PHASES, CPUS, PRESTART, WARM_APART, MALLOC_DEFAULT, FALLBACK_REPEATS, SKIP_SAME_VERSIONS)
+INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "test-only", type=parse_slowdown, default=0.0, hidden=True)
+INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only", type=parse_count, default=0, hidden=True)
+INJECT_WORK_B_PERCENT = Opt(("--inject-work-b-percent",), "inject_work_b_percent", "test-only", type=parse_positive_float, default=0.0, hidden=True)
+COMPARISON = (PYTHON_A, PYTHON_B, PAIR_BUDGET_MINUTES, SET, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT)
+INTERLEAVE = (DECOMPOSITION, *COMPARISON, SKIP_SAME_VERSIONS)
+CPUS = Opt(("--cpus",), "cpus", "pin the resident workers to these CPUs (e.g. 0 or 2-3) (default: not pinned)", type=parse_cpus)
+FALLBACK_REPEATS = Opt(("--fallback-repeats",), "fallback_repeats", "when A and B do not fit on the device at once: fresh-process runs "
+                       "per side instead", type=parse_positive_int, default=5)
+
+
+def comparison_config(values: dict[str, Any], **fixed: Any):
+    """The :class:`~harness.engine.config.ComparisonConfig` of parsed options (``values`` by dest, ``--set`` items under
+    ``set``) and ``fixed`` fields; a bad combination raises ValueError with one line."""
+    from harness.engine.config import ComparisonConfig, parse_sets
+
+    direct = ("gpu", "python_a", "python_b", "budget_minutes", "alpha", "threshold", "skip_same_versions", "workloads_dir", "results_dir",
+              "run_timeout", "inject_slowdown_b", "inject_work_b", "inject_work_b_percent")
+    fields_ = {k: values[k] for k in direct if values.get(k) is not None}
+    return ComparisonConfig(**{**fields_, **parse_sets(values.get("set")), **fixed})
+
 
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)
@@ -220,14 +199,13 @@ MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro",
 ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, SCREEN, CPUS, MEMORY_LIMIT_MICRO)
 
 # confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
-CONFIRM = (PYTHON_A, PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, WARM_APART, FALLBACK_REPEATS)
+CONFIRM = COMPARISON
 
 # the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
-INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, BLOCK_STEPS, GRAIN, PAIRS, LAUNCHES, LOOK_EVERY, PAIR_BUDGET_MINUTES, WARMUP_STEPS, CPUS, PRESTART, WARM_APART, FALLBACK_REPEATS),
+INTERLEAVE_SESSION = prefixed("interleave", (PYTHON_B, PAIR_BUDGET_MINUTES, SET),
                               python_b="also compare every selected case against the environment of this interpreter, interleaved on this "
-                              "machine in blocks of steps on two resident workers (python -m harness interleave, A = this interpreter); "
-                              "its verdicts are the test_interleaved tests",
-                              budget_minutes="per case: start no pair (or launch) that would end past this many minutes, start-up included")
+                              "machine (python -m harness interleave, A = this interpreter); its verdicts are the test_interleaved tests",
+                              budget_minutes="device minutes per case, start-up included")
 
 # groups: what a command that makes runs needs, what a judgement needs, and the pytest session's own
 RUN = (STEPS, WORKLOADS_DIR, RESULTS_DIR, TIMEOUT)

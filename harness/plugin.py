@@ -22,6 +22,7 @@ _GPU = pytest.StashKey[str]()
 _WORKLOADS = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[PerfSession]()
 _OPTIONS = pytest.StashKey[Options]()
+_COMPARISON = pytest.StashKey[object]()  # the interleaved comparison's ComparisonConfig, its case left blank
 
 
 def pytest_addoption(parser):
@@ -47,6 +48,9 @@ def pytest_configure(config):
             faults=os.environ.get("HARNESS_FAULTS"), profile_steps=o("profile_steps"), resume=o("resume"),
             budget_s=None if budget is None else budget * 60,
             command="pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args))
+        config.stash[_COMPARISON] = opt.comparison_config(
+            {"python_b": o("interleave_python_b"), "budget_minutes": o("interleave_budget_minutes"), "set": o("interleave_set"),
+             "run_timeout": o("run_timeout")}, workload="", decomposition="", gpu=gpu)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -184,19 +188,16 @@ def perf_interleave(request):
     def run(case: tuple[str, str]) -> tuple[int, dict | None]:
         import json
         import time
+        from dataclasses import replace
 
         from harness.commands.interleave import interleave
 
         o = config.getoption
         out_dir = Path(o("results_dir")) / "interleave" / "-".join(case)
         started = time.time()
-        code = interleave(gpu=config.stash[_GPU], workload=case[0], decomposition=case[1], python_b=o("interleave_python_b"),
-                          block_steps=o("interleave_block_steps"), grain=o("interleave_grain"), pairs=o("interleave_pairs"), launches=o("interleave_launches"),
-                          look_every=o("interleave_look_every"), budget_minutes=o("interleave_budget_minutes"),
-                          warmup_steps=o("interleave_warmup_steps"), cpus=o("interleave_cpus"), prestart=o("interleave_prestart"),
-                          warm_apart=o("interleave_warm_apart"),
-                          fallback_repeats=o("interleave_fallback_repeats"), workloads_dir=_workloads_dir(config), results_dir=out_dir,
-                          run_timeout=o("run_timeout"), out=_progress(config))
+        cfg = replace(config.stash[_COMPARISON], workload=case[0], decomposition=case[1], workloads_dir=str(_workloads_dir(config)),
+                      results_dir=str(out_dir))
+        code = interleave(cfg, out=_progress(config))
         path = out_dir / "report.json"  # an earlier session's report in the same dir is not this comparison's
         return code, json.loads(path.read_text()) if path.exists() and path.stat().st_mtime >= started - 1 else None
 

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
+from harness.engine.config import ComparisonConfig
 from harness.files import ensure_dir, new_id, write_atomic, write_json_atomic
 from harness.judging.census_diff import window_plan
 from harness.measuring.runner import RunRequest, run_one
@@ -207,9 +208,10 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
             continue
         k = block_steps_for(max(probes[s]["step_ms"], probes[fastest]["step_ms"]), block_seconds)
         n = pairs_for(share * 60, k, probes[fastest]["step_ms"] + probes[s]["step_ms"], launches, pairs)
-        code = interleave(gpu=gpu, workload=w, decomposition=fastest, decomposition_b=s, block_steps=k, pairs=n, launches=launches,
-                          look_every=max(2, n // 8), budget_minutes=share, alpha=alpha, threshold=threshold, cpus=cpus,
-                          results_dir=root / f"{s}-vs-{fastest}", run_timeout=run_timeout, out=lambda line: out(f"  {line}"))
+        cfg = ComparisonConfig(workload=w.name, decomposition=fastest, decomposition_b=s, gpu=gpu, block_steps=k, pairs=n, launches=launches,
+                               look_every=max(2, n // 8), budget_minutes=share, alpha=alpha, threshold=threshold, cpus=tuple(cpus or ()),
+                               warmup_steps=max(w.measure.warmup_steps, 1), results_dir=str(root / f"{s}-vs-{fastest}"), run_timeout=run_timeout)
+        code = interleave(cfg, workload=w, out=lambda line: out(f"  {line}"))
         rep_path = root / f"{s}-vs-{fastest}" / "report.json"
         v = (json.loads(rep_path.read_text()).get("verdict") if rep_path.exists() else None) or {}
         compared[s] = {"outcome": v.get("outcome", "inconclusive"), "ratio": v.get("ratio"), "lo": v.get("lo"), "hi": v.get("hi"),

@@ -34,9 +34,8 @@ def _cmd_advise(a) -> int:
 def _cmd_confirm(a) -> int:
     from harness.commands.confirm import confirm
 
-    return confirm(a.report, python_a=a.python_a, python_b=a.python_b, block_steps=a.block_steps, grain=a.grain, pairs=a.pairs, launches=a.launches,
-                   look_every=a.look_every, budget_minutes=a.budget_minutes, warmup_steps=a.warmup_steps, cpus=a.cpus, prestart=a.prestart, warm_apart=a.warm_apart, fallback_repeats=a.fallback_repeats, alpha=a.alpha,
-                   threshold=a.threshold, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
+    template = opt.comparison_config(vars(a), workload="", decomposition="")
+    return confirm(a.report, template, workloads_dir=a.workloads_dir, results_dir=a.results_dir)
 
 
 def _cmd_compare(a) -> int:
@@ -97,13 +96,15 @@ def _cmd_interleave(a) -> int:
 
     from harness.commands.interleave import interleave
 
-    return interleave(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, python_a=a.python_a, python_b=a.python_b,
-                      inject_slowdown_b=a.inject_slowdown_b, inject_work_b=a.inject_work_b,
-                      inject_work_b_percent=a.inject_work_b_percent, block_steps=a.block_steps, grain=a.grain, pairs=a.pairs,
-                      launches=a.launches, look_every=a.look_every, budget_minutes=a.budget_minutes, alpha=a.alpha, threshold=a.threshold,
-                      warmup_steps=a.warmup_steps, seed=a.seed, drop_first_step=a.drop_first_step, no_phases=a.no_phases, cpus=a.cpus, malloc_default=a.malloc_default, block_metric=a.block_metric,
-                      fallback_repeats=a.fallback_repeats, skip_same_versions=a.skip_same_versions, test=a.test, unit=a.unit, prestart=a.prestart, warm_apart=a.warm_apart, workloads_dir=a.workloads_dir,
-                      results_dir=a.results_dir, run_timeout=a.run_timeout, faults=os.environ.get("HARNESS_FAULTS"))
+    cfg = opt.comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=_gpu(a.gpu))
+    return interleave(cfg, faults=os.environ.get("HARNESS_FAULTS"))
+
+
+def _gpu(want: str) -> str:
+    """``--gpu``: ``auto`` is the GPU this machine has; another name must be it (or ``cpu``)."""
+    from harness.measuring.env import detect_gpu, resolve_gpu
+
+    return resolve_gpu(want, detect_gpu())
 
 
 def _cmd_recover(a) -> int:
@@ -140,6 +141,18 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--allow-gpu-mismatch", action="store_true")
     rp.set_defaults(fn=_cmd_report)
 
+    hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
+                        "changes, census counts and change points, as a static page (index.html and PNGs)")
+    hi.add_argument("results_dirs", nargs="+", metavar="[TRACK=]RESULTS_DIR",
+                    help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
+    opt.add(hi.add_argument, opt.HISTORY)
+    hi.set_defaults(fn=_cmd_history)
+    _measuring_commands(sub)
+    return p
+
+
+def _measuring_commands(sub) -> None:
+    """The commands that make runs: fresh-process runs, interleaved comparisons and the advisor."""
     run_defaults = {"workloads_dir": "workloads"}
     op = sub.add_parser("overhead", help="phases on vs off, interleaved ABBA, on one decomposition")
     op.add_argument("--micro", metavar="DECOMP=MS,...", help="instead: time one mark and one hook pair here and report their share of steps of these lengths")
@@ -170,16 +183,10 @@ def parser() -> argparse.ArgumentParser:
     opt.add(ab.add_argument, (opt.SKIP_SAME_VERSIONS,))
     ab.set_defaults(fn=_cmd_ab)
 
-    hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
-                        "changes, census counts and change points, as a static page (index.html and PNGs)")
-    hi.add_argument("results_dirs", nargs="+", metavar="[TRACK=]RESULTS_DIR",
-                    help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
-    opt.add(hi.add_argument, opt.HISTORY)
-    hi.set_defaults(fn=_cmd_history)
-    il = sub.add_parser("interleave", help="A against B on this machine in blocks of k steps on two resident workers, in random order per "
-                        "pair, over several launches; sequential t test on the pair log ratios; exit 1 on a regression")
+    il = sub.add_parser("interleave", help="A against B on this machine, block-interleaved on two resident workers over several launches; "
+                        "exit 1 on a regression")
     opt.add(il.add_argument, (opt.GPU, opt.WORKLOAD, *opt.INTERLEAVE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": "perf-results/interleave"}, required=("gpu", "workload", "decomposition", "block_steps", "pairs"))
+            defaults={**run_defaults, "results_dir": "perf-results/interleave"}, required=("workload", "decomposition"))
     il.set_defaults(fn=_cmd_interleave)
     rc = sub.add_parser("recover", help="judge an interleave run that stopped before its report (the machine lost, a kill -9, a job's "
                         "timeout) from the blocks and launches its results dir kept; writes report.json and report.md, never over the run's own")
@@ -189,14 +196,13 @@ def parser() -> argparse.ArgumentParser:
                         "environment, B = the one the report measured); unconfirmed ones raise no alert; writes the confirmed report.json")
     cf.add_argument("report", help="report.json of a suite session")
     opt.add(cf.add_argument, (*opt.CONFIRM, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": "perf-results/confirm"}, required=("block_steps", "pairs"))
+            defaults={**run_defaults, "results_dir": "perf-results/confirm"})
     cf.set_defaults(fn=_cmd_confirm)
     ad = sub.add_parser("advise", help="which micro-batch x grad-accum split of the effective batch is fastest here: fit probes, "
                         "interleaved comparisons, census diagnosis; table, report, plot and the TOML lines that pin it")
     opt.add(ad.add_argument, (opt.GPU, opt.WORKLOAD, *opt.ADVISE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
             defaults={**run_defaults, "results_dir": "perf-results/advise"}, required=("gpu", "workload"))
     ad.set_defaults(fn=_cmd_advise)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,17 +26,19 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
+from harness.engine.config import ComparisonConfig
 from harness.files import ensure_dir, write_json_atomic
 
 UNCONFIRMED = "unconfirmed"
 
 
-def confirm(report: str | Path, *, python_a: str | None = None, python_b: str | None = None, workloads_dir: str | Path = "workloads",
-            results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print, **interleave_args) -> int:
-    """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring); ``interleave_args``
-    go to :func:`harness.commands.interleave.interleave` (block_steps, pairs, launches, budget_minutes, cpus, ...)."""
+def confirm(report: str | Path, template: ComparisonConfig | None = None, *, workloads_dir: str | Path = "workloads",
+            results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print) -> int:
+    """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring), each case with the
+    settings of ``template`` (its workload and decomposition are the case's; default: the defaults)."""
     from harness.commands.ab import interpreter
     from harness.commands.interleave import interleave
 
@@ -50,7 +52,8 @@ def confirm(report: str | Path, *, python_a: str | None = None, python_b: str | 
     if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list) or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
     root = ensure_dir(results_dir)
-    pa, pb = interpreter(python_a, "a"), interpreter(python_b, "b")
+    template = template or ComparisonConfig(workload="", decomposition="")
+    pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
     same = os.path.realpath(pa) == os.path.realpath(pb)
     cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
     todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
@@ -68,8 +71,9 @@ def confirm(report: str | Path, *, python_a: str | None = None, python_b: str | 
             continue
         workload, dec = cases[v["case"]]
         case_dir = root / v["case"]
-        code = interleave(gpu=data.get("gpu") or "auto", workload=workload, decomposition=dec, python_a=pa, python_b=pb,
-                          workloads_dir=workloads_dir, results_dir=case_dir, out=out, **interleave_args)
+        cfg = replace(template, gpu=data.get("gpu") or "auto", workload=workload, decomposition=dec, python_a=pa, python_b=pb,
+                      workloads_dir=str(workloads_dir), results_dir=str(case_dir))
+        code = interleave(cfg, out=out)
         got = json.loads((case_dir / "report.json").read_text()) if (case_dir / "report.json").exists() else {}
         iv = got.get("verdict") or {"outcome": "none", "message": f"no interleaved verdict (exit code {code}); see {case_dir}"}
         if iv["outcome"] == "regression":

@@ -1,0 +1,95 @@
+"""Test-only work injected into side B of a comparison, sized on this machine to slow B's step by a target share.
+
+The injected work is all that differs between the sides: side A carries the same forward hook on every LoRA layer, at 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from statistics import fmean, median
+
+from harness.judging.blocks import pairs_of
+
+CALIBRATION_PROBE_CASTS = 4.0  # units (or casts) per LoRA forward that calibrate_injection tries first
+CALIBRATION_ROUNDS = 2  # rounds per probe: the injection's own clock needs few
+CALIBRATION_PROBES = 3  # 4 units, then twice the amount that the measured curve puts at the target
+
+
+def _amount(inject: float | None) -> dict:
+    return {} if inject is None else {"inject": inject}
+
+
+def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None,
+                        kind: str = "host") -> dict:
+    """The amount of injected work per LoRA forward (fractional; units of host work, or casts with ``kind="casts"``:
+    :class:`~harness.measuring.census.InjectWork`) that makes side B's step about ``target`` slower (0.05 = 5%) on this
+    machine, aimed by the injection's own clock. A round is an A block (its hook at 0) and a B block at ``probe``, each
+    ``k`` steps. B's worker reports the host time of its injected work per step (``inject_ms``, ``InjectWork.spent_s``),
+    and the probe's ``share`` is the median over its rounds of ``inject_ms / (B's mean step - inject_ms)``: the work
+    against the rest of the same block's step, so that the CPU's speed, which moves both, cancels. The probes walk a
+    piecewise-linear curve through (0, 0) and every probe so far (casts cost more for the first of a call than for the
+    next): 4 first, then the amount that the curve puts at the target, twice; the answer is the last such amount.
+
+    Why the injection's clock and not a wall-time ratio: the B/A ratio of two blocks has the pair sigma of the
+    comparison itself (10-18% on the H200), so 8 + 8 rounds of it sized the work within several points (x1.068-1.099
+    for a 5% target in session 10) and took 286 s of a 9-minute 1x4 comparison (session 11). The clock is the added
+    step time where the step is host-bound (the CPU runner; the H200 at micro-batch 1-4, which waits on kernel
+    launches) and the work touches no memory that the step reads (host work; casts do, and read more in the
+    comparison than by their clock on the CPU runner: 3.85 casts at +5% read x1.082). Either way the comparison's
+    estimate is the measured slowdown; ``inject_ms`` of every block of B is in ``blocks.jsonl`` and the report
+    (:func:`injected_share`).
+
+    The injected work is all that differs between the sides: side A carries the same forward hook on every LoRA layer,
+    at 0 (:func:`interleave` starts it so); without it B's hook calls alone (hundreds per step) slowed B as well.
+    ``record(side, report, amount)`` sees every calibration block; each probe's B/A wall ratio is kept as a check."""
+    a_amount = 0.0 if workers["a"].inject_work else None  # A's hook, where it has one, does no work
+    probe, rounds = CALIBRATION_PROBE_CASTS, CALIBRATION_ROUNDS
+    curve: list[tuple[float, float]] = [(0.0, 0.0)]
+    probes: list[dict] = []
+    for _ in range(CALIBRATION_PROBES):
+        shares: list[float] = []
+        logs: list[float] = []
+        for _ in range(rounds):
+            a = workers["a"].block(k, inject=a_amount)
+            record("a", a, a_amount)
+            b = workers["b"].block(k, inject=probe)
+            record("b", b, probe)
+            step_b = fmean(b["step_times_ms"])
+            shares.append(b["inject_ms"] / max(step_b - b["inject_ms"], 1e-9))
+            logs.append(math.log(median(b["step_times_ms"]) / median(a["step_times_ms"])))
+        probes.append({"casts": probe, "share": median(shares), "ratio": math.exp(median(logs))})
+        curve = sorted(set(curve) | {(probe, median(shares))})
+        probe = min(256.0, max(0.05, _at_target(curve, target)))
+    last = probes[-1]
+    return {"target": target, "clock": "own", "kind": kind, "block_steps": k, "rounds": rounds, "probes": probes,
+            "probe_casts": last["casts"], "share": last["share"], "ratio_with": last["ratio"], "casts": probe}
+
+
+def _at_target(curve: list[tuple[float, float]], target: float) -> float:
+    """The amount at which the piecewise-linear curve through ``curve`` (amount, share; sorted, with (0, 0)) reaches
+    ``target``: interpolated inside the bracket that holds it, else extrapolated along the last segment that rises."""
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if y0 <= target <= y1 and y1 > y0:
+            return x0 + (target - y0) * (x1 - x0) / (y1 - y0)
+    rising = [(p, q) for p, q in zip(curve, curve[1:]) if q[1] > p[1]]
+    if not rising:
+        return 4 * max(x for x, _ in curve)  # no cost measured yet: try far more
+    (x0, y0), (x1, y1) = rising[-1] if target > curve[-1][1] else rising[0]
+    return max(0.0, x0 + (target - y0) * (x1 - x0) / (y1 - y0))
+
+
+
+def injected_share(blocks: list[dict]) -> dict | None:
+    """The sized injection as its own clock saw it over the measured blocks of B: the median of ``inject_ms`` / (the
+    block's mean step - ``inject_ms``), the nominal slowdown to set beside the measured one; None without the clock. At the
+    micro grain a block is B's side of a pair, its units merged into steps (:func:`pairs_of`)."""
+    if any(x.get("unit") is not None for x in blocks):
+        blocks = [p["b"] for p in pairs_of(blocks)]
+    b = [x for x in blocks if x["side"] == "b" and not x["warmup"] and x.get("inject_ms") is not None]
+    if not b:
+        return None
+    shares = [x["inject_ms"] / max(fmean(x["step_times_ms"]) - x["inject_ms"], 1e-9) for x in b]
+    return {"inject_ms": median(x["inject_ms"] for x in b), "share": median(shares), "blocks": len(b)}
+
+

@@ -1,0 +1,115 @@
+"""How a launch's two resident workers come to be ready, behind one interface (:func:`launcher_for` picks one).
+
+* :class:`Plain`: both workers start at the launch, import, build, and warm up one after the other.
+* :class:`Prestarted`: while a launch runs, the next launch's workers import on the CPUs outside the measured ones, so
+  that a later launch costs only its build and warm-up (each launch is still a fresh process).
+* :class:`WarmApart`: a pre-started launch's two sides build and warm up at once, each on its own half of the spare
+  CPUs, then move to the measured CPUs for the pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.engine.config import ComparisonConfig
+from harness.measuring.resident import ResidentWorker
+from harness.spec import Decomposition, Workload
+
+SIDES = ("a", "b")
+Record = Callable[..., dict]  # record(side, launch, report, **where) -> the block record
+
+
+@dataclass(frozen=True)
+class WorkerFactory:
+    """The two workers of a launch, as the settings ask."""
+
+    cfg: ComparisonConfig  # resolved
+    workload: Workload
+    decs: dict[str, Decomposition]
+    work_dir: Path
+    python: dict[str, str]
+    switches: dict[str, dict]
+    inject_kind: str
+    faults: dict = field(default_factory=dict)
+
+    def make(self, launch: int, hold: list[int] | None = None, apart: dict[str, list[int]] | None = None) -> dict[str, ResidentWorker]:
+        c = self.cfg
+        return {s: ResidentWorker(s.upper(), self.workload, self.decs[s], self.work_dir, gpu=c.gpu, launch=launch, python=self.python[s],
+                                  phases=c.phases, fault=self.faults.get((s, launch)), cpus=list(c.cpus) or None,
+                                  malloc_default=c.malloc_default, timeout_s=c.run_timeout, hold_cpus=hold, inject_kind=self.inject_kind,
+                                  warm_cpus=(apart or {}).get(s), **self.switches[s]) for s in SIDES}
+
+
+def warm_cpus(hold: list[int]) -> dict[str, list[int]]:
+    """Where each side of a launch warming up apart builds and warms up: A the first half of the hold CPUs, B the rest
+    (one hold CPU: both on it, still at once)."""
+    half = max(1, len(hold) // 2)
+    return {"a": hold[:half], "b": hold[half:] or hold[:half]}
+
+
+class Plain:
+    def __init__(self, factory: WorkerFactory):
+        self.factory = factory
+        self.next: dict[str, ResidentWorker] | None = None
+
+    def open(self, launch: int) -> dict[str, ResidentWorker]:
+        """The launch's workers, starting (not yet ready)."""
+        workers = self.factory.make(launch)
+        for s in SIDES:
+            workers[s].start(wait=False)
+        return workers
+
+    def prepare_next(self, launch: int, last: int) -> None:
+        """Called once the launch's workers are ready."""
+
+    def warm_up(self, workers: dict[str, ResidentWorker], launch: int, steps: int, amount: dict, record: Record) -> dict | None:
+        """The launch's warm-up blocks, sides in turn (A first in odd launches); what warming apart did, or None."""
+        for s in (SIDES if launch % 2 else SIDES[::-1]):
+            record(s, launch, workers[s].block(steps, inject=amount[s]), amount[s], pair=None, position=None, order=None, warmup=True)
+        return None
+
+    def discard(self) -> None:
+        """Kill workers started for a launch that will not come."""
+        for w in (self.next or {}).values():
+            w.kill()
+        self.next = None
+
+
+class Prestarted(Plain):
+    apart = False
+
+    def open(self, launch: int) -> dict[str, ResidentWorker]:
+        workers, self.next = self.next or self.factory.make(launch), None
+        for s in SIDES:
+            if workers[s].hold_cpus:
+                workers[s].release()
+            else:
+                workers[s].start(wait=False)
+        return workers
+
+    def prepare_next(self, launch: int, last: int) -> None:
+        if launch < last:  # the next launch imports on the other CPUs from here on, beside the warm-up too
+            hold = list(self.factory.cfg.spare_cpus)
+            self.next = self.factory.make(launch + 1, hold, warm_cpus(hold) if self.apart else None)
+            for s in SIDES:
+                self.next[s].start(wait=False)
+
+
+class WarmApart(Prestarted):
+    apart = True
+
+    def warm_up(self, workers: dict[str, ResidentWorker], launch: int, steps: int, amount: dict, record: Record) -> dict | None:
+        if not workers["a"].warm_cpus:  # the first launch was not pre-started
+            return super().warm_up(workers, launch, steps, amount, record)
+        for s in SIDES:  # both sides at once, each on its own CPUs, then home to the measured ones
+            workers[s].send_block(steps, inject=amount[s])
+        for s in SIDES:
+            record(s, launch, workers[s].recv_block(), amount[s], pair=None, position=None, order=None, warmup=True)
+        return {s: {"warm_cpus": workers[s].warm_cpus, "home": workers[s].pin_home()} for s in SIDES}
+
+
+def launcher_for(factory: WorkerFactory) -> Plain:
+    cfg = factory.cfg
+    return WarmApart(factory) if cfg.warm_apart else Prestarted(factory) if cfg.prestart else Plain(factory)

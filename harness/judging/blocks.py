@@ -1,0 +1,164 @@
+"""The block records of an interleaved comparison, judged: pairs, log ratios by launch, and the analysis its report states.
+
+Pure: the same functions judge a running comparison, ``recover`` and a stored ``blocks.jsonl``.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import fmean, median
+
+from harness.judging import paired as pd
+
+SIDES = ("a", "b")
+DEFAULT_METRIC = "median"  # of the block's step times, as a run is summarised by the median of its steps
+
+
+def pairs_of(blocks: list[dict], session: str | None = None) -> list[dict]:
+    """Complete pairs (one measured block of each side), in pair order: ``{"pair", "launch", "order", "a", "b"}``. A pair
+    of the micro grain (rows with a ``unit``) gets, per side, one block merged from its units (:func:`merge_units`)."""
+    by: dict[int, dict] = {}
+    units: dict[tuple[int, str], list[dict]] = {}
+    for r in blocks:
+        if r.get("warmup") or (session and r.get("session_id") != session):
+            continue
+        p = by.setdefault(r["pair"], {"pair": r["pair"], "launch": r["launch"], "order": r.get("order")})
+        if r.get("unit") is None:
+            p[r["side"]] = r
+        else:
+            units.setdefault((r["pair"], r["side"]), []).append(r)
+    for (pair, side), rows in units.items():
+        if len(rows) == rows[0]["units"]:  # a pair cut short by an interrupt is not complete
+            by[pair][side] = merge_units(rows)
+    return [p for _, p in sorted(by.items()) if "a" in p and "b" in p]
+
+
+def merge_units(rows: list[dict]) -> dict:
+    """One side's block of a micro-grain pair, from its units (one micro-batch each, in unit order): step j's time is
+    the sum of the synchronized wall times of its ``micro_per_step`` units, so the pair's ratio is a ratio of step
+    times, as at the step grain; wall and CPU time, the injected work and the losses add up, the canary is the
+    median, the other CPUs the mean; no phases (a unit's recorder spans the waits)."""
+    rows = sorted(rows, key=lambda r: r["unit"])
+    per = rows[0]["micro_per_step"]
+    walls = [r["step_times_ms"][0] for r in rows]
+    steps = [sum(walls[i:i + per]) for i in range(0, len(walls), per)]
+    other = [r["other_cpus"] for r in rows if r.get("other_cpus") is not None]
+    out = dict(rows[0], step_times_ms=steps, k=len(steps), wall_s=sum(r["wall_s"] for r in rows), cpu_s=sum(r["cpu_s"] for r in rows),
+               canary_ms=median(r["canary_ms"] for r in rows), other_cpus=fmean(other) if other else None, phases_ms=None,
+               losses=[x for r in rows for x in (r.get("losses") or [])], global_step=rows[-1]["global_step"], unit=None)
+    if all(r.get("inject_ms") is not None for r in rows):
+        out["inject_ms"] = sum(r["inject_ms"] * r["k"] for r in rows) / len(steps)
+    return out
+
+
+def grouped(pairs: list[dict], metric: str = DEFAULT_METRIC, drop_first: bool = False) -> list[list[float]]:
+    """Pair log ratios log(B/A), grouped by launch in launch order."""
+    out: dict[int, list[float]] = {}
+    for p in pairs:
+        a = pd.block_metric(p["a"]["step_times_ms"], metric, drop_first)
+        b = pd.block_metric(p["b"]["step_times_ms"], metric, drop_first)
+        out.setdefault(p["launch"], []).append(math.log(b / a))
+    return [out[k] for k in sorted(out)]
+
+
+def sd(xs: list[float]) -> float | None:
+    if len(xs) < 2:
+        return None
+    m = fmean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+
+CLOCK_EVENT_ROUTINE = 0x1 | 0x2  # NVML clock-event reasons that are no slowdown: the GPU idle, application clocks
+
+
+def gpu_state(blocks: list[dict], session: str | None = None) -> dict | None:
+    """The GPU as the measured blocks ended (each block's one NVML reading, ``gpu``): SM clock overall and per launch,
+    power, temperature, and the share of readings with a clock-event reason other than idle or application clocks
+    (power cap, thermal, hardware slowdown). None without readings (a CPU run, no NVML, blocks from before session 16)."""
+    xs = [b for b in blocks if not b.get("warmup") and not b.get("calibration") and b.get("gpu")
+          and (session is None or b.get("session_id") == session)]
+    xs = [b for b in xs if b["gpu"].get("sm_clock_mhz") is not None]
+    if not xs:
+        return None
+    sm = [b["gpu"]["sm_clock_mhz"] for b in xs]
+    per: dict[int, list[float]] = {}
+    for b in xs:
+        per.setdefault(b["launch"], []).append(b["gpu"]["sm_clock_mhz"])
+    power = [b["gpu"]["power_w"] for b in xs if b["gpu"].get("power_w") is not None]
+    temp = [b["gpu"]["temp_c"] for b in xs if b["gpu"].get("temp_c") is not None]
+    events = [b["gpu"]["throttle_reasons"] & ~CLOCK_EVENT_ROUTINE for b in xs if b["gpu"].get("throttle_reasons") is not None]
+    return {"readings": len(xs), "sm_clock_mhz": {"median": median(sm), "min": min(sm), "max": max(sm)},
+            "launch_sm_clock_mhz": [median(per[n]) for n in sorted(per)], "power_w_median": median(power) if power else None,
+            "temp_c_max": max(temp) if temp else None, "clock_event_share": sum(e != 0 for e in events) / len(events) if events else None}
+
+
+def default_unit(launches: int) -> str:
+    """The unit of replication when none is asked for: the launch from :data:`paired.MIN_LAUNCH_UNIT` launches on."""
+    return "launch" if launches >= pd.MIN_LAUNCH_UNIT else "pair"
+
+
+def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 1, metric: str = DEFAULT_METRIC,
+            drop_first: bool = False, session: str | None = None, test: str = "rank", unit: str | None = None) -> dict:
+    """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty, canary.
+    ``unit`` None: :func:`default_unit` of the launches with pairs. The minimum detectable slowdown is the verdict's:
+    from the sd of its units (launch summaries, or pairs) and their number."""
+    pairs = pairs_of(blocks, session)
+    if len(pairs) < 2:
+        return {"pairs": len(pairs), "verdict": None}
+    groups = grouped(pairs, metric, drop_first)
+    check = pd.PairedCheck(alpha, threshold, looks, test=test, unit=unit or default_unit(len(groups)))
+    v = check.decide(groups)
+    d = [x for g in groups for x in g]
+    n = len(d)
+    sigma = sd(d)
+    u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
+    u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
+    comp = pd.launch_components(groups, check.summary if v.details["unit"] == "launch" and check.summary in pd.SUMMARIES else "hl")
+    variants = {}
+    for how in pd.METRICS:
+        for drop in (False, True):
+            dd = [x for g in grouped(pairs, how, drop) for x in g]
+            variants[f"{how}{'-drop-first' if drop else ''}"] = {"sigma": sd(dd), "ratio": math.exp(fmean(dd))}
+    resume = {}
+    grain = "micro" if any(p["a"].get("micro_per_step") for p in pairs) else "step"
+    for s in SIDES if grain == "step" else ():  # at the micro grain every micro-batch follows a wait: no first step to single out
+        rp = pd.resume_penalty([p[s]["step_times_ms"] for p in pairs])
+        resume[s] = None if rp is None else {"ratio": rp.ratio, "lo": rp.lo, "hi": rp.hi, "blocks": rp.blocks}
+    canary: dict = {}
+    if all(p[s].get("canary_ms") for p in pairs for s in SIDES):
+        for s in SIDES:
+            canary[f"corr_{s}"] = pd.correlation([math.log(p[s]["canary_ms"]) for p in pairs],
+                                                  [math.log(pd.block_metric(p[s]["step_times_ms"], metric, drop_first)) for p in pairs])
+        c = [math.log(p["b"]["canary_ms"] / p["a"]["canary_ms"]) for p in pairs]
+        cov = pd.canary_covariate(d, c)
+        if cov is not None:
+            canary.update(pair_corr=cov.corr, slope=cov.slope, sigma_plain=cov.sigma_plain, sigma_adjusted=cov.sigma_adjusted,
+                          reduction=cov.reduction, ratio_plain=math.exp(cov.plain), ratio_adjusted=math.exp(cov.adjusted),
+                          se_plain=cov.plain_se, se_adjusted=cov.adjusted_se)
+        canary["median_ms"] = {s: median(p[s]["canary_ms"] for p in pairs) for s in SIDES}
+    other = [p[s]["other_cpus"] for p in pairs for s in SIDES if p[s].get("other_cpus") is not None]
+    cpu = [p["a"].get("cpu_s", 0) + p["b"].get("cpu_s", 0) for p in pairs]
+    wall = [p["a"].get("wall_s", 0) + p["b"].get("wall_s", 0) for p in pairs]
+    steps = [p[s]["step_times_ms"] for p in pairs for s in SIDES]
+    return {
+        "micro_per_step": pairs[0]["a"].get("micro_per_step"), "pairs": n, "launch_sizes": [len(g) for g in groups], "metric": metric, "drop_first": drop_first, "grain": grain,
+        "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
+        "sigma": sigma, "variants": variants,
+        "mds": {"alpha": 0.01, "power": 0.9, "unit": v.details["unit"], "units": u_n, "unit_sd": u_sd,
+                "slowdown": pd.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
+                "approx_3_6": 3.6 * u_sd / math.sqrt(u_n) if u_sd else None,
+                "with_settings": pd.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
+                "units_for_3pct": pd.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
+                "pairs_for_3pct": pd.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
+        "launch_components": None if comp is None else {"pair_sd": comp.pair_sd, "launch_sd": comp.launch_sd, "summary": comp.summary,
+                                                         "launch_sd_upper": comp.launch_sd_upper, "level": comp.level},
+        "resume_penalty": resume, "canary": canary,
+        "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
+        "k": sorted({len(x) for x in steps}),
+        "cpu_s_per_pair": fmean(cpu) if cpu else None, "wall_s_per_pair": fmean(wall) if wall else None,
+        "other_cpus": {"median": median(other), "max": max(other), "busy_share": sum(x > 0.5 for x in other) / len(other)} if other else None,
+        "gpu_state": gpu_state(blocks, session),
+    }
+
+

@@ -1,0 +1,165 @@
+"""The report of an interleaved comparison: the lines it prints (one fact each) and ``report.md``."""
+
+from __future__ import annotations
+
+import math
+from statistics import fmean
+
+from harness.judging import paired as pd
+from harness.judging.budget_plan import _build_s, _prestarted, prestart_costs
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}%}"
+
+
+def calibration_text(c: dict) -> str:
+    """One line on what :func:`calibrate_injection` measured and chose (the terminal and report.md)."""
+    what = "units of host work" if c.get("kind", "casts") == "host" else "casts"
+    head = f"inject-work sized for +{round(c['target'] * 100, 6):g}%: {c['casts']:.2f} {what} per LoRA forward"
+    if c.get("clock") == "own":
+        return (f"{head} (calibration by the injection's own clock: " + ", ".join(f"{p['casts']:.2f} +{p['share']:.1%}" for p in c["probes"])
+                + f" of the rest of B's step; B/A wall x{c['ratio_with']:.3f} at the last probe over its {c['rounds']} rounds)")
+    return (f"{head} (calibration: B/A x{c['ratio_without']:.3f} "  # reports written before session 11: a wall-time gain
+            f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%}; last {c['rounds']} rounds)")
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+def report_lines(r: dict) -> list[str]:
+    """The end-of-command summary, one fact per line."""
+    t, v = r["timing"], r.get("verdict")
+    out = []
+    if v is None:
+        out.append(f"no verdict: {r.get('pairs', 0)} complete pair(s); at least 2 are needed" + (f" ({r['stopped']})" if r.get("stopped") else ""))
+    else:
+        out.append(v["message"])
+        out.append(f"interval (level {1 - 2 * v['alpha']:.4g}, one-sided {v['alpha']:.3g} each end): B/A x{v['ratio']:.4f} "
+                   f"[{v['lo']:.4f}, {v['hi']:.4f}], {v['pairs']} pairs in {len(r.get('launch_sizes') or [])} launch(es), unit {v['unit']}"
+                   + (f"; {r['stopped']}" if r.get("stopped") else ""))
+    if r.get("sigma") is not None:
+        m = r["mds"]
+        micro = f", each made of {r['micro_per_step']} single micro-batch turns" if r.get("grain") == "micro" and r.get("micro_per_step") else ""
+        out.append(f"per-pair sigma of the log ratio: {pct(r['sigma'], 2)} ({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block{micro}"
+                   f"{', first step dropped' if r['drop_first'] else ''}); "
+                   + ", ".join(f"{k} {pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None))
+        units = "pairs" if m.get("unit", "pair") == "pair" else "launches"
+        out.append(f"minimum detectable slowdown at alpha 0.01, power 0.9, {m.get('units', r['pairs'])} {units} (sd {pct(m.get('unit_sd', r['sigma']), 2)} "
+                   f"per {units[:-1] if units == 'pairs' else 'launch'}): {pct(m['slowdown'], 2)} "
+                   f"(3.6 sd/sqrt(n) = {pct(m['approx_3_6'], 2)}); with this run's alpha per look and threshold: {pct(m['with_settings'], 2)}; "
+                   f"{units} for 3%: {m.get('units_for_3pct', m.get('pairs_for_3pct')) or 'n/a'}")
+    lc = (v or {}).get("launch_check")
+    if lc and (v or {}).get("unit_rule") == "launch":
+        out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd "
+                   f"{pct(lc['sigma_launch'], 2)} vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
+                   + "; the launch is the unit whatever it adds")
+    elif lc:
+        differ = lc["p"] < pd.LAUNCH_ALPHA
+        out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd {pct(lc['sigma_launch'], 2)} "
+                   f"vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
+                   + ("; LAUNCHES DIFFER: the launch is the unit" if differ else "; no launch effect detected"))
+    elif v is not None:
+        out.append("launch variance: not tested (fewer than 2 launches with pairs)")
+    rp = r.get("resume_penalty") or {}
+    if any(rp.values()):
+        out.append("resume penalty (first step / median of the others, 95% CI): "
+                   + "; ".join(f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p))
+    elif r.get("grain") == "micro":
+        out.append("resume penalty: not measured (micro grain: every micro-batch follows a wait, on both sides alike)")
+    elif r.get("k") == [1]:
+        out.append("resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)")
+    if (pl := plan_line(r)) is not None:
+        out.append(pl)
+    if (inj := r.get("injected")) is not None:
+        out.append(f"injected work by its own clock: {inj['inject_ms']:.1f} ms per step of B, +{inj['share']:.1%} of the rest of its "
+                   f"step (median of {inj['blocks']} blocks): the nominal slowdown; the measured one is the estimate above")
+    c = r.get("canary") or {}
+    if c.get("pair_corr") is not None:
+        out.append(f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; with the pair log ratio "
+                   f"{c['pair_corr']:+.2f}; as a covariate sigma {pct(c['sigma_plain'], 2)} -> {pct(c['sigma_adjusted'], 2)} "
+                   f"(variance {-c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; not used by the verdict")
+    if r.get("gpu_state"):
+        g = r["gpu_state"]
+        ls, sm = g["launch_sm_clock_mhz"], g["sm_clock_mhz"]
+        out.append(f"GPU as each block ended ({g['readings']} readings): SM clock median {sm['median']:.0f} MHz (min {sm['min']:.0f}, max {sm['max']:.0f}; "
+                   f"launch medians {min(ls):.0f}-{max(ls):.0f})"
+                   + (f", power median {g['power_w_median']:.0f} W" if g.get("power_w_median") is not None else "")
+                   + (f", up to {g['temp_c_max']:.0f} C" if g.get("temp_c_max") is not None else "")
+                   + (f"; a clock-event reason other than idle (power, thermal, slowdown) in {g['clock_event_share']:.0%} of them"
+                      if g.get("clock_event_share") is not None else ""))
+    if r.get("other_cpus"):
+        o = r["other_cpus"]
+        out.append(f"other load on this machine during the blocks: median {o['median']:.2f} CPUs busy elsewhere, max {o['max']:.2f}; "
+                   f"{o['busy_share']:.0%} of blocks ran beside more than half a busy CPU")
+    dev = "GPU" if t["device"] == "gpu" else "CPU"
+    out.append(f"time: {t['wall_s']:.0f} s wall ({dev} held), of which start-up {t['startup_s']:.0f} s over {len(r.get('launches') or [])} launch(es), "
+               f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s), stopping {t.get('close_s', 0):.0f} s; "
+               + (f"worker CPU {t['workers_cpu_s']:.0f} s " if t.get("workers_cpu_s") is not None else "worker CPU not known (recovered) ")
+               + f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
+    if (pw := prestart_line(r)) is not None:
+        out.append(pw)
+    return out
+
+
+def prestart_line(r: dict) -> str | None:
+    """How long the pre-started launches waited for their imports beyond their build, and from how many pairs a launch
+    hides the next one's (:func:`prestart_costs`). None without pre-started launches."""
+    pre, costs = _prestarted(r), prestart_costs(r)
+    if not pre or costs is None or not r.get("wall_s_per_pair"):
+        return None
+    builds = [_build_s(li) for li in pre]
+    waits = [li["startup_s"] - b for li, b in zip(pre, builds)]
+    m = math.ceil(costs[1] / r["wall_s_per_pair"])
+    hides = f"from about {m} pairs on" if m > 0 else "with its warm-up alone"
+    return (f"pre-start: the {len(pre)} later launch(es) were built in {fmean(builds):.1f} s and waited {max(fmean(waits), 0.0):.1f} s more "
+            f"for their imports; a launch, pre-starting the next at its ready, hides the next one's imports {hides}")
+
+
+
+def plan_line(r: dict) -> str | None:
+    p = r.get("plan")
+    if not p:
+        return None
+    m = r.get("mds") or {}
+    here = (f" (this run: {len(r.get('launch_sizes') or [])} launches of about {round(r['pairs'] / max(len(r.get('launch_sizes') or [1]), 1))} pairs"
+            + (f", {pct(m['slowdown'], 2)}" if m.get("unit") == "launch" and m.get("slowdown") else "") + ")")
+    hide = f" plus any of the next one's {p['hide_s']:.1f} s of imports its pairs do not hide" if p.get("hide_s") else ""
+    return (f"plan for {p['budget_s'] / 60:g} min at this run's costs (first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s{hide}, "
+            f"{p['pair_s']:.2f} s per pair) and noise (pair sd {pct(p['pair_sd'], 2)} as the "
+            f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; launch sd {pct(p['launch_sd'], 2)} by moments, "
+            f"{p.get('level') or 0.9:.0%} upper bound {pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): launches={p['launches']} "
+            f"({p['pairs_per_launch']} pairs each) detects {pct(p.get('mds_at_estimate', p['mds']), 2)} at the launch sd measured and "
+            f"{pct(p['mds'], 2)} at its bound, alpha 0.01, power 0.9, giving away at most {p.get('regret', 0.0) * 100:.2f} points of MDS between them"
+            + (f" (for the estimate alone: launches={e['launches']}, {pct(e['mds'], 2)})" if (e := p.get("at_estimate")) else "") + here
+            + drawn_text(p))
+
+
+def drawn_text(p: dict) -> str:
+    """The plan line's check of its model against the run's own pairs (``plan_for``'s ``drawn``)."""
+    d = p.get("drawn") or {}
+    if d.get("plan") is None:
+        return ""
+    text = f"; drawn from this run's own pairs at the launch sd measured: {pct(d['plan'], 2)} for the plan"
+    if d.get("as_run") is None or d["launches"] == p["launches"]:
+        return text
+    text += f", {pct(d['as_run'], 2)} for {d['launches']} launches of {d['pairs_per_launch']} pairs"
+    if d["as_run"] <= d["plan"]:
+        text += f": the plan draws no better than this run's launches here, keep launches={d['launches']}"
+    return text
+
+
+def markdown(r: dict, lines: list[str]) -> str:
+    s = r["settings"]
+    pair = s["decomposition"] if s.get("decomposition_b", s["decomposition"]) == s["decomposition"] else f"{s['decomposition_b']}-vs-{s['decomposition']}"
+    head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "",
+            f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
+                                                                    if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
+            *([f"- {calibration_text(c)}"] if (c := s.get("inject_calibration")) else []),
+            f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
+            f"alpha {s['alpha']}, threshold {s['threshold']}, seed {s['seed']}, metric {s['metric']}"
+            + (", first step dropped" if s["drop_first_step"] else ""), "", "## Result", ""]
+    return "\n".join(head + [f"- {ln}" for ln in lines]) + "\n"
+
+
