@@ -18,8 +18,8 @@ from harness.reporting import history as hist
 from harness.reporting import history_page
 
 ROOT = Path(__file__).resolve().parent.parent
-R = ROOT / "docs" / "results"
-H200 = [R / "h200-raw" / d for d in ("100steps", "100steps-s2", "aa-s3", "lease5/round")]
+R = ROOT / "tests" / "data" / "history"  # the runs.jsonl of docs/evidence/*/ that the page is built from, per-step arrays left out
+H200 = [R / "h200" / d for d in ("lease1-100steps", "lease2-100steps", "lease3-4-fresh-checkout", "lease5-round")]
 CENSUS = [R / "census-h200" / d for d in ("lease-a/a", "lease-b/a", "lease-b/b", "lease-c/a")]
 AB = R / "census-h200" / "lease-c" / "ab"  # a folder of results dirs (a/, b/): transformers 5.17.0 vs 5.24.0 at 40 steps
 CPU = R / "cpu-e2e" / "run-b"  # rec/, aa/ and slow/ (the injected slowdown, left out)
@@ -59,7 +59,7 @@ def test_page_from_the_committed_h200_and_cpu_results(page):
     by = {(t["session_id"], t["kind"]): t for t in s["timeline"]}
     aa = by["20261129T225758-06c514", "timing"]  # five runs over two machines (a resumed session)
     assert aa["runs"] == 5 and aa["machines"] == ["91f3a6e8", "d2ee8eb1"] and aa["min_ms"] <= aa["median_ms"] <= aa["max_ms"]
-    assert by["20261129T174449-2c0a7d", "timing"]["machines"] == [f"dir:{R / 'h200-raw' / '100steps'}"]  # before boot ids
+    assert by["20261129T174449-2c0a7d", "timing"]["machines"] == [f"dir:{R / 'h200' / 'lease1-100steps'}"]  # before boot ids
     assert by["20261129T174449-2c0a7d", "timing"]["median_ms"] == pytest.approx(394.2, abs=0.05)
     cen = by["census-20261130T190812-1a3bb1", "census"]
     assert cen["ops"] == pytest.approx(50192.6) and cen["kernels"] == pytest.approx(10937.4)  # normalised: no annotation
