@@ -4,11 +4,13 @@ same machine confirms it."""
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness.commands.confirm import UNCONFIRMED, confirm
+from harness.engine.config import ComparisonConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,8 +28,8 @@ def _report(tmp_path, outcome="regression") -> Path:
 
 def test_the_same_environment_cannot_confirm_and_raises_no_runtime_alert(tmp_path):
     lines = []
-    code = confirm(_report(tmp_path), python_a=sys.executable, python_b=sys.executable, results_dir=tmp_path / "c", block_steps=1, pairs=4,
-                   out=lines.append)
+    same = ComparisonConfig(workload="", decomposition="", python_a=sys.executable, python_b=sys.executable)
+    code = confirm(_report(tmp_path), same, results_dir=tmp_path / "c", out=lines.append)
     got = json.loads((tmp_path / "c" / "report.json").read_text())
     runtime = {v["case"]: v for v in got["verdicts"] if v["kind"] == "runtime"}
     assert runtime["tiny-qwen3-4x1"]["outcome"] == UNCONFIRMED and "same environment" in runtime["tiny-qwen3-4x1"]["message"]
@@ -45,7 +47,7 @@ def test_a_bad_report_is_one_line(tmp_path, content, says):
     path = tmp_path / "r.json"
     if content is not None:
         path.write_text(content)
-    res = subprocess.run([sys.executable, "-m", "harness", "confirm", str(path), "--block-steps", "1", "--pairs", "4"], capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "harness", "confirm", str(path), "--set", "block_steps=1", "--set", "pairs=4"], capture_output=True,
                          text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2 and res.stderr.startswith("error: ") and says in res.stderr and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
@@ -60,14 +62,14 @@ def test_a_real_slowdown_is_confirmed_and_none_is_not(tmp_path):
     wrapper = tmp_path / "python-b"
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
-    common = dict(python_a=sys.executable, python_b=str(wrapper), workloads_dir=ROOT / "workloads", block_steps=2, pairs=12, launches=3,
-                  out=lambda _: None)
-    slow = confirm(_report(tmp_path), results_dir=tmp_path / "slow", inject_slowdown_b=0.6, **common)
+    t = ComparisonConfig(workload="", decomposition="", python_a=sys.executable, python_b=str(wrapper), block_steps=2, pairs=12, launches=3)
+    common = dict(workloads_dir=ROOT / "workloads", out=lambda _: None)
+    slow = confirm(_report(tmp_path), replace(t, inject_slowdown_b=0.6), results_dir=tmp_path / "slow", **common)
     got = json.loads((tmp_path / "slow" / "report.json").read_text())
     v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
     assert slow == 1 and v["outcome"] == "regression" and "confirmed interleaved on this machine: REGRESSION: B/A x" in v["message"]
     assert got["confirm"]["confirmed"] == ["tiny-qwen3-4x1"] and (tmp_path / "slow" / "tiny-qwen3-4x1" / "blocks.jsonl").exists()
-    flat = confirm(_report(tmp_path), results_dir=tmp_path / "flat", alpha=0.01, **common)  # an A/A: a false alarm at most 1% of the time
+    flat = confirm(_report(tmp_path), replace(t, alpha=0.01), results_dir=tmp_path / "flat", **common)  # an A/A: a false alarm at most 1% of the time
     got = json.loads((tmp_path / "flat" / "report.json").read_text())
     v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
     assert v["outcome"] == UNCONFIRMED and v["interleaved"]["outcome"] in ("pass", "inconclusive", "improvement"), v

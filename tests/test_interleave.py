@@ -19,7 +19,12 @@ import pytest
 from scipy import stats
 
 from harness.commands import interleave as il
+from harness.engine.launchers import warm_cpus
+from harness.engine.loop import PROGRESS
+from harness.files import read_jsonl
 from harness.judging import block_metrics as bm
+from harness.judging import blocks as blocks_mod
+from harness.judging import budget_plan
 from harness.judging import launches as la
 from harness.judging import pair_estimates as pe
 from harness.judging import paired as pd
@@ -27,6 +32,7 @@ from harness.judging import planning as pn
 from harness.judging import simulate as sim
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.measuring.runner import live_processes
+from harness.reporting import interleave as rp
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -248,10 +254,10 @@ def test_drawn_mds_checks_the_plan_model_against_the_pairs_themselves():
 
 def test_the_plan_line_says_when_the_draws_contradict_the_model():
     p = {"launches": 31, "drawn": {"plan": 0.0428, "as_run": 0.0413, "launches": 16, "pairs_per_launch": 12}}
-    assert "4.28% for the plan, 4.13% for 16 launches of 12 pairs" in il.drawn_text(p) and "keep --launches 16" in il.drawn_text(p)
+    assert "4.28% for the plan, 4.13% for 16 launches of 12 pairs" in rp.drawn_text(p) and "keep launches=16" in rp.drawn_text(p)
     p["drawn"]["as_run"] = 0.0505  # the plan gains, as the model says
-    assert "5.05% for 16 launches" in il.drawn_text(p) and "keep" not in il.drawn_text(p)
-    assert il.drawn_text({"launches": 16, "drawn": None}) == ""
+    assert "5.05% for 16 launches" in rp.drawn_text(p) and "keep" not in rp.drawn_text(p)
+    assert rp.drawn_text({"launches": 16, "drawn": None}) == ""
 
 
 def test_launch_components_recover_the_launch_and_pair_noise():
@@ -460,8 +466,8 @@ def test_a_prestarted_worker_imports_while_held_and_builds_on_release(tmp_path, 
 
 @pytest.mark.slow
 def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
-    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6", "--launches", "3", "--cpus", "0", "--prestart", "--seed", "4",
-                     "--warmup-steps", "1")
+    args, env = _cli(tmp_path, "--set", "block_steps=2", "--set", "pairs=6", "--set", "launches=3", "--set", "cpus=0", "--set", "prestart=true", "--set", "seed=4",
+                     "--set", "warmup_steps=1")
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert res.returncode in (0, 1), res.stdout + res.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -475,7 +481,7 @@ def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
     assert sum("(pre-started)" in ln for ln in res.stdout.splitlines()) == 2 and report["verdict"]["unit"] == "launch"
     assert _residents(str(tmp_path)) == []
     # the next launch imports from the ready on, beside the warm-up: a plan counts what a launch's pairs must still hide
-    launch_s, hide_s = il.prestart_costs(report)
+    launch_s, hide_s = budget_plan.prestart_costs(report)
     assert report["settings"]["prestart_at"] == "ready" and launch_s > 0 and hide_s >= 0
     assert sum(ln.startswith("pre-start: the 2 later launch(es) were built in") for ln in res.stdout.splitlines()) == 1
     # a run that lost its report is judged from what it kept as the run judged itself
@@ -495,7 +501,7 @@ def test_a_budget_too_short_for_the_planned_pairs_still_gets_every_launch(tmp_pa
     """6000 pairs planned over 3 launches, far more than 2.5 minutes hold (0.2-0.6 s per pair here): each launch is cut
     to its share of the budget (at the costs measured so far), so that all 3 launches, the verdict's units, are made.
     2.5 minutes leave room for start-ups of up to about 45 s per launch on a busy machine (8 s when idle)."""
-    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6000", "--launches", "3", "--budget-minutes", "2.5", "--seed", "6")
+    args, env = _cli(tmp_path, "--set", "block_steps=2", "--set", "pairs=6000", "--set", "launches=3", "--budget-minutes", "2.5", "--set", "seed=6")
     t0 = time.monotonic()
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
     wall = time.monotonic() - t0
@@ -512,7 +518,7 @@ def test_a_budget_too_short_for_the_planned_pairs_still_gets_every_launch(tmp_pa
 def test_a_run_killed_before_its_report_is_recovered_from_what_it_kept(tmp_path):
     """kill -9 of the whole process group (the machine lost, a job's timeout) in launch 2: no report.json, but
     ``python -m harness recover`` judges the complete pairs kept, says so, and never writes over a report."""
-    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "40", "--launches", "2", "--seed", "8", "--warmup-steps", "1")
+    args, env = _cli(tmp_path, "--set", "block_steps=2", "--set", "pairs=40", "--set", "launches=2", "--set", "seed=8", "--set", "warmup_steps=1")
     proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
     log, deadline = tmp_path / "out" / "blocks.jsonl", time.monotonic() + 300
     while time.monotonic() < deadline and sum('"launch":2,' in ln and '"warmup":false' in ln
@@ -521,12 +527,12 @@ def test_a_run_killed_before_its_report_is_recovered_from_what_it_kept(tmp_path)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     out = tmp_path / "out"
-    assert not (out / "report.json").exists() and json.loads((out / il.PROGRESS).read_text())["launches"][-1]["launch"] == 2
+    assert not (out / "report.json").exists() and json.loads((out / PROGRESS).read_text())["launches"][-1]["launch"] == 2
     rec = [sys.executable, "-m", "harness", "recover", str(out)]
     res = subprocess.run(rec, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert res.returncode in (0, 1), res.stdout + res.stderr
     report = json.loads((out / "report.json").read_text())
-    kept = il.pairs_of(il.read_jsonl(log))
+    kept = blocks_mod.pairs_of(read_jsonl(log))
     assert report["recovered"]["pairs"] == len(kept) == report["verdict"]["pairs"] >= 4 and report["recovered"]["launches"] == 2
     assert report["verdict"]["outcome"] in ("pass", "inconclusive", "regression", "improvement") and len(report["launch_sizes"]) == 2
     assert "stopped before its report, after" in res.stdout and (out / "report.md").exists()
@@ -546,7 +552,7 @@ def _cli(tmp_path, *extra, env=None):
 
 @pytest.mark.slow
 def test_the_command_reports_a_dead_worker_in_one_line(tmp_path):
-    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6", "--launches", "2", "--seed", "3", env={"HARNESS_FAULTS": "b#2=crash@7"})
+    args, env = _cli(tmp_path, "--set", "block_steps=2", "--set", "pairs=6", "--set", "launches=2", "--set", "seed=3", env={"HARNESS_FAULTS": "b#2=crash@7"})
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     errors = [ln for ln in res.stdout.splitlines() + res.stderr.splitlines() if ln.startswith("error:")]
     assert res.returncode == 3, res.stdout + res.stderr
@@ -561,7 +567,7 @@ def test_the_command_reports_a_dead_worker_in_one_line(tmp_path):
 def test_when_both_sides_do_not_fit_it_falls_back_to_fresh_runs_with_a_line(tmp_path):
     """Out of memory before the first pair (B's warm-up block here, injected): the workers are killed, fresh-process runs
     (one at a time) are made instead, and their verdict is the report's."""
-    args, env = _cli(tmp_path, "--block-steps", "2", "--pairs", "6", "--launches", "2", "--fallback-repeats", "2",
+    args, env = _cli(tmp_path, "--set", "block_steps=2", "--set", "pairs=6", "--set", "launches=2", "--set", "fallback_repeats=2",
                      env={"HARNESS_FAULTS": "b#1=oom@1"})
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=400, cwd=tmp_path)
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("A and B do not fit on the device at once ("))
@@ -582,7 +588,7 @@ def test_when_both_sides_do_not_fit_it_falls_back_to_fresh_runs_with_a_line(tmp_
 def test_killing_the_parent_leaves_no_worker(tmp_path, how):
     """Ctrl-C, a SIGTERM (a cancelled CI job) or a SIGKILL of the parent's whole process group must not leave a
     resident worker behind: the first two kill the workers' groups, the last leaves them their command pipe's end."""
-    args, env = _cli(tmp_path, "--block-steps", "3", "--pairs", "400", "--launches", "2")
+    args, env = _cli(tmp_path, "--set", "block_steps=3", "--set", "pairs=400", "--set", "launches=2")
     # a shell without job control starts background jobs with SIGINT ignored, and children inherit that: restore the
     # default action, as a terminal's session has it, so that the SIGINT case tests the harness, not the caller's shell
     proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
@@ -632,7 +638,7 @@ def test_killing_the_parent_leaves_no_worker(tmp_path, how):
 # 13.1-14.7% to 3.3% (beside a CPU hog), the launch sd from 2.3-7.6% to 0.6-1.8%; the +5% was flagged with lower ends
 # 1.040-1.062, where the step grain's ranged from 0.976 to 1.052 (docs/results/interleave-cpu/micro-s12/).
 INJECT_PERCENT = 5
-E2E = ("--decomposition", "2x2", "--block-steps", "5", "--grain", "micro", "--pairs", "64", "--launches", "8", "--look-every", "2",
+E2E = ("--decomposition", "2x2", "--set", "block_steps=5", "--set", "grain=micro", "--set", "pairs=64", "--set", "launches=8", "--set", "look_every=2",
        "--threshold", "0.02", "--budget-minutes", "2.6")
 
 
@@ -649,7 +655,7 @@ def _e2e(tmp_path, *extra):
 
 @pytest.mark.slow
 def test_e2e_injected_work_sized_to_5pct_is_a_regression_within_3_minutes(tmp_path):
-    res, report, wall = _e2e(tmp_path, "--inject-work-b-percent", str(INJECT_PERCENT), "--seed", "101")
+    res, report, wall = _e2e(tmp_path, "--inject-work-b-percent", str(INJECT_PERCENT), "--set", "seed=101")
     cal = report["settings"]["inject_calibration"]
     assert cal["target"] == pytest.approx(0.05) and cal["casts"] >= 0 and "inject-work sized for +5%" in res.stdout
     v = report["verdict"]
@@ -676,7 +682,7 @@ def test_e2e_injected_work_sized_to_5pct_is_a_regression_within_3_minutes(tmp_pa
 
 @pytest.mark.slow
 def test_e2e_aa_is_no_regression(tmp_path):
-    res, report, wall = _e2e(tmp_path, "--seed", "102")
+    res, report, wall = _e2e(tmp_path, "--set", "seed=102")
     assert res.returncode == 0, res.stdout + res.stderr
     assert report["verdict"]["outcome"] in ("pass", "inconclusive"), report["verdict"]["message"]
     for line in ("per-pair sigma of the log ratio: ", "minimum detectable slowdown at alpha 0.01, power 0.9, ", "launch variance: ",
@@ -696,7 +702,7 @@ def test_micro_grain_takes_turns_at_single_micro_batches_and_trains_as_the_step_
     """--grain micro on 1x4: per pair, each side runs 4 units of one micro-batch, A's and B's alternating (order drawn per
     unit); a step's time is the sum of its 4 units; the waits inside the gradient accumulation leave the training as it
     is: every step's loss equals that of the same step at the step grain."""
-    common = ("--decomposition", "1x4", "--block-steps", "1", "--pairs", "6", "--launches", "2", "--warmup-steps", "1", "--seed", "7")
+    common = ("--decomposition", "1x4", "--set", "block_steps=1", "--set", "pairs=6", "--set", "launches=2", "--set", "warmup_steps=1", "--set", "seed=7")
     out = {}
     for grain in ("micro", "step"):
         args, env = _cli(tmp_path / grain, *common, "--grain", grain)
@@ -741,7 +747,7 @@ class _CastWorker:
 
 @pytest.mark.parametrize("target, casts", [(0.05, 5.0), (0.02, 2.0 / 3.0), (0.10, 15.0)])
 def test_calibration_by_the_injections_own_clock_finds_the_amount_for_the_target(target, casts):
-    from harness.commands.interleave import CALIBRATION_PROBES, CALIBRATION_ROUNDS, calibrate_injection
+    from harness.engine.inject import CALIBRATION_PROBES, CALIBRATION_ROUNDS, calibrate_injection
 
     a, b = _CastWorker(4.0, seed=1), _CastWorker(4.0, seed=2)
     seen = []
@@ -775,7 +781,7 @@ def test_injected_work_keeps_its_own_clock_and_leaves_the_output_alone(kind):
 
 
 def test_injected_share_is_the_casts_against_the_rest_of_the_step():
-    from harness.commands.interleave import injected_share
+    from harness.engine.inject import injected_share
 
     blocks = [{"side": "b", "warmup": False, "inject_ms": 50.0, "step_times_ms": [1040.0, 1060.0]},
               {"side": "b", "warmup": True, "inject_ms": 500.0, "step_times_ms": [1500.0]},
@@ -788,14 +794,14 @@ def test_injected_share_is_the_casts_against_the_rest_of_the_step():
 def test_warm_apart_builds_and_warms_up_off_the_measured_cpu_then_moves_home(tmp_path):
     """--warm-apart: a pre-started launch's two workers build and warm up on the hold CPUs (here the one spare CPU, both at
     once) and are moved onto --cpus before the pairs; each worker itself reports where it built and where it was moved."""
-    args, env = _cli(tmp_path, "--block-steps", "1", "--pairs", "4", "--launches", "2", "--cpus", "0", "--prestart", "--warm-apart",
-                     "--seed", "5", "--warmup-steps", "1")
+    args, env = _cli(tmp_path, "--set", "block_steps=1", "--set", "pairs=4", "--set", "launches=2", "--set", "cpus=0", "--set", "prestart=true", "--set", "warm_apart=true",
+                     "--set", "seed=5", "--set", "warmup_steps=1")
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert res.returncode in (0, 1), res.stdout + res.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     first, later = report["launches"]
     assert report["settings"]["warm_apart"] is True and "warm_apart" not in first and [first["ready"][s]["cpus"] for s in "ab"] == [[0], [0]]
-    apart = il.warm_cpus(report["settings"]["hold_cpus"])  # on the 2-CPU runner: both on CPU 1
+    apart = warm_cpus(report["settings"]["hold_cpus"])  # on the 2-CPU runner: both on CPU 1
     assert later["prestarted"] and {s: later["ready"][s]["cpus"] for s in "ab"} == apart  # built on the spare CPU(s)
     assert later["warm_apart"] == {s: {"warm_cpus": apart[s], "home": [0]} for s in "ab"}  # and moved home by the worker itself
     blocks = [json.loads(ln) for ln in (tmp_path / "out" / "blocks.jsonl").read_text().splitlines()]
@@ -808,30 +814,32 @@ def test_warm_apart_builds_and_warms_up_off_the_measured_cpu_then_moves_home(tmp
 
 
 def test_warm_cpus_split_the_hold_cpus_between_the_sides():
-    assert il.warm_cpus([1, 2, 3, 4, 5]) == {"a": [1, 2], "b": [3, 4, 5]}
-    assert il.warm_cpus([7]) == {"a": [7], "b": [7]}
+    assert warm_cpus([1, 2, 3, 4, 5]) == {"a": [1, 2], "b": [3, 4, 5]}
+    assert warm_cpus([7]) == {"a": [7], "b": [7]}
 
 
 # ---------------------------------------------------------------------------------------------
 # The command without training: input errors, and the analysis of block records
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("extra, says", [
-    (("--pairs", "3", "--launches", "2"), "error: --pairs 3 is too few for 2 launches: every launch needs at least 2 pairs (pass --pairs 4 or more)"),
-    (("--pairs", "12", "--python-b", "/nonexistent/python"), "error: --python-b /nonexistent/python: not an executable Python"),
-    (("--pairs", "12", "--prestart"), "error: --prestart needs --cpus and CPUs outside them to import the next launch's workers on"),
-    (("--pairs", "12", "--warm-apart"), "error: --warm-apart needs --prestart: only a pre-started launch has CPUs outside --cpus to warm up on"),
-    (("--pairs", "12", "--warmup-steps", "0"), "usage:"),
-    (("--pairs", "12", "--grain", "micro"), "error: --grain micro needs one decomposition with gradient accumulation (grad-accum > 1), "
-                                            "got 4x1: use the default --grain step"),
+    (("--set", "pairs=3", "--set", "launches=2"), "error: pairs=3 is too few for 2 launches: every launch needs at least 2 pairs (set pairs to 4 or more)"),
+    (("--set", "pairs=12", "--python-b", "/nonexistent/python"), "error: --python-b /nonexistent/python: not an executable Python"),
+    (("--set", "cpus=none", "--set", "prestart=true"), "error: prestart needs cpus and CPUs outside them to import the next launch's workers on"),
+    (("--set", "prestart=false", "--set", "warm_apart=true"), "error: warm_apart needs prestart: only a pre-started launch has CPUs outside cpus"),
+    (("--set", "warmup_steps=0",), "error: warmup_steps must be a whole number >= 1, got 0"),
+    (("--set", "grain=micro",), "error: grain=micro needs one decomposition with gradient accumulation (grad-accum > 1): use the default grain"),
+    (("--set", "pairs",), "error: --set takes key=value with a key among block_steps, "),
+    (("--set", "blocks=3",), "error: --set takes key=value with a key among block_steps, "),
+    (("--set", "pairs=many",), "error: --set pairs: cannot read 'many'"),
 ])
 def test_bad_input_is_one_line(tmp_path, extra, says):
-    args, env = _cli(tmp_path, "--block-steps", "1", *extra)
+    args, env = _cli(tmp_path, "--set", "block_steps=1", *extra)
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
     assert res.returncode == 2 and res.stderr.startswith(says) and "Traceback" not in res.stderr, res.stderr
 
 
 def test_skip_same_versions_makes_no_runs(tmp_path):
-    args, env = _cli(tmp_path, "--block-steps", "1", "--pairs", "12", "--skip-same-versions")
+    args, env = _cli(tmp_path, "--set", "block_steps=1", "--set", "pairs=12", "--skip-same-versions")
     res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert res.returncode == 0 and res.stdout.startswith("A and B have the same versions (python "), res.stdout + res.stderr
     assert not (tmp_path / "out" / "blocks.jsonl").exists()
@@ -870,7 +878,7 @@ def _micro_rows(pair: int, side: str, walls: list[float], per: int, launch: int 
 def test_micro_grain_units_merge_into_steps_of_each_side():
     """A micro-grain pair's units (one micro-batch each) become one block per side whose step times are the sums of
     micro_per_step consecutive units; a pair missing a unit (an interrupt) is left out; step-grain rows are untouched."""
-    from harness.commands.interleave import analyse, merge_units, pairs_of
+    from harness.judging.blocks import analyse, merge_units, pairs_of
 
     a = _micro_rows(1, "a", [10.0, 11.0, 30.0, 12.0, 13.0, 31.0], per=3, inject_ms=None)
     b = _micro_rows(1, "b", [11.0, 12.0, 33.0, 13.0, 14.0, 34.0], per=3, inject_ms=2.0)
@@ -896,7 +904,8 @@ def test_micro_grain_units_merge_into_steps_of_each_side():
 
 
 def test_analysis_of_block_records():
-    from harness.commands.interleave import analyse, markdown, report_lines
+    from harness.judging.blocks import analyse
+    from harness.reporting.interleave import markdown, report_lines
 
     blocks = _blocks(1.08)
     r = analyse(blocks, alpha=0.05, threshold=0.02, looks=2)
@@ -945,7 +954,7 @@ def test_every_command_has_a_help_text():
     for name, sub in subs.items():
         text = sub.format_help()
         assert "usage:" in text, name
-    assert "+5%" in subs["compare"].format_help() and "--block-metric" in subs["interleave"].format_help()
+    assert "+5%" in subs["compare"].format_help() and "block_metric=median" in subs["interleave"].format_help()
 
 
 @pytest.mark.slow
@@ -979,8 +988,8 @@ def test_a_pytest_session_runs_the_interleaved_comparison_as_a_test(perf_project
     common = ("perftests/test_perf.py::test_interleaved[tiny-qwen3-4x1]", "--gpu=cpu", "--workload", "tiny-qwen3", "-p", "no:cacheprovider", "-rs")
     off = perf_project.runpytest_subprocess(*common, "--results-dir", "off")
     assert off.ret == pytest.ExitCode.NO_TESTS_COLLECTED, off.stdout.str()  # without the option the test is deselected
-    on = perf_project.runpytest_subprocess(*common, "--results-dir", "on", "--interleave-python-b", sys.executable, "--interleave-block-steps", "2",
-                                           "--interleave-pairs", "8", "--interleave-launches", "2", "--interleave-grain", "auto")
+    on = perf_project.runpytest_subprocess(*common, "--results-dir", "on", "--interleave-python-b", sys.executable, "--interleave-set", "block_steps=2",
+                                           "--interleave-set", "pairs=8", "--interleave-set", "launches=2", "--interleave-set", "grain=auto")
     text = on.stdout.str()
     outcomes = on.parseoutcomes()
     # an A/A comparison: pass, or skipped as inconclusive; never a regression
@@ -989,8 +998,8 @@ def test_a_pytest_session_runs_the_interleaved_comparison_as_a_test(perf_project
     report = json.loads((perf_project.path / "on" / "interleave" / "tiny-qwen3-4x1" / "report.json").read_text())
     assert report["pairs"] == 8 and report["settings"]["python_b"] == sys.executable
     assert report["settings"]["grain"] == "step"  # auto: 4x1 accumulates no gradients, so there is no micro-batch to take turns at
-    bad = perf_project.runpytest_subprocess(*common, "--results-dir", "bad", "--interleave-python-b", sys.executable, "--interleave-pairs", "0")
-    assert bad.ret == pytest.ExitCode.USAGE_ERROR and "--interleave-pairs" in bad.stderr.str()
+    bad = perf_project.runpytest_subprocess(*common, "--results-dir", "bad", "--interleave-python-b", sys.executable, "--interleave-set", "pairs=0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and "pairs must be a whole number >= 2, got 0" in bad.stderr.str()
 
 
 def test_a_block_reads_the_gpu_once_as_it_ends_with_nvml(monkeypatch):

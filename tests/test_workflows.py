@@ -147,6 +147,9 @@ def test_issue_script_without_regressions_or_report_files_nothing(fake_gh):
     assert fake_gh(None) == []
 
 
+TUNING_FLAGS = ("--block-steps", "--grain", "--warmup-steps", "--pairs", "--launches", "--cpus", "--prestart", "--warm-apart", "--set")
+
+
 def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ():
     """The latest job compares pinned against the environment it just measured, on the same runner, block-interleaved per
     decomposition, and makes no runs when latest resolved to the pins (--skip-same-versions); its regressions file issues too."""
@@ -159,17 +162,7 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     assert "matrix.env == 'latest'" in ab["if"] and "!cancelled()" in ab["if"]
     assert "-m harness interleave" in run and "--python-a .tox/pinned/bin/python --python-b .tox/latest/bin/python" in run
     assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
-    assert '--cpus "$(( $(nproc) - 1 ))" --prestart --warm-apart' in run  # pinned, the next launch pre-started, built and warmed on the others
-    assert "--grain auto" in run  # single micro-batch turns wherever the decomposition accumulates gradients
-    assert "--block-steps auto" in run and "--launches 20" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # the budget, not the cap, ends a k = 1 run
-    from harness.commands.interleave import resolve_grain  # what auto picks: 1 step without gradient accumulation, 1 micro-grain step with it
-    from harness.spec import load_workload
-    w = load_workload(ROOT / "workloads", "qwen3-1.7b-lora")
-    for dec, want in (("4x1", ("step", 1)), ("1x4", ("micro", 1)), ("2x2", ("micro", 1))):
-        d = w.decomposition(dec)
-        assert resolve_grain("auto", "auto", d, d) == want, dec
-    assert resolve_grain("auto", "auto", w.decomposition("1x4"), w.decomposition("4x1")) == ("step", 1)  # two splits: no micro turns
-    assert resolve_grain("step", 5, d, d) == ("step", 5)
+    assert not [f for f in TUNING_FLAGS if f in run.split()], run  # the defaults are the nightly's settings
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
 
@@ -186,8 +179,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     run = " ".join(confirm["run"].split())
     assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
     assert '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run and "--results-dir perf-results/confirm" in run
-    assert '--cpus "$(( $(nproc) - 1 ))" --prestart --warm-apart' in run and "--grain auto" in run
-    assert "--block-steps auto" in run and "--launches 20" in run and "--warmup-steps 2" in run and "--pairs 800" in run  # as the A/B step
+    assert not [f for f in TUNING_FLAGS if f in run.split()], run  # as the A/B step: the defaults
     assert steps["Open or update regression issues"]["env"]["CONFIRM"] == "perf-results/confirm/report.json"
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))
@@ -309,3 +301,23 @@ def test_nightly_history_steps_gather_the_nights_and_build_the_page(tmp_path):
     assert keys == [f"cpu/tiny-qwen3/{d}/{t}" for d in ("1x4", "2x2", "4x1") for t in ("latest", "pinned")]
     latest = next(s for s in data["series"] if s["key"] == "cpu/tiny-qwen3/4x1/latest")
     assert latest["sessions"] == ["ab-20261129T215219-092982-b"]  # not the A/B's a/ and b/ below it
+
+
+def test_the_comparison_defaults_are_the_nightly_settings():
+    """What the nightly's A/B and confirm steps get without a tuning flag, on a runner of 16 CPUs: blocks of one step (single
+    micro-batch turns where the decomposition accumulates gradients), 2 warm-up steps per side and launch, 20 launches in
+    10 minutes, at most 800 pairs, both workers on the last CPU, the next launch pre-started and warmed up apart on the others."""
+    from harness.engine.config import ComparisonConfig
+    from harness.spec import load_workload
+
+    w = load_workload(ROOT / "workloads", "qwen3-1.7b-lora")
+    base = ComparisonConfig(workload=w.name, decomposition="4x1")
+    assert (base.budget_minutes, base.warmup_steps, base.pairs, base.threshold) == (10.0, 2, 800, 0.02)
+    for dec, grain in (("4x1", "step"), ("1x4", "micro"), ("2x2", "micro")):
+        r = ComparisonConfig(workload=w.name, decomposition=dec).resolved(w.decomposition(dec).grad_accum, available=list(range(16)))
+        assert (r.grain, r.block_steps, r.warmup_steps, r.launches, r.pairs) == (grain, 1, 2, 20, 800), dec
+        assert (r.cpus, r.spare_cpus, r.prestart, r.warm_apart, r.unit) == ((15,), tuple(range(15)), True, True, "launch"), dec
+    two = base.resolved(4, same_split=False, available=list(range(16)))  # the advisor's two splits: no micro turns
+    assert (two.grain, two.block_steps) == ("step", 1)
+    alone = base.resolved(1, available=[0])  # one CPU: nothing to pin apart or pre-start on
+    assert (alone.cpus, alone.prestart, alone.warm_apart) == ((), False, False)

@@ -32,6 +32,7 @@ from harness.engine.loop import Comparison
 from harness.engine.plan import ComparisonPlan
 from harness.engine.stop import StopRule
 from harness.files import ensure_dir, new_id
+from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
 from harness.measuring.resident import WorkerDied
@@ -76,8 +77,8 @@ def announce(s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, bl
             + (", its two sides warming up apart there" if s["warm_apart"] else ""))
     out("  unit of replication: the launch (each launch's " + ("Hodges-Lehmann estimate" if check.summary == "hl" else "mean") + " of its pair log "
         f"ratios, t over the {n} launches)" if s["unit"] == "launch" else
-        f"  unit of replication: the pair (pooled over {n} launch(es): valid only if launches add nothing; F screen at {pd.LAUNCH_ALPHA:g}, "
-        f"the launch as the unit needs {pd.MIN_LAUNCH_UNIT} or more launches)")
+        f"  unit of replication: the pair (pooled over {n} launch(es): valid only if launches add nothing; F screen at {la.LAUNCH_ALPHA:g}, "
+        f"the launch as the unit needs {la.MIN_LAUNCH_UNIT} or more launches)")
 
 
 def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, faults: str | None = None, out: Callable[[str], None] = print) -> int:

@@ -104,6 +104,10 @@ class ComparisonConfig:
         launches = self.launches
         if launches == AUTO:
             launches = max(MIN_LAUNCHES, round(LAUNCHES_PER_MINUTE * self.budget_minutes)) if self.budget_minutes else 6
+            launches = min(launches, self.pairs // 2)  # a pair cap below 2 pairs per launch means fewer launches
+        if self.pairs < 2 * launches:
+            raise ValueError(f"pairs={self.pairs} is too few for {launches} launches: every launch needs at least 2 pairs "
+                             f"(set pairs to {2 * launches} or more)")
         cpus_all = sorted(available if available is not None else os.sched_getaffinity(0))
         cpus = ((cpus_all[-1],) if len(cpus_all) > 1 else ()) if self.cpus == AUTO else self.cpus
         spare = [c for c in cpus_all if c not in cpus]
@@ -189,6 +193,9 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
         if not sep or key not in RESEARCH + TEST_ONLY:
             raise ValueError(f"--set takes key=value with a key among {', '.join(RESEARCH)}; got {item!r}")
         text = text.strip()
+        if key == "cpus" and text in ("", "none"):
+            out[key] = ()
+            continue
         if text == AUTO or key not in _CONVERT:
             out[key] = None if text in ("", "none") and key in ("unit", "seed", "look_every") else text
             continue

@@ -20,6 +20,7 @@ from harness.engine.launchers import SIDES, Plain
 from harness.engine.plan import ComparisonPlan
 from harness.engine.stop import Progress, StopRule
 from harness.files import append_jsonl, write_json_atomic
+from harness.judging import block_metrics as bm
 from harness.judging import paired as pd
 from harness.judging.blocks import merge_units, sd
 from harness.reporting.interleave import calibration_text, pct
@@ -153,7 +154,7 @@ class Comparison:
         got = {s: merge_units(rows[s]) if self.plan.unit_orders is not None else rows[s][0] for s in SIDES}
         p.pair_wall.append(time.time() - t)
         metric, drop = self.settings["metric"], self.settings["drop_first_step"]
-        p.add(launch, math.log(pd.block_metric(got["b"]["step_times_ms"], metric, drop) / pd.block_metric(got["a"]["step_times_ms"], metric, drop)))
+        p.add(launch, math.log(bm.block_metric(got["b"]["step_times_ms"], metric, drop) / bm.block_metric(got["a"]["step_times_ms"], metric, drop)))
         n, looks = i + 1, self.plan.schedule.looks
         if (v := self.stop.look(p, n, launch, self.case)) is not None:
             p.verdict = v

@@ -8,7 +8,11 @@ from __future__ import annotations
 import math
 from statistics import fmean, median
 
+from harness.judging import block_metrics as bm
+from harness.judging import launches as la
 from harness.judging import paired as pd
+from harness.judging import planning as pn
+from harness.judging import stats
 
 SIDES = ("a", "b")
 DEFAULT_METRIC = "median"  # of the block's step times, as a run is summarised by the median of its steps
@@ -55,17 +59,15 @@ def grouped(pairs: list[dict], metric: str = DEFAULT_METRIC, drop_first: bool = 
     """Pair log ratios log(B/A), grouped by launch in launch order."""
     out: dict[int, list[float]] = {}
     for p in pairs:
-        a = pd.block_metric(p["a"]["step_times_ms"], metric, drop_first)
-        b = pd.block_metric(p["b"]["step_times_ms"], metric, drop_first)
+        a = bm.block_metric(p["a"]["step_times_ms"], metric, drop_first)
+        b = bm.block_metric(p["b"]["step_times_ms"], metric, drop_first)
         out.setdefault(p["launch"], []).append(math.log(b / a))
     return [out[k] for k in sorted(out)]
 
 
 def sd(xs: list[float]) -> float | None:
-    if len(xs) < 2:
-        return None
-    m = fmean(xs)
-    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    """The sample sd of ``xs`` (:func:`stats.sd`), None below two values."""
+    return stats.sd(xs) if len(xs) >= 2 else None
 
 
 
@@ -95,7 +97,7 @@ def gpu_state(blocks: list[dict], session: str | None = None) -> dict | None:
 
 def default_unit(launches: int) -> str:
     """The unit of replication when none is asked for: the launch from :data:`paired.MIN_LAUNCH_UNIT` launches on."""
-    return "launch" if launches >= pd.MIN_LAUNCH_UNIT else "pair"
+    return "launch" if launches >= la.MIN_LAUNCH_UNIT else "pair"
 
 
 def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 1, metric: str = DEFAULT_METRIC,
@@ -114,24 +116,24 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
     sigma = sd(d)
     u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
     u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
-    comp = pd.launch_components(groups, check.summary if v.details["unit"] == "launch" and check.summary in pd.SUMMARIES else "hl")
+    comp = la.launch_components(groups, check.summary if v.details["unit"] == "launch" and check.summary in la.SUMMARIES else "hl")
     variants = {}
-    for how in pd.METRICS:
+    for how in bm.METRICS:
         for drop in (False, True):
             dd = [x for g in grouped(pairs, how, drop) for x in g]
             variants[f"{how}{'-drop-first' if drop else ''}"] = {"sigma": sd(dd), "ratio": math.exp(fmean(dd))}
     resume = {}
     grain = "micro" if any(p["a"].get("micro_per_step") for p in pairs) else "step"
     for s in SIDES if grain == "step" else ():  # at the micro grain every micro-batch follows a wait: no first step to single out
-        rp = pd.resume_penalty([p[s]["step_times_ms"] for p in pairs])
+        rp = bm.resume_penalty([p[s]["step_times_ms"] for p in pairs])
         resume[s] = None if rp is None else {"ratio": rp.ratio, "lo": rp.lo, "hi": rp.hi, "blocks": rp.blocks}
     canary: dict = {}
     if all(p[s].get("canary_ms") for p in pairs for s in SIDES):
         for s in SIDES:
-            canary[f"corr_{s}"] = pd.correlation([math.log(p[s]["canary_ms"]) for p in pairs],
-                                                  [math.log(pd.block_metric(p[s]["step_times_ms"], metric, drop_first)) for p in pairs])
+            canary[f"corr_{s}"] = bm.correlation([math.log(p[s]["canary_ms"]) for p in pairs],
+                                                  [math.log(bm.block_metric(p[s]["step_times_ms"], metric, drop_first)) for p in pairs])
         c = [math.log(p["b"]["canary_ms"] / p["a"]["canary_ms"]) for p in pairs]
-        cov = pd.canary_covariate(d, c)
+        cov = bm.canary_covariate(d, c)
         if cov is not None:
             canary.update(pair_corr=cov.corr, slope=cov.slope, sigma_plain=cov.sigma_plain, sigma_adjusted=cov.sigma_adjusted,
                           reduction=cov.reduction, ratio_plain=math.exp(cov.plain), ratio_adjusted=math.exp(cov.adjusted),
@@ -146,11 +148,11 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
         "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
         "sigma": sigma, "variants": variants,
         "mds": {"alpha": 0.01, "power": 0.9, "unit": v.details["unit"], "units": u_n, "unit_sd": u_sd,
-                "slowdown": pd.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
+                "slowdown": pn.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
                 "approx_3_6": 3.6 * u_sd / math.sqrt(u_n) if u_sd else None,
-                "with_settings": pd.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
-                "units_for_3pct": pd.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
-                "pairs_for_3pct": pd.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
+                "with_settings": pn.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
+                "units_for_3pct": pn.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
+                "pairs_for_3pct": pn.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
         "launch_components": None if comp is None else {"pair_sd": comp.pair_sd, "launch_sd": comp.launch_sd, "summary": comp.summary,
                                                          "launch_sd_upper": comp.launch_sd_upper, "level": comp.level},
         "resume_penalty": resume, "canary": canary,

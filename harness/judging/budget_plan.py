@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from harness.judging import paired as pd
+from harness.judging import planning as pn
 from harness.judging import simulate as sim
 from harness.judging.blocks import SIDES
 
@@ -67,14 +67,14 @@ def plan_for(r: dict, budget_s: float | None = None, groups: list[list[float]] |
     first, later = launch_cost(lis[0]), [launch_cost(li) for li in lis[1:]]
     c, hide = prestart_costs(r) or (fmean(later) if later else first, 0.0)
     tau = comp.get("launch_sd_upper", comp["launch_sd"])
-    plan = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], launch_sd_hi=tau, hide_s=hide)
+    plan = pn.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], launch_sd_hi=tau, hide_s=hide)
     if plan is None:
         return None
-    at_estimate = pd.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], hide_s=hide)
+    at_estimate = pn.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], hide_s=hide)
     drawn = None
     if groups:
         ran = len(r.get("launch_sizes") or [])
-        fits = dict(pd.plans_within(budget, first, c, r["wall_s_per_pair"], max(ran, plan.launches), 1, hide))
+        fits = dict(pn.plans_within(budget, first, c, r["wall_s_per_pair"], max(ran, plan.launches), 1, hide))
         drawn = {"plan": sim.drawn_mds(groups, plan.launches, plan.pairs_per_launch, comp["launch_sd"], comp["summary"]),
                  "launches": ran, "pairs_per_launch": fits.get(ran)}
         drawn["as_run"] = sim.drawn_mds(groups, ran, fits[ran], comp["launch_sd"], comp["summary"]) if fits.get(ran) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from statistics import fmean
 
-from harness.judging import paired as pd
+from harness.judging import launches as la
 from harness.judging.budget_plan import _build_s, _prestarted, prestart_costs
 
 
@@ -56,7 +56,7 @@ def report_lines(r: dict) -> list[str]:
                    f"{pct(lc['sigma_launch'], 2)} vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
                    + "; the launch is the unit whatever it adds")
     elif lc:
-        differ = lc["p"] < pd.LAUNCH_ALPHA
+        differ = lc["p"] < la.LAUNCH_ALPHA
         out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd {pct(lc['sigma_launch'], 2)} "
                    f"vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
                    + ("; LAUNCHES DIFFER: the launch is the unit" if differ else "; no launch effect detected"))
