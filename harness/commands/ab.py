@@ -1,8 +1,8 @@
 """Same-machine A/B: one workload under two Python environments, interleaved on one machine.
 
 A stored baseline can only be trusted on the machine it was recorded on; across leased VMs the
-machine offset swamps small regressions (docs/results/h200.md). For a library upgrade the way to see
-5-10% there is to run both environments on the same machine, in the same job, interleaved:
+machine offset swamps small regressions (docs/evidence/what-a-stored-baseline-detects/). For a library upgrade the way
+to see a few percent there is to run both environments on the same machine, in the same job, interleaved:
 round r runs every decomposition as A then B (odd r) or B then A (even r), so slow drift cancels.
 A's runs go to RESULTS_DIR/a, B's to RESULTS_DIR/b, and the verdicts are those of
 ``python -m harness compare RESULTS_DIR/a RESULTS_DIR/b``: one machine, so the run is the unit.

@@ -115,7 +115,7 @@ def block_steps_for(step_ms: float, block_seconds: float) -> int:
     return max(1, math.ceil(block_seconds * 1000 / step_ms)) if step_ms and step_ms > 0 else 1
 
 
-STARTUP_S = 30.0  # a launch of two resident workers on the H200 machine: about 20 s (docs/results/advise-h200), with a margin
+STARTUP_S = 30.0  # what a launch of two resident workers is planned to cost, with a margin (docs/evidence/the-advisor-on-an-h200/)
 
 
 def pairs_for(seconds: float, k: int, pair_step_ms: float, launches: int, most: int) -> int:

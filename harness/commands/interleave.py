@@ -30,11 +30,11 @@ from harness.engine.finish import EXIT_INTERRUPTED, EXIT_WORKER_DIED, finish, re
 from harness.engine.launchers import WorkerFactory, launcher_for
 from harness.engine.loop import Comparison
 from harness.engine.plan import ComparisonPlan
-from harness.engine.stop import StopRule
 from harness.files import ensure_dir, new_id
 from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
+from harness.judging.stopping import StopRule
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import parse_faults, sigterm_as_interrupt
 from harness.spec import Workload, load_workload

@@ -32,16 +32,13 @@ def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[
     next): 4 first, then the amount that the curve puts at the target, twice; the answer is the last such amount.
 
     Why the injection's clock and not a wall-time ratio: the B/A ratio of two blocks has the pair sigma of the
-    comparison itself (10-18% on the H200), so 8 + 8 rounds of it sized the work within several points (x1.068-1.099
-    for a 5% target in session 10) and took 286 s of a 9-minute 1x4 comparison (session 11). The clock is the added
-    step time where the step is host-bound (the CPU runner; the H200 at micro-batch 1-4, which waits on kernel
-    launches) and the work touches no memory that the step reads (host work; casts do, and read more in the
-    comparison than by their clock on the CPU runner: 3.85 casts at +5% read x1.082). Either way the comparison's
-    estimate is the measured slowdown; ``inject_ms`` of every block of B is in ``blocks.jsonl`` and the report
-    (:func:`injected_share`).
+    comparison itself, so sizing by it takes many rounds and still misses by several points
+    (docs/evidence/how-to-inject-a-known-slowdown/). The clock is the added step time where the step is host-bound and
+    the work touches no memory that the step reads (host work; casts do). Either way the comparison's estimate is the
+    measured slowdown; ``inject_ms`` of every block of B is in ``blocks.jsonl`` and the report (:func:`injected_share`).
 
     The injected work is all that differs between the sides: side A carries the same forward hook on every LoRA layer,
-    at 0 (:func:`interleave` starts it so); without it B's hook calls alone (hundreds per step) slowed B as well.
+    at 0 (the command starts it so); without it B's hook calls alone would slow B as well.
     ``record(side, report, amount)`` sees every calibration block; each probe's B/A wall ratio is kept as a check."""
     a_amount = 0.0 if workers["a"].inject_work else None  # A's hook, where it has one, does no work
     probe, rounds = CALIBRATION_PROBE_CASTS, CALIBRATION_ROUNDS

@@ -18,11 +18,11 @@ from statistics import fmean
 from harness.engine import inject
 from harness.engine.launchers import SIDES, Plain
 from harness.engine.plan import ComparisonPlan
-from harness.engine.stop import Progress, StopRule
 from harness.files import append_jsonl, write_json_atomic
 from harness.judging import block_metrics as bm
 from harness.judging import paired as pd
 from harness.judging.blocks import merge_units, sd
+from harness.judging.stopping import Progress, StopRule
 from harness.reporting.interleave import calibration_text, pct
 
 PROGRESS = "progress.json"  # settings and launches so far, rewritten at each launch's start and end (recover)

@@ -24,7 +24,7 @@ from harness.spec import Workload, changed_fields
 SCHEMA = 1
 RUN_KEYS = ("step_time_median_ms", "train_runtime_s", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "host_probe")
 # kernel_time: the practical threshold of the census's GPU kernel time per optimizer step (its noise is far
-# below wall time's: docs/results/census-h200/); census counts are compared exactly
+# below wall time's: docs/evidence/are-census-counts-deterministic/); census counts are compared exactly
 DEFAULT_THRESHOLDS = {"alpha": 0.05, "runtime": 0.05, "memory_rel": 0.02, "memory_abs_mib": 64, "kernel_time": 0.005}
 # CPU runners share cores with everything else; a looser practical threshold keeps false alarms away.
 GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}

@@ -77,7 +77,7 @@ CLOCK_EVENT_ROUTINE = 0x1 | 0x2  # NVML clock-event reasons that are no slowdown
 def gpu_state(blocks: list[dict], session: str | None = None) -> dict | None:
     """The GPU as the measured blocks ended (each block's one NVML reading, ``gpu``): SM clock overall and per launch,
     power, temperature, and the share of readings with a clock-event reason other than idle or application clocks
-    (power cap, thermal, hardware slowdown). None without readings (a CPU run, no NVML, blocks from before session 16)."""
+    (power cap, thermal, hardware slowdown). None without readings (a CPU run, no NVML, blocks recorded without them)."""
     xs = [b for b in blocks if not b.get("warmup") and not b.get("calibration") and b.get("gpu")
           and (session is None or b.get("session_id") == session)]
     xs = [b for b in xs if b["gpu"].get("sm_clock_mhz") is not None]

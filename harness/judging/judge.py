@@ -32,8 +32,8 @@ from harness.record import is_census
 from harness.spec import Workload
 
 Case = tuple[str, str]  # (workload name, decomposition id)
-# Census counts are compared exactly, except Python calls: on the H200 they differed by up to 8.2 per step
-# (0.007%) between runs of one environment (docs/results/census-h200/), so 0.1% is allowed there.
+# Census counts are compared exactly, except Python calls, which differ slightly between runs of one environment
+# (docs/evidence/are-census-counts-deterministic/): 0.1% is allowed there.
 CENSUS_TOLERANCES = {"python_calls": "0.1%"}
 
 

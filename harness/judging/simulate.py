@@ -173,25 +173,18 @@ def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int 
     ``look_every`` pairs once every launch has 2 pairs, stopping at the first conclusive look. ``unit`` as the command
     chooses it when None: the launch from :data:`~harness.judging.launches.MIN_LAUNCH_UNIT` launches on, else the pair."""
     from harness.judging.launches import LAUNCH_ALPHA, MIN_LAUNCH_UNIT
-    from harness.judging.paired import CONCLUSIVE, PairedCheck, Plan
+    from harness.judging.paired import PairedCheck, Plan
+    from harness.judging.stopping import StopRule
 
     plan = Plan(pairs, launches, look_every)
     unit = unit or ("launch" if launches >= MIN_LAUNCH_UNIT else "pair")
-    check = PairedCheck(alpha, threshold, len(plan.looks), LAUNCH_ALPHA if launch_alpha is None else launch_alpha, test, unit)
+    stop = StopRule(plan, PairedCheck(alpha, threshold, len(plan.looks), LAUNCH_ALPHA if launch_alpha is None else launch_alpha, test, unit))
     rng = np.random.default_rng(seed)
     sizes = [b - a for a, b in zip(plan.starts, (*plan.starts[1:], pairs))]
     counts = {"regression": 0, "pass": 0, "improvement": 0, "inconclusive": 0}
     used = unit = 0
     for _ in range(trials):
-        data = noise.draw(rng, ratio, sizes)
-        for n in plan.looks:
-            groups, left = [], n
-            for g in data:
-                groups.append(g[:left])
-                left -= len(groups[-1])
-            v = check.decide([g for g in groups if g])
-            if v.outcome in CONCLUSIVE:
-                break
+        v, n = stop.run(noise.draw(rng, ratio, sizes))
         counts[v.outcome] += 1
         used += n
         unit += v.details["unit"] == "launch"

@@ -1,7 +1,7 @@
 """When an interleaved comparison stops: a conclusive look, the planned pairs, or the budget (start-up included).
 
-:class:`StopRule` is passed to the loop (:mod:`harness.engine.loop`); the simulation of the verdict's power
-(:mod:`harness.judging.simulate`) asks the same looks.
+:class:`StopRule` is passed to the command's loop (:mod:`harness.engine.loop`), and the simulation of the verdict's
+false alarms and power (:func:`harness.judging.simulate.simulate_interleave`) stops by the same rule.
 """
 
 from __future__ import annotations
@@ -80,3 +80,16 @@ class StopRule:
         if n in looks and launch == self.plan.launches and len(p.groups[-1]) >= 2:
             return self.check.decide(p.groups, case, looks.index(n) + 1)
         return None
+
+    def run(self, groups: list[list[float]]) -> tuple[Verdict, int]:
+        """The verdict this rule reaches on pair log ratios that arrive in this order (per launch, as a comparison would
+        make them), and the pairs it takes: the simulation's comparison, without the budget."""
+        p, v = Progress(), None
+        for launch, g in enumerate(groups, 1):
+            for d in g:
+                p.add(launch, d)
+                if (got := self.look(p, p.pairs, launch, "B/A")) is not None:
+                    v = got
+                    if v.outcome in pd.CONCLUSIVE:
+                        return v, p.pairs
+        return v, p.pairs

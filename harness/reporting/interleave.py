@@ -20,7 +20,7 @@ def calibration_text(c: dict) -> str:
     if c.get("clock") == "own":
         return (f"{head} (calibration by the injection's own clock: " + ", ".join(f"{p['casts']:.2f} +{p['share']:.1%}" for p in c["probes"])
                 + f" of the rest of B's step; B/A wall x{c['ratio_with']:.3f} at the last probe over its {c['rounds']} rounds)")
-    return (f"{head} (calibration: B/A x{c['ratio_without']:.3f} "  # reports written before session 11: a wall-time gain
+    return (f"{head} (calibration: B/A x{c['ratio_without']:.3f} "  # older reports: calibrated by a wall-time gain
             f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%}; last {c['rounds']} rounds)")
 
 
