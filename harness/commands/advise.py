@@ -39,6 +39,7 @@ from statistics import median
 from harness.engine.config import ComparisonConfig
 from harness.files import ensure_dir, new_id, write_atomic, write_json_atomic
 from harness.judging.census_diff import window_plan
+from harness.judging.thresholds import INTERLEAVED
 from harness.measuring.runner import RunRequest, run_one
 from harness.spec import Decomposition, Workload, load_workload
 
@@ -167,7 +168,7 @@ def toml_lines(w: Workload, rec: str, gpu: str, note: str) -> str:
 
 
 def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minutes: float = 10.0, probe_steps: int = 3,
-           block_seconds: float = 0.8, pairs: int = 200, launches: int = 2, alpha: float = 0.05, threshold: float = 0.02,
+           block_seconds: float = 0.8, pairs: int = 200, launches: int = 2, alpha: float = 0.05, threshold: float = INTERLEAVED,
            census: bool = True, screen: float = 1.5, cpus: list[int] | None = None, memory_limit_micro: int | None = None,
            workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/advise", run_timeout: float = 1800.0,
            out: Callable[[str], None] = print) -> int:

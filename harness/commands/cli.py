@@ -13,6 +13,7 @@ import sys
 from harness import options as opt
 from harness.commands.compare import UsageError
 from harness.judging import baseline as bl
+from harness.judging.thresholds import INTERLEAVED
 from harness.spec import SpecError
 
 
@@ -27,7 +28,7 @@ def _cmd_advise(a) -> int:
 
     return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
                   block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else 0.05,
-                  threshold=a.threshold if a.threshold is not None else 0.02, census=not a.no_census, screen=a.screen, cpus=a.cpus,
+                  threshold=a.threshold if a.threshold is not None else INTERLEAVED, census=not a.no_census, screen=a.screen, cpus=a.cpus,
                   memory_limit_micro=a.memory_limit_micro, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 

@@ -16,12 +16,14 @@ import os
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from harness.judging.thresholds import INTERLEAVED
+
 AUTO = "auto"
 GRAINS = ("step", "micro", AUTO)
 METRICS = ("median", "mean", "min")
 TESTS = ("rank", "t")
 UNITS = ("launch", "pair")
-DEFAULT_THRESHOLD = 0.02  # +2%: the practical threshold of an interleaved comparison
+DEFAULT_THRESHOLD = INTERLEAVED
 DEFAULT_BUDGET_MINUTES = 10.0
 LAUNCHES_PER_MINUTE = 2  # launches=auto: this many per budget minute
 MIN_LAUNCHES = 3  # the fewest with which the launch can be the unit of the verdict

@@ -62,6 +62,7 @@ from functools import cached_property
 from harness.judging.launches import LAUNCH_ALPHA, LaunchCheck, launch_check, launch_estimate
 from harness.judging.pair_estimates import PairedEstimate, RankEstimate, paired_estimate, rank_estimate
 from harness.judging.stats import Verdict, fmt_ratio, sd
+from harness.judging.thresholds import INTERLEAVED
 
 TESTS = ("rank", "t")  # of the pair unit: Wilcoxon signed-rank with Hodges–Lehmann (default), or the t test
 UNITS = ("launch", "pair")  # of replication: the launch (two-stage, the default), or the pair (pooled, launch effect screened)
@@ -125,7 +126,7 @@ class PairedCheck:
     """
 
     alpha: float = 0.05
-    threshold: float = 0.02
+    threshold: float = INTERLEAVED
     looks: int = 1
     launch_alpha: float = LAUNCH_ALPHA
     test: str = "rank"

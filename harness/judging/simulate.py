@@ -16,6 +16,7 @@ import numpy as np
 from scipy import stats as _st
 
 from harness.judging.stats import RuntimeCheck
+from harness.judging.thresholds import INTERLEAVED
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class InterleaveSim:
 
 
 def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int = 60, launches: int = 2, look_every: int | None = None,
-                        alpha: float = 0.05, threshold: float = 0.02, seed: int = 0, launch_alpha: float | None = None,
+                        alpha: float = 0.05, threshold: float = INTERLEAVED, seed: int = 0, launch_alpha: float | None = None,
                         test: str = "rank", unit: str | None = None) -> InterleaveSim:
     """Simulate ``trials`` interleaved comparisons with true ratio B/A ``ratio``, through the command's own plan
     (:class:`harness.judging.paired.Plan`) and verdict (:class:`harness.judging.paired.PairedCheck`): looks every
