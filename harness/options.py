@@ -182,6 +182,25 @@ def comparison_config(values: dict[str, Any], **fixed: Any):
     return ComparisonConfig(**{**fields_, **parse_sets(values.get("set")), **fixed})
 
 
+# the other commands' own options
+MIN_REPEATS = Opt(("--min-repeats",), "min_repeats", "fewest runs per decomposition a baseline may be recorded from", type=parse_positive_int, default=5)
+NOTE = Opt(("--note",), "note", "a note stored with the baseline (why it was recorded)", default="")
+MARKDOWN = Opt(("--markdown",), "markdown", "also write the Markdown report here")
+ALLOW_GPU_MISMATCH = Opt(("--allow-gpu-mismatch",), "allow_gpu_mismatch", "judge runs of another GPU than the baseline's", action="store_true")
+BASELINE_DIRS = Opt(("--baseline",), "baseline", "results dir(s) to use as the baseline instead of baselines/")
+REPORT_OUT = Opt(("--out",), "out", "folder of the report (default: the first results dir)")
+MICRO = Opt(("--micro",), "micro", "instead: time one mark and one hook pair here and report their share of steps of these lengths, "
+            "as DECOMP=MS,...")
+OVERHEAD_DECOMPOSITION = Opt(("--decomposition",), "decomposition", "the decomposition whose phases are measured on and off")
+OVERHEAD_PAIRS = Opt(("--pairs",), "pairs", "pairs of runs (phases on, phases off)", type=parse_positive_int, default=5)
+SLOWDOWN = Opt(("--slowdown",), "slowdown", "the injected slowdown the calibration must detect", type=parse_slowdown, default=0.10)
+PYTHON = Opt(("--python",), "python", "interpreter (environment) to run the workers with (default: this one)")
+AB_PYTHON_B = Opt(("--python-b",), "python_b", "interpreter (environment) of side B, e.g. .tox/latest/bin/python")
+AB_INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "sensitivity self-check: slow side B by this fraction",
+                           type=parse_slowdown, default=0.0)
+AB = (PYTHON_A, AB_PYTHON_B, AB_INJECT_SLOWDOWN_B, SKIP_SAME_VERSIONS)
+
+
 # advise: the fastest split of an effective batch on this device (harness.commands.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)
 ADVISE_BUDGET = Opt(("--budget-minutes",), "budget_minutes", "device minutes for the whole advice, probes included; the comparisons share "

@@ -121,8 +121,7 @@ def parser() -> argparse.ArgumentParser:
     up = bp.add_parser("update", help="record the runs of RESULTS_DIR(s) as the baseline of --gpu")
     up.add_argument("results_dirs", nargs="+")
     opt.add(up.add_argument, (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR), defaults={"baselines_dir": "baselines"}, required=("gpu",))
-    up.add_argument("--min-repeats", type=opt.parse_positive_int, default=bl.MIN_REPEATS)
-    up.add_argument("--note", default="")
+    opt.add(up.add_argument, (opt.MIN_REPEATS, opt.NOTE), defaults={"min_repeats": bl.MIN_REPEATS})
     up.set_defaults(fn=_cmd_baseline_update)
 
     cp = sub.add_parser("compare", help="compare results dir B against A (a results dir, or a baseline file such as "
@@ -130,16 +129,14 @@ def parser() -> argparse.ArgumentParser:
     cp.add_argument("a", nargs=1)
     cp.add_argument("b", nargs=1)
     opt.add(cp.add_argument, opt.JUDGE)
-    cp.add_argument("--markdown", help="also write the Markdown report here")
-    cp.add_argument("--allow-gpu-mismatch", action="store_true")
+    opt.add(cp.add_argument, (opt.MARKDOWN, opt.ALLOW_GPU_MISMATCH))
     cp.set_defaults(fn=_cmd_compare)
 
     rp = sub.add_parser("report", help="write report.md, report.json and plots for RESULTS_DIR(s)")
     rp.add_argument("results_dirs", nargs="+")
-    rp.add_argument("--baseline", nargs="*", help="results dir(s) to use as the baseline instead of baselines/")
+    rp.add_argument("--baseline", nargs="*", help=opt.BASELINE_DIRS.help)
     opt.add(rp.add_argument, (opt.BASELINES_DIR, *opt.JUDGE), defaults={"baselines_dir": "baselines"})
-    rp.add_argument("--out")
-    rp.add_argument("--allow-gpu-mismatch", action="store_true")
+    opt.add(rp.add_argument, (opt.REPORT_OUT, opt.ALLOW_GPU_MISMATCH))
     rp.set_defaults(fn=_cmd_report)
 
     hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
@@ -156,32 +153,28 @@ def _measuring_commands(sub) -> None:
     """The commands that make runs: fresh-process runs, interleaved comparisons and the advisor."""
     run_defaults = {"workloads_dir": "workloads"}
     op = sub.add_parser("overhead", help="phases on vs off, interleaved ABBA, on one decomposition")
-    op.add_argument("--micro", metavar="DECOMP=MS,...", help="instead: time one mark and one hook pair here and report their share of steps of these lengths")
+    opt.add(op.add_argument, (opt.MICRO,))
     opt.add(op.add_argument, (opt.GPU, opt.WORKLOAD, *opt.RUN), defaults={**run_defaults, "gpu": None, "results_dir": "perf-results/overhead"})
-    op.add_argument("--decomposition")
-    op.add_argument("--pairs", type=opt.parse_positive_int, default=5)
+    opt.add(op.add_argument, (opt.OVERHEAD_DECOMPOSITION, opt.OVERHEAD_PAIRS))
     op.set_defaults(fn=_cmd_overhead)
 
     ca = sub.add_parser("calibrate", help="A/A and injected-slowdown runs; prints the minimum detectable slowdown")
     opt.add(ca.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN), defaults={**run_defaults, "results_dir": "perf-results/calibrate"},
             required=("gpu", "workload"))
-    ca.add_argument("--slowdown", type=opt.parse_slowdown, default=0.10)
+    opt.add(ca.add_argument, (opt.SLOWDOWN,))
     ca.set_defaults(fn=_cmd_calibrate)
 
     ce = sub.add_parser("census", help="census runs only: count the work per optimizer step (kernels, aten ops, syncs, allocations, "
                         "Python calls), and whether the counts are identical across runs")
     opt.add(ce.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
             defaults={**run_defaults, "results_dir": "perf-results/census", "repeats": 1}, required=("gpu", "workload"))
-    ce.add_argument("--python", help="interpreter (environment) to run the workers with; default: this one")
+    opt.add(ce.add_argument, (opt.PYTHON,))
     ce.set_defaults(fn=_cmd_census)
 
     ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
     opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": "perf-results/ab"},
             required=("gpu", "workload"))
-    ab.add_argument("--python-a", help="interpreter of side A (default: this one)")
-    ab.add_argument("--python-b", required=True, help="interpreter of side B, e.g. .tox/latest/bin/python")
-    ab.add_argument("--inject-slowdown-b", type=opt.parse_slowdown, default=0.0, help="sensitivity self-check: slow side B by this fraction")
-    opt.add(ab.add_argument, (opt.SKIP_SAME_VERSIONS,))
+    opt.add(ab.add_argument, opt.AB, required=("python_b",))
     ab.set_defaults(fn=_cmd_ab)
 
     il = sub.add_parser("interleave", help="A against B on this machine, block-interleaved on two resident workers over several launches; "

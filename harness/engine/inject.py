@@ -23,7 +23,7 @@ def _amount(inject: float | None) -> dict:
 def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None,
                         kind: str = "host") -> dict:
     """The amount of injected work per LoRA forward (fractional; units of host work, or casts with ``kind="casts"``:
-    :class:`~harness.measuring.census.InjectWork`) that makes side B's step about ``target`` slower (0.05 = 5%) on this
+    :class:`~harness.measuring.injected_work.InjectWork`) that makes side B's step about ``target`` slower (0.05 = 5%) on this
     machine, aimed by the injection's own clock. A round is an A block (its hook at 0) and a B block at ``probe``, each
     ``k`` steps. B's worker reports the host time of its injected work per step (``inject_ms``, ``InjectWork.spent_s``),
     and the probe's ``share`` is the median over its rounds of ``inject_ms / (B's mean step - inject_ms)``: the work
