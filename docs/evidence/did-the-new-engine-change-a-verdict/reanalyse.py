@@ -1,0 +1,12 @@
+import json, sys, pathlib
+from harness.commands.interleave import reanalyse
+root = pathlib.Path(sys.argv[1])
+for b in sorted(root.glob("docs/results/**/blocks.jsonl")):
+    if "h200" not in str(b) or not (b.parent / "report.json").exists():
+        continue
+    try:
+        r = reanalyse(b.parent)
+        v = r.get("verdict") or {}
+        print(b.parent.relative_to(root), v.get("outcome"), v.get("ratio"), v.get("lo"), v.get("hi"), (r.get("mds") or {}).get("slowdown"))
+    except Exception as e:
+        print(b.parent.relative_to(root), "ERROR", type(e).__name__, str(e)[:100])
