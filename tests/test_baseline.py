@@ -123,7 +123,7 @@ def test_a_session_says_up_front_what_a_multi_machine_baseline_can_detect():
     w = Workload.load(ROOT / "workloads" / "qwen3-1.7b-lora.toml")
     s = Judge({w.name: w}, ((w.name, "4x1"),), (), load_baselines(ROOT / "baselines", "h200", {w.name: w}), gpu="h200")
     (note,) = s.plan_notes(repeats=5)
-    assert "spans 5 machines" in note and "4x1 x1.22" in note  # as in docs/results/h200.md
+    assert "spans 5 machines" in note and "4x1 x1.22" in note  # as in docs/evidence/h200-baseline-and-its-noise/
     assert note.endswith("--repeats 4 is enough (the baseline's machines have at most 4 runs each)")  # 2 + 3 + 4 + 1 + 1 runs
     assert "is enough" not in s.plan_notes(repeats=4)[0]
     assert Judge({}, (), (), {}, gpu="t4").plan_notes(repeats=5) == []

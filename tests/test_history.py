@@ -131,7 +131,7 @@ def test_a_planted_shift_is_found_at_its_session():
 
 
 def test_planted_shifts_over_many_seeds():
-    """+12% (6 sigma) at session 15 of 30, 200 seeds: measured found 0.985, exactly that one change point 0.95."""
+    """+12% (6 sigma) from the 15th of 30 sessions, 200 seeds: measured found 0.985, exactly that one change point 0.95."""
     r = changepoints.simulate(SERIES, N, SIGMA, shift=0.12, at=15, first_seed=1000)
     assert r["found"] >= 0.95 and r["exact"] >= 0.90, r
 

@@ -319,7 +319,7 @@ def mc(p: float, n: int = TRIALS) -> float:
 
 def test_false_alarm_rate_and_power_by_simulation():
     """Noise model: the pair log ratio is normal with sd sigma = 3.5% (about what k = 5 steps per block give on the CPU,
-    docs/results/interleave-cpu/), or t(3)-tailed with the same sd; no launch effect. 60 pairs over 6 launches, a look
+    docs/evidence/interleaving-on-the-cpu/), or t(3)-tailed with the same sd; no launch effect. 60 pairs over 6 launches, a look
     every 4 pairs once the last launch has 2 pairs (looks at 52, 56, 60; alpha 0.05 / 3 each), threshold +2%; the launch
     as the unit (the default from 3 launches on)."""
     alpha, thr = 0.05, 0.02
@@ -370,7 +370,7 @@ def test_rank_estimate_matches_scipy(n, shift):
 
 
 def test_rank_test_holds_alpha_and_outguns_t_where_a_few_pairs_are_wild():
-    """Noise as measured on the H200 (docs/results/interleave-h200/): most pairs tight (sd 3.5%), one in ten far off (sd 25%):
+    """Noise as measured on the H200 (docs/evidence/where-the-h200-noise-comes-from/): most pairs tight (sd 3.5%), one in ten far off (sd 25%):
     an overall sd of 8.6% against a robust sd of about 4%. At the threshold both tests keep their false alarms within alpha,
     with normal noise too; at x1.035 (what the injected work made there) over 80 pairs the signed-rank test finds the
     slowdown far more often than the t test (simulated: about 0.9 against 0.5)."""
@@ -576,8 +576,8 @@ def test_when_both_sides_do_not_fit_it_falls_back_to_fresh_runs_with_a_line(tmp_
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["fallback"]["repeats"] == 2 and report["verdict"]["outcome"] in ("pass", "inconclusive", "regression", "improvement")
     assert report["verdict"]["message"].endswith("(fresh-process runs: A and B did not fit on the device at once)")
-    # 2 fresh runs per side of one build can read as a regression on a busy machine (CI, session 13: +39.7%); the exit
-    # code must then say so, as ab's does
+    # 2 fresh runs per side of one build can read as a regression on a busy machine; the exit code must then say so,
+    # as ab's does
     assert res.returncode == (1 if report["verdict"]["outcome"] == "regression" else 0), res.stdout + res.stderr
     runs = [json.loads(ln) for side in "ab" for ln in (tmp_path / "out" / "fresh" / side / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 4 and all(r["status"] == "ok" for r in runs)
@@ -616,27 +616,15 @@ def test_killing_the_parent_leaves_no_worker(tmp_path, how):
 # ---------------------------------------------------------------------------------------------
 # CPU end to end (tiny-qwen3): real resident workers, real verdicts
 # ---------------------------------------------------------------------------------------------
-# 2x2, 5 steps per block, 64 pairs over 8 launches (8 pairs each). On an idle 2-core runner single-step blocks
-# have the smallest sigma per CPU second, but beside a CPU hog the worker is time-sliced and a single step's time
-# jumps by whole scheduler slices: the pair sigma grew to 26% (k = 1, 4x1) against 13% (k = 5, 2x2), and the
-# injected 5% was missed. A launch costs 5-11 s of start-up and a pair about 0.9 s, so the launches decide the
-# time; 8 launches keep the verdict valid whether or not launches differ (docs/results/interleave-cpu/).
-# --budget-minutes keeps a slow machine within the 3 minutes: the verdict is then made on the launches done.
-# The slowdown is injected as work (extra casts per LoRA layer forward), not as a sleep: a sleep's cost grows with
-# the load beside it (on a busy fresh clone the injected 5% sleep read x0.97 to x1.42 from launch to launch, so the
-# launch became the unit and the verdict inconclusive), while extra work slows B in proportion whatever the load.
-# A fixed number of casts is not a fixed slowdown: 6 casts read x1.036-1.066 on one machine and x1.10-1.15 on another
-# (docs/results/interleave-cpu/e2e-repeat/), so the test asks for 5% and the command sizes the casts on this machine
-# after launch 1's warm-up (--inject-work-b-percent 5; docs/results/interleave-cpu/calibrated/).
-# A power check, and 3 minutes are at the edge of its power on this runner: with about 5% injected against a 2%
-# threshold, fresh clones found it as a regression beside a CPU hog (session 6, run 13) and missed it (inconclusive)
-# beside a second CI (run 15) and on a quiet machine (run 17: x1.036 [1.004, 1.059], pair sigma 12%). So the test
-# asserts what noise cannot break: the slowdown is never cleared (no pass, no improvement) and the estimate is above 1;
-# a regression passes, an inconclusive verdict is skipped with its figures (docs/results/ci-drift/session6/).
-# Session 12: --grain micro (A and B take turns at single micro-batches, 10 per side and pair, summed into the 5 steps).
-# In the same configuration on the 2-core machine it cut the pair sigma from 10.7-13.6% to 4.4-4.6% (quiet) and from
-# 13.1-14.7% to 3.3% (beside a CPU hog), the launch sd from 2.3-7.6% to 0.6-1.8%; the +5% was flagged with lower ends
-# 1.040-1.062, where the step grain's ranged from 0.976 to 1.052 (docs/results/interleave-cpu/micro-s12/).
+# 2x2, 5 steps per block at the micro grain, 64 pairs over 8 launches (8 pairs each), within 2.6 minutes. Beside a CPU
+# hog a worker is time-sliced and a single step's time jumps by whole scheduler slices, so blocks of 5 steps; the micro
+# grain (A and B take turns at single micro-batches) keeps the pair noise low on a busy 2-core machine; 8 launches keep
+# the verdict valid whether or not launches differ (docs/evidence/interleaving-on-the-cpu/). The slowdown is injected as
+# work, not as a sleep (a sleep's cost grows with the load beside it), and sized on this machine after launch 1's
+# warm-up, because a fixed amount of work is not a fixed slowdown from machine to machine
+# (docs/evidence/how-to-inject-a-known-slowdown/). A few minutes are at the edge of this runner's power for +5% against
+# a +2% threshold, so the test asserts what noise cannot break: the slowdown is never cleared (no pass, no improvement)
+# and the estimate is above 1; a regression passes, an inconclusive verdict is skipped with its figures.
 INJECT_PERCENT = 5
 E2E = ("--decomposition", "2x2", "--set", "block_steps=5", "--set", "grain=micro", "--set", "pairs=64", "--set", "launches=8", "--set", "look_every=2",
        "--threshold", "0.02", "--budget-minutes", "2.6")

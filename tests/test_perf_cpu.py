@@ -77,7 +77,7 @@ def test_baseline_then_aa_then_injected_slowdown(two_splits):
     up to 6 while inconclusive), at 10 steps per run (7 steady), splits 1x4 and 4x1: the pipeline end to end; power is the
     simulation's job.
     150%, because on an overloaded 2-core machine identical runs varied from 89 to 154 ms and 60% was left inconclusive
-    (docs/results/ci-drift/README.md)."""
+    (docs/evidence/what-the-cpu-runner-can-detect/)."""
     perf_project = two_splits
     common = ("perftests", "--gpu=cpu", "--baselines-dir", "baselines", "--steps", "10", "-p", "no:cacheprovider")
     rec = perf_project.runpytest_subprocess(*common, "--update-baselines", "--results-dir", "rec")

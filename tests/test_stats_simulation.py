@@ -61,7 +61,7 @@ def test_analytic_power_agrees_with_simulation_and_gives_mds():
 
 
 def test_machine_to_machine_variation_needs_the_machine_as_unit():
-    """Noise as measured on six leased H200s (docs/results/h200.md): runs within a lease vary by ~6%,
+    """Noise as measured on six leased H200s (docs/evidence/h200-baseline-and-its-noise/): runs within a lease vary by ~6%,
     lease means by ~12% (8-15% by decomposition). A baseline from 2 leases judged run by run raises false alarms far above alpha;
     with the machine as the unit they stay within alpha, and power grows with the leases recorded."""
     h200 = NoiseModel(between_cv=0.06, outlier_prob=0.0, lease_cv=0.12, base_leases=2)
