@@ -1,5 +1,10 @@
-import json, sys, pathlib
+"""The verdict of every stored H200 interleaved comparison of a data checkout, judged again by the harness on PYTHONPATH."""
+
+import pathlib
+import sys
+
 from harness.commands.interleave import reanalyse
+
 root = pathlib.Path(sys.argv[1])
 for b in sorted(root.glob("docs/results/**/blocks.jsonl")):
     if "h200" not in str(b) or not (b.parent / "report.json").exists():
