@@ -1,5 +1,5 @@
 """From the blocks of an interleaved comparison to the numbers its statistics use: one metric per block, the log ratio
-of a pair (:class:`PairRecord`), and the diagnostics of the blocks: the resume penalty (a block's first step against
+of a pair, and the diagnostics of the blocks: the resume penalty (a block's first step against
 its others) and the host canary as a covariate of the pair log ratio. Pure; no I/O.
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import fmean, median
 
 from harness.judging.pair_estimates import paired_estimate
@@ -33,24 +33,6 @@ def log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
     if len(a) != len(b):
         raise ValueError(f"log_ratios needs as many A as B values, got {len(a)} and {len(b)}")
     return [math.log(y / x) for x, y in zip(a, b)]
-
-
-@dataclass(frozen=True)
-class PairRecord:
-    """What the statistics need of one pair (built from two blocks of ``blocks.jsonl``)."""
-
-    pair: int
-    launch: int
-    a: float  # block metric of A
-    b: float
-    canary_a: float | None = None
-    canary_b: float | None = None
-    first: str = "a"
-    extra: dict = field(default_factory=dict, compare=False)
-
-    @property
-    def d(self) -> float:
-        return math.log(self.b / self.a)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 A *side* says how its runs are made and where they are recorded: the plain session, the two
 environments of ``ab`` (A, B), the groups of ``calibrate`` (A, A', S), phases on and off of
-``overhead``. Today every side makes fresh-process runs (:class:`FreshSide`); a side that keeps a
-resident worker implements the same ``run(slot, ...)``.
+``overhead``. Every side makes fresh-process runs (:class:`FreshSide`); side-by-side comparisons on
+resident workers have their own loop (:mod:`harness.engine.loop`).
 
 :func:`schedule` lays out the slots, :func:`run_slots` executes them in order, stopping before a
 slot when ``stop`` says so (``--budget-minutes``); the records it returns are already in each side's
