@@ -6,6 +6,8 @@ Nothing here imports torch: the worker, the runner and the reports share it.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import sys
@@ -62,12 +64,31 @@ def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:
-    """Append one line atomically: a single write on an O_APPEND descriptor, then fsync."""
+    """Append one line: a single write on an O_APPEND descriptor, then fsync. A short write (a full disk) is undone and
+    raised as OSError naming the file, so that no torn line is left for the next record to be glued onto."""
     line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
+        start = os.fstat(fd).st_size
+        written = os.write(fd, line)
+        if written != len(line):
+            os.ftruncate(fd, start)
+            raise OSError(errno.ENOSPC, f"wrote {written} of {len(line)} bytes of a record (disk full?); the record is not kept", str(path))
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def results_lock(root: str | Path) -> Iterator[None]:
+    """Hold ``root/.lock`` while a command writes into ``root``; a second command on the same folder is refused at once."""
+    fd = os.open(Path(root) / ".lock", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{root} is in use by another run; give this one its own --results-dir") from None
+        yield
     finally:
         os.close(fd)
 

@@ -16,6 +16,8 @@ from harness.judging import baseline as bl
 from harness.judging.thresholds import INTERLEAVED
 from harness.spec import SpecError
 
+EXIT_INTERRUPTED = 130
+
 
 def _cmd_baseline_update(a) -> int:
     from harness.commands.compare import baseline_update
@@ -206,3 +208,5 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, SpecError, bl.BaselineError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: whatever ran has cleaned up and said so
+        return EXIT_INTERRUPTED

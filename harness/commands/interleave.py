@@ -21,16 +21,17 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 
 from harness.commands.ab import interpreter, same_versions
 from harness.engine import inject
 from harness.engine.config import ComparisonConfig
 from harness.engine.fallback import fresh_fallback
-from harness.engine.finish import EXIT_INTERRUPTED, EXIT_WORKER_DIED, finish, reanalyse, recover  # noqa: F401  (the command's API)
+from harness.engine.finish import EXIT_WORKER_DIED, finish, reanalyse, recover  # noqa: F401  (the command's API)
 from harness.engine.launchers import WorkerFactory, launcher_for
 from harness.engine.loop import Comparison
 from harness.engine.plan import ComparisonPlan
-from harness.files import ensure_dir, new_id
+from harness.files import ensure_dir, new_id, results_lock
 from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
@@ -84,7 +85,6 @@ def announce(s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, bl
 def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, faults: str | None = None, out: Callable[[str], None] = print) -> int:
     """Run the comparison ``cfg`` asks for (module docstring); ``workload``: the spec itself instead of ``cfg.workload``'s file.
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6."""
-    t_start, cpu_start = time.time(), children_cpu()
     w = workload or load_workload(cfg.workloads_dir, cfg.workload)
     decs = {"a": w.decomposition(cfg.decomposition), "b": w.decomposition(cfg.decomposition_b or cfg.decomposition)}
     cfg = cfg.resolved(decs["a"].grad_accum, decs["b"] == decs["a"])
@@ -99,6 +99,17 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
     settings = settings_of(cfg, w, decs, py, seed, plan.schedule.looks)
     check = pd.PairedCheck(settings["alpha"], cfg.threshold, len(plan.schedule.looks), test=cfg.test, unit=cfg.unit)
     root = ensure_dir(cfg.results_dir)
+    with results_lock(root):
+        return _run(cfg, w, decs, case, py, plan, settings, check, root, faults, workload is not None, out)
+
+
+def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, plan: ComparisonPlan, settings: dict, check: pd.PairedCheck,
+         root: Path, faults: str | None, given_workload: bool, out: Callable[[str], None]) -> int:
+    """The comparison in its locked results dir: an earlier run's report is removed first, so that no reader takes it
+    for this run's."""
+    t_start, cpu_start = time.time(), children_cpu()
+    for name in ("report.json", "report.md"):
+        (root / name).unlink(missing_ok=True)
     announce(settings, case, plan, check, root / "blocks.jsonl", out)
     switches = {"a": {"inject_slowdown": 0.0, "inject_work": inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0},
                 "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": settings["inject_work_b"]}}
@@ -111,7 +122,7 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
             p = comparison.run()
     except WorkerDied as exc:
         if exc.oom and not any(not b["warmup"] for b in comparison.blocks) and decs["b"] == decs["a"]:
-            return fresh_fallback(exc, settings=settings, root=root, gpu=cfg.gpu, workload=cfg.workload if workload is None else w,
+            return fresh_fallback(exc, settings=settings, root=root, gpu=cfg.gpu, workload=w if given_workload else cfg.workload,
                                   dec=decs["a"].id, python_a=cfg.python_a, python_b=cfg.python_b, repeats=cfg.fallback_repeats,
                                   workloads_dir=cfg.workloads_dir, run_timeout=cfg.run_timeout, inject_slowdown_b=cfg.inject_slowdown_b,
                                   inject_work_b=cfg.inject_work_b, out=out)
@@ -119,7 +130,7 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
         return EXIT_WORKER_DIED
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
         out(f"interrupted ({exc or 'Ctrl-C'}): workers killed; {len(comparison.blocks)} block(s) kept in {root / 'blocks.jsonl'}")
-        return EXIT_INTERRUPTED
+        raise  # the caller stops too (confirm, advise, a pytest session); the command line exits 130
     return finish(root, settings=settings, orders=list(plan.orders), stopped=p.stopped, launch_info=p.launches, blocks=comparison.blocks,
                   groups=p.groups, verdict=p.verdict, check=check, case=case, wall=time.time() - t_start, cpu=children_cpu() - cpu_start,
                   calibrated=comparison.calibration is not None, out=out)

@@ -15,7 +15,7 @@ from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, grouped, pair
 from harness.judging.budget_plan import plan_for
 from harness.reporting.interleave import markdown, report_lines
 
-EXIT_REGRESSION, EXIT_WORKER_DIED, EXIT_INTERRUPTED = 1, 3, 130
+EXIT_REGRESSION, EXIT_WORKER_DIED = 1, 3
 
 
 def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, launch_info: list[dict], blocks: list[dict],
