@@ -597,7 +597,7 @@ def test_killing_the_parent_leaves_no_worker(tmp_path, how):
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 4):
         time.sleep(0.2)
-    assert len(_residents(str(tmp_path))) == 2, "the two workers never started"
+    assert len(_residents(str(tmp_path))) >= 2, "the two workers never started"  # and, pre-started, the next launch's two
     if how == "SIGKILL-group":
         os.killpg(proc.pid, signal.SIGKILL)
     else:
