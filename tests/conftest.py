@@ -28,14 +28,22 @@ def perf_project(pytester, monkeypatch):
 
 
 @pytest.fixture
-def two_splits(perf_project):
-    """perf_project with tiny-qwen3 cut to the splits 1x4 and 4x1 (same hash: the split list is not hashed), for the
-    end-to-end tests that need two splits for the ordering and equivalence checks but not three: a third of the runs saved."""
-    path = perf_project.path / "workloads" / "tiny-qwen3.toml"
-    text = path.read_text()
-    assert 'decompositions = ["1x4", "2x2", "4x1"]' in text
-    path.write_text(text.replace('decompositions = ["1x4", "2x2", "4x1"]', 'decompositions = ["1x4", "4x1"]'))
-    return perf_project
+def cut_splits(perf_project):
+    """``cut_splits(splits)``: perf_project with tiny-qwen3 cut to ``splits`` (same hash: the split list is not hashed)."""
+    def cut(splits: tuple[str, ...]):
+        path = perf_project.path / "workloads" / "tiny-qwen3.toml"
+        text = path.read_text()
+        assert 'decompositions = ["1x4", "2x2", "4x1"]' in text
+        path.write_text(text.replace('decompositions = ["1x4", "2x2", "4x1"]', "decompositions = [" + ", ".join(f'"{s}"' for s in splits) + "]"))
+        return perf_project
+    return cut
+
+
+@pytest.fixture
+def two_splits(cut_splits):
+    """perf_project with tiny-qwen3 cut to the splits 1x4 and 4x1, for the end-to-end tests that need two splits for the
+    ordering and equivalence checks but not three: a third of the runs saved."""
+    return cut_splits(("1x4", "4x1"))
 
 
 @pytest.fixture
