@@ -78,6 +78,7 @@ def test_a_screened_split_shows_its_estimate_and_no_interval():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_advise_on_cpu_with_an_injected_memory_limit(tmp_path):
     """tiny-qwen3, effective batch 4: 4x1 runs out of memory (injected above micro-batch 2), 2x2 and 1x4 are compared
     interleaved, the answer names one of them with a table, a report, a plot and the TOML lines, and no worker is left."""

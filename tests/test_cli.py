@@ -78,6 +78,8 @@ def test_compare_against_a_committed_baseline_file(tmp_path, fake_runs):
     assert "REGRESSION" in harness("report", "slow", "--out", "rep3", cwd=tmp_path).stdout
 
 
+@pytest.mark.slow
+@pytest.mark.long
 def test_ab_interleaves_two_environments_on_one_machine(tmp_path):
     """Both sides on this interpreter, B slowed by 150% (so that even a busy 2-core machine, where 3 runs per side vary by up to
     30%, leaves no doubt): runs alternate A B / B A, and B is judged a regression against A."""

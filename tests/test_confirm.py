@@ -54,6 +54,7 @@ def test_a_bad_report_is_one_line(tmp_path, content, says):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_real_slowdown_is_confirmed_and_none_is_not(tmp_path):
     """B is another interpreter path (a wrapper of this one). Its injected 60% is confirmed; with nothing injected the
     stored-baseline regression is not (pass or inconclusive), so no alert. 3 launches, so that the launch is the unit

@@ -53,6 +53,7 @@ def test_merging_ranks_blames_the_rank_that_failed_first(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_world_sizes_run_record_both_ranks_and_agree_on_the_losses(perf_project):
     path = perf_project.path / "workloads" / "tiny-qwen3.toml"
     path.write_text(path.read_text().replace('decompositions = ["1x4", "2x2", "4x1"]', SPLITS))
