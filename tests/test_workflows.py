@@ -287,7 +287,7 @@ def test_nightly_history_steps_gather_the_nights_and_build_the_page(tmp_path):
     assert [c[2] for c in calls[1:]] == ["20", "10"] and all(c[c.index("--pattern") + 1] == "perf-*" for c in calls[1:])
     assert "run 10: no results artifacts" in proc.stdout
     # tonight (30) and night 20 as the download steps leave them: one folder per artifact
-    results = ROOT / "docs" / "results"
+    results = ROOT / "tests" / "data" / "history"
     for night, env_name, src in (("20", "pinned", "ab-cpu/a"), ("30", "pinned", "ab-cpu/a"), ("30", "latest", "ab-cpu/b")):
         dest = tmp_path / "history-in" / night / f"perf-cpu-{env_name}"
         shutil.copytree(results / src, dest, dirs_exist_ok=True)
