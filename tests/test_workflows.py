@@ -321,3 +321,17 @@ def test_the_comparison_defaults_are_the_nightly_settings():
     assert (two.grain, two.block_steps) == ("step", 1)
     alone = base.resolved(1, available=[0])  # one CPU: nothing to pin apart or pre-start on
     assert (alone.cpus, alone.prestart, alone.warm_apart) == ((), False, False)
+
+
+def test_interleave_help_is_short_and_shows_every_default():
+    """At most 14 options (research knobs behind --set, test-only injections hidden), each default shown."""
+    from harness.commands.cli import parser
+
+    sub = next(a for a in parser()._actions if a.dest == "cmd").choices["interleave"]
+    shown = [a for a in sub._actions if a.help != "==SUPPRESS=="]
+    assert len(shown) <= 14, [a.option_strings for a in shown]
+    text = sub.format_help()
+    for flag in ("--gpu", "--budget-minutes", "--results-dir", "--timeout"):
+        assert flag in text
+    assert "(default: 10.0)" in text and "block_steps=auto" in text and "launches=auto" in text and "pairs=800" in text
+    assert "--inject" not in text and "--block-steps" not in text
