@@ -83,7 +83,7 @@ def test_advise_on_cpu_with_an_injected_memory_limit(tmp_path):
     """tiny-qwen3, effective batch 4: 4x1 runs out of memory (injected above micro-batch 2), 2x2 and 1x4 are compared
     interleaved, the answer names one of them with a table, a report, a plot and the TOML lines, and no worker is left."""
     args = [sys.executable, "-m", "harness", "advise", "--gpu", "cpu", "--workload", "tiny-qwen3", "--inject-memory-limit-micro", "2",
-            "--budget-minutes", "2.5", "--set", "pairs=24", "--workloads-dir", str(ROOT / "workloads"), "--results-dir", str(tmp_path / "out")]
+            "--budget-minutes", "2.5", "--pairs", "24", "--workloads-dir", str(ROOT / "workloads"), "--results-dir", str(tmp_path / "out")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     env.pop("HARNESS_FAULTS", None)
     res = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)

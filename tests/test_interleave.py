@@ -726,7 +726,7 @@ def test_micro_grain_takes_turns_at_single_micro_batches_and_trains_as_the_step_
     common = ("--decomposition", "1x4", "--set", "block_steps=1", "--set", "pairs=6", "--set", "launches=2", "--set", "warmup_steps=1", "--set", "seed=7")
     out = {}
     for grain in ("micro", "step"):
-        args, env = _cli(tmp_path / grain, *common, "--grain", grain)
+        args, env = _cli(tmp_path / grain, *common, "--set", f"grain={grain}")
         del args[args.index("--decomposition"):args.index("--decomposition") + 2]  # _cli's default 4x1
         res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
         assert res.returncode in (0, 1), res.stdout + res.stderr
