@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.config import DEFAULT_BUDGET_MINUTES, defaults_text
+from harness.engine.config import DEFAULT_BUDGET_MINUTES, cpu_list, defaults_text
 
 
 def _parser(name: str, convert: Callable[[str], Any], ok: Callable[[Any], bool], expected: str, rule: str) -> Callable[[str], Any]:
@@ -40,15 +40,7 @@ parse_threshold = _parser("parse_threshold", float, lambda v: 0 <= v < 1, "a fra
 
 
 
-def _cpu_list(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.strip().partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return sorted(set(out))
-
-
-parse_cpus = _parser("parse_cpus", _cpu_list, lambda v: bool(v) and min(v) >= 0, "a CPU list such as 0 or 2-3,6", "must name CPUs >= 0")
+parse_cpus = _parser("parse_cpus", lambda t: list(cpu_list(t)), lambda v: bool(v) and min(v) >= 0, "a CPU list such as 0 or 2-3,6", "must name CPUs >= 0")
 
 
 _UNSET = object()

@@ -164,7 +164,8 @@ def _problems(c: ComparisonConfig):
 
 
 # ---- --set key=value ------------------------------------------------------------------------------
-def _cpu_list(text: str) -> tuple[int, ...]:
+def cpu_list(text: str) -> tuple[int, ...]:
+    """``"2-3,6"`` -> ``(2, 3, 6)``; ValueError on anything else."""
     out: set[int] = set()
     for part in text.split(","):
         lo, _, hi = part.strip().partition("-")
@@ -180,7 +181,7 @@ def _bool(text: str) -> bool:
     raise ValueError(text)
 
 
-_CONVERT = {"cpus": _cpu_list, "prestart": _bool, "warm_apart": _bool, "drop_first_step": _bool, "malloc_default": _bool, "phases": _bool,
+_CONVERT = {"cpus": cpu_list, "prestart": _bool, "warm_apart": _bool, "drop_first_step": _bool, "malloc_default": _bool, "phases": _bool,
             "inject_slowdown_b": float, "inject_work_b_percent": float, "inject_work_b": int, "seed": int, "look_every": int, "warmup_steps": int,
             "pairs": int, "fallback_repeats": int, "block_steps": int, "launches": int}
 
