@@ -9,8 +9,10 @@ value is one line from argparse or pytest naming the option, what is wrong and w
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.engine.config import DEFAULT_BUDGET_MINUTES, cpu_list, defaults_text
@@ -41,6 +43,35 @@ parse_threshold = _parser("parse_threshold", float, lambda v: 0 <= v < 1, "a fra
 
 
 parse_cpus = _parser("parse_cpus", lambda t: list(cpu_list(t)), lambda v: bool(v) and min(v) >= 0, "a CPU list such as 0 or 2-3,6", "must name CPUs >= 0")
+
+
+# ---- the project: where the relative defaults (workloads/, baselines/, perf-results/...) live ----------------------
+ROOT_ENV = "HARNESS_ROOT"
+
+
+def project_root() -> Path:
+    """The project of the relative defaults: ``$HARNESS_ROOT`` if set; else the current directory if it holds
+    workloads/ (a project laid out like this one); else the checkout this package runs from (the directory above
+    ``harness/`` that holds pyproject.toml and workloads/); else the current directory."""
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV]).expanduser().resolve()
+    here = Path.cwd()
+    if (here / "workloads").is_dir():
+        return here
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "workloads").is_dir():
+        return checkout
+    return here
+
+
+class InProject(str):
+    """A default path relative to :func:`project_root`; a path the user types stays relative to the current directory.
+    argparse keeps a default of an option without ``type=`` as it is, so the path options here have none."""
+
+
+def in_project(path: str | Path) -> Path:
+    """``path`` as the command uses it: an :class:`InProject` default under the project root, any other path as given."""
+    return project_root() / path if isinstance(path, InProject) else Path(path)
 
 
 _UNSET = object()

@@ -53,17 +53,43 @@ def pytest_configure(config):
              "run_timeout": o("run_timeout")}, workload="", decomposition="", gpu=gpu)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if problem := _bad_settings(o):
+        raise pytest.UsageError(problem)
 
 
 def _root(config) -> Path:
-    """The project: pytest's rootdir, or, where that holds no workloads/, the directory pytest was started in. The
-    rootdir is the common ancestor of the arguments that are paths, taken before conftest.py declares this plugin's
-    options, so the value of ``--interleave-python-b /usr/bin/python3`` counts as one and can move it to /."""
-    root = Path(config.rootpath)
-    if (root / "workloads").is_dir():
-        return root
-    here = Path(config.invocation_params.dir)
-    return here if (here / "workloads").is_dir() else root
+    """The project: ``$HARNESS_ROOT``; else pytest's rootdir, or, where that holds no workloads/, the directory pytest was
+    started in; else the CLI's project (:func:`harness.options.project_root`). The rootdir is the common ancestor of the
+    arguments that are paths, taken before conftest.py declares this plugin's options, so the value of
+    ``--interleave-python-b /usr/bin/python3`` counts as one and can move it to /."""
+    if os.environ.get(opt.ROOT_ENV):
+        return opt.project_root()
+    for d in (Path(config.rootpath), Path(config.invocation_params.dir)):
+        if (d / "workloads").is_dir():
+            return d
+    return opt.project_root()
+
+
+def _bad_settings(o) -> str | None:
+    """The first setting that would spend device time for nothing, as one line; None when all are sound."""
+    from harness.commands.ab import interpreter
+    from harness.judging.baseline import MIN_REPEATS
+
+    if o("update_baselines") and o("repeats") < MIN_REPEATS:
+        return (f"--update-baselines records a baseline from at least {MIN_REPEATS} runs per decomposition, got --repeats {o('repeats')}; "
+                f"pass --repeats {MIN_REPEATS} or more")
+    injected = [f for f, v in (("--inject-slowdown", o("inject_slowdown")), ("--inject-work", o("inject_work")), ("--profile-steps", o("profile_steps"))) if v]
+    if o("update_baselines") and injected:
+        return f"--update-baselines records plain runs only; drop {', '.join(injected)}"
+    if o("update_baselines") and o("calibrate"):
+        return "--calibrate replaces the tests and records no baseline; drop --update-baselines or --calibrate"
+    if o("calibrate") and o("repeats") < 2:
+        return f"--calibrate needs --repeats 2 or more (a run-to-run CV needs two runs per group), got {o('repeats')}"
+    try:
+        interpreter(o("interleave_python_b"), "b", "--interleave-python-b")
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _workloads_dir(config) -> Path:

@@ -17,7 +17,8 @@ def write_runs(d: Path, records):
 
 
 def harness(*args, cwd, env_extra=None):
-    env = {**os.environ, **(env_extra or {})}
+    """The CLI run in ``cwd`` as its project (HARNESS_ROOT): its default baselines/ and perf-results/ are there, not the repo's."""
+    env = {**os.environ, "HARNESS_ROOT": str(cwd), **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, env=env)
 
 

@@ -23,13 +23,14 @@ from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.spec import load_workload
 
 
-def interpreter(path: str | None, side: str) -> str:
-    """The Python of one side: a path or a command on PATH. Raises ValueError with one line if unusable."""
+def interpreter(path: str | None, side: str, flag: str | None = None) -> str:
+    """The Python of one side: a path or a command on PATH. Raises ValueError with one line, naming ``flag``
+    (default ``--python-<side>``), if it is no executable file."""
     if not path:
         return sys.executable
-    found = shutil.which(path) if os.sep not in path else (path if os.access(path, os.X_OK) else None)
+    found = shutil.which(path) if os.sep not in path else (path if os.path.isfile(path) and os.access(path, os.X_OK) else None)
     if not found:
-        raise ValueError(f"--python-{side} {path}: not an executable Python; pass e.g. .tox/latest/bin/python")
+        raise ValueError(f"{flag or '--python-' + side} {path}: not an executable Python; pass e.g. .tox/latest/bin/python")
     return found
 
 

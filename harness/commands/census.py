@@ -70,7 +70,7 @@ def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, 
 
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
-    side = FreshSide("census", ensure_dir(results_dir), new_id("census"), python=interpreter(python, "a") if python else None,
+    side = FreshSide("census", ensure_dir(results_dir), new_id("census"), python=interpreter(python, "a", "--python") if python else None,
                      inject_work=inject_work, census=True)
     ran = run_slots(schedule([side], [(w, d) for d in decs], repeats), timeout_s=run_timeout, gpu=gpu, progress=out)
     by: dict[str, list[dict]] = {}

@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | doctor}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. A command prints one line and exits 2 on bad input;
@@ -22,12 +22,14 @@ EXIT_INTERRUPTED = 130
 def _cmd_baseline_update(a) -> int:
     from harness.commands.compare import baseline_update
 
+    a = _here(a, this_machine=False)
     return baseline_update(a.results_dirs, gpu=a.gpu, workload=a.workload, baselines_dir=a.baselines_dir, min_repeats=a.min_repeats, note=a.note)
 
 
 def _cmd_advise(a) -> int:
     from harness.commands.advise import advise
 
+    a = _here(a)
     return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
                   block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else 0.05,
                   threshold=a.threshold if a.threshold is not None else INTERLEAVED, census=not a.no_census, screen=a.screen, cpus=a.cpus,
@@ -37,7 +39,7 @@ def _cmd_advise(a) -> int:
 def _cmd_confirm(a) -> int:
     from harness.commands.confirm import confirm
 
-    template = opt.comparison_config(vars(a), workload="", decomposition="")
+    template = opt.comparison_config(vars(_here(a)), workload="", decomposition="")
     return confirm(a.report, template, workloads_dir=a.workloads_dir, results_dir=a.results_dir)
 
 
@@ -50,6 +52,7 @@ def _cmd_compare(a) -> int:
 def _cmd_report(a) -> int:
     from harness.commands.compare import write_report
 
+    a = _here(a)
     return write_report(a.results_dirs, baseline=a.baseline, baselines_dir=a.baselines_dir, out_dir=a.out, alpha=a.alpha,
                         threshold=a.threshold, allow_gpu_mismatch=a.allow_gpu_mismatch)
 
@@ -64,6 +67,7 @@ def _cmd_overhead(a) -> int:
     missing = [f"--{k}" for k in ("gpu", "workload", "decomposition") if not getattr(a, k)]
     if missing:
         raise UsageError(f"overhead needs {', '.join(missing)} (or --micro)")
+    a = _here(a)
     return measure(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, pairs=a.pairs, steps=a.steps,
                    workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
@@ -71,6 +75,7 @@ def _cmd_overhead(a) -> int:
 def _cmd_calibrate(a) -> int:
     from harness.commands.calibrate import calibrate
 
+    a = _here(a)
     return calibrate(gpu=a.gpu, workload=a.workload, repeats=a.repeats, slowdown=a.slowdown, steps=a.steps, workloads_dir=a.workloads_dir,
                      results_dir=a.results_dir, run_timeout=a.run_timeout)
 
@@ -78,6 +83,7 @@ def _cmd_calibrate(a) -> int:
 def _cmd_ab(a) -> int:
     from harness.commands.ab import ab
 
+    a = _here(a)
     return ab(gpu=a.gpu, workload=a.workload, python_a=a.python_a, python_b=a.python_b, decompositions=a.decomposition,
               repeats=a.repeats, steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout,
               inject_slowdown_b=a.inject_slowdown_b, skip_same_versions=a.skip_same_versions, alpha=a.alpha, threshold=a.threshold)
@@ -86,8 +92,17 @@ def _cmd_ab(a) -> int:
 def _cmd_census(a) -> int:
     from harness.commands.census import census
 
+    a = _here(a)
     return census(gpu=a.gpu, workload=a.workload, decompositions=a.decomposition, repeats=a.repeats, python=a.python, inject_work=a.inject_work,
                   steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
+
+
+def _cmd_doctor(a) -> int:
+    from harness.commands.doctor import doctor
+
+    a = _here(a)
+    return doctor(workloads_dir=a.workloads_dir, baselines_dir=a.baselines_dir, workflow=opt.in_project(opt.InProject(".github/workflows/nightly.yml")),
+                  as_json=a.json)
 
 
 def _cmd_history(a) -> int:
@@ -99,15 +114,24 @@ def _cmd_interleave(a) -> int:
 
     from harness.commands.interleave import interleave
 
-    cfg = opt.comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=_gpu(a.gpu))
+    a = _here(a)
+    cfg = opt.comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=a.gpu)
     return interleave(cfg, faults=os.environ.get("HARNESS_FAULTS"))
 
 
-def _gpu(want: str) -> str:
-    """``--gpu``: ``auto`` is the GPU this machine has; another name must be it (or ``cpu``)."""
+def _here(a, this_machine: bool = True):
+    """The parsed options as a command uses them, checked before it makes any run: relative default paths are the
+    project's (:func:`harness.options.in_project`); ``--gpu auto`` is the detected device, and for a command that makes
+    runs here (``this_machine``) another name must be it (or ``cpu``), as in the pytest plugin."""
     from harness.measuring.env import detect_gpu, resolve_gpu
 
-    return resolve_gpu(want, detect_gpu())
+    for key in ("workloads_dir", "results_dir", "baselines_dir"):
+        if getattr(a, key, None) is not None:
+            setattr(a, key, str(opt.in_project(getattr(a, key))))
+    if getattr(a, "gpu", None):
+        detected = detect_gpu()
+        a.gpu = resolve_gpu(a.gpu, detected) if this_machine else (detected if a.gpu.lower() == "auto" else a.gpu.lower())
+    return a
 
 
 def _cmd_recover(a) -> int:
@@ -122,7 +146,7 @@ def parser() -> argparse.ArgumentParser:
     bp = sub.add_parser("baseline", help="baseline store").add_subparsers(dest="bcmd", required=True)
     up = bp.add_parser("update", help="record the runs of RESULTS_DIR(s) as the baseline of --gpu")
     up.add_argument("results_dirs", nargs="+")
-    opt.add(up.add_argument, (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR), defaults={"baselines_dir": "baselines"}, required=("gpu",))
+    opt.add(up.add_argument, (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR), defaults={"baselines_dir": opt.InProject("baselines")}, required=("gpu",))
     opt.add(up.add_argument, (opt.MIN_REPEATS, opt.NOTE), defaults={"min_repeats": bl.MIN_REPEATS})
     up.set_defaults(fn=_cmd_baseline_update)
 
@@ -137,7 +161,7 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="write report.md, report.json and plots for RESULTS_DIR(s)")
     rp.add_argument("results_dirs", nargs="+")
     rp.add_argument("--baseline", nargs="*", help=opt.BASELINE_DIRS.help)
-    opt.add(rp.add_argument, (opt.BASELINES_DIR, *opt.JUDGE), defaults={"baselines_dir": "baselines"})
+    opt.add(rp.add_argument, (opt.BASELINES_DIR, *opt.JUDGE), defaults={"baselines_dir": opt.InProject("baselines")})
     opt.add(rp.add_argument, (opt.REPORT_OUT, opt.ALLOW_GPU_MISMATCH))
     rp.set_defaults(fn=_cmd_report)
 
@@ -147,21 +171,28 @@ def parser() -> argparse.ArgumentParser:
                     help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
     opt.add(hi.add_argument, opt.HISTORY)
     hi.set_defaults(fn=_cmd_history)
+
+    dr = sub.add_parser("doctor", help="what this machine is to the suite: the detected GPU and its runner label, driver, CUDA and library "
+                        "versions, the workloads that run here and their baselines, what the nightly would do here, what is missing")
+    opt.add(dr.add_argument, (opt.WORKLOADS_DIR, opt.BASELINES_DIR), defaults={"workloads_dir": opt.InProject("workloads"),
+                                                                             "baselines_dir": opt.InProject("baselines")})
+    dr.add_argument("--json", action="store_true", help="the same facts as JSON")
+    dr.set_defaults(fn=_cmd_doctor)
     _measuring_commands(sub)
     return p
 
 
 def _measuring_commands(sub) -> None:
     """The commands that make runs: fresh-process runs, interleaved comparisons and the advisor."""
-    run_defaults = {"workloads_dir": "workloads"}
+    run_defaults = {"workloads_dir": opt.InProject("workloads")}
     op = sub.add_parser("overhead", help="phases on vs off, interleaved ABBA, on one decomposition")
     opt.add(op.add_argument, (opt.MICRO,))
-    opt.add(op.add_argument, (opt.GPU, opt.WORKLOAD, *opt.RUN), defaults={**run_defaults, "gpu": None, "results_dir": "perf-results/overhead"})
+    opt.add(op.add_argument, (opt.GPU, opt.WORKLOAD, *opt.RUN), defaults={**run_defaults, "gpu": None, "results_dir": opt.InProject("perf-results/overhead")})
     opt.add(op.add_argument, (opt.OVERHEAD_DECOMPOSITION, opt.OVERHEAD_PAIRS))
     op.set_defaults(fn=_cmd_overhead)
 
     ca = sub.add_parser("calibrate", help="A/A and injected-slowdown runs; prints the minimum detectable slowdown")
-    opt.add(ca.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN), defaults={**run_defaults, "results_dir": "perf-results/calibrate"},
+    opt.add(ca.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN), defaults={**run_defaults, "results_dir": opt.InProject("perf-results/calibrate")},
             required=("gpu", "workload"))
     opt.add(ca.add_argument, (opt.SLOWDOWN,))
     ca.set_defaults(fn=_cmd_calibrate)
@@ -169,12 +200,12 @@ def _measuring_commands(sub) -> None:
     ce = sub.add_parser("census", help="census runs only: count the work per optimizer step (kernels, aten ops, syncs, allocations, "
                         "Python calls), and whether the counts are identical across runs")
     opt.add(ce.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
-            defaults={**run_defaults, "results_dir": "perf-results/census", "repeats": 1}, required=("gpu", "workload"))
+            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/census"), "repeats": 1}, required=("gpu", "workload"))
     opt.add(ce.add_argument, (opt.PYTHON,))
     ce.set_defaults(fn=_cmd_census)
 
     ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
-    opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": "perf-results/ab"},
+    opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": opt.InProject("perf-results/ab")},
             required=("gpu", "workload"))
     opt.add(ab.add_argument, opt.AB, required=("python_b",))
     ab.set_defaults(fn=_cmd_ab)
@@ -182,7 +213,7 @@ def _measuring_commands(sub) -> None:
     il = sub.add_parser("interleave", help="A against B on this machine, block-interleaved on two resident workers over several launches; "
                         "exit 1 on a regression")
     opt.add(il.add_argument, (opt.GPU, opt.WORKLOAD, *opt.INTERLEAVE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": "perf-results/interleave"}, required=("workload", "decomposition"))
+            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/interleave")}, required=("workload", "decomposition"))
     il.set_defaults(fn=_cmd_interleave)
     rc = sub.add_parser("recover", help="judge an interleave run that stopped before its report (the machine lost, a kill -9, a job's "
                         "timeout) from the blocks and launches its results dir kept; writes report.json and report.md, never over the run's own")
@@ -192,12 +223,12 @@ def _measuring_commands(sub) -> None:
                         "environment, B = the one the report measured); unconfirmed ones raise no alert; writes the confirmed report.json")
     cf.add_argument("report", help="report.json of a suite session")
     opt.add(cf.add_argument, (*opt.CONFIRM, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": "perf-results/confirm"})
+            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/confirm")})
     cf.set_defaults(fn=_cmd_confirm)
     ad = sub.add_parser("advise", help="which micro-batch x grad-accum split of the effective batch is fastest here: fit probes, "
                         "interleaved comparisons, census diagnosis; table, report, plot and the TOML lines that pin it")
     opt.add(ad.add_argument, (opt.GPU, opt.WORKLOAD, *opt.ADVISE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": "perf-results/advise"}, required=("gpu", "workload"))
+            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/advise")}, required=("gpu", "workload"))
     ad.set_defaults(fn=_cmd_advise)
 
 

@@ -154,6 +154,11 @@ def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | 
     recs = [r for r in recs if r["gpu"] == gpu]
     if not recs:
         raise UsageError(f"no runs on {gpu} in {', '.join(results_dirs)}" + (f" (found {', '.join(other)})" if other else ""))
+    for r in recs:  # the label is what --gpu said; the env is the device the worker found
+        found = (r.get("env") or {}).get("gpu_short")
+        if found is not None and found != gpu:
+            raise UsageError(f"refusing to record a {gpu} baseline: run {r.get('run_id')} in {', '.join(results_dirs)} is labelled {gpu} but ran on "
+                             f"{found} (its env.gpu_short); record the baseline from runs made on a {gpu} machine")
     groups = group(recs, " + ".join(results_dirs))
     datas = []
     for name in workload or list(groups):

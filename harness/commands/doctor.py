@@ -1,0 +1,225 @@
+"""``python -m harness doctor``: what this machine is to the suite, before its first run or a runner's set-up.
+
+It prints the detected GPU and the runner label to give it (``gpu-<name>``, the name as
+:func:`harness.measuring.env.detect_gpu` makes it, which is what ``--gpu auto`` resolves to), the driver, CUDA,
+torch and library versions, the workloads that would run here and which of them have a baseline for this GPU,
+what the nightly (.github/workflows/nightly.yml) would do here tonight, and what is missing. It makes no run
+and writes nothing; what it cannot check from here, it says so. Exit 0 (2 only for an unreadable workload).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlparse
+
+from harness.judging import baseline as bl
+from harness.measuring.env import detect_gpu, gpu_names, versions
+from harness.spec import load_workloads
+
+LIBRARIES = ("transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes")
+TOOLS = {"gh": "the nightly's issue, pull-request and history steps", "jq": "the nightly's regression-issue script",
+         "tox": "the nightly's pinned and latest environments"}
+NIGHTLY = Path(".github/workflows/nightly.yml")
+
+
+def _nvml() -> tuple[str | None, str | None]:
+    """The driver version and the newest CUDA it supports, from NVML or nvidia-smi; (None, None) without a GPU."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            driver, cuda = pynvml.nvmlSystemGetDriverVersion(), pynvml.nvmlSystemGetCudaDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        return (driver.decode() if isinstance(driver, bytes) else driver), f"{cuda // 1000}.{cuda % 1000 // 10}"
+    except Exception:
+        pass
+    if not shutil.which("nvidia-smi"):
+        return None, None
+    try:
+        head = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+    driver, cuda = re.search(r"Driver Version:\s*([\d.]+)", head), re.search(r"CUDA Version:\s*([\d.]+)", head)
+    return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
+
+
+def machine() -> dict:
+    """The GPU, its runner label, the driver, and the software versions (libraries: None where not installed)."""
+    import importlib.metadata
+
+    names = gpu_names()
+    gpu = detect_gpu()
+    driver, cuda_driver = _nvml() if names else (None, None)
+    try:
+        import torch
+
+        torch_cuda = torch.version.cuda
+    except ImportError:
+        torch_cuda = None
+    soft = versions()
+    libs = {}
+    for lib in LIBRARIES:
+        try:
+            libs[lib] = importlib.metadata.version(lib)
+        except importlib.metadata.PackageNotFoundError:
+            libs[lib] = None
+    return {"gpu": gpu, "gpu_names": names, "runner_label": f"gpu-{gpu}" if names else None, "driver": driver,
+            "cuda_driver": cuda_driver, "torch_cuda": torch_cuda, "python": soft["python"], "torch": soft.get("torch"), "libraries": libs}
+
+
+def workloads_here(workloads_dir: Path, baselines_dir: Path, gpu: str) -> list[dict]:
+    """Every workload: whether the suite selects it here (its ``devices``), its baseline for this GPU, and what it needs
+    from the hub. Raises SpecError for a workload file that does not load."""
+    out = []
+    for name, w in load_workloads(workloads_dir).items():
+        try:
+            bl.load(baselines_dir, gpu, w)
+            baseline = "ok"
+        except bl.MissingBaseline:
+            baseline = "missing"
+        except bl.BaselineError as exc:
+            baseline = f"unusable: {exc}"
+        hub = []
+        if w.model.init == "pretrained" and not Path(w.model.hub_id).expanduser().is_dir():
+            hub.append(f"{w.model.hub_id} ({'in' if _cached(w.model.hub_id, w.model.revision) else 'not in'} the local cache)")
+        if w.data.source == "hub":
+            hub.append(f"dataset {w.data.id}")
+        out.append({"name": name, "devices": list(w.devices), "runs_here": w.runs_on(gpu), "baseline": baseline,
+                    "baseline_path": str(bl.path_for(baselines_dir, gpu, name)), "hub": hub})
+    return out
+
+
+def _cached(hub_id: str, revision: str | None) -> bool:
+    """Whether the model's config is in the local hub cache (HF_HOME), so that an offline run can load it."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(hub_id, "config.json", revision=revision), str)
+    except Exception:  # no huggingface_hub, or an id it refuses
+        return False
+
+
+def _default(text: str, key: str) -> str | None:
+    """The default a workflow gives ``inputs.<key>`` (``inputs.key || 'default'``), or None."""
+    m = re.search(rf"inputs\.{key}\s*\|\|\s*'([^']*)'", text)
+    return m.group(1) if m else None
+
+
+def nightly(workflow: Path, gpu: str, workloads: list[dict]) -> dict:
+    """What the nightly would do on this machine tonight, read from the workflow file."""
+    if not workflow.is_file():
+        return {"workflow": str(workflow), "found": False}
+    text = workflow.read_text()
+    try:
+        matrix = json.loads(_default(text, "gpus") or "[]")
+    except json.JSONDecodeError:
+        matrix = []
+    bootstraps = "bootstrap" in text.lower()
+    plan = []
+    for w in (w for w in workloads if w["runs_here"]):
+        if w["baseline"] == "ok":
+            step = ("judge", f"judge against {w['baseline_path']}")
+        elif w["baseline"] == "missing" and bootstraps:
+            step = ("bootstrap", "no baseline yet: the pinned job records a first one and opens its pull request; verdicts start once it is merged")
+        elif w["baseline"] == "missing":
+            step = ("fail", "no baseline: the job makes its runs, then fails (--require-baseline); record one first (update-baselines.yml)")
+        else:
+            step = ("fail", f"the job fails: baseline {w['baseline']}")
+        plan.append({"workload": w["name"], "action": step[0], "says": step[1]})
+    ab = _default(text, "ab_workload")
+    return {"workflow": str(workflow), "found": True, "matrix": matrix, "runs_here": gpu in matrix, "plan": plan, "ab_workload": ab,
+            "ab_decompositions": (_default(text, "ab_decompositions") or "").split(),
+            "ab_runs_here": any(w["name"] == ab and w["runs_here"] for w in workloads)}
+
+
+def hub_status(needed: bool) -> str:
+    """Whether the model hub can be reached from here; never a download."""
+    if not needed:
+        return "not needed (no workload loads from it)"
+    if any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
+        return "offline (HF_HUB_OFFLINE): cannot check the hub from here; the model must be in the local cache (HF_HOME)"
+    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=3).close()
+        return f"{host} reachable"
+    except OSError as exc:
+        return f"{host} not reachable from here ({type(exc).__name__}): cannot check the hub; the model must be in the local cache (HF_HOME)"
+
+
+def missing(workloads: list[dict]) -> dict:
+    """Tools on PATH, the hub, and the token: each as found/missing with what needs it."""
+    hub_ids = sorted({h for w in workloads for h in w["hub"]})
+    return {"tools": {t: shutil.which(t) for t in TOOLS}, "hub_for": hub_ids, "hub": hub_status(bool(hub_ids)),
+            "hf_token": bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"))}
+
+
+def facts(workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | Path) -> dict:
+    m = machine()
+    ws = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"])
+    return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "nightly": nightly(Path(workflow), m["gpu"], ws), "missing": missing(ws)}
+
+
+def _version(v: str | None) -> str:
+    return v or "not installed"
+
+
+def text(f: dict) -> list[str]:
+    """The facts as lines for a person."""
+    if f["gpu_names"]:
+        lines = [f"GPU: {f['gpu']} ({', '.join(f['gpu_names'])}); give the runner the labels self-hosted, linux, {f['runner_label']}"]
+    else:
+        lines = ["GPU: none detected (cpu); the suite runs its CPU workloads here (--gpu cpu); a nightly runner needs a GPU"]
+    cuda = f"torch built for CUDA {f['torch_cuda']}" if f["torch_cuda"] else "torch is a CPU build"
+    lines.append(f"driver: {f['driver'] or 'none'}; CUDA: {cuda}" + (f", the driver supports up to {f['cuda_driver']}" if f["cuda_driver"] else ""))
+    lines.append(f"python {f['python']}, torch {_version(f['torch'])}; " + ", ".join(f"{k} {_version(v)}" for k, v in f["libraries"].items()))
+    lines.append(f"workloads ({f['workloads_dir']}):")
+    for w in f["workloads"]:
+        where = "runs here" if w["runs_here"] else f"not selected here (devices {w['devices']}; run it by name with --workload)"
+        base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {f['gpu']}"}.get(w["baseline"], f"baseline {w['baseline']}")
+        lines.append(f"  {w['name']}: {where}; {base}" + (f"; needs the hub: {', '.join(w['hub'])}" if w["hub"] else ""))
+    lines += _nightly_lines(f["nightly"], f["gpu"])
+    m = f["missing"]
+    lines.append("missing:" if any(v is None for v in m["tools"].values()) else "tools:")
+    lines += [f"  {t}: {p or 'not on PATH'} ({TOOLS[t]})" for t, p in m["tools"].items()]
+    lines.append("  hub" + (f" (for {', '.join(m['hub_for'])})" if m["hub_for"] else "") + f": {m['hub']}")
+    if f["gpu_names"] and not f["torch_cuda"]:
+        lines.append("  torch: a CPU build on a GPU machine; set TORCH_PIN and PIP_EXTRA_INDEX_URL for a CUDA build (tox.ini)")
+    lines.append(f"  HF_TOKEN: {'set' if m['hf_token'] else 'not set (needed for gated or private models and datasets only)'}")
+    return lines
+
+
+def _nightly_lines(n: dict, gpu: str) -> list[str]:
+    if not n["found"]:
+        return [f"nightly: no {n['workflow']} in this project"]
+    if n["runs_here"]:
+        head = f"nightly tonight ({n['workflow']}): a pinned and a latest job on the runner labelled gpu-{gpu}"
+    elif gpu == "cpu":
+        head = f"nightly ({n['workflow']}): runs on GPU runners only (default matrix {n['matrix']}), not here. Its steps on this machine"
+    else:
+        head = (f"nightly ({n['workflow']}): its default matrix {n['matrix']} has no {gpu}; add \"{gpu}\" there or pass it in the "
+                "workflow's gpus input. If it ran here")
+    lines = [head + ":"] + [f"  {p['workload']}: {p['says']}" for p in n["plan"]]
+    if not n["plan"]:
+        lines.append("  no workload is selected here: every job would fail with no tests")
+    if n["ab_workload"]:
+        decs = " ".join(n["ab_decompositions"])
+        lines.append(f"  A/B (latest job): pinned vs latest {n['ab_workload']} ({decs}) interleaved, on nights when the latest releases differ "
+                     "from the pins" + ("" if n["ab_runs_here"] else f"; {n['ab_workload']} is not selected on {gpu}"))
+    return lines
+
+
+def doctor(*, workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | Path = NIGHTLY, as_json: bool = False,
+           out: Callable[[str], None] = print) -> int:
+    """Print the facts (text, or JSON with ``as_json``); 0."""
+    f = facts(workloads_dir, baselines_dir, workflow)
+    out(json.dumps(f, indent=2) if as_json else "\n".join(text(f)))
+    return 0
