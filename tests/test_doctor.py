@@ -84,9 +84,18 @@ def test_doctor_on_a_gpu_runner_says_its_label_and_the_nightlys_plan(tmp_path, m
 
 
 def test_doctor_on_a_gpu_missing_from_the_matrix(tmp_path, monkeypatch):
-    monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA A100-SXM4-80GB"])
+    monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA A100-SXM4-80GB"] * 2)
     monkeypatch.setattr(doc, "detect_gpu", lambda: "a100")
     monkeypatch.setattr(doc, "_nvml", lambda: (None, None))
     text = _doctor(workloads_dir=ROOT / "workloads", baselines_dir=tmp_path, workflow=NIGHTLY)
-    assert "gpu-a100" in text[0]
+    assert "gpu-a100" in text[0] and "2 x NVIDIA A100-SXM4-80GB" in text[0]
     assert any(ln.startswith("nightly") and 'has no a100; add "a100"' in ln for ln in text)
+
+
+def test_a_workload_that_does_not_load_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "bad.toml").write_text('name = "bad"\n[model]\n')
+    lines: list[str] = []
+    assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, workflow=NIGHTLY, out=lines.append) == 2
+    text = "\n".join(lines).splitlines()
+    assert any(ln.startswith(f"workloads ({tmp_path}): cannot load them: ") and "bad.toml" in ln for ln in text)
+    assert any(ln.strip().startswith("HF_TOKEN") for ln in text)  # the rest is still said

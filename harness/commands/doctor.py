@@ -4,7 +4,8 @@ It prints the detected GPU and the runner label to give it (``gpu-<name>``, the 
 :func:`harness.measuring.env.detect_gpu` makes it, which is what ``--gpu auto`` resolves to), the driver, CUDA,
 torch and library versions, the workloads that would run here and which of them have a baseline for this GPU,
 what the nightly (.github/workflows/nightly.yml) would do here tonight, and what is missing. It makes no run
-and writes nothing; what it cannot check from here, it says so. Exit 0 (2 only for an unreadable workload).
+and writes nothing; what it cannot check from here, it says so. Exit 0, or 2 when a workload file does not load (its
+line is in the output).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import re
 import shutil
 import socket
 import subprocess
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
 from harness.judging import baseline as bl
 from harness.measuring.env import detect_gpu, gpu_names, versions
-from harness.spec import load_workloads
+from harness.spec import SpecError, load_workloads
 
 LIBRARIES = ("transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes")
 TOOLS = {"gh": "the nightly's issue, pull-request and history steps", "jq": "the nightly's regression-issue script",
@@ -123,13 +125,14 @@ def nightly(workflow: Path, gpu: str, workloads: list[dict]) -> dict:
         matrix = json.loads(_default(text, "gpus") or "[]")
     except json.JSONDecodeError:
         matrix = []
-    bootstraps = "bootstrap" in text.lower()
+    bootstraps = re.search(r"first-night|bootstrap", text, re.IGNORECASE) is not None  # the first-night step records a missing baseline
     plan = []
     for w in (w for w in workloads if w["runs_here"]):
         if w["baseline"] == "ok":
             step = ("judge", f"judge against {w['baseline_path']}")
         elif w["baseline"] == "missing" and bootstraps:
-            step = ("bootstrap", "no baseline yet: the pinned job records a first one and opens its pull request; verdicts start once it is merged")
+            step = ("bootstrap", "no baseline yet: the pinned job records a first one from tonight's runs and opens its pull request, the latest "
+                    "job warns; verdicts start once it is merged")
         elif w["baseline"] == "missing":
             step = ("fail", "no baseline: the job makes its runs, then fails (--require-baseline); record one first (update-baselines.yml)")
         else:
@@ -163,9 +166,14 @@ def missing(workloads: list[dict]) -> dict:
 
 
 def facts(workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | Path) -> dict:
+    """Everything doctor says; ``workloads_error`` is the one line of a workload file that does not load (then no workloads)."""
     m = machine()
-    ws = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"])
-    return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "nightly": nightly(Path(workflow), m["gpu"], ws), "missing": missing(ws)}
+    try:
+        ws, error = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"]), None
+    except SpecError as exc:
+        ws, error = [], str(exc)
+    return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "workloads_error": error, "nightly": nightly(Path(workflow), m["gpu"], ws),
+            "missing": missing(ws)}
 
 
 def _version(v: str | None) -> str:
@@ -175,13 +183,14 @@ def _version(v: str | None) -> str:
 def text(f: dict) -> list[str]:
     """The facts as lines for a person."""
     if f["gpu_names"]:
-        lines = [f"GPU: {f['gpu']} ({', '.join(f['gpu_names'])}); give the runner the labels self-hosted, linux, {f['runner_label']}"]
+        names = ", ".join(f"{n} x {name}" if n > 1 else name for name, n in Counter(f["gpu_names"]).items())
+        lines = [f"GPU: {f['gpu']} ({names}); give the runner the labels self-hosted, linux, {f['runner_label']}"]
     else:
         lines = ["GPU: none detected (cpu); the suite runs its CPU workloads here (--gpu cpu); a nightly runner needs a GPU"]
     cuda = f"torch built for CUDA {f['torch_cuda']}" if f["torch_cuda"] else "torch is a CPU build"
     lines.append(f"driver: {f['driver'] or 'none'}; CUDA: {cuda}" + (f", the driver supports up to {f['cuda_driver']}" if f["cuda_driver"] else ""))
     lines.append(f"python {f['python']}, torch {_version(f['torch'])}; " + ", ".join(f"{k} {_version(v)}" for k, v in f["libraries"].items()))
-    lines.append(f"workloads ({f['workloads_dir']}):")
+    lines.append(f"workloads ({f['workloads_dir']}):" + (f" cannot load them: {f['workloads_error']}" if f["workloads_error"] else ""))
     for w in f["workloads"]:
         where = "runs here" if w["runs_here"] else f"not selected here (devices {w['devices']}; run it by name with --workload)"
         base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {f['gpu']}"}.get(w["baseline"], f"baseline {w['baseline']}")
@@ -219,7 +228,7 @@ def _nightly_lines(n: dict, gpu: str) -> list[str]:
 
 def doctor(*, workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | Path = NIGHTLY, as_json: bool = False,
            out: Callable[[str], None] = print) -> int:
-    """Print the facts (text, or JSON with ``as_json``); 0."""
+    """Print the facts (text, or JSON with ``as_json``); 0, or 2 when a workload file does not load."""
     f = facts(workloads_dir, baselines_dir, workflow)
     out(json.dumps(f, indent=2) if as_json else "\n".join(text(f)))
-    return 0
+    return 2 if f["workloads_error"] else 0
