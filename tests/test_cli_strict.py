@@ -136,6 +136,7 @@ def test_baseline_update_records_runs_of_their_own_device(tmp_path, fake_runs, t
     (["ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python-b", sys.executable, "--repeats", "1"], "--repeats must be at least 2"),
     (["census", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python", "/nonexistent/python"], "--python /nonexistent/python: not an executable"),
     (["calibrate", "--gpu", "cpu", "--workload", "tiny-qwen3", "--repeats", "1"], "--repeats must be at least 2"),
+    (["overhead", "--micro", "1x4"], "--micro 1x4: expected DECOMP=MS,... such as 1x4=1510,4x1=394"),
 ])
 def test_bad_command_settings_are_refused_before_any_run(tmp_path, capsys, monkeypatch, argv, says):
     from harness.commands import ab, calibrate, census

@@ -61,8 +61,11 @@ def _cmd_overhead(a) -> int:
     from harness.commands.overhead import measure, micro, micro_report
 
     if a.micro:
-        steps = dict(kv.split("=") for kv in a.micro.split(","))  # "1x4=1510,4x1=394"
-        print("\n".join(micro_report(micro(), {d: (int(d.split("x")[1]), float(ms)) for d, ms in steps.items()})))
+        try:  # "1x4=1510,4x1=394": each decomposition's step in ms, its grad-accum after the x
+            steps = {d: (int(d.split("x")[1]), float(ms)) for d, ms in (kv.split("=") for kv in a.micro.split(","))}
+        except (ValueError, IndexError):
+            raise UsageError(f"--micro {a.micro}: expected DECOMP=MS,... such as 1x4=1510,4x1=394") from None
+        print("\n".join(micro_report(micro(), steps)))
         return 0
     missing = [f"--{k}" for k in ("gpu", "workload", "decomposition") if not getattr(a, k)]
     if missing:
