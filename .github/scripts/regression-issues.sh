@@ -18,21 +18,26 @@
 #   RUN_URL    link to the workflow run                           optional
 #   REPORT     report path (default perf-results/report.json)     optional
 #   CONFIRM    the interleaved confirmation's report              optional
-#              (perf-results/confirm/report.json): when it exists it is the report; when set but missing (the
-#              confirmation was cut short, or failed before its report) runtime regressions are unconfirmed
-#              timings of the stored baseline and open no issue; the other verdicts still do
+#              (perf-results/confirm/report.json): when it exists and confirms REPORT's session (the same
+#              session_id) it is the report; when set but missing or of another session (the confirmation was cut
+#              short, or failed before its report) runtime regressions are unconfirmed timings of the stored
+#              baseline and open no issue; the other verdicts still do
 #   LABEL      issue label (default perf-regression)              optional
+#   MISSING    the first night's lines on missing baselines       optional
+#              (default: missing-baselines.md beside REPORT, written by first-night.py): each issue repeats them, so that
+#              a check skipped for want of a baseline is never silent
 # Needs bash, jq and gh.
 set -euo pipefail
 
 REPORT=${REPORT:-perf-results/report.json}
+MISSING=${MISSING:-$(dirname "$REPORT")/missing-baselines.md}
 skip_runtime=0
 if [[ -n "${CONFIRM:-}" ]]; then
-  if [[ -s "$CONFIRM" ]]; then
+  if [[ -s "$CONFIRM" ]] && [[ "$(jq -r '.session_id // ""' "$CONFIRM" 2>/dev/null)" == "$(jq -r '.session_id // ""' "$REPORT" 2>/dev/null)" ]]; then
     REPORT=$CONFIRM
   else
     skip_runtime=1
-    echo "::warning::regression-issues: no confirmation report at $CONFIRM; the runtime regressions of $REPORT are unconfirmed and open no issue" >&2
+    echo "::warning::regression-issues: no confirmation of $REPORT's session at $CONFIRM; its runtime regressions are unconfirmed and open no issue" >&2
   fi
 fi
 LABEL=${LABEL:-perf-regression}
@@ -77,6 +82,10 @@ body_for() {  # $1: one group as JSON
   echo
   echo "- GPU: \`$gpu\`, tox environment: \`$PERF_ENV\`${session:+, session \`$session\`}"
   if [[ -n "$RUN_URL" ]]; then echo "- Run: $RUN_URL"; fi
+  if [[ -s "$MISSING" ]]; then
+    echo
+    grep -E '^- ' "$MISSING" || true
+  fi
   if [[ -n "$versions" ]]; then
     echo
     echo "| package | version |"
