@@ -335,3 +335,48 @@ def test_interleave_help_is_short_and_shows_every_default():
         assert flag in text
     assert "(default: 10.0)" in text and "block_steps=auto" in text and "launches=auto" in text and "pairs=800" in text
     assert "--inject" not in text and "--block-steps" not in text
+
+
+def _script(path: Path):
+    """A script of .github/scripts or .ci as a module (their names have dashes)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_update_baselines_takes_any_gpu_the_detector_names_and_refuses_a_typo_before_a_runner_waits(tmp_path):
+    """The GPU is free text, checked on a hosted runner first (a job whose label no runner carries would wait in the queue):
+    every short name of the detector passes, and so does the slug of an unlisted GPU once baselines/<slug>/ exists."""
+    import yaml
+
+    from harness.measuring.env import short_gpu_name
+
+    check = _script(ROOT / ".github" / "scripts" / "check-gpu-name.py")
+    wf = yaml.safe_load((WORKFLOWS / "update-baselines.yml").read_text())
+    assert wf[True]["workflow_dispatch"]["inputs"]["gpu"]["type"] == "string"  # YAML 1.1 reads `on` as True
+    assert wf["jobs"]["update"]["needs"] == "check" and wf["jobs"]["check"]["runs-on"] == "ubuntu-latest"
+    assert "check-gpu-name.py" in wf["jobs"]["check"]["steps"][-1]["run"]
+    for name in ("rtx4090", "a6000", "v100", "l40", "h800", "gh200", "l4", "t4", "h200"):
+        assert check.problem(name, "5") is None, name
+    for name in check.known_names():
+        assert check.problem(name, None) is None and short_gpu_name(name) == name, name
+    assert "not a name the harness detects" in check.problem("l44", "5")
+    (tmp_path / "rtx-a4000").mkdir()
+    assert check.problem("rtx-a4000", "5", baselines=tmp_path) is None and check.problem("rtx-a4000", "5") is not None
+    assert "at least 5" in check.problem("l4", "3") and "at least 5" in check.problem("l4", "five")
+
+
+def test_ci_installs_the_cpu_build_of_torch_from_pytorchs_index_only_where_asked():
+    """GitHub's runners get torch from PyTorch's CPU wheel index (TORCH_INDEX_URL, set by the workflows); a machine that
+    reaches only PyPI runs .ci/run without it."""
+    import yaml
+
+    for wf, script in (("ci.yml", ".ci/run"), ("long-tests.yml", ".ci/run-long")):
+        step = yaml.safe_load((WORKFLOWS / wf).read_text())["jobs"][{"ci.yml": "test", "long-tests.yml": "long"}[wf]]["steps"][-1]
+        assert step["env"]["TORCH_INDEX_URL"] == "https://download.pytorch.org/whl/cpu" and f"bash {script}" in step["run"], wf
+        text = (ROOT / script).read_text()
+        assert 'if [ -n "${TORCH_INDEX_URL:-}" ]' in text and '--index-url "$TORCH_INDEX_URL"' in text, script
+        assert "pip install -q torch==2.13.0\n" in text, script  # without it: the plain install
