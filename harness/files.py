@@ -65,11 +65,14 @@ def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:
 
 def append_jsonl(path: str | Path, record: dict) -> None:
     """Append one line: a single write on an O_APPEND descriptor, then fsync. A short write (a full disk) is undone and
-    raised as OSError naming the file, so that no torn line is left for the next record to be glued onto."""
+    raised as OSError naming the file, so that no torn line is left for the next record to be glued onto; after a torn last
+    line left by a killed writer, the record starts on a line of its own."""
     line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         start = os.fstat(fd).st_size
+        if start and os.pread(fd, 1, start - 1) != b"\n":
+            line = b"\n" + line  # a torn last line (a killed writer) stays a line of its own: the record is never glued onto it
         written = os.write(fd, line)
         if written != len(line):
             os.ftruncate(fd, start)
@@ -93,20 +96,38 @@ def results_lock(root: str | Path) -> Iterator[None]:
         os.close(fd)
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Records of a runs.jsonl; a torn last line (a killed writer) is skipped, not fatal."""
-    out = []
+def read_records(path: str | Path) -> tuple[list[dict], list[str]]:
+    """The records of a JSON-lines file (runs.jsonl, blocks.jsonl) and one line per line skipped, naming the file and line:
+    a torn last line (a writer killed mid-record), a line that is not JSON, or JSON that is not an object. A missing file has
+    none. Readers put the skipped lines in their report, so that a record lost on disk is said where the numbers are read."""
+    out: list[dict] = []
+    skipped: list[str] = []
     if not Path(path).exists():
-        return out
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                print(f"warning: {path}:{n} is not valid JSON; skipped", file=sys.stderr)
+        return out, skipped
+    with open(path, "rb") as fh:
+        raw = fh.read().decode("utf-8", errors="replace")
+    lines = raw.split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            torn = n == len(lines)  # the last line, with no newline after it: the writer stopped mid-record
+            skipped.append(f"{path}:{n}: " + ("a torn last line (a writer stopped mid-record); skipped" if torn else "not valid JSON; skipped"))
+            continue
+        if not isinstance(rec, dict):
+            skipped.append(f"{path}:{n}: a JSON {type(rec).__name__}, not a record; skipped")
+            continue
+        out.append(rec)
+    return out, skipped
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Records of a JSON-lines file; a torn or malformed line is skipped with a warning on stderr (:func:`read_records`)."""
+    out, skipped = read_records(path)
+    for line in skipped:
+        print(f"warning: {line}", file=sys.stderr)
     return out
 
 

@@ -89,7 +89,7 @@ def _fake_runner(times: dict[str, list[float]], calls: list, walls: dict[str, fl
         wall = (walls or {}).get(d, 1.0)
         if clock is not None:
             clock.now += wall
-        rec = {"run_id": f"{session_id}-{d}-{k}", "session_id": session_id, "workload": w.name, "workload_hash": w.hash, "decomposition_id": d,
+        rec = {"run_id": f"{session_id}-{d}-{req.repeat}-{k}", "session_id": session_id, "workload": w.name, "workload_hash": w.hash, "decomposition_id": d,
                "repeat": req.repeat, "gpu": gpu, "status": "ok", "step_time_median_ms": m, "train_runtime_s": m / 100,
                "step_times_ms": [m] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
                "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0, "wall_s": wall, "env": {},

@@ -1,16 +1,24 @@
 """A verdict the user can trust: no torn record, no second run in one results dir, no report of an earlier run, and an
 interrupt that stops whoever called the comparison."""
 
+import html
 import json
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+from harness.commands import cli
 from harness.commands import interleave as il
 from harness.engine.config import ComparisonConfig
-from harness.engine.loop import Comparison
+from harness.engine.loop import PROGRESS, Comparison
 from harness.files import append_jsonl, read_jsonl, results_lock
+from harness.judging import baseline as bl
+from harness.judging.judge import Judge, load_baselines
+from harness.reporting import report
+from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,3 +66,154 @@ def test_an_earlier_report_is_gone_before_a_comparison_starts(tmp_path, monkeypa
     with pytest.raises(KeyboardInterrupt):  # it reaches the caller: confirm, advise or pytest stops too
         il.interleave(cfg, out=lambda _: None)
     assert not (tmp_path / "report.json").exists() and (tmp_path / "progress.json").exists()
+
+
+# ---- a torn record, an unchecked baseline, one bad record among many --------------------------------------------------
+def test_a_torn_last_line_of_runs_jsonl_is_remade_on_resume_and_said_in_the_report(tmp_path, make):
+    """A run whose record was torn (a kill -9, a full disk) counts as not made: --resume makes it again, on a line of its
+    own, and the report says a torn line was skipped; the report's counts are what read_jsonl finds in the file."""
+    times = {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}
+    make(times, [], repeats=2).run()
+    runs = tmp_path / "out" / "runs.jsonl"
+    text = runs.read_text()
+    runs.write_text(text[: len(text) - 1 - len(text.splitlines()[-1]) // 2])  # the last record cut mid-line, no newline after it
+    assert len(read_jsonl(runs)) == 5
+    calls = []
+    s = make(times, calls, repeats=2, resume=True).run()
+    assert calls == [("4x1", 2)] and s.resumed == 5  # the torn run, and only it, is made again
+    data = report.build(s.judge(), s.session_id, notes=tuple(s.notes))
+    said = f"{runs}:6: a torn last line"
+    assert any(line.startswith("note: --resume: ") and said in line for line in report.terminal_lines(data))
+    assert said in report.markdown(data) and said in json.dumps(data)
+    assert len(read_jsonl(runs)) == 6 == sum(r["runs"] for r in data["rows"])  # nothing glued onto the torn line
+    assert runs.read_text().count("\n") == 7
+
+
+def _stored_baseline(tmp_path, tiny, fake_runs) -> tuple[dict, Path, Path]:
+    """A valid baseline of tiny-qwen3 on cpu (its data and where it goes) and a results dir of current runs."""
+    data = bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd")
+    current = tmp_path / "current"
+    current.mkdir()
+    runs = [dict(r, run_id="now-" + r["run_id"], workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [100, 101, 99])]
+    (current / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    return data, bl.path_for(tmp_path / "baselines", "cpu", tiny.name), current
+
+
+BAD_BASELINES = {  # what was wrong before: NaN and 50 gave exit 0 (every verdict inconclusive, or every one passing),
+    # the negative step time "log_ratio needs positive values" without the file, NaN a crash, runs {} a silent skip
+    "nan-threshold": (lambda d: d["thresholds"].update(runtime=float("nan")), "thresholds.runtime is nan"),
+    "threshold-of-50": (lambda d: d["thresholds"].update(runtime=50), "thresholds.runtime is 50"),
+    "alpha-out-of-range": (lambda d: d["thresholds"].update(alpha=0.9), "thresholds.alpha is 0.9"),
+    "unknown-threshold": (lambda d: d["thresholds"].update(runtme=0.5), "thresholds.runtme is not a threshold"),
+    "negative-step-time": (lambda d: d["decompositions"]["2x2"]["runs"][0].update(step_time_median_ms=-5.0),
+                           "decompositions.2x2.runs[0].step_time_median_ms is -5.0"),
+    "nan-step-time": (lambda d: d["decompositions"]["2x2"]["runs"][1].update(step_time_median_ms=float("nan")),
+                      "decompositions.2x2.runs[1].step_time_median_ms is nan"),
+    "step-time-of-wrong-type": (lambda d: d["decompositions"]["4x1"]["runs"][0].update(step_time_median_ms="fast"),
+                                "decompositions.4x1.runs[0].step_time_median_ms is a str"),
+    "runs-an-object": (lambda d: d["decompositions"]["1x4"].update(runs={}), "decompositions.1x4.runs is a dict, not a list"),
+    "no-runs": (lambda d: d["decompositions"]["1x4"].update(runs=[]), "decompositions.1x4.runs has no run"),
+    "workload-of-wrong-type": (lambda d: d.update(workload="tiny-qwen3"), "workload is not an object"),
+    "thresholds-a-list": (lambda d: d.update(thresholds=[0.05]), "thresholds is a list, not an object"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_BASELINES))
+def test_a_baseline_with_a_bad_value_is_refused_naming_its_file_and_key(tmp_path, tiny, fake_runs, capsys, case):
+    spoil, said = BAD_BASELINES[case]
+    data, path, current = _stored_baseline(tmp_path, tiny, fake_runs)
+    spoil(data)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    with pytest.raises(bl.BaselineError) as err:
+        bl.load(tmp_path / "baselines", "cpu", tiny)
+    assert str(path) in str(err.value) and said in str(err.value) and "\n" not in str(err.value)
+    assert cli.main(["compare", str(path), str(current)]) == 2  # bad input: one line, no verdict
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and said in err and "Traceback" not in err
+    verdicts = Judge({tiny.name: tiny}, ((tiny.name, "2x2"),), (), load_baselines(tmp_path / "baselines", "cpu", {tiny.name: tiny}),
+                     gpu="cpu").runtime  # the pytest session: the case fails with that line, it is not skipped
+    assert verdicts[f"{tiny.name}-2x2"].outcome == "fail" and said in verdicts[f"{tiny.name}-2x2"].message
+
+
+def test_baseline_update_counts_a_results_dir_passed_three_times_once(tmp_path, tiny, fake_runs, capsys):
+    """``baseline update D D/ D/.`` stored 2 runs as 6, meeting the 5-repeat minimum and narrowing the interval by
+    repetition alone; a copy of D under another name adds no runs either, and an edited copy is refused."""
+    d, store = tmp_path / "d", tmp_path / "baselines"
+    d.mkdir()
+
+    def write_runs(where, medians, **extra):
+        where.mkdir(exist_ok=True)
+        (where / "runs.jsonl").write_text("".join(json.dumps(dict(r, workload_spec=tiny.to_dict(), **extra)) + "\n" for r in fake_runs(tiny, medians)))
+
+    update = ["baseline", "update", "--gpu", "cpu", "--baselines-dir", str(store)]
+    write_runs(d, [100, 101])
+    assert cli.main([*update, str(d), f"{d}/", f"{d}/."]) == 2
+    assert "has 2 run(s), at least 5 needed" in capsys.readouterr().err and not store.exists()
+    write_runs(d, [100, 101, 99, 100, 102])
+    shutil.copytree(d, tmp_path / "copy")
+    assert cli.main([*update, str(d), f"{d}/", f"{d}/.", str(tmp_path / "copy")]) == 0
+    stored = json.loads(bl.path_for(store, "cpu", tiny.name).read_text())
+    assert {k: len(v["runs"]) for k, v in stored["decompositions"].items()} == {"1x4": 5, "2x2": 5, "4x1": 5}
+    write_runs(tmp_path / "edited", [100, 101, 99, 100, 130])
+    assert cli.main([*update, str(d), str(tmp_path / "edited")]) == 2
+    assert "is recorded twice with different values" in capsys.readouterr().err
+
+
+def test_history_leaves_out_and_names_a_bad_record_instead_of_failing_the_page(tmp_path, capsys):
+    """One NaN step time failed the whole page (exit 2, the file not named); now that record, a line that is not a
+    record and a torn last line are left out, each named on the terminal and on the page, and the rest is drawn."""
+    d = tmp_path / "rec"
+    shutil.copytree(ROOT / "tests" / "data" / "history" / "cpu-e2e" / "run-b" / "rec", d)
+    lines = (d / "runs.jsonl").read_text().splitlines()
+    bad = dict(json.loads(lines[0]), step_time_median_ms=float("nan"))
+    (d / "runs.jsonl").write_text("\n".join([json.dumps(bad), "[1, 2]", *lines[1:]]) + '\n{"run_id": "torn')
+    assert cli.main(["history", str(d), "--out", str(tmp_path / "page")]) == 0
+    out, page = capsys.readouterr().out, (tmp_path / "page" / "index.html").read_text()
+    data = json.loads((tmp_path / "page" / "history.json").read_text())
+    said = [f"run {bad['run_id']}: step_time_median_ms is nan", "runs.jsonl:2: a JSON list, not a record", "a torn last line"]
+    assert all(s in out and html.escape(s) in page for s in said) and len(data["skipped"]) == 3
+    assert data["results_dirs"][0]["runs"] == len(lines) - 1 and len(data["series"]) == 3
+
+
+def _interleave_dir(root: Path) -> str:
+    """What an interleave run that died before its report leaves: progress.json and the blocks of 6 pairs over 2 launches."""
+    w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+    cfg = ComparisonConfig(workload=w.name, decomposition="4x1", gpu="cpu", workloads_dir=str(ROOT / "workloads"), results_dir=str(root),
+                           pairs=6, launches=2, unit="pair")
+    d = w.decomposition("4x1")
+    settings = il.settings_of(cfg, w, {"a": d, "b": d}, {"a": sys.executable, "b": sys.executable}, 1, (6,))
+    sid = settings["session_id"]
+    launch = {"launch": 1, "startup_s": 1.0, "ready": {s: {"cuda": False} for s in "ab"}}
+    root.mkdir()
+    (root / PROGRESS).write_text(json.dumps({"case": f"{w.name}-4x1", "t_start": 1000.0, "settings": settings, "orders": [["a", "b"]] * 6,
+                                             "launches": [launch, dict(launch, launch=2)]}))
+    blocks = [{"session_id": sid, "side": s, "launch": 1 + (p > 3), "pair": p, "order": ["a", "b"], "warmup": False, "k": 3,
+               "step_times_ms": [100.0 + p % 3 + i for i in range(3)], "canary_ms": 2.0, "started_at": 1000.0 + p, "wall_s": 0.3,
+               "cpu_s": 0.3, "global_step": 3, "other_cpus": 0.1, "gpu": None} for p in range(1, 7) for s in "ab"]
+    (root / "blocks.jsonl").write_text("".join(json.dumps(b) + "\n" for b in blocks))
+    return sid
+
+
+def test_recover_leaves_out_and_names_a_block_of_the_wrong_shape_and_a_corrupt_progress_file(tmp_path, capsys):
+    """A valid-JSON line of the wrong shape in blocks.jsonl was a KeyError traceback in recover; a corrupt progress.json
+    an unnamed JSON error. Now the block is left out and named (on the terminal and in the report) and the rest judged;
+    the progress file is named in one line that says what to do."""
+    root = tmp_path / "run"
+    sid = _interleave_dir(root)
+    with open(root / "blocks.jsonl", "a") as fh:
+        fh.write(json.dumps({"session_id": sid, "side": "a", "launch": 1, "pair": 2, "warmup": False}) + "\n")
+        fh.write('{"session_id": "' + sid + '", "side": "b", "lau')
+    assert cli.main(["recover", str(root)]) == 0
+    out = capsys.readouterr().out
+    rep = json.loads((root / "report.json").read_text())
+    said = ["the block of pair 2, side 'a': step_times_ms is not a list", "blocks.jsonl:14: a torn last line"]
+    assert all(s in out and any(s in x for x in rep["recovered"]["skipped"]) for s in said)
+    assert rep["recovered"]["pairs"] == rep["verdict"]["pairs"] == 6 and "2 line(s) of blocks.jsonl left out" in rep["stopped"]
+    for text, what in (('{"case": "tiny', "is unreadable"), (json.dumps({"case": "x", "settings": []}), "'settings' is not an object")):
+        bad = tmp_path / f"bad-{len(text)}"
+        _interleave_dir(bad)
+        (bad / PROGRESS).write_text(text)
+        assert cli.main(["recover", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{bad / PROGRESS}" in err and what in err and "rerun the comparison" in err

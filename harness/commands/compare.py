@@ -27,9 +27,13 @@ def command_line() -> str:
 
 
 def records(dirs: list[str]) -> list[dict]:
-    """Records of the results dirs; runs made before boot ids were recorded take their dir as their machine."""
-    out = []
+    """Records of the results dirs, each dir once (``D D/ D/.`` is one dir); runs made before boot ids were recorded take
+    their dir as their machine."""
+    out, seen = [], set()
     for d in dirs:
+        if Path(d).resolve() in seen:
+            continue  # the same dir again: its runs would count twice
+        seen.add(Path(d).resolve())
         if not (Path(d) / "runs.jsonl").exists():
             raise UsageError(f"{d}: no runs.jsonl here; pass a --results-dir of an earlier session")
         out += [dict(r, machine=r.get("machine") or f"dir:{d}") for r in read_jsonl(Path(d) / "runs.jsonl")]

@@ -4,6 +4,9 @@ A RESULTS_DIR argument is a results dir (its ``runs.jsonl``), or a folder holdin
 (every ``runs.jsonl`` below it: the nightly downloads its artifacts into one), optionally labelled
 ``TRACK=DIR`` so that sessions of different environments on one runner (the nightly's ``pinned`` and
 ``latest``) make separate series.
+
+A record the page cannot use (a NaN step time, a key of the wrong type, a torn line) or an unreadable ``runs.jsonl`` is
+left out and named, on the terminal and on the page, instead of failing the whole page.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.commands.compare import UsageError, command_line, records
+from harness.commands.compare import UsageError, command_line
+from harness.files import read_records
 from harness.judging import changepoints
 from harness.reporting import history as hist
 from harness.reporting import history_page
@@ -37,6 +41,23 @@ def expand(arg: str) -> list[tuple[str, str]]:
     return [(track, d) for d in found]
 
 
+def read_dir(d: str) -> tuple[list[dict], list[str]]:
+    """The records of one results dir that the page can use (each with its machine, as :func:`compare.records` gives it),
+    and one line per record or file left out, naming it and why."""
+    path = Path(d) / "runs.jsonl"
+    try:
+        recs, skipped = read_records(path)
+    except OSError as exc:
+        return [], [f"{path}: unreadable ({exc.strerror or exc}); left out"]
+    keep = []
+    for r in recs:
+        if (why := hist.record_problem(r)) is None:
+            keep.append(dict(r, machine=r.get("machine") or f"dir:{d}"))
+        else:
+            skipped.append(f"{path}: run {r.get('run_id')}: {why}; left out")
+    return keep, skipped
+
+
 def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: float = changepoints.ALPHA, penalty: float = changepoints.PENALTY_K,
             out: Callable[[str], None] = print) -> int:
     """Write ``index.html`` (with the data embedded as JSON), ``history.json`` and one PNG per series to ``out_dir``."""
@@ -48,8 +69,15 @@ def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: fl
         import matplotlib  # noqa: F401
     except ImportError:
         raise UsageError("history needs matplotlib for its plots: pip install matplotlib") from None
-    pairs = [p for a in results_dirs for p in expand(a)]
-    data = hist.build([(t, d, records([d])) for t, d in pairs], k=penalty, alpha=alpha, command=command_line())
+    unique: dict[tuple[str, Path], tuple[str, str]] = {}
+    for t, d in (p for a in results_dirs for p in expand(a)):
+        unique.setdefault((t, Path(d).resolve()), (t, d))  # each results dir once: D and D/ are one
+    pairs = list(unique.values())
+    read = [(t, d, *read_dir(d)) for t, d in pairs]
+    skipped = [line for *_, lines in read for line in lines]
+    for line in skipped:
+        out(f"warning: {line}")
+    data = hist.build([(t, d, recs) for t, d, recs, _ in read], k=penalty, alpha=alpha, command=command_line(), skipped=skipped)
     if not data["series"]:
         raise UsageError(f"no timed or census runs in {', '.join(results_dirs)}")
     paths = history_page.write(data, out_dir)

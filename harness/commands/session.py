@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from harness.files import ensure_dir, new_id, read_jsonl
+from harness.files import ensure_dir, new_id, read_records
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.measuring.loop import FreshSide, Slot, run_slots, schedule
@@ -72,6 +72,7 @@ class PerfSession:
     looks_used: int = 0
     left: int = 0  # planned runs not started because of --budget-minutes
     resumed: int = 0  # runs taken over from the session resumed with --resume
+    notes: list[str] = field(default_factory=list)  # lines of runs.jsonl that --resume skipped (torn, malformed): said in the report
     recorded: list = field(default_factory=list)  # (path, old, new) of baselines written with --update-baselines
     clock: Callable[[], float] = time.monotonic  # for --budget-minutes; tests pass a fake one
     _t0: float = field(default=0.0, repr=False)
@@ -173,7 +174,10 @@ class PerfSession:
         Raises ValueError, with one line, when that session ran with other settings than this one.
         """
         o = self.options
-        recs = read_jsonl(Path(o.results_dir) / "runs.jsonl")
+        recs, skipped = read_records(Path(o.results_dir) / "runs.jsonl")
+        for line in skipped:  # a run whose record was torn counts as not made: it is made again, and the report says why
+            self.notes.append(f"--resume: {line}; a run it held counts as not made and is made again")
+            self.progress(self.notes[-1])
         if not recs:
             self.progress(f"resume: nothing recorded in {o.results_dir} yet; starting session {self.session_id}")
             return

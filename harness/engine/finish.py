@@ -9,13 +9,15 @@ from pathlib import Path
 
 from harness.engine.inject import injected_share
 from harness.engine.loop import PROGRESS
-from harness.files import read_jsonl, write_atomic, write_json_atomic
+from harness.files import read_records, write_atomic, write_json_atomic
 from harness.judging import paired as pd
-from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, grouped, pairs_of
+from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
 from harness.judging.budget_plan import plan_for
 from harness.reporting.interleave import markdown, report_lines
 
 EXIT_REGRESSION, EXIT_WORKER_DIED = 1, 3
+# what recover reads of progress.json's settings itself (the rest is the report's)
+RECOVER_SETTINGS = ("session_id", "alpha", "threshold", "looks", "metric", "drop_first_step", "test", "unit", "launches", "gpu")
 
 
 def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, launch_info: list[dict], blocks: list[dict],
@@ -69,16 +71,18 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> i
     if not (root / PROGRESS).exists():
         raise ValueError(f"no {PROGRESS} in {root}: it was written by a harness older than recover; judge its blocks.jsonl with "
                          "harness.judging.blocks.analyse and the run's settings")
-    prog = json.loads((root / PROGRESS).read_text())
+    prog = read_progress(root / PROGRESS)
     settings, launch_info = prog["settings"], prog["launches"]
-    blocks = [b for b in read_jsonl(root / "blocks.jsonl") if b.get("session_id") == settings["session_id"]]
+    blocks, skipped = read_blocks(root / "blocks.jsonl", settings["session_id"])
+    for line in skipped:
+        out(f"warning: {line}")
     groups = grouped(pairs_of(blocks), settings["metric"], settings["drop_first_step"])
     n_pairs, ended = sum(map(len, groups)), max((b["started_at"] + b["wall_s"] for b in blocks), default=prog["t_start"])
     made = max((b["launch"] for b in blocks), default=0)
     recovered = {"pairs": n_pairs, "launches": made, "launches_planned": settings["launches"], "blocks": len(blocks),
-                 "last_block_end_s": ended - prog["t_start"]}
+                 "last_block_end_s": ended - prog["t_start"], "skipped": skipped}
     stopped = (f"stopped before its report, after {n_pairs} complete pairs in {made} of {settings['launches']} launches; "
-               f"recovered from {root}")
+               f"recovered from {root}" + (f"; {len(skipped)} line(s) of blocks.jsonl left out (torn or malformed)" if skipped else ""))
     out(f"{prog['case']}: {stopped}")
     check = pd.PairedCheck(settings["alpha"], settings["threshold"], len(settings["looks"]), test=settings["test"], unit=settings["unit"])
     return finish(root, settings=settings, orders=prog["orders"], stopped=stopped, launch_info=launch_info, blocks=blocks, groups=groups,
@@ -87,11 +91,49 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> i
 
 
 
+def read_progress(path: Path) -> dict:
+    """``progress.json`` of a comparison, checked for what :func:`recover` reads; ValueError, one line naming the file, when
+    it is unreadable or of another shape (its settings lost: the kept blocks cannot be judged without them)."""
+    fix = "its settings are lost, so the kept blocks cannot be judged; rerun the comparison in a fresh --results-dir"
+    try:
+        prog = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
+    settings = prog.get("settings") if isinstance(prog, dict) else None
+    launches = prog.get("launches") if isinstance(prog, dict) else None
+    bad = ("it is not an object" if not isinstance(prog, dict) else
+           "'settings' is not an object" if not isinstance(settings, dict) else
+           f"settings lack {', '.join(k for k in RECOVER_SETTINGS if k not in settings)}" if any(k not in settings for k in RECOVER_SETTINGS) else
+           "'launches' is not a list of launches" if not (isinstance(launches, list) and all(isinstance(li, dict) for li in launches)) else
+           "'t_start' is not a number" if not isinstance(prog.get("t_start"), (int, float)) else
+           "'case' or 'orders' is missing" if not isinstance(prog.get("case"), str) or not isinstance(prog.get("orders"), list) else None)
+    if bad:
+        raise ValueError(f"{path}: {bad}; {fix}")
+    return prog
+
+
+def read_blocks(path: Path, session: str) -> tuple[list[dict], list[str]]:
+    """The blocks of ``session`` in a ``blocks.jsonl``, and one line per line left out, naming the file and line: a torn or
+    malformed line, or a record of the wrong shape (:func:`harness.judging.blocks.block_problem`)."""
+    blocks, skipped = read_records(path)
+    keep = []
+    for b in blocks:
+        if b.get("session_id") != session:
+            continue
+        if (why := block_problem(b)) is None:
+            keep.append(b)
+        else:
+            skipped.append(f"{path}: the block of pair {b.get('pair')!r}, side {b.get('side')!r}: {why}; left out")
+    return keep, skipped
+
+
 def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first: bool = False, test: str = "rank", unit: str | None = None) -> dict:
     """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step policy, test or unit
     (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
     root = Path(results_dir)
     rep = json.loads((root / "report.json").read_text())
     s = rep["settings"]
-    return analyse(read_jsonl(root / "blocks.jsonl"), alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=metric,
-                   drop_first=drop_first, session=s["session_id"], test=test, unit=unit or s.get("unit", "pair"))
+    blocks, skipped = read_blocks(root / "blocks.jsonl", s["session_id"])  # a torn or malformed line left out, and named
+    out = analyse(blocks, alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=metric,
+                  drop_first=drop_first, session=s["session_id"], test=test, unit=unit or s.get("unit", "pair"))
+    return {**out, "skipped": skipped} if skipped else out

@@ -3,8 +3,9 @@
 A baseline holds the workload spec and hash, the environment it was recorded in, its provenance
 (measured by this suite or imported from a published source), its thresholds, and per
 decomposition the run-level samples plus each run's steady-state step times. Loading refuses, with
-one line that says what to do, a missing file, an unreadable one, a wrong schema, another GPU and
-another workload hash (naming the fields that changed).
+one line that says what to do, a missing file, an unreadable one, a wrong schema, a key of the wrong type
+or out of range (:mod:`harness.judging.baseline_schema`: finite positive step times, thresholds and alpha in range, a
+run to compare against per decomposition), another GPU and another workload hash (naming the fields that changed).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.files import write_atomic
+from harness.judging.baseline_schema import problem
 from harness.judging.census_diff import normalize
 from harness.record import is_census, median_phases, run_phases
 from harness.spec import Workload, changed_fields
@@ -124,6 +126,8 @@ def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
     for key in ("gpu", "workload", "provenance", "decompositions"):
         if key not in data:
             raise BaselineError(f"baseline {path} lacks '{key}'; restore it from git or record a new one")
+    if (why := problem(data)) is not None:
+        raise BaselineError(f"baseline {path}: {why}; correct it, restore it from git or record a new one with --update-baselines")
     if data["gpu"] != gpu:
         raise BaselineError(f"baseline {path} was recorded on {data['gpu']!r}, not {gpu!r}; move it to baselines/{data['gpu']}/ or record one on {gpu}")
     if data["workload"].get("hash") != workload.hash:
@@ -139,8 +143,26 @@ def _compact(obj: Any) -> str:
     return re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
 
 
+def unique_runs(records: list[dict], workload: str) -> list[dict]:
+    """``records`` with each run once (by ``run_id``, the first kept): one results dir passed twice (``D D/ D/.``), or
+    a copy of it, adds no runs, so a repeat minimum cannot be met by repetition. Raises BaselineError for two different
+    records of one run id (the machine label, taken from the results dir's name, aside)."""
+    seen: dict = {}
+    out = []
+    for r in records:
+        rid = r.get("run_id")
+        if rid is not None and rid in seen:
+            if {k: v for k, v in r.items() if k != "machine"} != {k: v for k, v in seen[rid].items() if k != "machine"}:
+                raise BaselineError(f"refusing to record a baseline for {workload}: run {rid} is recorded twice with different values; "
+                                    "pass each results dir once and leave out edited copies")
+            continue
+        seen[rid] = r
+        out.append(r)
+    return out
+
+
 def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS, require_all: bool = True) -> None:
-    """Refuse to record a baseline from failed runs or too few repeats. Raises BaselineError."""
+    """Refuse to record a baseline from failed runs or too few repeats (each run counted once). Raises BaselineError."""
     failed = [r for r in records if r.get("status") != "ok"]
     if failed:
         kinds = ", ".join(sorted({f"{r['decomposition_id']}: {r['status']}" for r in failed}))
@@ -149,7 +171,7 @@ def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_R
     if profiled:
         raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(profiled)} run(s) were profiled or had injected "
                             "slowdown or work; record from plain runs")
-    records = [r for r in records if not is_census(r)]
+    records = [r for r in unique_runs(records, workload.name) if not is_census(r)]
     ran = {r.get("decomposition_id") for r in records}
     for d in workload.decompositions:
         if not require_all and d.id not in ran:
@@ -161,8 +183,10 @@ def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_R
 
 def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, thresholds: dict | None = None,
               note: str = "", min_repeats: int = MIN_REPEATS, require_all: bool = True) -> dict[str, Any]:
-    """Baseline data from the ok runs of ``workload`` (one hash). Raises BaselineError on a refusal."""
+    """Baseline data from the ok runs of ``workload`` (one hash), each run once. Raises BaselineError on a refusal, also for
+    a run whose values a baseline cannot hold (a NaN or negative step time)."""
     check_runs(workload, records, min_repeats, require_all)
+    records = unique_runs(records, workload.name)
     bad = sorted({r.get("workload_hash") for r in records} - {workload.hash})
     if bad:
         raise BaselineError(f"refusing to record a baseline for {workload.name}: runs of another spec (hash {', '.join(map(str, bad))}) are mixed in")
@@ -192,7 +216,7 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
     sessions = sorted({r.get("session_id") for r in records if r.get("session_id")})
     hosts = sorted({(r.get("env") or {}).get("hostname") for r in records if (r.get("env") or {}).get("hostname")})
     machines = sorted({row["machine"] for d in decs.values() for row in d["runs"] if row["machine"]})
-    return {
+    data = {
         "schema": SCHEMA,
         "gpu": gpu,
         "workload": {"name": workload.name, "hash": workload.hash, "spec": workload.to_dict()},
@@ -203,6 +227,9 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
         "thresholds": {**default_thresholds(gpu), **(thresholds or {})},
         "decompositions": decs,
     }
+    if (why := problem(data, need_runs=False)) is not None:
+        raise BaselineError(f"refusing to make a baseline of {workload.name} from these runs: {why}; leave that run's results dir out or rerun it")
+    return data
 
 
 def write(root: str | Path, data: dict[str, Any]) -> Path:

@@ -18,6 +18,35 @@ SIDES = ("a", "b")
 DEFAULT_METRIC = "median"  # of the block's step times, as a run is summarised by the median of its steps
 
 
+def _finite(x, lo: float = float("-inf")) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > lo
+
+
+def _whole(x, lo: int = 0) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= lo
+
+
+def block_problem(r: dict) -> str | None:
+    """Why a block record cannot be judged (a key the analysis reads missing, of the wrong type or not finite), or None.
+    Readers of a stored ``blocks.jsonl`` (``recover``) leave such a record out and name it, instead of a traceback."""
+    steps = r.get("step_times_ms")
+    why = [(r.get("side") in SIDES, f"side is {r.get('side')!r}, not 'a' or 'b'"),
+           (_whole(r.get("launch"), 1), f"launch is {r.get('launch')!r}, not a launch number"),
+           (isinstance(r.get("warmup"), bool), f"warmup is {r.get('warmup')!r}, not true or false"),
+           (r.get("warmup") is not False or _whole(r.get("pair"), 1), f"pair is {r.get('pair')!r}, not a pair number"),
+           (isinstance(steps, list) and bool(steps) and all(_finite(x, 0) for x in steps), "step_times_ms is not a list of finite positive numbers"),
+           (all(_finite(r.get(k)) for k in ("started_at", "wall_s", "cpu_s")), "started_at, wall_s or cpu_s is not a finite number"),
+           (r.get("canary_ms") is None or _finite(r["canary_ms"], 0), f"canary_ms is {r.get('canary_ms')!r}, not a finite positive number"),
+           (all(r.get(k) is None or _finite(r[k]) for k in ("other_cpus", "inject_ms")), "other_cpus or inject_ms is not a finite number"),
+           (r.get("gpu") is None or (isinstance(r["gpu"], dict) and all(r["gpu"].get(k) is None or _finite(r["gpu"][k])
+                                                                    for k in ("sm_clock_mhz", "power_w", "temp_c"))
+                                     and (r["gpu"].get("throttle_reasons") is None or _whole(r["gpu"]["throttle_reasons"]))),
+            "gpu is not an object of finite readings"),
+           (r.get("unit") is None or all(_whole(r.get(k), 1) for k in ("unit", "units", "micro_per_step")),
+            "unit, units or micro_per_step is not a whole number >= 1")]
+    return next((text for ok, text in why if not ok), None)
+
+
 def pairs_of(blocks: list[dict], session: str | None = None) -> list[dict]:
     """Complete pairs (one measured block of each side), in pair order: ``{"pair", "launch", "order", "a", "b"}``. A pair
     of the micro grain (rows with a ``unit``) gets, per side, one block merged from its units (:func:`merge_units`)."""

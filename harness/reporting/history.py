@@ -64,6 +64,33 @@ def exclusion(rec: dict) -> str | None:
     return None
 
 
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def record_problem(rec: dict) -> str | None:
+    """Why a run record cannot be read into the history (a key it needs missing or of the wrong type, a step time that is
+    not finite and positive), or None. The reader leaves such a record out and names it, instead of failing the page."""
+    for key in ("gpu", "workload", "decomposition_id"):
+        if not isinstance(rec.get(key), str):
+            return f"{key} is {rec.get(key)!r}, not a string"
+    for key in ("session_id", "started_at", "workload_hash", "machine"):
+        if rec.get(key) is not None and not isinstance(rec[key], str):
+            return f"{key} is {rec[key]!r}, not a string"
+    for key in ("env", "census"):
+        if rec.get(key) is not None and not isinstance(rec[key], dict):
+            return f"{key} is {rec[key]!r}, not an object"
+    if not isinstance((rec.get("env") or {}).get("versions") or {}, dict):
+        return "env.versions is not an object"
+    v = rec.get("step_time_median_ms")
+    if rec.get("status") == "ok" and not is_census(rec) and v is not None and not _positive(v):
+        return f"step_time_median_ms is {v!r}, not a finite positive number"
+    counts = [(rec.get("census") or {}).get(k) for k in ("ops", "kernels", "python_calls")]
+    if any(c is not None and not (isinstance(c, (int, float)) and math.isfinite(c)) for c in counts):
+        return "a census count (ops, kernels, python_calls) is not a finite number"
+    return None
+
+
 def machine(rec: dict) -> str:
     """The machine a run was made on: its boot id (first 8 characters), else the results dir (older runs)."""
     boot = (rec.get("env") or {}).get("boot_id")
@@ -203,8 +230,10 @@ def _series(key: tuple[str, str, str, str], timeline: list[dict], k: float, alph
                          "note": det.note}}
 
 
-def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, alpha: float = ALPHA, command: str = "") -> dict:
-    """The history data (the page's embedded JSON) from ``(track, results dir, records)`` triples."""
+def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, alpha: float = ALPHA, command: str = "",
+          skipped: Sequence[str] = ()) -> dict:
+    """The history data (the page's embedded JSON) from ``(track, results dir, records)`` triples; ``skipped``: one line per
+    record or file the reader left out (:func:`record_problem`, a torn line), said on the page."""
     recs = [dict(r, _dir=d, _track=t) for t, d, rs in dirs for r in rs]
     starts, start_text = _session_starts(recs)
     excluded = Counter(x for r in recs if (x := exclusion(r)) and x != "census")
@@ -227,4 +256,4 @@ def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, 
                                "Bonferroni over the positions scanned, Holm over the candidates; prune the least significant",
                      "penalty": f"{k:g} * sigma^2 * log(n), sigma = 1.4826 * MAD(diff(log y)) / sqrt(2)",
                      "k": k, "alpha": alpha, "min_size": MIN_SIZE, "interval": "90% Welch interval of the ratio after/before"},
-            "excluded_runs": dict(sorted(excluded.items())), "series": series}
+            "excluded_runs": dict(sorted(excluded.items())), "skipped": list(skipped), "series": series}

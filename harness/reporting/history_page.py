@@ -125,7 +125,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em
 h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd} h3{font-size:1em}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em} th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.n{text-align:right;font-variant-numeric:tabular-nums} tr.census td{color:#555;background:#fafafa}
-img{max-width:100%;border:1px solid #eee} .cp{color:#b00} .muted{color:#666;font-size:.9em} code{font-size:.9em}
+img{max-width:100%;border:1px solid #eee} .cp{color:#b00} .muted{color:#666;font-size:.9em} code{font-size:.9em} .warn{color:#a40}
 """
 
 
@@ -195,6 +195,8 @@ def page(data: dict, images: dict[str, str]) -> str:
             f"found by {_e(rule['method'])}, penalty {_e(rule['penalty'])}, alpha {rule['alpha']:g} per series; "
             f"each with the ratio after/before and its {_e(rule['interval'])}. Census runs count the work per step and "
             "form the lower panel; they never enter the timing series.</p>",
+            *([f'<p class="warn">Left out, so that one bad record does not block the page: {len(data["skipped"])} record(s) or file(s)</p>'
+               "<ul>" + "".join(f'<li class="warn"><code>{_e(x)}</code></li>' for x in data["skipped"]) + "</ul>"] if data.get("skipped") else []),
             _table(["series", "timing sessions", "census sessions", "version changes", "change points"], summary),
             *(_series_html(s, images[s["key"]]) for s in ss)]
     blob = json.dumps(data, indent=1, allow_nan=False).replace("</", "<\\/")

@@ -119,8 +119,9 @@ def _gpu_busy(runs: list[dict]) -> float | None:
     return median(util) / 100.0 if util else None
 
 
-def build(judge, session_id: str = "", command: str = "", inject_slowdown: float = 0.0) -> dict:
-    """Everything a report shows, as plain data (this is report.json): the judge's records and verdicts, and what ran."""
+def build(judge, session_id: str = "", command: str = "", inject_slowdown: float = 0.0, notes: tuple[str, ...] = ()) -> dict:
+    """Everything a report shows, as plain data (this is report.json): the judge's records and verdicts, and what ran;
+    ``notes``: what the reader of the records skipped (a torn line of runs.jsonl), said at the top of the report."""
     rows = []
     verdicts = {v.case: v for v in judge.runtime.values()}
     for w, d in judge.cases:
@@ -168,7 +169,7 @@ def build(judge, session_id: str = "", command: str = "", inject_slowdown: float
     base_versions = {w: b.env.get("versions", {}) for w, b in judge.baselines.items() if isinstance(b, bl.Baseline)}
     return {
         "gpu": judge.gpu, "session_id": session_id, "command": command,
-        "inject_slowdown": inject_slowdown, "rows": rows, "incomplete": judge.incomplete,
+        "inject_slowdown": inject_slowdown, "rows": rows, "incomplete": judge.incomplete, "notes": list(notes),
         "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in judge.all()],
         "env": {k: env.get(k) for k in ("gpu", "gpu_count", "driver", "cuda", "cpu", "hostname", "attn_implementation", "gpu_clocks")},
         "versions": env.get("versions", {}), "baseline_versions": base_versions,
@@ -201,7 +202,7 @@ def version_diff(data: dict) -> list[str]:
 
 def terminal_lines(data: dict) -> list[str]:
     head = f"{'case':<26} {'runs':>5} {'median step ms [range]':>26} {'train_runtime s [range]':>24} {'Δ vs baseline [CI]':>22}  verdict"
-    lines = ([data["incomplete"]] if data.get("incomplete") else []) + [head, "-" * len(head)]
+    lines = ([data["incomplete"]] if data.get("incomplete") else []) + [f"note: {n}" for n in data.get("notes") or []] + [head, "-" * len(head)]
     for r in data["rows"]:
         runs = f"{r['ok']}/{r['runs']}"
         lines.append(f"{r['workload'] + '-' + r['decomposition']:<26} {runs:>5} {_fmt(r['step_time_ms']):>26} {_fmt(r['train_runtime_s']):>24} {_delta(r):>22}  {r['verdict'] or '-'}"
@@ -231,6 +232,7 @@ def markdown(data: dict) -> str:
     out = [f"## LoRA fine-tuning performance: {gpu} ({data['gpu']})", ""]
     if data.get("incomplete"):
         out += [f"**{data['incomplete']}**", ""]
+    out += [x for n in data.get("notes") or [] for x in (f"**note:** {n}", "")]
     if data["inject_slowdown"]:
         out += [f"**Injected slowdown {data['inject_slowdown']:.0%}** (sensitivity self-check)", ""]
     out += ["| workload | micro × GA | eff. batch | runs | train_runtime s, median [range] | step ms, median [range] | Δ step vs baseline [CI] | verdict | peak reserved GiB | tokens/s | phases ms/step: data / fwd / bwd / opt / other | GPU busy |",
@@ -314,7 +316,7 @@ def baseline_table(staged) -> list[str]:
 def terminal_summary(tr, session) -> None:
     """The end of a pytest session: report files, the summary table, and the baseline before/after table."""
     o = session.options
-    data = build(session.judge(), session.session_id, o.command, o.inject_slowdown)
+    data = build(session.judge(), session.session_id, o.command, o.inject_slowdown, notes=tuple(session.notes))
     recorded = session.recorded
     paths = write(data, o.results_dir)
     try:
