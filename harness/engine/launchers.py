@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engine.config import ComparisonConfig
-from harness.measuring.resident import ResidentWorker
+from harness.measuring.resident import ResidentWorker, WorkerDied
 from harness.spec import Decomposition, Workload
 
 SIDES = ("a", "b")
@@ -42,6 +42,17 @@ class WorkerFactory:
                                   warm_cpus=(apart or {}).get(s), **self.switches[s]) for s in SIDES}
 
 
+def each(workers, act: Callable) -> None:
+    """``act(w)`` for every worker in order, also after one of them raised (a results dir turned read-only, a second
+    Ctrl-C): a cleanup never leaves a later worker running. What was raised comes out after the last worker."""
+    workers = list(workers)
+    if workers:
+        try:
+            act(workers[0])
+        finally:
+            each(workers[1:], act)
+
+
 def warm_cpus(hold: list[int]) -> dict[str, list[int]]:
     """Where each side of a launch warming up apart builds and warms up: A the first half of the hold CPUs, B the rest
     (one hold CPU: both on it, still at once)."""
@@ -53,12 +64,17 @@ class Plain:
     def __init__(self, factory: WorkerFactory):
         self.factory = factory
         self.next: dict[str, ResidentWorker] | None = None
+        self.restarted: dict[int, str] = {}  # launch -> why its pre-started workers were replaced by fresh ones
 
     def open(self, launch: int) -> dict[str, ResidentWorker]:
         """The launch's workers, starting (not yet ready)."""
         workers = self.factory.make(launch)
-        for s in SIDES:
-            workers[s].start(wait=False)
+        try:
+            for s in SIDES:
+                workers[s].start(wait=False)
+        except BaseException:
+            each(workers.values(), lambda w: w.kill())
+            raise
         return workers
 
     def prepare_next(self, launch: int, last: int) -> None:
@@ -72,21 +88,33 @@ class Plain:
 
     def discard(self) -> None:
         """Kill workers started for a launch that will not come."""
-        for w in (self.next or {}).values():
-            w.kill()
-        self.next = None
+        spare, self.next = self.next or {}, None
+        each(spare.values(), lambda w: w.kill())
 
 
 class Prestarted(Plain):
     apart = False
 
     def open(self, launch: int) -> dict[str, ResidentWorker]:
+        """The launch's workers: the pre-started ones released, or fresh ones. A pre-started worker that died while it
+        waited (killed from outside, say) measured nothing: both are killed and the launch starts afresh, once; a
+        fresh start that fails is the environment's failure and is raised."""
         workers, self.next = self.next or self.factory.make(launch), None
-        for s in SIDES:
-            if workers[s].hold_cpus:
-                workers[s].release()
-            else:
-                workers[s].start(wait=False)
+        try:
+            for s in SIDES:
+                if workers[s].hold_cpus:
+                    workers[s].release()
+                else:
+                    workers[s].start(wait=False)
+        except WorkerDied as exc:
+            each(workers.values(), lambda w: w.kill())
+            if not workers["a"].hold_cpus:
+                raise
+            self.restarted[launch] = str(exc)
+            return super().open(launch)
+        except BaseException:
+            each(workers.values(), lambda w: w.kill())
+            raise
         return workers
 
     def prepare_next(self, launch: int, last: int) -> None:

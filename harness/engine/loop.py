@@ -16,7 +16,7 @@ from pathlib import Path
 from statistics import fmean
 
 from harness.engine import inject
-from harness.engine.launchers import SIDES, Plain
+from harness.engine.launchers import SIDES, Plain, each
 from harness.engine.plan import ComparisonPlan
 from harness.files import append_jsonl, write_json_atomic
 from harness.judging import block_metrics as bm
@@ -93,8 +93,12 @@ class Comparison:
         start = p.pairs  # an earlier launch may have been fitted to the budget
         planned = self.plan.planned(launch)
         workers = self.launcher.open(launch)
+        if why := self.launcher.restarted.get(launch):
+            self.out(f"launch {launch}: {why}; started it afresh")
         try:
             info = self.ready(workers, launch, planned)
+            if why:
+                info["restarted"] = why
             self.out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
                      f"(pairs {start + 1}-{start + planned} planned)")
             self.launcher.prepare_next(launch, last)
@@ -113,16 +117,17 @@ class Comparison:
                 p.stopped = self.stop.before_pair(p)
                 if p.stopped or self.pair(workers, launch, i):
                     break
-        except BaseException:
-            for w in workers.values():
-                w.kill()
-            self.launcher.discard()
+        except BaseException:  # every worker killed, whatever killing one of them raised; then what stopped the launch
+            try:
+                each(workers.values(), lambda w: w.kill())
+            finally:
+                self.launcher.discard()
             raise
         t_close = time.time()
-        for s in SIDES:
-            workers[s].stop()
-        for s in SIDES:
-            workers[s].close()
+        try:  # both asked to stop first, so that they finish at the same time; both closed whatever closing one raised
+            each(workers.values(), lambda w: w.stop())
+        finally:
+            each(workers.values(), lambda w: w.close())
         info["close_s"] = time.time() - t_close
         self.save_progress()
 
