@@ -176,7 +176,7 @@ class PerfSession:
         o = self.options
         recs, skipped = read_records(Path(o.results_dir) / "runs.jsonl")
         for line in skipped:  # a run whose record was torn counts as not made: it is made again, and the report says why
-            self.notes.append(f"--resume: {line}; a run it held counts as not made and is made again")
+            self.notes.append(f"--resume: {line}; the run it held counts as not made: made again if this session needs it")
             self.progress(self.notes[-1])
         if not recs:
             self.progress(f"resume: nothing recorded in {o.results_dir} yet; starting session {self.session_id}")
