@@ -9,205 +9,122 @@ do not. Bad input raises :class:`SpecError` with one line that says what is wron
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PRECISIONS = ("fp16", "bf16", "fp32")
-INITS = ("random", "pretrained")
-DATA_SOURCES = ("synthetic", "hub", "local")
-# Fields that do not change what a run computes, so they stay out of the hash.
-# Pretrained and random weights of one architecture run the same kernels on the same shapes.
-_UNHASHED = {"name", "description", "devices", "measure", "decompositions", "model.init", "model.hub_id", "model.revision"}
+from harness.spec_fields import SpecError, check_fields, opt, req
+from harness.spec_sections import (
+    DATA_SOURCES,
+    INITS,
+    PRECISIONS,
+    DataSpec,
+    Decomposition,
+    LoraSpec,
+    MeasureSpec,
+    ModelSpec,
+    QuantizationSpec,
+    TrainSpec,
+    _check,
+)
+
+__all__ = ["DATA_SOURCES", "INITS", "PRECISIONS", "DataSpec", "Decomposition", "LoraSpec", "MeasureSpec", "ModelSpec",
+           "QuantizationSpec", "SpecError", "TrainSpec", "Workload", "changed_fields", "flatten", "load_workload", "load_workloads"]
+
+# Fields that do not change what a run computes, so they stay out of the hash. The model enters as its resolved
+# architecture (:meth:`ModelSpec.architecture`): random and pretrained weights of one architecture run the same kernels
+# on the same shapes, so init, hub_id and revision stay out, and [model.config] enters as normalised, not as written.
+_UNHASHED = {"name", "description", "devices", "measure", "decompositions", "model.init", "model.hub_id", "model.revision",
+             "model.model_type", "model.config"}
+_SECTIONS = {"model": ModelSpec, "data": DataSpec, "lora": LoraSpec, "train": TrainSpec, "measure": MeasureSpec,
+             "quantization": QuantizationSpec}
 
 
-class SpecError(ValueError):
-    """A workload file or override is invalid. ``str(err)`` is one line for the user."""
-
-
-def _check(cond: bool, msg: str) -> None:
-    if not cond:
-        raise SpecError(msg)
-
-
-def _build(cls, data: dict[str, Any], where: str):
-    """Build dataclass ``cls`` from ``data``, naming any unknown or missing field."""
-    _check(isinstance(data, dict), f"{where}: expected a table, got {type(data).__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    _check(not unknown, f"{where}: unknown field {', '.join(map(repr, unknown))}; known fields: {', '.join(sorted(names))}")
+def _build(cls, data: Any, where: str, section: str):
+    """Build dataclass ``cls`` from ``data`` (the ``[section]`` table of file ``where``); every error names both."""
+    _check(isinstance(data, dict), f"{where}: [{section}] must be a table, got {data!r}")
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    for key in data:
+        if key not in names:
+            near = difflib.get_close_matches(key, names, n=1)
+            hint = f"did you mean {section}.{near[0]}?" if near else f"known: {', '.join(names)}"
+            raise SpecError(f"{where}: unknown field {key!r} in [{section}]; {hint}")
+    missing = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in data
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    _check(not missing, f"{where}: [{section}] needs {', '.join(f'{section}.{m}' for m in missing)}")
     try:
         return cls(**data)
-    except TypeError as exc:  # missing required field
+    except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
-class ModelSpec:
-    """The model: an architecture config (transformers ``model_type`` + kwargs) and where weights come from."""
-
-    model_type: str
-    config: dict[str, Any]
-    init: str = "random"
-    hub_id: str | None = None
-    revision: str | None = None
-    attn_implementation: str | None = None
-
-    def __post_init__(self):
-        _check(self.init in INITS, f"model.init must be one of {INITS}, got {self.init!r}")
-        _check(self.init == "random" or bool(self.hub_id), "model.init = 'pretrained' needs model.hub_id (a hub id or a local folder)")
-
-
-@dataclass(frozen=True)
-class DataSpec:
-    """Synthetic fixed-length tokens, or a hub/local conversational dataset formatted by the chat template."""
-
-    source: str = "synthetic"
-    id: str | None = None
-    split: str = "train"
-    num_samples: int = 256
-    shuffle_seed: int | None = 42
-    chat_template: bool = True
-
-    def __post_init__(self):
-        _check(self.source in DATA_SOURCES, f"data.source must be one of {DATA_SOURCES}, got {self.source!r}")
-        _check(self.source == "synthetic" or bool(self.id), f"data.source = {self.source!r} needs data.id")
-        _check(self.num_samples > 0, f"data.num_samples must be positive, got {self.num_samples}")
-
-
-@dataclass(frozen=True)
-class LoraSpec:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    bias: str = "none"
-    target_modules: str | list[str] = "all-linear"
-    task_type: str = "CAUSAL_LM"
-
-    def __post_init__(self):
-        _check(self.r > 0, f"lora.r must be positive, got {self.r}")
-        _check(0.0 <= self.dropout < 1.0, f"lora.dropout must be in [0, 1), got {self.dropout}")
-
-
-@dataclass(frozen=True)
-class TrainSpec:
-    max_length: int
-    max_steps: int
-    pad_to_multiple_of: int | None = None
-    packing: bool = False
-    precision: str = "fp16"
-    gradient_checkpointing: bool = True
-    optimizer: str = "adamw_torch"
-    learning_rate: float = 2e-4
-    warmup_steps: int = 0
-    seed: int = 42
-    data_seed: int = 42
-    logging_steps: int = 5
-    cpu_threads: int | None = None
-
-    def __post_init__(self):
-        _check(self.precision in PRECISIONS, f"train.precision must be one of {PRECISIONS}, got {self.precision!r}")
-        _check(self.max_steps > 0, f"train.max_steps must be positive, got {self.max_steps}")
-        _check(self.max_length > 0, f"train.max_length must be positive, got {self.max_length}")
-        _check(self.warmup_steps >= 0, f"train.warmup_steps must be >= 0, got {self.warmup_steps}")
-        _check(self.learning_rate > 0, f"train.learning_rate must be positive, got {self.learning_rate}")
-
-
-@dataclass(frozen=True, order=True)
-class Decomposition:
-    """One split of the effective batch: ``micro_batch x grad_accum x world_size``."""
-
-    micro_batch: int
-    grad_accum: int
-    world_size: int = 1
-
-    _PATTERN = re.compile(r"^(\d+)x(\d+)(?:x(\d+))?$")
-
-    @classmethod
-    def parse(cls, text: str) -> Decomposition:
-        m = cls._PATTERN.match(str(text).strip())
-        _check(m is not None, f"decomposition {text!r} is not MICROxGA or MICROxGAxWORLD (e.g. '2x2')")
-        return cls(int(m[1]), int(m[2]), int(m[3] or 1))
-
-    def __post_init__(self):
-        _check(min(self.micro_batch, self.grad_accum, self.world_size) > 0, f"decomposition {self.id}: every factor must be positive")
-
-    @property
-    def id(self) -> str:
-        base = f"{self.micro_batch}x{self.grad_accum}"
-        return base if self.world_size == 1 else f"{base}x{self.world_size}"
-
-    @property
-    def product(self) -> int:
-        return self.micro_batch * self.grad_accum * self.world_size
-
-    def as_dict(self) -> dict[str, int]:
-        return {"micro_batch": self.micro_batch, "grad_accum": self.grad_accum, "world_size": self.world_size}
-
-
-@dataclass(frozen=True)
-class MeasureSpec:
-    """How runs are summarised: leading optimizer steps that the statistics skip."""
-
-    warmup_steps: int = 5
-
-    def __post_init__(self):
-        _check(self.warmup_steps >= 0, f"measure.warmup_steps must be >= 0, got {self.warmup_steps}")
-
-
-@dataclass(frozen=True)
 class Workload:
-    name: str
-    model: ModelSpec
-    train: TrainSpec
-    effective_batch: int
-    decompositions: tuple[Decomposition, ...]
-    data: DataSpec = field(default_factory=DataSpec)
-    lora: LoraSpec = field(default_factory=LoraSpec)
-    measure: MeasureSpec = field(default_factory=MeasureSpec)
-    description: str = ""
-    devices: tuple[str, ...] = ("gpu",)
+    name: str = req(pattern=r"[a-z0-9][a-z0-9.\-]*", what="lowercase letters, digits, '.' and '-' (e.g. 'my-model-lora')")
+    model: ModelSpec = req()
+    train: TrainSpec = req()
+    effective_batch: int = req(low=1, key="batch.effective")
+    decompositions: tuple[Decomposition, ...] = req(nonempty=True, key="batch.decompositions", what="a non-empty list such as ['1x4', '2x2']")
+    data: DataSpec = opt(DataSpec())
+    lora: LoraSpec = opt(LoraSpec())
+    measure: MeasureSpec = opt(MeasureSpec())
+    quantization: QuantizationSpec | None = opt(None)
+    description: str = opt("")
+    devices: tuple[str, ...] = opt(("gpu",), what="a list of 'cpu', 'gpu' or GPU names such as 'h200' (e.g. [\"gpu\"])")
 
     def __post_init__(self):
-        _check(re.fullmatch(r"[a-z0-9][a-z0-9.\-]*", self.name or "") is not None, f"workload name {self.name!r}: use lowercase letters, digits, '.' and '-'")
-        _check(self.effective_batch > 0, f"{self.name}: effective_batch must be positive, got {self.effective_batch}")
-        _check(len(self.decompositions) > 0, f"{self.name}: list at least one decomposition")
+        check_fields(self, "")
+        for d in self.devices:
+            _check(re.fullmatch(r"[a-z0-9][a-z0-9\-]*", d) is not None, f"devices: {d!r} is not 'cpu', 'gpu' or a GPU's short name such as 'h200'")
         for d in self.decompositions:
             _check(d.product == self.effective_batch,
-                   f"{self.name}: decomposition {d.id} gives {d.product} samples per step, not the effective batch {self.effective_batch}; "
+                   f"batch.decompositions: decomposition {d.id} gives {d.product} samples per step, not the effective batch {self.effective_batch}; "
                    f"use micro x grad-accum x world = {self.effective_batch}")
         ids = [d.id for d in self.decompositions]
-        _check(len(set(ids)) == len(ids), f"{self.name}: decompositions repeat: {ids}")
+        _check(len(set(ids)) == len(ids), f"batch.decompositions repeat: {ids}")
         _check(self.measure.warmup_steps < self.train.max_steps,
-               f"{self.name}: measure.warmup_steps ({self.measure.warmup_steps}) leaves no step of train.max_steps ({self.train.max_steps}) to measure")
+               f"measure.warmup_steps ({self.measure.warmup_steps}) leaves no step of train.max_steps ({self.train.max_steps}) to measure")
+        _check(self.train.precision != "fp16" or "cpu" not in self.devices,
+               "train.precision = 'fp16' needs a GPU but devices lists 'cpu': use 'fp32' or 'bf16' for a CPU workload")
+        _check(self.quantization is None or "cpu" not in self.devices,
+               "[quantization] loads 4-bit weights through bitsandbytes on a CUDA GPU, but devices lists 'cpu': remove 'cpu' or [quantization]")
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str = "workload") -> Workload:
-        data = dict(data)
-        _check(isinstance(data.get("name"), str), f"{where}: missing 'name'")
-        where = f"{where} ({data['name']})" if where != data["name"] else where
-        sub = {"model": ModelSpec, "data": DataSpec, "lora": LoraSpec, "train": TrainSpec, "measure": MeasureSpec}
-        for key, kind in sub.items():
+    def from_dict(cls, data: dict[str, Any], where: str | None = None) -> Workload:
+        """A workload from its TOML tables; ``where`` (the file) heads every error line."""
+        _check(isinstance(data, dict), f"{where or 'workload'}: expected a table of workload keys")
+        where = where or f"workload {data.get('name', '?')}"
+        data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
+        known = [f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions")] + ["batch"]
+        for key in data:
+            if key not in known:
+                near = difflib.get_close_matches(key, known, n=1)
+                raise SpecError(f"{where}: unknown field {key!r}; " + (f"did you mean {near[0]}?" if near else f"known: {', '.join(known)}"))
+        for f in ("name", "model", "train", "batch"):
+            _check(f in data, f"{where}: missing {f!r}" if f == "name" else f"{where}: missing [{f}] table")
+        for key, kind in _SECTIONS.items():
             if key in data:
-                data[key] = _build(kind, data[key], f"{where} [{key}]")
-        batch = data.pop("batch", None)
-        _check(isinstance(batch, dict), f"{where}: missing [batch] table with 'effective' and 'decompositions'")
-        unknown = sorted(set(batch) - {"effective", "decompositions"})
-        _check(not unknown, f"{where} [batch]: unknown field {', '.join(map(repr, unknown))}; known fields: decompositions, effective")
-        data["effective_batch"] = batch.get("effective", 0)
-        data["decompositions"] = tuple(
-            Decomposition.parse(d) if isinstance(d, str) else _build(Decomposition, d, f"{where} [batch]") for d in batch.get("decompositions", ())
-        )
-        if "devices" in data:
+                data[key] = _build(kind, data[key], where, key)
+        batch = data.pop("batch")
+        _check(isinstance(batch, dict), f"{where}: [batch] must be a table with 'effective' and 'decompositions'")
+        for key in sorted(set(batch) - {"effective", "decompositions"}):
+            raise SpecError(f"{where}: unknown field {key!r} in [batch]; known: decompositions, effective")
+        data["effective_batch"] = batch.get("effective")
+        decs = batch.get("decompositions")
+        _check(isinstance(decs, list), f"{where}: batch.decompositions must be a list such as ['1x4', '2x2'], got {decs!r}")
+        data["decompositions"] = tuple(Decomposition.parse(d) if isinstance(d, str) else _build(Decomposition, d, where, "batch") for d in decs)
+        if isinstance(data.get("devices"), list):
             data["devices"] = tuple(data["devices"])
-        for f in ("model", "train"):
-            _check(f in data, f"{where}: missing [{f}] table")
-        return _build(cls, data, where)
+        try:
+            return cls(**data)
+        except SpecError as exc:
+            raise SpecError(f"{where}: {exc}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> Workload:
@@ -225,6 +142,8 @@ class Workload:
         out["decompositions"] = [d.id for d in self.decompositions]
         out["batch"] = {"effective": out.pop("effective_batch"), "decompositions": out.pop("decompositions")}
         out["devices"] = list(self.devices)
+        if out["quantization"] is None:  # no [quantization] table: plain LoRA
+            del out["quantization"]
         return out
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:
@@ -254,10 +173,23 @@ class Workload:
                 return d
         raise SpecError(f"{self.name}: no decomposition {ident!r}; it has {[d.id for d in self.decompositions]}")
 
+    def check_device(self, device: str) -> None:
+        """Refuse, in one line and before any training, a workload that ``device`` ('cpu' or a GPU's short name) cannot run."""
+        why = self.quantization.unavailable(device) if self.quantization is not None else None
+        _check(why is None, f"{self.name}: [quantization] {why}")
+
     # ---- identity -----------------------------------------------------------------------------
+    def architecture(self) -> dict[str, Any]:
+        """The model's resolved architecture: ``model_type``, ``config`` (every key) and ``hashed`` (see harness/architecture.py)."""
+        return self.model.architecture()
+
     def timing_fields(self) -> dict[str, Any]:
-        """Flattened ``section.field -> value`` of everything that affects timing."""
-        return {k: v for k, v in flatten(self.to_dict()).items() if not _excluded(k)}
+        """Flattened ``section.field -> value`` of everything that affects timing: the model as its resolved architecture."""
+        arch = self.architecture()
+        out = {k: v for k, v in flatten(self.to_dict()).items() if not _excluded(k)}
+        out["model.model_type"] = arch["model_type"]
+        out.update(flatten(arch["hashed"], "model.config."))
+        return out
 
     @property
     def hash(self) -> str:
@@ -282,9 +214,16 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Timing-relevant fields that differ between two ``Workload.to_dict()`` dicts, as ``field: old -> new``."""
-    a = {k: v for k, v in flatten(old).items() if not _excluded(k)}
-    b = {k: v for k, v in flatten(new).items() if not _excluded(k)}
+    a, b = _timing(old), _timing(new)
     return [f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _timing(spec: dict[str, Any]) -> dict[str, Any]:
+    """The timing fields of a stored spec; a spec that no longer loads is compared as written."""
+    try:
+        return Workload.from_dict(spec).timing_fields()
+    except SpecError:
+        return {k: v for k, v in flatten(spec).items() if not _excluded(k) or k.startswith("model.config.") or k == "model.model_type"}
 
 
 def load_workloads(directory: str | Path) -> dict[str, Workload]:

@@ -8,7 +8,7 @@ baselines, memory does not (the published peak was a mean of per-step peaks, not
 
 from pathlib import Path
 
-from harness import baseline as bl
+from harness.judging import baseline as bl
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from harness.spec import Decomposition, Workload
+from harness.spec import Decomposition, SpecError, Workload
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 CHAT_TEMPLATE = (
@@ -62,32 +62,77 @@ def in_memory_tokenizer(vocab_words: int = 256):
 
 
 def build_tokenizer(w: Workload):
+    """The model's tokenizer (pretrained) or the in-memory one, with data.chat_template applied."""
     if w.model.init == "pretrained":
         from transformers import AutoTokenizer
 
         try:
-            return AutoTokenizer.from_pretrained(w.model.hub_id, revision=w.model.revision)
+            tok = AutoTokenizer.from_pretrained(w.model.hub_id, revision=w.model.revision)
         except _hub_errors() as exc:
             raise _unavailable("tokenizer", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
-    return in_memory_tokenizer()
+    else:
+        tok = in_memory_tokenizer()
+    return apply_chat_template(tok, w.data.chat_template)
+
+
+def apply_chat_template(tok, template: str | bool):
+    """data.chat_template on ``tok``: a template string replaces the tokenizer's; true keeps the tokenizer's own (the
+    built-in ChatML one where it has none); false removes it (the rows must then be plain text)."""
+    if isinstance(template, str):
+        tok.chat_template = template
+    elif template and not getattr(tok, "chat_template", None):
+        tok.chat_template = CHAT_TEMPLATE
+    elif not template:
+        tok.chat_template = None
+    return tok
+
+
+def check_architecture(w: Workload) -> None:
+    """The pretrained model's own config against the workload's architecture, before any weight is read: a workload
+    loaded where the model could not be read (offline) hashed its [model.config], which must then be the model's."""
+    from transformers import AutoConfig
+
+    from harness.architecture import ArchitectureError, check_against, of_model
+
+    try:
+        cfg = AutoConfig.from_pretrained(w.model.hub_id, revision=w.model.revision)
+    except _hub_errors() as exc:
+        raise _unavailable("model config", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
+    try:
+        theirs = of_model(cfg.to_dict())
+        check_against(w.model.model_type, w.model.config, theirs, w.model.hub_id)
+    except ArchitectureError as exc:
+        raise SpecError(f"{w.name}: {exc}") from None
 
 
 def build_model(w: Workload, device: torch.device):
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    from harness.measuring import quantized
+
     dtype = DTYPES[w.train.precision]
     extra = {"attn_implementation": w.model.attn_implementation} if w.model.attn_implementation else {}
+    quant = quantized.bnb_config(w, device, DTYPES) if w.quantization is not None else None
     if w.model.init == "pretrained":
+        check_architecture(w)
         try:
-            model = AutoModelForCausalLM.from_pretrained(w.model.hub_id, revision=w.model.revision, dtype=dtype, **extra)
+            if quant is not None:
+                model = quantized.load(w.model.hub_id, None, w, device, dtype, quant, extra)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(w.model.hub_id, revision=w.model.revision, dtype=dtype, **extra).to(device)
         except _hub_errors() as exc:
             raise _unavailable("model", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
-        model.config.use_cache = False
-        return model.to(device)
-    config = AutoConfig.for_model(w.model.model_type, **w.model.config)
-    torch.manual_seed(w.train.seed)
-    with torch.device(device):
-        return AutoModelForCausalLM.from_config(config, dtype=dtype, **extra)
+    else:
+        config = AutoConfig.for_model(w.model.model_type, **w.model.config)
+        config.use_cache = False
+        if quant is not None:
+            model = quantized.load(None, config, w, device, dtype, quant, extra)
+        else:
+            torch.manual_seed(w.train.seed)
+            with torch.device(device):
+                model = AutoModelForCausalLM.from_config(config, dtype=dtype, **extra)
+    model.config.use_cache = False  # training runs without the generation cache
+    return quantized.prepare(model, w) if quant is not None else model
 
 
 def build_dataset(w: Workload, tokenizer):
@@ -98,11 +143,11 @@ def build_dataset(w: Workload, tokenizer):
     if d.source == "synthetic":
         gen = torch.Generator().manual_seed(w.train.seed)
         low = len(_SPECIAL)
-        high = min(w.model.config.get("vocab_size", 32000), len(tokenizer)) if w.model.init == "random" else len(tokenizer)
+        high = min(w.architecture()["config"].get("vocab_size", 32000), len(tokenizer)) if w.model.init == "random" else len(tokenizer)
         ids = torch.randint(low, max(high, low + 1), (d.num_samples, w.train.max_length), generator=gen)
         return datasets.Dataset.from_dict({"input_ids": ids.tolist()})
     try:
-        path = Path(d.id)
+        path = Path(d.id).expanduser()
         if d.source == "local" and path.is_dir() and (path / "dataset_dict.json").exists():
             ds = datasets.load_from_disk(str(path))[d.split]
         elif d.source == "local" and path.is_dir() and (path / "state.json").exists():
@@ -110,14 +155,39 @@ def build_dataset(w: Workload, tokenizer):
         elif d.source == "local" and path.is_file():
             ds = datasets.load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path), split="train")
         else:
-            ds = datasets.load_dataset(d.id, split=d.split)
+            ds = datasets.load_dataset(d.id, d.name, split=d.split)
     except _hub_errors() as exc:
         raise _unavailable("dataset", d.id, exc, "use data.source = 'synthetic' or point data.id at a local folder") from None
+    ds = select_columns(ds, w)
     if d.shuffle_seed is not None:
         ds = ds.shuffle(seed=d.shuffle_seed)
     if d.num_samples > len(ds):
         raise ValueError(f"data.num_samples = {d.num_samples} but {d.id!r} split {d.split!r} has only {len(ds)} rows; lower data.num_samples")
     return ds.select(range(d.num_samples))
+
+
+def select_columns(ds, w: Workload):
+    """data.text_column or data.messages_column renamed to the column TRL reads ('text' or 'messages'); then a refusal,
+    in one line, of a chat template the rows would leave unused or of conversations without one."""
+    from trl.data_utils import is_conversational
+
+    d = w.data
+    for key, column, target in (("text_column", d.text_column, "text"), ("messages_column", d.messages_column, "messages")):
+        if column is None:
+            continue
+        if column not in ds.column_names:
+            raise SpecError(f"{w.name}: data.{key} = {column!r} is not a column of {d.id!r} (its columns: {', '.join(ds.column_names)})")
+        ds = ds.select_columns([column])
+        if column != target:
+            ds = ds.rename_column(column, target)
+    chats = len(ds) > 0 and is_conversational(ds[0])
+    if isinstance(d.chat_template, str) and not chats:
+        raise SpecError(f"{w.name}: data.chat_template is set but the rows of {d.id!r} are not conversations, so it would be ignored: "
+                        "remove it, or name the conversations with data.messages_column")
+    if d.chat_template is False and chats:
+        raise SpecError(f"{w.name}: data.chat_template = false but the rows of {d.id!r} are conversations: set it to true or to a "
+                        "template string, or name a plain-text column with data.text_column")
+    return ds
 
 
 def sft_config(w: Workload, dec: Decomposition, output_dir: str, device: torch.device):
@@ -141,7 +211,7 @@ def sft_config(w: Workload, dec: Decomposition, output_dir: str, device: torch.d
         logging_steps=t.logging_steps,
         save_strategy="no",
         report_to="none",
-        dataloader_num_workers=0,
+        dataloader_num_workers=t.dataloader_num_workers,
         dataset_num_proc=1,
         max_length=t.max_length,
         pad_to_multiple_of=t.pad_to_multiple_of,
@@ -156,8 +226,6 @@ def sft_config(w: Workload, dec: Decomposition, output_dir: str, device: torch.d
     kw[ckpt] = t.gradient_checkpointing
     if t.gradient_checkpointing:
         kw[f"{ckpt}_kwargs"] = {"use_reentrant": False}
-    if not w.data.chat_template and "dataset_text_field" in names:
-        kw["dataset_text_field"] = "text"
     return SFTConfig(**kw)
 
 
