@@ -114,6 +114,8 @@ def _workloads(config) -> dict[str, Workload]:
             chosen = {n: w for n, w in found.items() if w.runs_on(gpu)}
         steps = config.getoption("steps")
         chosen = {n: w.with_overrides(max_steps=steps) for n, w in chosen.items()}
+        for w in chosen.values():
+            w.check_device(gpu)  # e.g. [quantization] without bitsandbytes or on the CPU: refused before any run
     except SpecError as exc:
         config.stash[_WORKLOADS] = exc
         raise
