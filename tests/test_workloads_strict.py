@@ -301,3 +301,21 @@ def test_docs_list_every_key():
     assert not missing, f"document these workload keys in docs/workloads.md: {missing}"
     assert len(doc.splitlines()) <= 220
     assert ModelSpec.__doc__ and all(cls.__doc__ for cls in _SECTIONS.values())
+
+
+def test_the_docs_examples_load():
+    """Each TOML example of docs/workloads.md, laid over tiny-qwen3 (on a GPU), loads; a pretrained one needs the hub."""
+    import tomllib
+
+    doc = (ROOT / "docs" / "workloads.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", doc, flags=re.S)
+    assert len(blocks) >= 5
+    for block in blocks:
+        part = tomllib.loads(block)
+        if part.get("model", {}).get("init") == "pretrained":
+            continue
+        base = tomllib.loads(TINY)
+        for key, value in part.items():
+            base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) and key != "data" else value
+        base["devices"] = ["gpu"]
+        Workload.from_dict(base, where="docs/workloads.md")
