@@ -217,3 +217,17 @@ def test_recover_leaves_out_and_names_a_block_of_the_wrong_shape_and_a_corrupt_p
         assert cli.main(["recover", str(bad)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{bad / PROGRESS}" in err and what in err and "rerun the comparison" in err
+
+
+def test_the_report_command_says_a_torn_line_of_runs_jsonl_in_the_report(tmp_path, tiny, fake_runs, capsys):
+    """``python -m harness report D`` over a runs.jsonl whose last record is torn: the report counts what read_jsonl finds
+    and says, in report.md and report.json, which line was lost."""
+    d = tmp_path / "d"
+    d.mkdir()
+    text = "".join(json.dumps(dict(r, workload_spec=tiny.to_dict())) + "\n" for r in fake_runs(tiny, [100, 101]))
+    (d / "runs.jsonl").write_text(text[:-100])
+    assert cli.main(["report", str(d), "--baselines-dir", str(tmp_path / "none")]) == 0
+    said = f"{d / 'runs.jsonl'}:6: a torn last line"
+    data = json.loads((d / "report.json").read_text())
+    assert any(said in n for n in data["notes"]) and said in (d / "report.md").read_text() and said in capsys.readouterr().out
+    assert sum(r["runs"] for r in data["rows"]) == len(read_jsonl(d / "runs.jsonl")) == 5

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.files import read_jsonl, write_atomic
+from harness.files import read_records, write_atomic
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.reporting import report
@@ -26,9 +26,10 @@ def command_line() -> str:
     return "python -m harness " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def records(dirs: list[str]) -> list[dict]:
+def records(dirs: list[str], skipped: list[str] | None = None) -> list[dict]:
     """Records of the results dirs, each dir once (``D D/ D/.`` is one dir); runs made before boot ids were recorded take
-    their dir as their machine."""
+    their dir as their machine. A torn or malformed line is skipped: named in ``skipped`` when given (for the report),
+    else on stderr."""
     out, seen = [], set()
     for d in dirs:
         if Path(d).resolve() in seen:
@@ -36,7 +37,13 @@ def records(dirs: list[str]) -> list[dict]:
         seen.add(Path(d).resolve())
         if not (Path(d) / "runs.jsonl").exists():
             raise UsageError(f"{d}: no runs.jsonl here; pass a --results-dir of an earlier session")
-        out += [dict(r, machine=r.get("machine") or f"dir:{d}") for r in read_jsonl(Path(d) / "runs.jsonl")]
+        recs, lost = read_records(Path(d) / "runs.jsonl")
+        if skipped is not None:
+            skipped += lost
+        else:
+            for line in lost:
+                print(f"warning: {line}", file=sys.stderr)
+        out += [dict(r, machine=r.get("machine") or f"dir:{d}") for r in recs]
     return out
 
 
@@ -123,10 +130,11 @@ def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, 
                  alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False,
                  out: Callable[[str], None] = print) -> int:
     """report.md, report.json and plots for RESULTS_DIR(s), against ``baseline`` (results dirs or a file) or the stored baselines."""
+    skipped: list[str] = []
     if baseline:
         judge = against(baseline, results_dirs, alpha, threshold, allow_gpu_mismatch)
     else:
-        recs = records(results_dirs)
+        recs = records(results_dirs, skipped)
         groups = group(recs, " + ".join(results_dirs))
         gpu = recs[0]["gpu"]
         baselines = load_baselines(baselines_dir, gpu, {n: w for n, (w, _) in groups.items()})
@@ -135,7 +143,7 @@ def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, 
             if isinstance(base, bl.Baseline) and ids & {r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]}:
                 baselines[name] = bl.MissingBaseline(f"these runs of {name} are its baseline ({base.path}); not compared with themselves")
         judge = judge_of(groups, baselines, gpu, alpha, threshold)
-    data = report.build(judge, command=command_line())
+    data = report.build(judge, command=command_line(), notes=tuple(f"{line}: a record lost on disk, not counted" for line in skipped))
     dest = Path(out_dir or results_dirs[0])
     dest.mkdir(parents=True, exist_ok=True)
     paths = report.write(data, dest)
