@@ -158,6 +158,12 @@ def test_baseline_update_counts_a_results_dir_passed_three_times_once(tmp_path, 
     write_runs(tmp_path / "edited", [100, 101, 99, 100, 130])
     assert cli.main([*update, str(d), str(tmp_path / "edited")]) == 2
     assert "is recorded twice with different values" in capsys.readouterr().err
+    write_runs(tmp_path / "nan", [100, 101, 99, 100, float("nan")])  # a run a baseline cannot hold: refused, named, nothing written
+    before = bl.path_for(store, "cpu", tiny.name).read_text()
+    assert cli.main([*update, str(tmp_path / "nan")]) == 2
+    err = capsys.readouterr().err
+    assert "step_time_median_ms is nan" in err and "(run 1x4-4)" in err and err.count("\n") == 1
+    assert bl.path_for(store, "cpu", tiny.name).read_text() == before
 
 
 def test_history_leaves_out_and_names_a_bad_record_instead_of_failing_the_page(tmp_path, capsys):

@@ -161,6 +161,20 @@ def unique_runs(records: list[dict], workload: str) -> list[dict]:
     return out
 
 
+def record_problem(r: dict) -> str | None:
+    """Why a run record cannot go into a baseline (a key it is built from missing or of the wrong type), or None."""
+    if not isinstance(r.get("run_id"), str) or not isinstance(r.get("decomposition_id"), str):
+        return "run_id or decomposition_id is not a string"
+    if is_census(r):
+        return None if isinstance(r["census"], dict) else "census is not an object"
+    steps, warm = r.get("step_times_ms"), r.get("warmup_steps")
+    if not (isinstance(steps, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in steps)):
+        return "step_times_ms is not a list of numbers"
+    if not (isinstance(warm, int) and not isinstance(warm, bool) and warm >= 0):
+        return f"warmup_steps is {warm!r}, not a whole number >= 0"
+    return None
+
+
 def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS, require_all: bool = True) -> None:
     """Refuse to record a baseline from failed runs or too few repeats (each run counted once). Raises BaselineError."""
     failed = [r for r in records if r.get("status") != "ok"]
@@ -187,6 +201,10 @@ def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, t
     a run whose values a baseline cannot hold (a NaN or negative step time)."""
     check_runs(workload, records, min_repeats, require_all)
     records = unique_runs(records, workload.name)
+    for r in records:
+        if (why := record_problem(r)) is not None:
+            raise BaselineError(f"refusing to make a baseline of {workload.name} from these runs: run {r.get('run_id')}: {why}; "
+                                "leave that run's results dir out or rerun it")
     bad = sorted({r.get("workload_hash") for r in records} - {workload.hash})
     if bad:
         raise BaselineError(f"refusing to record a baseline for {workload.name}: runs of another spec (hash {', '.join(map(str, bad))}) are mixed in")
