@@ -237,3 +237,15 @@ def test_the_report_command_says_a_torn_line_of_runs_jsonl_in_the_report(tmp_pat
     data = json.loads((d / "report.json").read_text())
     assert any(said in n for n in data["notes"]) and said in (d / "report.md").read_text() and said in capsys.readouterr().out
     assert sum(r["runs"] for r in data["rows"]) == len(read_jsonl(d / "runs.jsonl")) == 5
+
+
+def test_resume_skips_and_names_a_record_of_the_wrong_shape(tmp_path, make):
+    """A valid-JSON record that lacks what --resume reads (its case) is skipped and named, its run made again."""
+    times = {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}
+    make(times, [], repeats=1).run()
+    runs = tmp_path / "out" / "runs.jsonl"
+    recs = read_jsonl(runs)
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs[:-1]) + json.dumps({k: v for k, v in recs[-1].items() if k != "workload"}) + "\n")
+    calls = []
+    s = make(times, calls, repeats=1, resume=True).run()
+    assert calls == [("4x1", 1)] and any(f"run {recs[-1]['run_id']!r} lacks its session, case" in n for n in s.notes)

@@ -174,7 +174,12 @@ class PerfSession:
         Raises ValueError, with one line, when that session ran with other settings than this one.
         """
         o = self.options
-        recs, skipped = read_records(Path(o.results_dir) / "runs.jsonl")
+        path = Path(o.results_dir) / "runs.jsonl"
+        recs, skipped = read_records(path)
+        whole = [all(isinstance(r.get(k), str) for k in ("session_id", "workload", "decomposition_id", "status"))
+                 and isinstance(r.get("repeat"), int) for r in recs]  # what resuming reads of a record
+        skipped += [f"{path}: run {r.get('run_id')!r} lacks its session, case, repeat or status; skipped" for r, ok in zip(recs, whole) if not ok]
+        recs = [r for r, ok in zip(recs, whole) if ok]
         for line in skipped:  # a run whose record was torn counts as not made: it is made again, and the report says why
             self.notes.append(f"--resume: {line}; the run it held counts as not made: made again if this session needs it")
             self.progress(self.notes[-1])
