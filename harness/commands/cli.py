@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | doctor}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | store {add | alerts} | doctor}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. A command prints one line and exits 2 on bad input;
@@ -111,7 +111,21 @@ def _cmd_doctor(a) -> int:
 def _cmd_history(a) -> int:
     from harness.commands.history import history
 
-    return history(a.results_dirs, out_dir=a.out_dir, alpha=a.alpha, penalty=a.penalty)
+    return history(a.results_dirs, out_dir=a.out_dir, alpha=a.alpha, penalty=a.penalty, store=a.store, cache=a.cache)
+
+
+def _cmd_store_add(a) -> int:
+    from harness.commands.store import store_add
+
+    return store_add(a.results_dirs, store=a.store, track=a.track, runner=a.runner, image=a.image, cache=a.cache)
+
+
+def _cmd_store_alerts(a) -> int:
+    from harness.commands.store import store_alerts
+
+    return store_alerts(store=a.store, cache=a.cache, new_only=a.new, gpu=a.gpu, track=a.track, as_json=a.json, issues=a.issues, alpha=a.alpha)
+
+
 def _cmd_interleave(a) -> int:
     import os
 
@@ -170,10 +184,12 @@ def parser() -> argparse.ArgumentParser:
 
     hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
                         "changes, census counts and change points, as a static page (index.html and PNGs)")
-    hi.add_argument("results_dirs", nargs="+", metavar="[TRACK=]RESULTS_DIR",
+    hi.add_argument("results_dirs", nargs="*", metavar="[TRACK=]RESULTS_DIR",
                     help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
     opt.add(hi.add_argument, opt.HISTORY)
+    _store_options(hi.add_argument, required=False)
     hi.set_defaults(fn=_cmd_history)
+    _store_commands(sub)
 
     dr = sub.add_parser("doctor", help="what this machine is to the suite: the detected GPU and its runner label, driver, CUDA and library "
                         "versions, the workloads that run here and their baselines, what the nightly would do here, what is missing")
@@ -183,6 +199,34 @@ def parser() -> argparse.ArgumentParser:
     dr.set_defaults(fn=_cmd_doctor)
     _measuring_commands(sub)
     return p
+
+
+def _store_options(add, required: bool) -> None:
+    add("--store", required=required, help="the results store: a directory, or a git URL or repository path (branch perf-results); docs/store.md")
+    add("--cache", help="where a git store's branch is cloned (default: one folder per URL under $XDG_CACHE_HOME/harness-store)")
+
+
+def _store_commands(sub) -> None:
+    """``store add`` and ``store alerts``: the results store (harness.commands.store)."""
+    sp = sub.add_parser("store", help="the results store: one compact record per session, in a directory or on a git branch").add_subparsers(
+        dest="scmd", required=True)
+    ad = sp.add_parser("add", help="add each session of RESULTS_DIR(s) to the store (a session stored already is stored once)")
+    ad.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR")
+    _store_options(ad.add_argument, required=True)
+    ad.add_argument("--track", default="", help="the environment the sessions ran in, e.g. pinned or latest (default: none)")
+    ad.add_argument("--runner", help="the runner's name (default: $RUNNER_NAME)")
+    ad.add_argument("--image", help="the container image digest the sessions ran in (default: $PERF_IMAGE)")
+    ad.set_defaults(fn=_cmd_store_add)
+    al = sp.add_parser("alerts", help="environment regressions in the store: census counts that moved and timing shifts that held "
+                       "with the library pins unchanged; environment changes with no effect as notes")
+    _store_options(al.add_argument, required=True)
+    al.add_argument("--gpu", help="only this GPU's sessions")
+    al.add_argument("--track", help="only this track's sessions")
+    al.add_argument("--new", action="store_true", help="only the alerts that each series' newest session raised")
+    al.add_argument("--json", action="store_true", help="alerts and notes as JSON")
+    al.add_argument("--issues", metavar="FILE", help="also write the alerts of --gpu as a report for .github/scripts/regression-issues.sh")
+    al.add_argument("--alpha", type=float, default=0.05, help="expected false timing alerts of one series in 365 nights")
+    al.set_defaults(fn=_cmd_store_alerts)
 
 
 def _measuring_commands(sub) -> None:

@@ -59,8 +59,9 @@ def read_dir(d: str) -> tuple[list[dict], list[str]]:
 
 
 def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: float = changepoints.ALPHA, penalty: float = changepoints.PENALTY_K,
-            out: Callable[[str], None] = print) -> int:
-    """Write ``index.html`` (with the data embedded as JSON), ``history.json`` and one PNG per series to ``out_dir``."""
+            store: str | None = None, cache: str | None = None, out: Callable[[str], None] = print) -> int:
+    """Write ``index.html`` (with the data embedded as JSON), ``history.json`` and one PNG per series to ``out_dir``, from the
+    results dirs and every session of ``store`` (a results store, ``docs/store.md``: a directory or a git URL)."""
     try:
         import ruptures  # noqa: F401
     except ImportError:
@@ -77,9 +78,16 @@ def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: fl
     skipped = [line for *_, lines in read for line in lines]
     for line in skipped:
         out(f"warning: {line}")
-    data = hist.build([(t, d, recs) for t, d, recs, _ in read], k=penalty, alpha=alpha, command=command_line(), skipped=skipped)
+    if not results_dirs and not store:
+        raise UsageError("history needs results dirs, or --store with a results store (a directory or a git URL)")
+    inputs = [(t, d, recs) for t, d, recs, _ in read]
+    if store:
+        from harness.commands.store import history_input
+
+        inputs += history_input(store, cache, out)
+    data = hist.build(inputs, k=penalty, alpha=alpha, command=command_line(), skipped=skipped)
     if not data["series"]:
-        raise UsageError(f"no timed or census runs in {', '.join(results_dirs)}")
+        raise UsageError(f"no timed or census runs in {', '.join([*results_dirs, *([store] if store else [])])}")
     paths = history_page.write(data, out_dir)
     for s in data["series"]:
         cps = "; ".join(f"{c['started_at']} x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] p={c['p']:.2g}" for c in s["change_points"])

@@ -30,6 +30,7 @@ from harness.record import is_census
 from harness.spec import changed_fields
 
 TRACKED = ("python", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
+ENV_TRACKED = ("driver", "cuda", "image", "runner")  # keys of a run's env (a stored session's: harness.store.runs), shown like versions
 SPEC = "workload spec"  # the workload hash, tracked like a version
 
 
@@ -104,6 +105,9 @@ def _versions(recs: list[dict]) -> dict[str, str]:
         vals = sorted({str(((r.get("env") or {}).get("versions") or {}).get(lib)) for r in recs} - {"None"})
         if vals:
             out[lib] = " | ".join(vals)
+    for key in ENV_TRACKED:
+        if vals := sorted({str((r.get("env") or {}).get(key)) for r in recs} - {"None"}):
+            out[key] = " | ".join(vals)
     out[SPEC] = " | ".join(sorted({r.get("workload_hash") or "?" for r in recs}))
     return out
 
@@ -121,7 +125,7 @@ def _finite(x: float | None) -> float | None:
 def version_changes(prev: dict, cur: dict) -> list[dict]:
     """What differs between two sessions' versions: ``{"name", "old", "new"}`` per tracked library (and the spec)."""
     out = []
-    for lib in (*TRACKED, SPEC):
+    for lib in (*TRACKED, *ENV_TRACKED, SPEC):
         a, b = prev["versions"].get(lib), cur["versions"].get(lib)
         if a != b and a is not None and b is not None:
             ch = {"name": lib, "old": a, "new": b}

@@ -1,0 +1,90 @@
+"""The session record of the results store: its schema version, upgrades of older versions, its file name and bytes.
+
+A record is one JSON object per session (``docs/store.md`` describes every key), written gzipped and byte-for-byte
+deterministic (sorted keys, no timestamp in the gzip header), so that adding the same session twice writes the same
+bytes and a git store commits nothing the second time.
+
+Versions, as asv's ``api_version``: every record carries ``schema``. A reader calls :func:`upgrade`, which applies
+the functions of :data:`UPGRADES` in turn (``UPGRADES[n]`` takes a version-``n`` record to version ``n + 1``), so that
+the rest of the code sees the current version only. A record newer than this harness is refused with one line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
+SCHEMA = 1
+SUFFIX = ".json.gz"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+NO_TRACK = "default"  # the folder of sessions added without --track
+
+
+class RecordError(ValueError):
+    """A file that is not a session record this harness can read."""
+
+
+def _from_0(rec: dict) -> dict:
+    """Version 0 (drafts before the schema key existed): the environment was ``env``; ``runner`` could be missing."""
+    out = {k: v for k, v in rec.items() if k != "env"}
+    out.setdefault("environment", rec.get("env") or {})
+    out.setdefault("runner", "")
+    out.setdefault("verdicts", [])
+    out["schema"] = 1
+    return out
+
+
+UPGRADES: dict[int, Callable[[dict], dict]] = {0: _from_0}
+
+
+def upgrade(rec: dict, where: str = "record") -> dict:
+    """``rec`` at the current :data:`SCHEMA`, through :data:`UPGRADES`; raises :class:`RecordError` for a newer or broken one."""
+    if not isinstance(rec, dict) or "session_id" not in rec:
+        raise RecordError(f"{where}: not a session record (no session_id); pass files written by python -m harness store add")
+    version = rec.get("schema", 0)
+    if not isinstance(version, int) or version > SCHEMA:
+        raise RecordError(f"{where}: schema {version!r} is newer than this harness reads ({SCHEMA}); update the harness")
+    while version < SCHEMA:
+        rec = UPGRADES[version](rec)
+        version = rec["schema"]
+    return rec
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a name: letters, digits, ``.``, ``_`` and ``-``; anything else becomes ``_``."""
+    return _UNSAFE.sub("_", text).strip("._") or "_"
+
+
+def relpath(rec: dict) -> str:
+    """Where a record is filed: ``<gpu>/<track>/<YYYY-MM-DD>-<session>.json.gz`` (the date of its first run)."""
+    day = (rec.get("started_at") or "")[:10]
+    day = day if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else "undated"
+    return str(PurePosixPath(slug(rec.get("gpu") or "unknown"), slug(rec.get("track") or NO_TRACK), f"{day}-{slug(rec['session_id'])}{SUFFIX}"))
+
+
+def session_of(name: str) -> str | None:
+    """The session slug of a store file name (``2026-11-30-<session>.json.gz``), or None for another file."""
+    m = re.fullmatch(r"(?:\d{4}-\d{2}-\d{2}|undated)-(.+)" + re.escape(SUFFIX), name)
+    return m.group(1) if m else None
+
+
+def dumps(rec: dict) -> bytes:
+    """The record's file content: compact sorted JSON, gzipped with a zero timestamp (the same record, the same bytes)."""
+    text = json.dumps(rec, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0, filename="") as fh:
+        fh.write(text)
+    return buf.getvalue()
+
+
+def loads(data: bytes, where: str = "record") -> dict:
+    """A record from its file content, upgraded to the current schema."""
+    try:
+        rec = json.loads(gzip.decompress(data))
+    except (OSError, EOFError, ValueError) as exc:
+        raise RecordError(f"{where}: not a gzipped JSON session record ({exc}); remove it or add the session again") from None
+    return upgrade(rec, where)

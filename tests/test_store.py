@@ -1,0 +1,293 @@
+"""The results store (``docs/store.md``) and its environment alerts: records of the committed results dirs round-trip, stay
+within their size bound and are stored once; a git branch store takes two clones pushing at once; the history page is
+built from a store; a census change with the pins unchanged raises one alert naming it; a +10% shift that holds raises one
+alert on its second night and not on its first; a one-night spike raises none; A/A nights raise at most alpha false
+alerts. Synthetic nights are made from a committed H200 session (tests/data/history), with seeded noise."""
+
+import copy
+import json
+import math
+import subprocess
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.commands import cli
+from harness.store import DirStore, GitStore, is_git, open_store
+from harness.store import record as rec_mod
+from harness.store.alerts import find_alerts, issues_report
+from harness.store.shifts import ShiftRule, find
+from harness.store.summary import LIMIT_BYTES, fit, records_of
+
+R = Path(__file__).resolve().parent / "data" / "history"
+DIRS = [R / "h200" / d for d in ("lease1-100steps", "lease2-100steps", "lease3-4-fresh-checkout", "lease5-round")] + [
+    R / "census-h200" / d for d in ("lease-a/a", "lease-b/a", "lease-b/b", "lease-c/a", "lease-c/ab")] + [R / "cpu-e2e" / "run-b", R / "ab-cpu"]
+DRIFT = 0.10  # night-to-night sd (log) of the A/A nights: the 8-15% lease-to-lease drift of docs/statistics.md
+QUIET = 0.015  # night-to-night sd (log) of the nights a +10% shift is planted in
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# synthetic nights from a committed session: 15 timed runs of three splits, with the census of a census session
+# ---------------------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def base_night() -> dict:
+    night = records_of(R / "h200" / "lease3-4-fresh-checkout", track="pinned", runner="gpu-h200-1")[0]
+    census = {c["decomposition"]: c for c in records_of(R / "census-h200" / "lease-a" / "a")[0]["cases"]}
+    for case in night["cases"]:
+        cc = census[case["decomposition"]]
+        case["census"], case["census_runs"], case["kernel_ms"] = cc["census"], 1, cc.get("kernel_ms")
+        case["runs"].append({**next(r for r in cc["runs"] if "census" in r), "run_id": f"census-{case['decomposition']}"})
+    return night
+
+
+def night(base: dict, i: int, log_shift: dict[str, float] | float = 0.0, env: dict | None = None, versions: dict | None = None) -> dict:
+    """Night ``i``: the base session moved to 2027-01-01 + i days, every timed run's step time times exp(shift of its case)."""
+    rec = copy.deepcopy(base)
+    rec["session_id"] = f"night-{i:03d}"
+    rec["started_at"] = (datetime(2027, 1, 1, 2, 17) + timedelta(days=i)).strftime("%Y-%m-%dT%H:%M:%S+0000")
+    rec["environment"].update(env or {})
+    rec["versions"].update(versions or {})
+    for case in rec["cases"]:
+        f = math.exp(log_shift.get(case["decomposition"], 0.0) if isinstance(log_shift, dict) else log_shift)
+        for run in case["runs"]:
+            if run.get("median_ms") and "census" not in run:
+                run["median_ms"] *= f
+        st = case["step_time_ms"]
+        case["step_time_ms"] = {**st, "median": st["median"] * f, "min": st["min"] * f, "max": st["max"] * f}
+    return rec
+
+
+def noisy_nights(base: dict, n: int, sigma: float, seed: int, planted=None) -> list[dict]:
+    """``n`` nights with independent log-normal noise of sd ``sigma`` per night and case; ``planted(i)`` adds a log shift."""
+    rng = np.random.default_rng(seed)
+    decs = [c["decomposition"] for c in base["cases"]]
+    return [night(base, i, {d: float(rng.normal(0, sigma)) + (planted(i) if planted else 0.0) for d in decs}) for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the record: round trip, upgrades, size, idempotence
+# ---------------------------------------------------------------------------------------------------------------------
+def test_records_round_trip_through_a_directory_store(tmp_path):
+    recs = [r for d in DIRS for r in records_of(d, track="pinned")]
+    assert len({r["session_id"] for r in recs}) == len(recs) == 20
+    done = DirStore(tmp_path).add(recs)
+    assert {a.status for a in done} == {"added"}
+    back = {r["session_id"]: r for r in DirStore(tmp_path).records()}
+    assert back == {r["session_id"]: json.loads(json.dumps(r)) for r in recs}
+    timed = back["20261129T225758-06c514"]
+    assert [c["decomposition"] for c in timed["cases"]] == ["1x4", "2x2", "4x1"] and timed["environment"]["driver"] == "580.159.04"
+    assert timed["environment"]["machines"] == ["91f3a6e8", "d2ee8eb1"] and timed["versions"]["transformers"] == "5.17.0"
+    cen = back["census-20261130T190812-1a3bb1"]["cases"][2]
+    assert cen["census"]["kernels"] == pytest.approx(10937.4) and cen["census_runs"] == 1  # normalised: no GPU annotation
+    assert (tmp_path / "h200" / "pinned" / "2026-11-29-20261129T225758-06c514.json.gz").is_file()
+
+
+def test_older_schema_is_upgraded_and_a_newer_one_refused():
+    draft = {"session_id": "s1", "gpu": "h200", "env": {"driver": "1"}, "cases": []}
+    up = rec_mod.loads(rec_mod.dumps(draft))
+    assert up["schema"] == rec_mod.SCHEMA and up["environment"] == {"driver": "1"} and up["runner"] == "" and "env" not in up
+    with pytest.raises(rec_mod.RecordError, match="newer than this harness"):
+        rec_mod.loads(rec_mod.dumps({**up, "schema": rec_mod.SCHEMA + 1}), "x.json.gz")
+    with pytest.raises(rec_mod.RecordError, match="not a gzipped JSON"):
+        rec_mod.loads(b"not gzip", "x.json.gz")
+
+
+def test_every_committed_session_fits_and_a_long_one_is_trimmed_to_fit(base_night):
+    sizes = [len(rec_mod.dumps(r)) for d in DIRS for r in records_of(d)]
+    assert max(sizes) <= LIMIT_BYTES
+    big = copy.deepcopy(base_night)  # 10 runs of 1000 steps per split, on top of a full census: more than a session makes
+    rng = np.random.default_rng(0)
+    for case in big["cases"]:
+        case["runs"] += [{**case["runs"][0], "run_id": f"x{i}", "steady_us": [round(x) for x in rng.normal(1.3e6, 6e4, 1000)]} for i in range(10)]
+    assert len(rec_mod.dumps(big)) > LIMIT_BYTES
+    small = fit(big)
+    assert len(rec_mod.dumps(small)) <= LIMIT_BYTES and small["trimmed"]
+    assert all(c["census"]["kernels"] for c in small["cases"])  # the counts stay; only detail goes
+
+
+def test_adding_a_session_twice_stores_it_once(tmp_path):
+    d = str(R / "h200" / "lease5-round")
+    assert cli.main(["store", "add", d, "--store", str(tmp_path), "--track", "pinned", "--runner", "r1", "--image", ""]) == 0
+    first = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json.gz"))
+    data = (tmp_path / first[0]).read_bytes()
+    assert cli.main(["store", "add", d, "--store", str(tmp_path), "--track", "pinned", "--runner", "r1", "--image", ""]) == 0
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json.gz")) == first
+    assert (tmp_path / first[0]).read_bytes() == data
+    done = DirStore(tmp_path).add(records_of(d, track="latest", runner="r1"))  # filed again under another track: moved, not copied
+    assert done[0].status == "updated" and done[0].removed == tuple(first)
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json.gz")] == [done[0].path]
+
+
+def test_verdicts_of_every_report_are_kept(tmp_path):
+    d = tmp_path / "perf-results"
+    d.mkdir()
+    (d / "runs.jsonl").write_text((R / "h200" / "lease5-round" / "runs.jsonl").read_text())
+    sid = json.loads((d / "runs.jsonl").read_text().splitlines()[0])["session_id"]
+    (d / "report.json").write_text(json.dumps({"session_id": sid, "verdicts": [{"kind": "runtime", "case": "qwen3-1.7b-lora-1x4",
+                                                                                 "outcome": "pass", "message": "ok"}], "rows": []}))
+    (d / "ab" / "1x4").mkdir(parents=True)
+    (d / "ab" / "1x4" / "report.json").write_text(json.dumps({"session_id": "il-1", "verdict": {"ratio": 1.01, "lo": 0.99, "hi": 1.03},
+                                                              "verdicts": [{"kind": "interleaved", "case": "c", "outcome": "pass", "message": "m"}]}))
+    (rec,) = records_of(d)
+    assert [(v["source"], v["kind"], v["outcome"]) for v in rec["verdicts"]] == [("ab/1x4/report.json", "interleaved", "pass"),
+                                                                                ("report.json", "runtime", "pass")]
+    assert rec["verdicts"][0]["ratio"] == 1.01
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the git branch store
+# ---------------------------------------------------------------------------------------------------------------------
+def _branch_files(bare: Path) -> list[str]:
+    out = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "perf-results"], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def _commits(bare: Path) -> int:
+    return int(subprocess.run(["git", "--git-dir", str(bare), "rev-list", "--count", "perf-results"], capture_output=True, text=True,
+                              check=True).stdout)
+
+
+def test_git_store_on_a_bare_repository_with_a_concurrent_push(tmp_path):
+    bare = tmp_path / "store.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    assert is_git(str(bare)) and not is_git(str(tmp_path / "plain"))
+    a, b = GitStore(str(bare), tmp_path / "clone-a"), GitStore(str(bare), tmp_path / "clone-b")
+    r1, r2 = records_of(R / "h200" / "lease1-100steps"), records_of(R / "h200" / "lease2-100steps")
+    a.add(r1)  # makes the branch
+    a.sync()
+    b.sync()
+    a.commit(r2[:1])
+    b.commit(r2[1:])  # both committed on the same tip: whoever pushes second is rejected
+    assert a.push(r2[:1]) == 0
+    assert b.push(r2[1:]) >= 1  # rejected, fetched, rebased, pushed
+    assert len(_branch_files(bare)) == 6
+    n = _commits(bare)
+    a.add(r1 + r2)  # everything stored already: no commit
+    assert _commits(bare) == n
+    assert {r["session_id"] for r in GitStore(str(bare), tmp_path / "clone-c").records()} == {r["session_id"] for r in r1 + r2}
+
+
+def test_git_store_two_jobs_adding_at_once(tmp_path):
+    bare = tmp_path / "store.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    jobs = [records_of(R / "census-h200" / d, track=t) for d, t in (("lease-a/a", "pinned"), ("lease-b/b", "latest"), ("lease-c/a", "pinned"))]
+    errors = []
+
+    def job(i):
+        try:
+            GitStore(str(bare), tmp_path / f"clone-{i}").add(jobs[i])
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(_branch_files(bare)) == sum(map(len, jobs)) == 4
+
+
+def test_history_page_from_a_store_shows_every_session(tmp_path, base_night):
+    st = tmp_path / "store"
+    nights = noisy_nights(base_night, 20, QUIET, seed=1)
+    DirStore(st).add(nights)
+    assert cli.main(["store", "add", str(R / "h200" / "lease5-round"), "--store", str(st), "--track", "pinned"]) == 0
+    out = tmp_path / "page"
+    assert cli.main(["history", "--store", str(st), "--out", str(out)]) == 0
+    data = json.loads((out / "history.json").read_text())
+    series = {s["key"]: s for s in data["series"]}
+    s = series["h200/qwen3-1.7b-lora/4x1/pinned"]
+    assert s["sessions"] == ["20261130T035854-eff4a5"] + [n["session_id"] for n in nights]
+    assert s["census_sessions"] == [n["session_id"] for n in nights]
+    assert (out / "index.html").is_file()
+    # the committed results dirs, alone, still make the page as before (the TRACK=DIR form)
+    assert cli.main(["history", f"pinned={R / 'h200' / 'lease5-round'}", "--out", str(tmp_path / "p2")]) == 0
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["store", "add", "--store", str(st)])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# alerts
+# ---------------------------------------------------------------------------------------------------------------------
+def _with_census(rec: dict, dec: str, kernel: str, delta: float) -> dict:
+    case = next(c for c in rec["cases"] if c["decomposition"] == dec)
+    c = case["census"]
+    c["kernels_by_name"] = {**c["kernels_by_name"], kernel: c["kernels_by_name"].get(kernel, 0) + delta}
+    c["kernels"] += delta
+    return rec
+
+
+def test_census_change_with_unchanged_pins_raises_one_alert_naming_it(base_night):
+    nights = [night(base_night, i) for i in range(10)]
+    k = "void at::native::elementwise_kernel<128, 4>"
+    nights[6] = _with_census(night(base_night, 6, env={"driver": "590.10.01"}), "4x1", k, 1.0)  # a new driver adds a kernel
+    for i in range(7, 10):
+        nights[i] = _with_census(night(base_night, i, env={"driver": "590.10.01"}), "4x1", k, 1.0)
+    for i in (8, 9):  # an environment change with no effect: a note
+        nights[i]["environment"].update(cuda="13.1", harness="abc")
+    res = find_alerts(nights)
+    (al,) = res["alerts"]
+    assert al["kind"] == "census" and al["session_id"] == "night-006" and al["subject"] == "qwen3-1.7b-lora-4x1"
+    assert "kernel launches per optimizer step 10,937.4 -> 10,938.4 (+1)" in al["cases"][0]["lines"][0]
+    assert "driver 580.159.04→590.10.01" in al["summary"]
+    assert [n["text"].split(": ", 1)[1] for n in res["notes"]] == ["cuda 13.0→13.1, no census or timing alert"]
+    # the same counts with transformers bumped: a library change, judged by the A/B, no environment alert
+    bumped = [night(base_night, i) for i in range(3)] + [_with_census(night(base_night, 3, versions={"transformers": "5.24.0"}), "4x1", k, 1.0)]
+    assert find_alerts(bumped)["alerts"] == []
+    # one issue per alert: a stable key and title, whatever night the alerts are run
+    assert find_alerts(nights + [night(base_night, 10, env={"driver": "590.10.01"})])["alerts"][0]["key"] == al["key"]
+    rep = issues_report(res, "h200", "night-009")
+    assert [v["kind"] + " " + v["case"] for v in rep["verdicts"]] == ["env-census qwen3-1.7b-lora-4x1 since night-006"]
+
+
+def test_a_ten_percent_shift_that_holds_alerts_on_its_second_night_only(base_night):
+    planted = noisy_nights(base_night, 34, QUIET, seed=3, planted=lambda i: math.log(1.10) if i >= 30 else 0.0)
+    planted[30]["environment"]["driver"] = planted[31]["environment"]["driver"] = "590.10.01"
+    for i in range(32, 34):
+        planted[i]["environment"]["driver"] = "590.10.01"
+    assert find_alerts(planted[:31])["alerts"] == []  # one night proves nothing
+    second = find_alerts(planted[:32], new_only=True)["alerts"]
+    assert [(a["kind"], a["subject"], a["session_id"], a["raised_at"]) for a in second] == [
+        ("timing", f"qwen3-1.7b-lora-{d}", "night-030", "night-031") for d in ("1x4", "2x2", "4x1")]
+    a = second[0]
+    assert 1.05 < a["ratio"] < 1.15 and a["lo"] < a["ratio"] < a["hi"] and a["nights"] == 2 and a["reference_nights"] == 30
+    assert "driver 580.159.04→590.10.01" in a["summary"] and len(a["trend"]) == 7
+    later = find_alerts(planted)
+    assert sorted(x["key"] for x in later["alerts"]) == sorted(x["key"] for x in second)  # the same alerts, the same keys
+    assert find_alerts(planted, new_only=True)["alerts"] == []  # nothing new on the nights after
+
+
+def test_a_one_night_spike_raises_nothing(base_night):
+    nights = noisy_nights(base_night, 45, QUIET, seed=4, planted=lambda i: math.log(1.30) if i == 30 else 0.0)
+    assert all(find_alerts(nights[:t])["alerts"] == [] for t in (31, 32, 33, 45))
+
+
+def test_aa_nights_raise_at_most_alpha_false_alerts(base_night):
+    rule = ShiftRule()
+    level = base_night["cases"][0]["step_time_ms"]["median"]
+    series = 100
+    false = sum(bool(find(list(level * np.exp(np.random.default_rng(1000 + i).normal(0, DRIFT, 100))), rule)) for i in range(series))
+    assert false <= rule.alpha * series  # the rule's budget is alpha per 365 nights: over 100 nights about a quarter of it
+    # and through the store's records: 100 A/A nights of the three splits
+    assert find_alerts(noisy_nights(base_night, 100, DRIFT, seed=7))["alerts"] == []
+
+
+def test_alerts_command(tmp_path, base_night, capsys):
+    st = tmp_path / "store"
+    nights = [night(base_night, i) for i in range(4)]
+    nights[3] = _with_census(night(base_night, 3, env={"image": "sha256:feed"}), "1x4", "k", 2.0)
+    DirStore(st).add(nights)
+    issues = tmp_path / "env-alerts.json"
+    assert cli.main(["store", "alerts", "--store", str(st), "--gpu", "h200", "--new", "--json", "--issues", str(issues)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [a["key"] for a in res["alerts"]] == ["env-census/h200/pinned/gpu-h200-1/night-003"]
+    rep = json.loads(issues.read_text())
+    assert rep["gpu"] == "h200" and rep["session_id"] == "night-003" and rep["verdicts"][0]["outcome"] == "regression"
+    assert "image (none)→sha256:feed" in rep["verdicts"][0]["message"]
+    assert cli.main(["store", "alerts", "--store", str(tmp_path / "empty")]) == 2
+    assert "no session stored there" in capsys.readouterr().err
+    assert isinstance(open_store(str(st)), DirStore)
