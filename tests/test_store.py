@@ -83,6 +83,10 @@ def test_records_round_trip_through_a_directory_store(tmp_path):
     cen = back["census-20261130T190812-1a3bb1"]["cases"][2]
     assert cen["census"]["kernels"] == pytest.approx(10937.4) and cen["census_runs"] == 1  # normalised: no GPU annotation
     assert (tmp_path / "h200" / "pinned" / "2026-11-29-20261129T225758-06c514.json.gz").is_file()
+    (tmp_path / "h200" / "pinned" / "2026-12-01-broken.json.gz").write_bytes(b"torn")  # a broken file: skipped, named
+    warned = []
+    assert len(list(DirStore(tmp_path).records(warn=warned.append))) == len(recs)
+    assert len(warned) == 1 and "2026-12-01-broken.json.gz: not a gzipped JSON session record" in warned[0]
 
 
 def test_older_schema_is_upgraded_and_a_newer_one_refused():
@@ -291,3 +295,10 @@ def test_alerts_command(tmp_path, base_night, capsys):
     assert cli.main(["store", "alerts", "--store", str(tmp_path / "empty")]) == 2
     assert "no session stored there" in capsys.readouterr().err
     assert isinstance(open_store(str(st)), DirStore)
+    assert cli.main(["store", "add", str(tmp_path / "empty"), "--store", str(st)]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    (tmp_path / "no-runs").mkdir()
+    assert cli.main(["store", "add", str(tmp_path / "no-runs"), "--store", str(st)]) == 2
+    assert "no runs.jsonl with a run here or below" in capsys.readouterr().err
+    assert cli.main(["history", "--out", str(tmp_path / "page")]) == 2
+    assert "history needs results dirs, or --store" in capsys.readouterr().err

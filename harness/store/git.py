@@ -24,6 +24,7 @@ from harness.store.local import Added, DirStore
 
 BRANCH = "perf-results"
 RETRIES = 8
+GIT_TIMEOUT_S = 300  # one git command (a fetch or push over the network) at most
 AUTHOR = ("harness-store", "harness-store@localhost")  # the commits' author when git has no user.email configured
 
 
@@ -48,8 +49,13 @@ class GitStore:
         return f"{self.url} (branch {self.branch})"
 
     def _git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        p = subprocess.run(["git", "-C", str(self.cache), *args], capture_output=True, text=True,
-                           env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+        try:
+            p = subprocess.run(["git", "-C", str(self.cache), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
+                               env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+        except subprocess.TimeoutExpired:
+            raise GitStoreError(f"git {' '.join(args[:2])} in {self.cache} took over {GIT_TIMEOUT_S} s; check that {self.url} is reachable") from None
+        except FileNotFoundError:
+            raise GitStoreError("a git store needs the git command line; install git or pass a directory as --store") from None
         if check and p.returncode:
             said = (p.stderr.strip() or p.stdout.strip()).splitlines()
             raise GitStoreError(f"git {' '.join(args[:2])} in {self.cache} failed: {said[-1] if said else f'exit {p.returncode}'}; "
