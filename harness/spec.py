@@ -91,8 +91,6 @@ class Workload:
                f"measure.warmup_steps ({self.measure.warmup_steps}) leaves no step of train.max_steps ({self.train.max_steps}) to measure")
         _check(self.train.precision != "fp16" or "cpu" not in self.devices,
                "train.precision = 'fp16' needs a GPU but devices lists 'cpu': use 'fp32' or 'bf16' for a CPU workload")
-        _check(self.quantization is None or "cpu" not in self.devices,
-               "[quantization] loads 4-bit weights through bitsandbytes on a CUDA GPU, but devices lists 'cpu': remove 'cpu' or [quantization]")
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod

@@ -179,11 +179,11 @@ class QuantizationSpec:
 
     @staticmethod
     def unavailable(device: str) -> str | None:
-        """Why 4-bit weights cannot be loaded on ``device`` ('cpu' or a GPU's name), in words; None when they can."""
-        if device == "cpu":
-            return "4-bit weights (bitsandbytes) need a CUDA GPU and this run is on the CPU: run it on a GPU runner, or remove [quantization]"
+        """Why 4-bit weights cannot be loaded for ``device`` ('cpu' or a GPU's name), as seen without importing anything:
+        bitsandbytes is not installed. None otherwise (the worker then checks that bitsandbytes has a backend for it)."""
         if importlib.util.find_spec("bitsandbytes") is None:
-            return "4-bit weights need bitsandbytes, which is not installed here: pip install bitsandbytes (or remove [quantization])"
+            return (f"4-bit weights need bitsandbytes, which is not installed here ({device}): pip install bitsandbytes "
+                    "(or remove [quantization])")
         return None
 
 

@@ -237,38 +237,46 @@ def test_bad_quantization_keys_are_one_line(tmp_path, key, value, expected):
     assert expected in refusal(write(tmp_path, text.replace(line, f"{key} = {toml_value}")))
 
 
-def test_qlora_where_bitsandbytes_cannot_run_is_one_line(monkeypatch):
+def fake_bitsandbytes(monkeypatch, backends):
+    """bitsandbytes as this process sees it: importable with ``backends``, or (None) not installed."""
     import importlib.util
 
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (None if backends is None else object()) if name == "bitsandbytes" else real(name, *a))
+    if backends is None:
+        monkeypatch.setitem(sys.modules, "bitsandbytes", None)  # import fails as if absent
+    else:
+        monkeypatch.setitem(sys.modules, "bitsandbytes", types.SimpleNamespace(supported_torch_devices=set(backends), __version__="9.9"))
+
+
+def test_qlora_where_bitsandbytes_cannot_run_is_one_line(monkeypatch):
     import torch
 
     from harness.measuring import quantized
 
     w = qlora()
-    with pytest.raises(SpecError, match=r"^qwen3-1.7b-qlora: \[quantization\] 4-bit weights \(bitsandbytes\) need a CUDA GPU"):
-        w.check_device("cpu")
-    with pytest.raises(SpecError, match="need a CUDA GPU"):
-        quantized.bnb_config(w, torch.device("cpu"), {})
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
-    with pytest.raises(SpecError, match=r"4-bit weights need bitsandbytes, which is not installed here: pip install bitsandbytes"):
-        w.check_device("h200")
+    fake_bitsandbytes(monkeypatch, None)
+    for device in ("cpu", "h200"):
+        with pytest.raises(SpecError, match=rf"^qwen3-1.7b-qlora: \[quantization\] 4-bit weights need bitsandbytes, which is not installed here \({device}\): pip install bitsandbytes"):
+            w.check_device(device)
     with pytest.raises(SpecError, match="not installed here"):
         quantized.bnb_config(w, torch.device("cuda"), {})
+    fake_bitsandbytes(monkeypatch, {"cuda"})  # a build without its CPU backend
+    w.check_device("cpu")  # installed: what it can run on is the worker's question
+    with pytest.raises(SpecError) as err:
+        quantized.bnb_config(w, torch.device("cpu"), {})
+    assert str(err.value) == ("qwen3-1.7b-qlora: [quantization] bitsandbytes 9.9 has no backend for cpu (it has: cuda): "
+                              "run it on a CUDA GPU, or remove [quantization]")
 
 
 def test_qlora_config_follows_the_workload(monkeypatch):
     """With bitsandbytes importable, the BitsAndBytesConfig carries the table's values (built on the CPU, never loaded)."""
-    import importlib.util
-
     import torch
 
     from harness.measuring import quantized
     from harness.measuring.build import DTYPES
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "bitsandbytes" else real(name, *a))
-    monkeypatch.setitem(sys.modules, "bitsandbytes", types.ModuleType("bitsandbytes"))
+    fake_bitsandbytes(monkeypatch, {"cuda"})
     w = qlora()
     w.check_device("h200")
     cfg = quantized.bnb_config(w, torch.device("cuda"), DTYPES)
@@ -279,15 +287,34 @@ def test_qlora_config_follows_the_workload(monkeypatch):
     assert (cfg.bnb_4bit_quant_type, cfg.bnb_4bit_compute_dtype) == ("fp4", torch.bfloat16)  # compute dtype: train.precision
 
 
-def test_qlora_on_the_cpu_is_refused_at_collection(perf_project):
+def test_qlora_without_bitsandbytes_is_refused_at_collection(perf_project):
+    import importlib.util
     import shutil
 
+    if importlib.util.find_spec("bitsandbytes") is not None:
+        pytest.skip("bitsandbytes is installed here")
     shutil.copy(ROOT / "workloads" / "qwen3-1.7b-qlora.toml", perf_project.path / "workloads")
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "qwen3-1.7b-qlora", "--collect-only")
     assert result.ret != 0
     lines = [ln for ln in result.outlines if "[quantization]" in ln]
-    assert lines and "bad workload: qwen3-1.7b-qlora: [quantization] 4-bit weights (bitsandbytes) need a CUDA GPU" in lines[0], result.stdout.str()
+    assert lines and "bad workload: qwen3-1.7b-qlora: [quantization] 4-bit weights need bitsandbytes, which is not installed" in lines[0], result.stdout.str()
     assert "Traceback" not in result.stdout.str()
+
+
+@pytest.mark.long
+def test_qlora_trains_where_bitsandbytes_runs_on_the_cpu(tmp_path):
+    """The whole QLoRA path (random weights saved and loaded back in 4 bits, prepare_model_for_kbit_training, TRL's
+    LoRA) for a few steps of the tiny model, where bitsandbytes with its CPU backend is installed."""
+    bnb = pytest.importorskip("bitsandbytes")
+    if "cpu" not in set(getattr(bnb, "supported_torch_devices", ())):
+        pytest.skip("this bitsandbytes has no CPU backend")
+    from harness.measuring.runner import RunRequest, run_one
+
+    w = Workload.load(write(tmp_path, edited("max_steps = 20", "max_steps = 3").replace("warmup_steps = 3", "warmup_steps = 1")
+                            + '\n[quantization]\nbnb_4bit_compute_dtype = "fp32"\n'))
+    rec = run_one(RunRequest(w, w.decompositions[0], 1), tmp_path / "out", "s", 600, "cpu")
+    assert rec["status"] == "ok", rec.get("error")
+    assert len(rec["losses"]) == 3 and all(x > 0 for x in rec["losses"])
 
 
 # ---- the documentation ---------------------------------------------------------------------------------------------

@@ -16,16 +16,21 @@ from harness.spec import SpecError, Workload
 
 
 def bnb_config(w: Workload, device: torch.device, dtypes: dict):
-    """The ``BitsAndBytesConfig`` of ``w.quantization``; refuses, in one line, a device or an install that cannot run it."""
+    """The ``BitsAndBytesConfig`` of ``w.quantization``; refuses, in one line, an install that cannot run it on ``device``
+    (not installed, its native library does not load, or no backend for the device: a CPU build without its CPU backend)."""
     q = w.quantization
-    why = q.unavailable("cpu" if device.type == "cpu" else "cuda")
+    why = q.unavailable(device.type)
     if why:
         raise SpecError(f"{w.name}: [quantization] {why}")
     try:
-        import bitsandbytes  # noqa: F401
+        import bitsandbytes
     except Exception as exc:  # installed, but its native library does not load here
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise SpecError(f"{w.name}: [quantization] bitsandbytes is installed but cannot run here ({type(exc).__name__}: {first})") from None
+    backends = set(getattr(bitsandbytes, "supported_torch_devices", None) or {"cuda"})  # versions before the attribute: CUDA only
+    if device.type not in backends:
+        raise SpecError(f"{w.name}: [quantization] bitsandbytes {getattr(bitsandbytes, '__version__', '')} has no backend for {device.type} "
+                        f"(it has: {', '.join(sorted(backends))}): run it on a CUDA GPU, or remove [quantization]")
     from transformers import BitsAndBytesConfig
 
     return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=q.bnb_4bit_quant_type,
@@ -39,6 +44,8 @@ def load(source: str | None, config, w: Workload, device: torch.device, dtype: t
     before it is loaded back, so a run's peak memory is that of the 4-bit model and its training."""
     from transformers import AutoModelForCausalLM
 
+    if device.type == "cuda" and device.index is None:  # the whole model on this process's GPU, named by its index
+        device = torch.device("cuda", torch.cuda.current_device())
     kw = dict(quantization_config=quant, dtype=dtype, device_map={"": device}, **extra)
     if source is not None:
         return AutoModelForCausalLM.from_pretrained(source, revision=w.model.revision, **kw)
