@@ -154,6 +154,59 @@ def test_the_nightly_bootstraps_instead_of_requiring_a_baseline():
     assert job["env"]["PERF_WORKLOADS"] == "${{ inputs.workloads || '' }}"
 
 
+def _module(path: Path):
+    """A script of .ci as a module (its name has dashes)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_run_workflow_runs_a_jobs_steps_as_a_runner_would(tmp_path):
+    """.ci/run-workflow.py: env and ${{ }} from matrix, inputs (with their defaults) and earlier steps; if: with success() implied,
+    failure() and always(); a failed step fails the job; the summary file and GITHUB_OUTPUT work; uses: steps are not run."""
+    wf = tmp_path / "wf.yml"
+    wf.write_text("""
+on:
+  workflow_dispatch:
+    inputs:
+      n: {type: string, default: "3"}
+env: {TOP: top}
+jobs:
+  j:
+    env: {GPU: "${{ matrix.gpu }}", N: "${{ inputs.n || '9' }}"}
+    steps:
+      - uses: actions/checkout@v4
+      - id: a
+        run: echo "v=$GPU-$N-$TOP" >> "$GITHUB_OUTPUT"; echo "hello" >> "$GITHUB_STEP_SUMMARY"
+      - name: uses an output
+        env: {V: "${{ steps.a.outputs.v }}"}
+        run: test "$V" = cpu-3-top && test "${{ matrix.gpu }}" = cpu
+      - name: only on latest
+        if: matrix.env == 'latest'
+        run: exit 1
+      - name: breaks
+        run: "false"
+      - name: after a failure
+        run: echo skipped
+      - name: on failure
+        if: failure()
+        run: echo "failure seen" >> "$GITHUB_STEP_SUMMARY"
+""")
+    out = tmp_path / "outcomes.json"
+    proc = subprocess.run([sys.executable, str(ROOT / ".ci" / "run-workflow.py"), str(wf), "j", "--matrix", "gpu=cpu", "--matrix", "env=pinned",
+                           "--summary", str(tmp_path / "s.md"), "--outcomes", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    outcomes = [o["outcome"] for o in json.loads(out.read_text())]
+    assert outcomes == ["skipped", "success", "success", "skipped", "failure", "skipped", "success"], proc.stdout
+    assert (tmp_path / "s.md").read_text() == "hello\nfailure seen\n"
+    ex = _module(ROOT / ".ci" / "run-workflow.py").Expressions({"inputs": {"r": None}, "matrix": {"env": "latest"}}, tmp_path)
+    assert ex.value("${{ inputs.r || '5' }}") == "5" and ex.value("!cancelled() && matrix.env == 'latest'") is True
+    assert ex.value("hashFiles('nothing/*.json') != ''") is False and ex.value("fromJSON('[\"l4\"]')") == ["l4"]
+
+
 @pytest.mark.slow
 def test_a_newcomers_walkthrough_from_the_readme_to_a_green_first_night(tmp_path):
     """.ci/walkthrough.sh: clone, the CPU quick start, a workload of one's own (baseline and A/A), doctor, then the nightly's

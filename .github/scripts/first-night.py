@@ -225,7 +225,7 @@ def first_night(night: Night) -> int:
         print(f"::error::first night on {night.gpu}: {exc}")
         return 1
     write_summary(night, lines)
-    print(f"::notice::first night on {night.gpu}: {' '.join(lines)}")
+    print(f"::notice::first night on {night.gpu}: recorded the first baseline of {', '.join(names)} and proposed it; see the job summary")
     return 0
 
 

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# A newcomer's walk-through, scripted: what the README asks of a new user, from the clone to the nightly's first night,
+# on a CPU and offline, in a scratch folder (the repository it starts from is only read).
+#
+#   bash .ci/walkthrough.sh [WORKDIR]      # WORKDIR (default: a new temporary folder, removed at the end) is kept
+#
+# Needs the project's dependencies in the active Python (the README's install; .ci/run makes it), git and bash.
+#   1. clone: the working tree (tracked files and untracked ones git does not ignore) becomes the repository on "GitHub"
+#      (a bare one here), and the newcomer clones it; PYTHONPATH stands in for `pip install -e .` of the clone
+#   2. the CPU quick start
+#   3. a workload of one's own (a local JSONL chat dataset, a chat template string, LoRA on the attention projections
+#      only): a baseline recorded, then an A/A comparison that passes
+#   4. python -m harness doctor
+#   5. the nightly's first night: the workload pushed (its CPU baseline stays on the laptop), a runner's clone runs the
+#      pinned job's `run:` steps (.ci/run-workflow.py) with a fake gh and a tox stand-in (.ci/fake-bin/): the job is
+#      green, a baseline pull request is opened, the summary says why, and the branch holds the recorded baseline
+# Each step prints its wall time; any failure stops the walk-through with its reason and exit code 1.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+if [ $# -ge 1 ]; then WORK=$(mkdir -p "$1" && cd "$1" && pwd); else WORK=$(mktemp -d); trap 'rm -rf "$WORK"' EXIT; fi
+PY=$(command -v python)
+T0=$SECONDS
+export GIT_AUTHOR_NAME=newcomer GIT_AUTHOR_EMAIL=newcomer@example.invalid GIT_COMMITTER_NAME=newcomer GIT_COMMITTER_EMAIL=newcomer@example.invalid
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # offline, as promised: nothing may need the hub
+
+step_start=$SECONDS
+step() { echo; echo "=== walkthrough: $* (at $((SECONDS - T0)) s)"; step_start=$SECONDS; }
+took() { echo "=== walkthrough: done in $((SECONDS - step_start)) s"; }
+fail() { echo "walkthrough FAILED: $*" >&2; exit 1; }
+
+step "1. clone and install"
+mkdir -p "$WORK/seed"
+(cd "$SRC" && git ls-files -z -co --exclude-standard) | (cd "$SRC" && while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done) \
+  | (cd "$SRC" && tar --null -T - -cf -) | tar -xf - -C "$WORK/seed"
+git -C "$WORK/seed" init -q -b main && git -C "$WORK/seed" add -A && git -C "$WORK/seed" commit -q -m "the project as the newcomer finds it"
+git clone -q --bare "$WORK/seed" "$WORK/upstream.git"
+git clone -q "$WORK/upstream.git" "$WORK/newcomer"
+cd "$WORK/newcomer"
+export PYTHONPATH=$PWD
+[ "$("$PY" -c 'import harness, os; print(os.path.dirname(os.path.dirname(harness.__file__)))')" = "$PWD" ] || fail "the clone's harness is not the one imported"
+[ ! -e baselines/cpu ] || fail "the clone already has CPU baselines; this walk-through needs a CPU without one"
+took
+
+step "2. the CPU quick start"
+pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 1
+test -s perf-results/report.md || fail "the quick start wrote no report"
+took
+
+step "3. a workload of one's own: record its baseline, then an A/A comparison"
+mkdir -p data
+"$PY" - <<'EOF'
+import json, random
+rng = random.Random(0)
+with open("data/my-chat.jsonl", "w") as fh:
+    for _ in range(48):
+        words = lambda n: " ".join(f"w{rng.randrange(200)}" for _ in range(n))
+        fh.write(json.dumps({"messages": [{"role": "user", "content": words(12)}, {"role": "assistant", "content": words(20)}]}) + "\n")
+EOF
+cat > workloads/my-chat.toml <<'EOF'
+# My chat fine-tuning, scaled down for a CPU: the tiny Qwen3 model on my own chat data (a local JSONL file of
+# messages), formatted by my own chat template, with LoRA on the attention projections only.
+name = "my-chat"
+description = "tiny Qwen3, local JSONL chat data, own chat template, LoRA on q_proj and v_proj, effective batch 4"
+devices = ["cpu"]
+
+[model]
+model_type = "qwen3"
+init = "random"
+[model.config]
+vocab_size = 512
+hidden_size = 64
+intermediate_size = 128
+num_hidden_layers = 2
+num_attention_heads = 2
+num_key_value_heads = 1
+head_dim = 32
+tie_word_embeddings = true
+max_position_embeddings = 256
+use_cache = false
+
+[data]
+source = "local"
+id = "data/my-chat.jsonl"
+messages_column = "messages"
+num_samples = 48
+chat_template = "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
+
+[train]
+max_length = 64
+precision = "fp32"
+max_steps = 8
+warmup_steps = 1
+cpu_threads = 1
+
+[lora]
+r = 4
+alpha = 8
+target_modules = ["q_proj", "v_proj"]
+
+[batch]
+effective = 4
+decompositions = ["2x2"]
+
+[measure]
+warmup_steps = 2
+EOF
+pytest perftests --gpu=cpu --workload my-chat --repeats 5 --update-baselines --results-dir perf-results/my-chat
+test -s baselines/cpu/my-chat.json || fail "no baseline recorded at baselines/cpu/my-chat.json"
+python -m harness interleave --gpu cpu --workload my-chat --decomposition 2x2 --python-b "$PY" \
+  --set launches=3 --set pairs=6 --set block_steps=2 --results-dir perf-results/my-chat-aa \
+  || fail "the A/A comparison of my-chat found a difference between one environment and itself (exit code $?)"
+"$PY" -c 'import json, sys; v = json.load(open("perf-results/my-chat-aa/report.json"))["verdict"]; print("A/A verdict:", v["outcome"]); sys.exit(v["outcome"] not in ("pass", "inconclusive"))' \
+  || fail "the A/A verdict is neither pass nor inconclusive"
+took
+
+step "4. python -m harness doctor"
+if python -m harness doctor --help >/dev/null 2>&1; then
+  python -m harness doctor || fail "python -m harness doctor failed (exit code $?)"
+else
+  echo "python -m harness doctor: not in this version; skipped"
+fi
+took
+
+step "5. the nightly's first night on a runner without a baseline"
+git add workloads/my-chat.toml data/my-chat.jsonl  # the CPU baseline stays here: a runner records its own
+git commit -q -m "Add my-chat, my own workload" && git push -q origin main
+git clone -q "$WORK/upstream.git" "$WORK/runner"
+cd "$WORK/runner"
+export PYTHONPATH=$PWD
+: > "$WORK/gh.log"
+rc=0
+PATH="$PWD/.ci/fake-bin:$PATH" FAKE_GH_LOG="$WORK/gh.log" GH_REPO=newcomer/lora-perf-harness TOX_SHIM_PYTHON="$PY" \
+  "$PY" .ci/run-workflow.py .github/workflows/nightly.yml perf --matrix gpu=cpu --matrix env=pinned \
+  --input repeats=5 --input workloads=my-chat --skip-step "Install tox" --repository newcomer/lora-perf-harness \
+  --summary "$WORK/summary.md" --outcomes "$WORK/outcomes.json" || rc=$?
+echo "--- the job summary"; cat "$WORK/summary.md"; echo "--- gh calls"; cat "$WORK/gh.log"
+[ "$rc" = 0 ] || fail "the nightly's pinned job is red on its first night (exit code $rc)"
+grep -q '^\["pr", "create"' "$WORK/gh.log" || fail "no baseline pull request was opened (no gh pr create)"
+grep -q 'No baseline yet for `my-chat` on `cpu`: recorded one' "$WORK/summary.md" || fail "the summary does not say that a first baseline was recorded"
+grep -q 'https://github.com/newcomer/lora-perf-harness/pull/1' "$WORK/summary.md" || fail "the summary does not link the pull request"
+git -C "$WORK/upstream.git" show baselines/first-cpu:baselines/cpu/my-chat.json > "$WORK/proposed.json" \
+  || fail "the branch baselines/first-cpu does not hold baselines/cpu/my-chat.json"
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["gpu"] == "cpu" and d["workload"]["name"] == "my-chat", d["gpu"]' "$WORK/proposed.json"
+[ ! -e baselines/cpu ] || fail "the first night wrote into the runner's baselines/ (it must only propose)"
+took
+
+echo
+echo "walkthrough: all steps passed in $((SECONDS - T0)) s"
