@@ -172,6 +172,20 @@ def test_git_store_on_a_bare_repository_with_a_concurrent_push(tmp_path):
     a.add(r1 + r2)  # everything stored already: no commit
     assert _commits(bare) == n
     assert {r["session_id"] for r in GitStore(str(bare), tmp_path / "clone-c").records()} == {r["session_id"] for r in r1 + r2}
+    a.sync()
+    b.sync()
+    v2 = copy.deepcopy(r1[0])  # the same session with other content on both sides: the rebase conflicts, the later one is written again
+    v2["verdicts"] = [{"source": "report.json", "kind": "runtime", "case": "c", "outcome": "pass", "message": "later"}]
+    a.commit([copy.deepcopy(v2) | {"verdicts": [dict(v2["verdicts"][0], message="earlier")]}])
+    b.commit([v2])
+    a.push([])
+    assert b.push([v2]) >= 1
+    assert next(r for r in GitStore(str(bare), tmp_path / "clone-e").records() if r["session_id"] == v2["session_id"])["verdicts"] == v2["verdicts"]
+    n = _commits(bare)
+    d = str(R / "h200" / "lease5-round")  # the command line, on a file:// URL, twice: one more file, one more commit
+    for _ in range(2):
+        assert cli.main(["store", "add", d, "--store", f"file://{bare}", "--cache", str(tmp_path / "clone-d"), "--track", "latest"]) == 0
+    assert len(_branch_files(bare)) == 7 and _commits(bare) == n + 1
 
 
 def test_git_store_two_jobs_adding_at_once(tmp_path):

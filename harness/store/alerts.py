@@ -72,11 +72,9 @@ def census_alerts(records: list[dict]) -> list[dict]:
             al["cases"].append({"workload": wl, "decomposition": dec, "before_session_id": a[0]["session_id"], "lines": lines})
     out = list(moved.values())
     for al in out:
-        first = al["cases"][0]
         al["subject"] = ", ".join(sorted({f"{c['workload']}-{c['decomposition']}" for c in al["cases"]}))
-        al["summary"] = (f"census counts moved with the library pins unchanged in {al['subject']} ({first['lines'][0]}"
-                         + (f"; and {len(al['cases']) - 1} more case(s)" if len(al["cases"]) > 1 else "")
-                         + f"); environment since {al['after_session_id']}: {envs.text(al['environment'], quiet=False)}")
+        al["summary"] = (f"census counts moved with the library pins unchanged in {al['subject']}; "
+                         f"environment since {al['after_session_id']}: {envs.text(al['environment'], quiet=False)}")
     return out
 
 
@@ -174,7 +172,10 @@ def issues_report(result: dict, gpu: str, session_id: str = "") -> dict:
 
 def lines(result: dict) -> list[str]:
     """Human lines: every alert, then every note."""
-    out = [f"ALERT {a['key']}: {a['summary']}" for a in result["alerts"]]
+    out = []
+    for a in result["alerts"]:
+        out.append(f"ALERT {a['key']}: {a['summary']}")
+        out += [f"  {c['workload']}-{c['decomposition']}: {ln}" for c in a.get("cases", []) for ln in c["lines"]]
     out += [f"note: {n['text']}" for n in result["notes"]]
     return out or ["no alert and no environment change"]
 
