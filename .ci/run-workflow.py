@@ -151,6 +151,10 @@ class Job:
         if job_id not in jobs:
             raise Bad(f"no job {job_id!r} in the workflow; it has {', '.join(jobs)}")
         self.job = jobs[job_id]
+        names = [st.get("name") for st in self.job.get("steps") or []]
+        unknown = sorted(skip - set(names))
+        if unknown:
+            raise Bad(f"--skip-step {', '.join(map(repr, unknown))}: no such step in job {job_id!r}; its steps: {', '.join(n for n in names if n)}")
         self.workspace = workspace
         self.skip = skip
         self.ex = Expressions(contexts, workspace)

@@ -202,6 +202,9 @@ jobs:
     outcomes = [o["outcome"] for o in json.loads(out.read_text())]
     assert outcomes == ["skipped", "success", "success", "skipped", "failure", "skipped", "success"], proc.stdout
     assert (tmp_path / "s.md").read_text() == "hello\nfailure seen\n"
+    typo = subprocess.run([sys.executable, str(ROOT / ".ci" / "run-workflow.py"), str(wf), "j", "--skip-step", "brakes"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert typo.returncode == 2 and "--skip-step 'brakes': no such step" in typo.stderr
     ex = _module(ROOT / ".ci" / "run-workflow.py").Expressions({"inputs": {"r": None}, "matrix": {"env": "latest"}}, tmp_path)
     assert ex.value("${{ inputs.r || '5' }}") == "5" and ex.value("!cancelled() && matrix.env == 'latest'") is True
     assert ex.value("hashFiles('nothing/*.json') != ''") is False and ex.value("fromJSON('[\"l4\"]')") == ["l4"]
