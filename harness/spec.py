@@ -1,9 +1,11 @@
 """Workload specs: typed, validated dataclasses loaded from TOML files in ``workloads/``.
 
 A workload names the model, the data, LoRA, precision, the training schedule and the effective batch
-with its decompositions (micro-batch x grad-accum x world size). Everything that changes what a
-training run computes goes into :attr:`Workload.hash`; names, descriptions and device selection
-do not. Bad input raises :class:`SpecError` with one line that says what is wrong and what to do.
+with its decompositions (micro-batch x grad-accum x world size); the tables are the dataclasses of
+:mod:`harness.spec_sections`, and docs/workloads.md describes every key. Everything that changes what a
+training run computes goes into :attr:`Workload.hash`, the model as its resolved architecture
+(:mod:`harness.architecture`); names, descriptions and device selection do not. Bad input raises
+:class:`SpecError` with one line that names the file and the key and says what to do.
 """
 
 from __future__ import annotations
