@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import variance
 
+from harness.exits import MEASUREMENT_FAILED
 from harness.files import ensure_dir, new_id
 from harness.judging.baseline import default_thresholds
 from harness.judging.simulate import min_detectable_slowdown
@@ -50,7 +51,7 @@ def calibrate(*, gpu: str, workload: str, repeats: int = 5, slowdown: float = 0.
     run_slots(schedule(sides, [(w, d) for d in w.decompositions], repeats, sides_inside=False), timeout_s=run_timeout, gpu=gpu,
               progress=out, on_record=keep, stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None)
     if failed:
-        return 1
+        return MEASUREMENT_FAILED
     chk = RuntimeCheck(t["alpha"], t["runtime"])
     aa = chk.decide({d: (groups["A"][d], groups["A'"][d]) for d in groups["A"]})
     inj = chk.decide({d: (groups["A"][d], groups["S"][d]) for d in groups["A"]})

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, stdev
 
+from harness.exits import MEASUREMENT_FAILED
 from harness.files import ensure_dir, new_id
 from harness.judging import census_diff
 from harness.judging.judge import CENSUS_TOLERANCES
@@ -82,4 +83,4 @@ def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, 
     for d, cs in by.items():
         for line in determinism(cs):
             out(f"{w.name}-{d}: {line}")
-    return 1 if any(r["status"] != "ok" for r in ran.records) else 0
+    return MEASUREMENT_FAILED if any(r["status"] != "ok" for r in ran.records) else 0

@@ -1,8 +1,9 @@
 """Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | store {add | alerts} | doctor}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
-is a function with keyword arguments. A command prints one line and exits 2 on bad input;
-``compare``, ``ab``, ``interleave``, ``recover`` and ``confirm`` exit 1 on a regression (``interleave`` 3 when a worker died).
+is a function with keyword arguments. Exit codes (:mod:`harness.exits`, docs/exit-codes.md): 0 pass, 1 regression,
+2 bad input (one line), 3 a measurement failed, 4 the suite's own error (one line, the traceback in a log file),
+130 Ctrl-C, 143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness import exits
 from harness import options as opt
 from harness.commands.compare import UsageError
 from harness.judging import baseline as bl
 from harness.judging.thresholds import INTERLEAVED
+from harness.measuring.resident import WorkerDied
+from harness.measuring.runner import sigterm_as_interrupt
 from harness.spec import SpecError
-
-EXIT_INTERRUPTED = 130
 
 
 def _cmd_baseline_update(a) -> int:
@@ -280,11 +282,21 @@ def _measuring_commands(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code is one of :mod:`harness.exits`, and a failure is one line on stderr."""
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        with sigterm_as_interrupt():  # a SIGTERM anywhere in the command ends it as Ctrl-C does: its workers killed first
+            return args.fn(args)
     except (UsageError, SpecError, bl.BaselineError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: whatever ran has cleaned up and said so
-        return EXIT_INTERRUPTED
+        return exits.BAD_INPUT
+    except WorkerDied as exc:  # a worker died where the command judges nothing of what it kept
+        print(f"error: {exc}", file=sys.stderr)
+        return exits.MEASUREMENT_FAILED
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (runner.Terminated): the workers are killed, finished runs kept
+        if not getattr(exc, "said", False):  # interleave says it with its kept blocks
+            print(f"interrupted ({exc or 'Ctrl-C'}): stopped, its workers killed; what finished is kept in the results dir", file=sys.stderr)
+        return exits.of_interrupt(exc)
+    except Exception as exc:  # I/O (a read-only results dir, a full disk) or a bug: one line, the traceback in a log file
+        print(exits.suite_error_line(exc, " ".join(sys.argv[1:] if argv is None else argv)), file=sys.stderr)
+        return exits.SUITE_ERROR

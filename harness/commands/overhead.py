@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.exits import MEASUREMENT_FAILED
 from harness.files import ensure_dir, new_id
 from harness.judging.stats import log_ratio
 from harness.measuring.loop import FreshSide, run_slots, schedule
@@ -36,7 +37,7 @@ def measure(*, gpu: str, workload: str, decomposition: str, pairs: int = 5, step
     run_slots(schedule(sides, [(w, d)], pairs, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out, on_record=keep,
               stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None)
     if failed:
-        return 1
+        return MEASUREMENT_FAILED
     on, off = times["on"], times["off"]
     e = log_ratio(off, on, 0.05)
     out(f"\n{w.name}-{d.id}, {w.train.max_steps} steps, {pairs} pairs, on {gpu}")

@@ -1,0 +1,51 @@
+"""The exit codes of ``python -m harness`` (docs/exit-codes.md), in one place, and the one line a command ends with when
+it fails in a way the user did not ask for (an I/O error, an unexpected exception): its cause, and the log file that
+holds the traceback.
+
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import traceback
+
+OK = 0  # every verdict passed (or nothing to compare)
+REGRESSION = 1  # a regression, or a check that failed (memory, ordering, equivalence, work)
+BAD_INPUT = 2  # a bad option, workload, baseline, report or results dir: one line, nothing measured
+MEASUREMENT_FAILED = 3  # a measurement failed: a worker died, ran out of memory, crashed or timed out
+SUITE_ERROR = 4  # the suite's own error: I/O (a read-only results dir, a full disk) or an unexpected exception
+INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as a shell reports it
+TERMINATED = 143  # SIGTERM (a cancelled CI job): 128 + 15
+
+
+def of_interrupt(exc: BaseException) -> int:
+    """:data:`TERMINATED` for a SIGTERM (:class:`harness.measuring.runner.Terminated`), else :data:`INTERRUPTED`."""
+    from harness.measuring.runner import Terminated
+
+    return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
+
+
+def write_traceback(exc: BaseException, command: str) -> str | None:
+    """Write ``exc``'s traceback to a new log file in the temporary directory (never the results dir, which may be the
+    cause); its path, or None when even that cannot be written."""
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix=f"harness-error-{time.strftime('%Y%m%dT%H%M%S')}-", suffix=".log",
+                                         delete=False) as fh:
+            fh.write(f"python -m harness {command}\n\n")
+            fh.write("".join(traceback.format_exception(exc)))
+            return fh.name
+    except OSError:
+        return None
+
+
+def suite_error_line(exc: BaseException, command: str) -> str:
+    """One line for an error of the suite itself: what failed, and where the traceback is (:func:`write_traceback`)."""
+    log = write_traceback(exc, command)
+    where = f"traceback in {log}" if log else "no log could be written"
+    if isinstance(exc, OSError):
+        what = exc.strerror or str(exc)
+        path = f" {exc.filename}" if exc.filename else ""
+        return f"error: I/O error:{path}: {what}; check that the results dir is writable and the disk has room ({where})"
+    return f"error: unexpected {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else '(no message)'}; a bug of the suite, please report it ({where})"
