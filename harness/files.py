@@ -25,6 +25,56 @@ def new_id(prefix: str = "") -> str:
     return f"{prefix}-{stamp}" if prefix else stamp
 
 
+class OutsideResults(ValueError):
+    """A path in a results dir that is a symbolic link out of it: results are written only inside their results dir."""
+
+
+def refuse_link(path: str | Path) -> None:
+    """Raise :class:`OutsideResults` (one line) when ``path`` is a symbolic link whose target lies outside the directory
+    that holds it (``runs.jsonl`` -> ``~/.bashrc``, ``work/`` -> ``/elsewhere``); a link within that directory is followed."""
+    path = Path(path)
+    if not path.is_symlink():
+        return
+    target, home = path.resolve(), path.parent.resolve()
+    if not target.is_relative_to(home):
+        raise OutsideResults(f"{path} is a symbolic link to {target}, outside {home}: results are written only inside their results dir; "
+                             "remove the link, or pass another --results-dir")
+
+
+def make_dir(path: str | Path) -> Path:
+    """Create the folder ``path`` inside a results dir (``work/``), refusing a symbolic link out of it (:func:`refuse_link`)."""
+    path = Path(path)
+    refuse_link(path)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _open_inside(path: str | Path, flags: int) -> int:
+    """``os.open(path, flags | O_CREAT)``, not following a symbolic link out of ``path``'s folder (:func:`refuse_link`)."""
+    try:
+        return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+    refuse_link(path)  # a link: refused when it points outside
+    return os.open(path, flags | os.O_CREAT, 0o644)
+
+
+def own_report(path: str | Path, session_id: str) -> dict | None:
+    """The JSON report at ``path`` when the run ``session_id`` wrote it; None when there is none, it cannot be read, or an
+    earlier run wrote it: a caller that started a run takes no other run's report for its verdict."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and report_session(data) == session_id else None
+
+
+def report_session(data: dict) -> str | None:
+    """The id of the run that wrote a report: its ``session_id`` (a fallback report keeps it in its ``settings``)."""
+    return data.get("session_id") or (data.get("settings") or {}).get("session_id")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -39,6 +89,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_link(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a report is as readable as any file its user writes
@@ -68,7 +119,7 @@ def append_jsonl(path: str | Path, record: dict) -> None:
     raised as OSError naming the file, so that no torn line is left for the next record to be glued onto; after a torn last
     line left by a killed writer, the record starts on a line of its own."""
     line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_inside(path, os.O_RDWR | os.O_APPEND)
     try:
         start = os.fstat(fd).st_size
         if start and os.pread(fd, 1, start - 1) != b"\n":
@@ -85,7 +136,7 @@ def append_jsonl(path: str | Path, record: dict) -> None:
 @contextmanager
 def results_lock(root: str | Path) -> Iterator[None]:
     """Hold ``root/.lock`` while a command writes into ``root``; a second command on the same folder is refused at once."""
-    fd = os.open(Path(root) / ".lock", os.O_WRONLY | os.O_CREAT, 0o644)
+    fd = _open_inside(Path(root) / ".lock", os.O_WRONLY)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -9,7 +9,7 @@ defaults are the nightly's; the engine is :mod:`harness.engine` (plan, launchers
 Every block is appended at once to ``<results-dir>/blocks.jsonl`` and the settings and launches to ``progress.json``, so
 ``python -m harness recover DIR`` can judge a run that never wrote its report. At the end: the verdict, the interval, the
 minimum detectable slowdown, the launch check and the time spent; ``report.json`` and ``report.md``. Exit code 1 on a
-regression, 3 when a worker died (one ``error:`` line), 2 on bad input, 130 when interrupted (the workers killed first),
+regression, 3 when a worker died (one ``error:`` line), 2 on bad input, 130 on Ctrl-C and 143 on SIGTERM (the workers killed first),
 else 0. When the two sides do not fit on the device at once, the comparison falls back to fresh-process runs
 (:mod:`harness.engine.fallback`).
 """
@@ -29,9 +29,9 @@ from harness.engine.config import ComparisonConfig
 from harness.engine.fallback import fresh_fallback
 from harness.engine.finish import EXIT_WORKER_DIED, finish, reanalyse, recover  # noqa: F401  (the command's API)
 from harness.engine.launchers import WorkerFactory, launcher_for
-from harness.engine.loop import Comparison
+from harness.engine.loop import PROGRESS, Comparison
 from harness.engine.plan import ComparisonPlan
-from harness.files import ensure_dir, new_id, results_lock
+from harness.files import ensure_dir, new_id, refuse_link, results_lock
 from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
@@ -46,8 +46,9 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def settings_of(cfg: ComparisonConfig, w: Workload, decs: dict, py: dict, seed: int, looks: tuple[int, ...]) -> dict:
-    """What ``progress.json`` and the report record of a resolved config (the keys ``recover`` and ``reanalyse`` read)."""
+def settings_of(cfg: ComparisonConfig, w: Workload, decs: dict, py: dict, seed: int, looks: tuple[int, ...], session_id: str | None = None) -> dict:
+    """What ``progress.json`` and the report record of a resolved config (the keys ``recover`` and ``reanalyse`` read);
+    ``session_id``: the run's id, which its blocks and report carry (default: a new one)."""
     sized = cfg.inject_work_b_percent
     return {"gpu": cfg.gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": decs["a"].id, "decomposition_b": decs["b"].id,
             "python_a": py["a"], "python_b": py["b"], "inject_slowdown_b": cfg.inject_slowdown_b,
@@ -58,7 +59,7 @@ def settings_of(cfg: ComparisonConfig, w: Workload, decs: dict, py: dict, seed: 
             "drop_first_step": cfg.drop_first_step, "phases": cfg.phases, "metric": cfg.block_metric, "test": cfg.test, "unit": cfg.unit,
             "prestart": cfg.prestart, "prestart_at": "ready" if cfg.prestart else None, "hold_cpus": list(cfg.spare_cpus) or None,
             "warm_apart": cfg.warm_apart, "cpus": list(cfg.cpus) or None, "malloc_default": cfg.malloc_default,
-            "warmup_steps": cfg.warmup_steps, "session_id": new_id("interleave"), "config": {k: v for k, v in asdict(cfg).items()}}
+            "warmup_steps": cfg.warmup_steps, "session_id": session_id or new_id("interleave"), "config": {k: v for k, v in asdict(cfg).items()}}
 
 
 def announce(s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, blocks_path, out: Callable[[str], None]) -> None:
@@ -82,9 +83,11 @@ def announce(s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, bl
         f"the launch as the unit needs {la.MIN_LAUNCH_UNIT} or more launches)")
 
 
-def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, faults: str | None = None, out: Callable[[str], None] = print) -> int:
+def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, faults: str | None = None, out: Callable[[str], None] = print,
+               session_id: str | None = None) -> int:
     """Run the comparison ``cfg`` asks for (module docstring); ``workload``: the spec itself instead of ``cfg.workload``'s file.
-    ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6."""
+    ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
+    ``session_id``: the id this run's report will carry, so that a caller reads only its own (:func:`harness.files.own_report`)."""
     w = workload or load_workload(cfg.workloads_dir, cfg.workload)
     decs = {"a": w.decomposition(cfg.decomposition), "b": w.decomposition(cfg.decomposition_b or cfg.decomposition)}
     cfg = cfg.resolved(decs["a"].grad_accum, decs["b"] == decs["a"])
@@ -96,7 +99,7 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
         return 0
     seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31)
     plan = ComparisonPlan.make(cfg.pairs, cfg.launches, cfg.look_every, cfg.block_steps, cfg.grain, decs["a"].grad_accum, seed)
-    settings = settings_of(cfg, w, decs, py, seed, plan.schedule.looks)
+    settings = settings_of(cfg, w, decs, py, seed, plan.schedule.looks, session_id)
     check = pd.PairedCheck(settings["alpha"], cfg.threshold, len(plan.schedule.looks), test=cfg.test, unit=cfg.unit)
     root = ensure_dir(cfg.results_dir)
     with results_lock(root):
@@ -110,6 +113,8 @@ def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, pl
     t_start, cpu_start = time.time(), children_cpu()
     for name in ("report.json", "report.md"):
         (root / name).unlink(missing_ok=True)
+    for name in ("blocks.jsonl", PROGRESS, "work"):  # before any worker starts: results are written inside the results dir only
+        refuse_link(root / name)
     announce(settings, case, plan, check, root / "blocks.jsonl", out)
     switches = {"a": {"inject_slowdown": 0.0, "inject_work": inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0},
                 "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": settings["inject_work_b"]}}
@@ -130,7 +135,8 @@ def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, pl
         return EXIT_WORKER_DIED
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
         out(f"interrupted ({exc or 'Ctrl-C'}): workers killed; {len(comparison.blocks)} block(s) kept in {root / 'blocks.jsonl'}")
-        raise  # the caller stops too (confirm, advise, a pytest session); the command line exits 130
+        exc.said = True  # the command line adds no second line
+        raise  # the caller stops too (confirm, advise, a pytest session); the command line exits 130 (143 on SIGTERM)
     return finish(root, settings=settings, orders=list(plan.orders), stopped=p.stopped, launch_info=p.launches, blocks=comparison.blocks,
                   groups=p.groups, verdict=p.verdict, check=check, case=case, wall=time.time() - t_start, cpu=children_cpu() - cpu_start,
                   calibrated=comparison.calibration is not None, out=out)

@@ -3,8 +3,9 @@
 The parent never imports torch, so it never initialises CUDA. Every finished run is appended at once
 to ``<results-dir>/runs.jsonl`` (:func:`harness.files.append_jsonl`), so an interrupted session keeps
 everything it measured. The worker runs in its own process group; a timeout, Ctrl-C (SIGINT) or a
-SIGTERM to the parent kills that whole group before the parent goes on or exits, so no training is
-left on the device to overlap the next job's timed runs.
+SIGTERM to the parent kills that whole group before the parent goes on or exits, and a parent killed
+without its cleanup (SIGKILL) takes the worker with it (:mod:`harness.measuring.lifeline`), so no training
+is left on the device to overlap the next job's timed runs.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.files import append_jsonl, new_id, write_json_atomic
+from harness.files import append_jsonl, make_dir, new_id, refuse_link, write_json_atomic
+from harness.measuring import lifeline
 from harness.measuring.worker import EXIT_OK
 from harness.spec import Decomposition, Workload
 
@@ -73,7 +75,8 @@ def log_tail(path: Path, n: int = STDERR_TAIL) -> str:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C so that the same cleanup runs."""
+    """SIGTERM, raised in the main thread like Ctrl-C so that the same cleanup runs; the command line and a pytest session
+    then exit 143, not Ctrl-C's 130 (:mod:`harness.exits`)."""
 
 
 @contextmanager
@@ -122,8 +125,8 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     for the unfinished run, and the interrupt propagates; the runs finished before it stay in runs.jsonl.
     """
     results_dir = Path(results_dir)
-    work = results_dir / "work"
-    work.mkdir(parents=True, exist_ok=True)
+    refuse_link(results_dir / "runs.jsonl")  # before the run, not after it: results are written inside the results dir only
+    work = make_dir(results_dir / "work")
     run_id = new_id()
     req_path, res_path, log_path = work / f"{run_id}.request.json", work / f"{run_id}.result.json", work / f"{run_id}.log"
     write_json_atomic(req_path, req.as_item() | {"force_cpu": gpu == "cpu", "launched_at": time.time()}
@@ -131,7 +134,8 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     env = worker_environ(gpu)
     started = time.time()
     with open(log_path, "wb") as log, sigterm_as_interrupt():
-        proc = subprocess.Popen(worker_command(req, req_path, res_path), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(worker_command(req, req_path, res_path), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                preexec_fn=lifeline.preexec())
         try:
             code = proc.wait(timeout=timeout_s)
             timed_out = False
@@ -141,7 +145,8 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
         except BaseException:  # Ctrl-C, SIGTERM, anything: leave no training behind
             kill_group(proc)
             for p in (req_path, res_path):
-                p.unlink(missing_ok=True)
+                with suppress(OSError):  # a read-only results dir: the interrupt, not this, is what the caller hears
+                    p.unlink(missing_ok=True)
             raise
     wall = time.time() - started
     record = _header(req, run_id, session_id, gpu, started, wall, code)

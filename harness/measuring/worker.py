@@ -277,4 +277,8 @@ def main(argv: list[str]) -> int:
     return code
 
 if __name__ == "__main__":
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank of torchrun: it dies with torchrun, which dies with the harness
+        from harness.measuring.lifeline import die_with_parent
+
+        die_with_parent()
     sys.exit(main(sys.argv[1:]))

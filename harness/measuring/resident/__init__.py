@@ -49,7 +49,8 @@ threads to ``cpus`` before its first measured block. Warm-up blocks are never ju
 The parent never imports torch. A worker runs in its own process group, killed on :meth:`ResidentWorker.close`,
 on any exception (Ctrl-C, and SIGTERM under :func:`harness.measuring.runner.sigterm_as_interrupt`) and on
 a timeout, exactly as :func:`harness.measuring.runner.run_one` does; a worker whose parent dies without
-cleaning up (SIGKILL) sees the end of its command pipe and stops by itself after its current block.
+cleaning up (SIGKILL) is killed with it (:mod:`harness.measuring.lifeline`), and where that line cannot be set it sees
+the end of its command pipe and stops by itself after its current block.
 A worker that dies raises :class:`WorkerDied`, one line with the last line of its log.
 """
 
@@ -64,7 +65,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.files import new_id, write_json_atomic
+from harness.files import make_dir, new_id, write_json_atomic
+from harness.measuring import lifeline
 from harness.measuring.runner import kill_group, log_tail, worker_environ
 from harness.spec import Decomposition, Workload
 
@@ -131,7 +133,7 @@ class ResidentWorker:
     # -- life cycle --
     def start(self, wait: bool = True) -> ResidentWorker:
         """Launch the worker; with ``wait``, also wait for it to be ready (:meth:`wait_ready`)."""
-        self.work_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.work_dir)
         write_json_atomic(self.req_path, {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
                                           "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
                                           "inject_kind": self.inject_kind, "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()}
@@ -144,7 +146,7 @@ class ResidentWorker:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen([self.python or sys.executable, "-m", "harness.measuring.resident", str(self.req_path), str(cmd_r), str(rep_w)],
                                              stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.environ(),
-                                             start_new_session=True, pass_fds=(cmd_r, rep_w))
+                                             start_new_session=True, pass_fds=(cmd_r, rep_w), preexec_fn=lifeline.preexec())
         except BaseException:
             for fd in (cmd_r, cmd_w, rep_r, rep_w):
                 os.close(fd)
@@ -247,7 +249,7 @@ class ResidentWorker:
                 self.exit_code = kill_group(self.proc)
                 self._close_fd("_cmd")
                 self._close_fd("_rep")
-                self.req_path.unlink(missing_ok=True)
+                self._forget_request()
         return self.exit_code
 
     def kill(self) -> int | None:
@@ -258,8 +260,15 @@ class ResidentWorker:
             self.exit_code = kill_group(self.proc)
             self._close_fd("_cmd")
             self._close_fd("_rep")
-            self.req_path.unlink(missing_ok=True)
+            self._forget_request()
         return self.exit_code
+
+    def _forget_request(self) -> None:
+        """Remove the request file; a results dir that turned read-only keeps it, and the kill still counts."""
+        try:
+            self.req_path.unlink(missing_ok=True)
+        except OSError:
+            pass
 
     def __enter__(self) -> ResidentWorker:
         return self
