@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -15,7 +16,9 @@ import pytest
 
 from harness import options as opt
 from harness.commands.session import Options, PerfSession
+from harness.exits import TERMINATED
 from harness.measuring.env import detect_gpu, resolve_gpu
+from harness.measuring.runner import Terminated
 from harness.spec import SpecError, Workload, load_workloads
 
 _GPU = pytest.StashKey[str]()
@@ -35,6 +38,7 @@ def pytest_configure(config):
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_GPU] = gpu
+    config.pluginmanager.register(SigtermStops(), "harness-sigterm")
     config.addinivalue_line("markers", "perf: a performance case of the harness")
     config.addinivalue_line("markers", "slow: a self-test that makes real training runs (deselect with -m 'not slow')")
     o = config.getoption
@@ -214,20 +218,18 @@ def perf_interleave(request):
     config = request.config
 
     def run(case: tuple[str, str]) -> tuple[int, dict | None]:
-        import json
-        import time
         from dataclasses import replace
 
         from harness.commands.interleave import interleave
+        from harness.files import new_id, own_report
 
         o = config.getoption
         out_dir = Path(o("results_dir")) / "interleave" / "-".join(case)
-        started = time.time()
         cfg = replace(config.stash[_COMPARISON], workload=case[0], decomposition=case[1], workloads_dir=str(_workloads_dir(config)),
                       results_dir=str(out_dir))
-        code = interleave(cfg, out=_progress(config))
-        path = out_dir / "report.json"  # an earlier session's report in the same dir is not this comparison's
-        return code, json.loads(path.read_text()) if path.exists() and path.stat().st_mtime >= started - 1 else None
+        run_id = new_id("interleave")
+        code = interleave(cfg, out=_progress(config), session_id=run_id)
+        return code, own_report(out_dir / "report.json", run_id)  # this comparison's report only, never an earlier session's
 
     return run
 
@@ -248,6 +250,46 @@ def pytest_runtestloop(session):
     if code:
         session.testsfailed = 1
     return True
+
+
+class SigtermStops:
+    """A SIGTERM (a cancelled CI job) stops the session as Ctrl-C does (the running worker killed, the finished runs kept
+    in runs.jsonl), but ends it with one line and exit 143, no traceback. A plugin object of its own (registered by
+    :func:`pytest_configure`), since this module's own ``pytest_runtestloop`` is the --calibrate loop that it wraps."""
+
+    def __init__(self):
+        self.previous, self.received = None, False
+
+    def pytest_sessionstart(self, session):
+        def handler(signum, frame):
+            self.received = True
+            raise Terminated(f"received {signal.Signals(signum).name}")
+
+        try:
+            self.previous = signal.signal(signal.SIGTERM, handler)
+        except ValueError:  # not the main thread: the default action stays
+            pass
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session):
+        """Every test and the session's runs inside (also a fresh run's own handler raises Terminated)."""
+        try:
+            return (yield)
+        except Terminated:
+            s = session.config.stash.get(_SESSION, None)
+            kept = (f", its running worker killed; {len(s.records)} finished run(s) kept in {s.options.results_dir / 'runs.jsonl'} "
+                    "(rerun the same command with --resume to finish)") if s is not None and s.executed else ""
+            pytest.exit(f"SIGTERM: the session stopped{kept}", returncode=TERMINATED)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.received:  # a SIGTERM outside the tests (collection, reports): 143 as well
+            session.exitstatus = TERMINATED
+
+    def pytest_unconfigure(self, config):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+            self.previous = None
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -23,21 +23,24 @@
    threshold) tie with it; among ties the one with the least peak memory is recommended. If only micro-batch 1 fits,
    gradient accumulation is the only option, and the answer says so.
 
-Exit code 0 with a recommendation, 1 when no split fits, 2 on bad input.
+Each comparison is read from its own report only (one with the id of the run advise started); an earlier advice's
+report in the results dir is removed when this one starts. Exit code 0 with a recommendation; 3 when no split fits (every
+probe out of memory or failed) or a comparison failed to measure (a worker died; the answer is still written); 2 on bad
+input; 130 and 143 on Ctrl-C and SIGTERM (docs/exit-codes.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
+from harness import exits
 from harness.engine.config import ComparisonConfig
-from harness.files import ensure_dir, new_id, write_atomic, write_json_atomic
+from harness.files import ensure_dir, new_id, own_report, refuse_link, write_atomic, write_json_atomic
 from harness.judging.census_diff import window_plan
 from harness.judging.thresholds import INTERLEAVED
 from harness.measuring.runner import RunRequest, run_one
@@ -185,6 +188,10 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
     w = base.with_splits(effective)
     splits = [d.id for d in w.decompositions]
     root = ensure_dir(results_dir)
+    for name in ("report.json", "report.md", "probe"):
+        refuse_link(root / name)
+    for name in ("report.json", "report.md"):  # an earlier advice's: never read as this one's, whatever stops this
+        (root / name).unlink(missing_ok=True)
     out(f"advise {w.name} on {gpu}: effective batch {w.effective_batch}, splits {', '.join(splits)} (largest micro-batch first); "
         f"budget {budget_minutes:g} min; results in {root}")
     probes, drift = probe(w, w.decompositions, root, gpu=gpu, probe_steps=probe_steps, run_timeout=run_timeout,
@@ -192,6 +199,7 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
     fits = [s for s in splits if probes[s]["status"] == "ok"]
     fastest = min(fits, key=lambda s: probes[s]["step_ms"]) if fits else None
     compared: dict[str, dict] = {}
+    failed: list[str] = []
     others = sorted((s for s in fits if s != fastest), key=lambda s: probes[s]["step_ms"])
     # the screen widens by the drift seen over the probe series; the nearest split is always compared
     wide = screen * (max(drift["ratio"], 1 / drift["ratio"]) if drift else 1.0)
@@ -212,16 +220,19 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
         cfg = ComparisonConfig(workload=w.name, decomposition=fastest, decomposition_b=s, gpu=gpu, block_steps=k, pairs=n, launches=launches,
                                look_every=max(2, n // 8), budget_minutes=share, alpha=alpha, threshold=threshold, cpus=tuple(cpus or ()),
                                warmup_steps=max(w.measure.warmup_steps, 1), results_dir=str(root / f"{s}-vs-{fastest}"), run_timeout=run_timeout)
-        code = interleave(cfg, workload=w, out=lambda line: out(f"  {line}"))
-        rep_path = root / f"{s}-vs-{fastest}" / "report.json"
-        v = (json.loads(rep_path.read_text()).get("verdict") if rep_path.exists() else None) or {}
+        refuse_link(root / f"{s}-vs-{fastest}")
+        run = new_id("interleave")
+        code = interleave(cfg, workload=w, out=lambda line: out(f"  {line}"), session_id=run)
+        if code == exits.MEASUREMENT_FAILED:
+            failed.append(s)
+        v = (own_report(root / f"{s}-vs-{fastest}" / "report.json", run) or {}).get("verdict") or {}  # this run's, never an earlier one
         compared[s] = {"outcome": v.get("outcome", "inconclusive"), "ratio": v.get("ratio"), "lo": v.get("lo"), "hi": v.get("hi"),
-                       "message": v.get("message", f"no verdict (exit code {code})"), "block_steps": k}
+                       "message": v.get("message", f"no verdict from this run (exit code {code})"), "block_steps": k}
     answer = recommend(splits, probes, compared, fastest)
     report = {"workload": w.name, "gpu": gpu, "effective_batch": w.effective_batch, "splits": splits, "probes": probes, "fastest_probe": fastest,
               "compared": compared, "answer": answer, "threshold": threshold, "alpha": alpha, "budget_minutes": budget_minutes, "screen": screen,
               "screen_used": wide if fits else None, "drift": drift,
-              "probe_steps": probe_steps,
+              "probe_steps": probe_steps, "failed": failed, "session_id": new_id("advise"),
               "wall_s": time.time() - t0}
     lines = report_lines(report, w)
     for ln in lines:
@@ -232,7 +243,7 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
         plot(report, root / "advice.png")
     except Exception as exc:  # a plot never costs the measurements
         out(f"(no plot: {exc})")
-    return 0 if answer["recommended"] else 1
+    return exits.OK if answer["recommended"] and not failed else exits.MEASUREMENT_FAILED
 
 
 def report_lines(r: dict, w: Workload) -> list[str]:

@@ -16,9 +16,13 @@ Outcomes, per runtime regression of the report:
   library change, a stored-baseline regression is the machine, its driver or noise; it stays on the
   history page, without an alert.
 
+Each comparison is judged by its own report only: one that carries the id of the run confirm started
+(:func:`harness.files.own_report`); an earlier run's report in the case's folder is never read as this one's.
+
 Every other verdict (memory, ordering, equivalence, work, failed runs) is kept as it is. The result is
-written as ``<results-dir>/report.json`` in the report's own format, for the regression-issue script;
-exit code 1 when a regression or a failed check remains, else 0.
+written as ``<results-dir>/report.json`` in the report's own format, for the regression-issue script (an earlier
+confirmation's report there is removed first); exit code 1 when a regression or a failed check remains, else 3 when
+a comparison failed to measure (a worker died), else 0. Ctrl-C and SIGTERM stop it at once (130, 143).
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from harness import exits
 from harness.engine.config import ComparisonConfig
-from harness.files import ensure_dir, write_json_atomic
+from harness.files import ensure_dir, new_id, own_report, refuse_link, write_json_atomic
 
 UNCONFIRMED = "unconfirmed"
 
@@ -52,13 +57,14 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
     if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list) or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
     root = ensure_dir(results_dir)
+    (root / "report.json").unlink(missing_ok=True)  # an earlier confirmation's: never read as this one's, whatever stops this
     template = template or ComparisonConfig(workload="", decomposition="")
     pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
     same = os.path.realpath(pa) == os.path.realpath(pb)
     cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
     todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
     out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
-    verdicts, confirmed = [], []
+    verdicts, confirmed, failed = [], [], []
     for v in data["verdicts"]:
         if v not in todo:
             verdicts.append(v)
@@ -71,11 +77,15 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
             continue
         workload, dec = cases[v["case"]]
         case_dir = root / v["case"]
+        refuse_link(case_dir)
         cfg = replace(template, gpu=data.get("gpu") or "auto", workload=workload, decomposition=dec, python_a=pa, python_b=pb,
                       workloads_dir=str(workloads_dir), results_dir=str(case_dir))
-        code = interleave(cfg, out=out)
-        got = json.loads((case_dir / "report.json").read_text()) if (case_dir / "report.json").exists() else {}
-        iv = got.get("verdict") or {"outcome": "none", "message": f"no interleaved verdict (exit code {code}); see {case_dir}"}
+        run = new_id("interleave")
+        code = interleave(cfg, out=out, session_id=run)
+        if code == exits.MEASUREMENT_FAILED:
+            failed.append(v["case"])
+        got = own_report(case_dir / "report.json", run) or {}  # this run's report only, never an earlier one left there
+        iv = got.get("verdict") or {"outcome": "none", "message": f"no interleaved verdict from this run (exit code {code}); see {case_dir}"}
         if iv["outcome"] == "regression":
             verdicts.append({**v, "interleaved": iv, "message": f"{v['message']}; confirmed interleaved on this machine: {iv['message']}"})
             confirmed.append(v["case"])
@@ -85,8 +95,10 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
                              "message": f"{v['message']}; unconfirmed: interleaved on this machine {iv['message']}; no alert"})
             out(f"  {v['case']}: unconfirmed: {iv['message']}")
     result = {**data, "verdicts": verdicts, "confirm": {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same,
-                                                       "regressions": [v["case"] for v in todo], "confirmed": confirmed}}
+                                                       "regressions": [v["case"] for v in todo], "confirmed": confirmed,
+                                                       "failed": failed, "session_id": new_id("confirm")}}
     write_json_atomic(root / "report.json", result)
     failing = [v for v in verdicts if v.get("outcome") in ("regression", "fail")]
-    out(f"{len(confirmed)} of {len(todo)} runtime regression(s) confirmed; {len(failing)} failing verdict(s) remain; wrote {root / 'report.json'}")
-    return 1 if failing else 0
+    out(f"{len(confirmed)} of {len(todo)} runtime regression(s) confirmed; {len(failing)} failing verdict(s) remain"
+        + (f"; the comparison of {', '.join(failed)} failed to measure" if failed else "") + f"; wrote {root / 'report.json'}")
+    return exits.REGRESSION if failing else exits.MEASUREMENT_FAILED if failed else exits.OK

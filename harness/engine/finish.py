@@ -4,18 +4,20 @@ comparison that stopped before its report (:func:`recover`) or a stored one judg
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.engine.inject import injected_share
 from harness.engine.loop import PROGRESS
-from harness.files import read_records, write_atomic, write_json_atomic
+from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
+from harness.exits import REGRESSION as EXIT_REGRESSION
+from harness.files import read_records, report_session, write_atomic, write_json_atomic
 from harness.judging import paired as pd
 from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
 from harness.judging.budget_plan import plan_for
 from harness.reporting.interleave import markdown, report_lines
 
-EXIT_REGRESSION, EXIT_WORKER_DIED = 1, 3
 # what recover reads of progress.json's settings itself (the rest is the report's)
 RECOVER_SETTINGS = ("session_id", "alpha", "threshold", "looks", "metric", "drop_first_step", "test", "unit", "launches", "gpu")
 
@@ -62,10 +64,9 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> i
     its results dir kept: every block (``blocks.jsonl``, appended as measured) and the settings and launches
     (``progress.json``, rewritten at each launch's start and end). The verdict is a last look at the complete pairs kept,
     as after a budget stop, so alpha per look holds; the report says what was recovered. Writes report.json and report.md,
-    never over a report the run wrote itself. Exit code as the run's: 1 on a regression, else 0."""
+    never over a report the run wrote itself; an earlier run's report there is moved aside. Exit code as the run's: 1 on a
+    regression, else 0."""
     root = Path(results_dir)
-    if (root / "report.json").exists():
-        raise ValueError(f"{root} already has report.json: the run wrote its own report, nothing to recover")
     if not (root / "blocks.jsonl").exists():
         raise ValueError(f"no blocks.jsonl in {root}: not the results dir of an interleave run (its --results-dir)")
     if not (root / PROGRESS).exists():
@@ -73,6 +74,7 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> i
                          "harness.judging.blocks.analyse and the run's settings")
     prog = read_progress(root / PROGRESS)
     settings, launch_info = prog["settings"], prog["launches"]
+    set_aside_old_report(root, settings["session_id"], out)
     blocks, skipped = read_blocks(root / "blocks.jsonl", settings["session_id"])
     for line in skipped:
         out(f"warning: {line}")
@@ -89,6 +91,25 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> i
                    verdict=None, check=check, case=prog["case"], wall=ended - prog["t_start"], cpu=None,
                    calibrated=settings.get("inject_calibration") is not None, out=out, recovered=recovered)
 
+
+
+def set_aside_old_report(root: Path, session: str, out: Callable[[str], None]) -> None:
+    """Before :func:`recover` writes: this run's own report there is a ValueError (nothing to recover); an old report (of an
+    earlier run, or unreadable) is moved aside to ``report-<its run id>.json``/``.md``, so that no reader takes it for this run's."""
+    path = root / "report.json"
+    if not path.exists():
+        return
+    try:
+        theirs = report_session(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        theirs = None
+    if theirs == session:
+        raise ValueError(f"{root} already has report.json of this run ({session}): the run wrote its own report, nothing to recover")
+    aside = root / f"report-{theirs or 'unreadable'}.json"
+    os.replace(path, aside)
+    if (root / "report.md").exists():
+        os.replace(root / "report.md", aside.with_suffix(".md"))
+    out(f"{path}: an old report (of run {theirs or 'unknown: unreadable'}, not this run's {session}); moved aside to {aside.name}")
 
 
 def read_progress(path: Path) -> dict:
