@@ -50,13 +50,14 @@ def records(dirs: list[str], skipped: list[str] | None = None) -> list[dict]:
 def group(recs: list[dict], where: str) -> dict[str, tuple[Workload, list[dict]]]:
     """Records by workload name, with the workload rebuilt from the records; one hash per name."""
     out: dict[str, tuple[Workload, list[dict]]] = {}
+    recorded: dict[str, str] = {}  # the hash each run recorded (a harness that hashes differently still agrees with itself)
     for r in recs:
         spec = r.get("workload_spec")
         if spec is None:
             raise UsageError(f"{where}: run {r.get('run_id')} has no workload_spec; it was written by an older harness")
         name = r["workload"]
-        if name in out and out[name][0].hash != r["workload_hash"]:
-            raise UsageError(f"{where}: {name} was run with two different specs (hash {out[name][0].hash} and {r['workload_hash']}); "
+        if recorded.setdefault(name, r["workload_hash"]) != r["workload_hash"]:
+            raise UsageError(f"{where}: {name} was run with two different specs (hash {recorded[name]} and {r['workload_hash']}); "
                              "pass the results dirs of one spec only")
         if name not in out:
             out[name] = (Workload.from_dict(spec), [])
