@@ -93,6 +93,9 @@ class Workload:
                f"measure.warmup_steps ({self.measure.warmup_steps}) leaves no step of train.max_steps ({self.train.max_steps}) to measure")
         _check(self.train.precision != "fp16" or "cpu" not in self.devices,
                "train.precision = 'fp16' needs a GPU but devices lists 'cpu': use 'fp32' or 'bf16' for a CPU workload")
+        _check(self.quantization is None or self.train.precision != "fp16",  # TRL's SFTTrainer casts a 4-bit model's adapter to bf16
+               "train.precision = 'fp16' cannot train a QLoRA adapter (TRL keeps it in bf16, which fp16 loss scaling refuses): "
+               "use precision 'bf16' with [quantization]")
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod

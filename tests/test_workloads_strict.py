@@ -219,10 +219,16 @@ def qlora():
 def test_the_qlora_workload_is_the_lora_one_with_4bit_weights():
     ws = load_workloads(ROOT / "workloads")
     q, lo = ws["qwen3-1.7b-qlora"], ws["qwen3-1.7b-lora"]
-    assert q.quantization == QuantizationSpec(bnb_4bit_compute_dtype="fp16") and "cpu" not in q.devices
-    assert [d.id for d in q.decompositions] == ["1x4", "2x2", "4x1"]
-    assert dataclasses.replace(q, name=lo.name, description=lo.description, quantization=None, devices=lo.devices) == lo
+    assert q.quantization == QuantizationSpec(bnb_4bit_compute_dtype="bf16") and "cpu" not in q.devices
+    assert [d.id for d in q.decompositions] == ["1x4", "2x2", "4x1"] and q.train.precision == "bf16"
+    assert dataclasses.replace(q, name=lo.name, description=lo.description, quantization=None, devices=lo.devices,
+                               train=dataclasses.replace(q.train, precision=lo.train.precision)) == lo
     assert q.hash != lo.hash and q.architecture() == lo.architecture()
+
+
+def test_qlora_under_fp16_is_refused_before_any_training(tmp_path):
+    text = (ROOT / "workloads" / "qwen3-1.7b-qlora.toml").read_text().replace('precision = "bf16"', 'precision = "fp16"')
+    assert "train.precision = 'fp16' cannot train a QLoRA adapter" in refusal(write(tmp_path, text, "q.toml"))
 
 
 @pytest.mark.parametrize("key, value, expected", [
@@ -280,11 +286,11 @@ def test_qlora_config_follows_the_workload(monkeypatch):
     w = qlora()
     w.check_device("h200")
     cfg = quantized.bnb_config(w, torch.device("cuda"), DTYPES)
-    assert (cfg.load_in_4bit, cfg.bnb_4bit_quant_type, cfg.bnb_4bit_use_double_quant, cfg.bnb_4bit_compute_dtype) == (True, "nf4", True, torch.float16)
+    assert (cfg.load_in_4bit, cfg.bnb_4bit_quant_type, cfg.bnb_4bit_use_double_quant, cfg.bnb_4bit_compute_dtype) == (True, "nf4", True, torch.bfloat16)
     bf = dataclasses.replace(w, quantization=dataclasses.replace(w.quantization, bnb_4bit_compute_dtype=None, bnb_4bit_quant_type="fp4"),
-                             train=dataclasses.replace(w.train, precision="bf16"))
+                             train=dataclasses.replace(w.train, precision="fp32"))
     cfg = quantized.bnb_config(bf, torch.device("cuda"), DTYPES)
-    assert (cfg.bnb_4bit_quant_type, cfg.bnb_4bit_compute_dtype) == ("fp4", torch.bfloat16)  # compute dtype: train.precision
+    assert (cfg.bnb_4bit_quant_type, cfg.bnb_4bit_compute_dtype) == ("fp4", torch.float32)  # compute dtype: train.precision
 
 
 def test_qlora_without_bitsandbytes_is_refused_at_collection(perf_project):
