@@ -197,8 +197,9 @@ def text(f: dict) -> list[str]:
         lines.append(f"  {w['name']}: {where}; {base}" + (f"; needs the hub: {', '.join(w['hub'])}" if w["hub"] else ""))
     lines += _nightly_lines(f["nightly"], f["gpu"])
     m = f["missing"]
-    lines.append("missing:" if any(v is None for v in m["tools"].values()) else "tools:")
-    lines += [f"  {t}: {p or 'not on PATH'} ({TOOLS[t]})" for t, p in m["tools"].items()]
+    gaps = [t for t, p in m["tools"].items() if p is None]
+    lines.append(f"tools and access ({'missing: ' + ', '.join(gaps) if gaps else 'no tool missing'}):")
+    lines += [f"  {t}: {'found at ' + p if p else 'MISSING, not on PATH'} ({TOOLS[t]})" for t, p in m["tools"].items()]
     lines.append("  hub" + (f" (for {', '.join(m['hub_for'])})" if m["hub_for"] else "") + f": {m['hub']}")
     if f["gpu_names"] and not f["torch_cuda"]:
         lines.append("  torch: a CPU build on a GPU machine; set TORCH_PIN and PIP_EXTRA_INDEX_URL for a CUDA build (tox.ini)")
