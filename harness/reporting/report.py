@@ -89,7 +89,7 @@ def diagnosis(census: dict, step_ms: float | None, workload, gpu: str) -> dict:
                    bound="host-bound" if busy < 0.5 else "GPU-bound" if busy >= 0.8 else "mixed")
     try:
         lo = workload.lora
-        fpt = census_diff.lora_flops_per_token(workload.model.config, lo.r, lo.target_modules, workload.train.gradient_checkpointing,
+        fpt = census_diff.lora_flops_per_token(workload.architecture()["config"], lo.r, lo.target_modules, workload.train.gradient_checkpointing,
                                                workload.train.max_length)
         out["flops_per_step"] = fpt * samples * workload.train.max_length
         if step_ms and gpu in PEAK_FLOPS:
