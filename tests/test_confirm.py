@@ -75,3 +75,11 @@ def test_a_real_slowdown_is_confirmed_and_none_is_not(tmp_path):
     v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
     assert v["outcome"] == UNCONFIRMED and v["interleaved"]["outcome"] in ("pass", "inconclusive", "improvement"), v
     assert flat == 1  # the memory regression of the report remains
+
+
+def test_a_report_of_another_gpu_is_refused_before_any_run(tmp_path):
+    path = _report(tmp_path)
+    path.write_text(path.read_text().replace('"gpu": "cpu"', '"gpu": "l4"'))
+    with pytest.raises(ValueError, match=r"a report of l4 cannot be confirmed here \(--gpu=l4 but this machine has cpu"):
+        confirm(path, results_dir=tmp_path / "c", out=lambda line: None)
+    assert not (tmp_path / "c").exists()

@@ -56,6 +56,12 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
         raise ValueError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list) or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
+    from harness.measuring.env import detect_gpu, resolve_gpu
+
+    try:  # the report's regressions are re-measured here: on its GPU, never on another
+        gpu = resolve_gpu(data.get("gpu") or "auto", detect_gpu())
+    except ValueError as exc:
+        raise ValueError(f"{path}: a report of {data.get('gpu')} cannot be confirmed here ({exc})") from None
     root = ensure_dir(results_dir)
     (root / "report.json").unlink(missing_ok=True)  # an earlier confirmation's: never read as this one's, whatever stops this
     template = template or ComparisonConfig(workload="", decomposition="")
@@ -78,7 +84,7 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
         workload, dec = cases[v["case"]]
         case_dir = root / v["case"]
         refuse_link(case_dir)
-        cfg = replace(template, gpu=data.get("gpu") or "auto", workload=workload, decomposition=dec, python_a=pa, python_b=pb,
+        cfg = replace(template, gpu=gpu, workload=workload, decomposition=dec, python_a=pa, python_b=pb,
                       workloads_dir=str(workloads_dir), results_dir=str(case_dir))
         run = new_id("interleave")
         code = interleave(cfg, out=out, session_id=run)
