@@ -13,7 +13,8 @@
 #   4. python -m harness doctor
 #   5. the nightly's first night: the workload pushed (its CPU baseline stays on the laptop), a runner's clone runs the
 #      pinned job's `run:` steps (.ci/run-workflow.py) with a fake gh and a tox stand-in (.ci/fake-bin/): the job is
-#      green, a baseline pull request is opened, the summary says why, and the branch holds the recorded baseline
+#      green, a baseline pull request is opened, the summary says why, and the branch holds the recorded baseline; the
+#      night's session is on the results store's branch perf-results (the bare upstream stands for GitHub)
 # Each step prints its wall time; any failure stops the walk-through with its reason and exit code 1.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -128,7 +129,10 @@ git clone -q "$WORK/upstream.git" "$WORK/runner"
 cd "$WORK/runner"
 export PYTHONPATH=$PWD
 : > "$WORK/gh.log"
+# the job keeps its session on the results store's branch of "GitHub" ($PERF_STORE): git maps that URL onto the bare upstream
+git config -f "$WORK/gitconfig" url."$WORK/upstream.git".insteadOf https://github.com/newcomer/lora-perf-harness.git
 rc=0
+GIT_CONFIG_GLOBAL="$WORK/gitconfig" XDG_CACHE_HOME="$WORK/cache" \
 PATH="$PWD/.ci/fake-bin:$PATH" FAKE_GH_LOG="$WORK/gh.log" GH_REPO=newcomer/lora-perf-harness TOX_SHIM_PYTHON="$PY" \
   "$PY" .ci/run-workflow.py .github/workflows/nightly.yml perf --matrix gpu=cpu --matrix env=pinned \
   --input repeats=5 --input workloads=my-chat --skip-step "Install tox" --repository newcomer/lora-perf-harness \
@@ -142,6 +146,8 @@ git -C "$WORK/upstream.git" show baselines/first-cpu:baselines/cpu/my-chat.json 
   || fail "the branch baselines/first-cpu does not hold baselines/cpu/my-chat.json"
 "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["gpu"] == "cpu" and d["workload"]["name"] == "my-chat", d["gpu"]' "$WORK/proposed.json"
 [ ! -e baselines/cpu ] || fail "the first night wrote into the runner's baselines/ (it must only propose)"
+git -C "$WORK/upstream.git" ls-tree -r --name-only perf-results | grep -q '^cpu/pinned/.*\.json\.gz$' \
+  || fail "the results store's branch perf-results holds no session of the night"
 took
 
 echo

@@ -1,6 +1,7 @@
 """The GitHub workflows validate against the GitHub workflow schema, and the regression-issue script
-parses and files one issue per regressed verdict (checked against a fake gh CLI); the nightly's history
-job gathers the nights' results (a fake gh again), builds the page and deploys it to GitHub Pages."""
+parses and files one issue per regressed verdict (checked against a fake gh CLI); the nightly's perf job keeps each
+session in the results store and files its environment alerts, and the history job builds the page from the store and
+deploys it to GitHub Pages."""
 
 import json
 import os
@@ -220,25 +221,22 @@ def _history_job() -> tuple[dict, dict, dict]:
     return wf, job, {s.get("name") or s.get("uses"): s for s in job["steps"]}
 
 
-def test_nightly_history_job_builds_and_deploys_the_page():
-    """After the perf jobs (whatever their verdicts), the history job gathers this night's and earlier nights' results
-    artifacts, builds the page with `python -m harness history`, deploys it to GitHub Pages and links it in the summary;
-    only this job may write to Pages."""
+def test_nightly_history_job_builds_the_page_from_the_store_and_deploys_it():
+    """After the perf jobs (whatever their verdicts), the history job builds the page from the results store (the
+    perf-results branch; no artifacts, which expire) with `python -m harness history --store`, deploys it to GitHub Pages
+    and links it in the summary; only this job may write to Pages, and it reads no more than contents."""
     wf, job, steps = _history_job()
     assert job["needs"] == "perf" and "!cancelled()" in job["if"]
-    perms = job["permissions"]
-    assert perms["pages"] == "write" and perms["id-token"] == "write" and perms["actions"] == "read"
+    assert job["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
     others = [wf.get("permissions", {}), *(j.get("permissions", {}) for n, j in wf["jobs"].items() if n != "history")]
     assert not any("pages" in p or "id-token" in p for p in others)
     assert job["environment"]["name"] == "github-pages"
-    upload = next(s for s in wf["jobs"]["perf"]["steps"] if s.get("name") == "Upload results")
-    assert upload["with"]["name"] == "perf-${{ matrix.gpu }}-${{ matrix.env }}" and upload["with"]["retention-days"] >= 30
-    tonight = steps["Download this night's results"]
-    assert tonight["uses"].startswith("actions/download-artifact@") and tonight["with"]["pattern"] == "perf-*"
-    earlier = steps["Download earlier nights' results"]["run"]
-    assert "gh run list --workflow nightly.yml" in earlier and "gh run download" in earlier
-    build = steps["Build the history page"]["run"]
-    assert "python -m harness history" in build and "--out site" in build
+    assert wf["env"]["PERF_STORE"] == "${{ github.server_url }}/${{ github.repository }}.git"
+    assert "history_nights" not in wf[True]["workflow_dispatch"]["inputs"] and "env" not in job  # YAML 1.1 reads `on` as True
+    assert not [s for s in job["steps"] if "download-artifact" in s.get("uses", "") or "gh run" in s.get("run", "")]
+    build = steps["Build the history page from the results store"]
+    assert 'python -m harness history --store "$PERF_STORE" --out site' in build["run"]
+    assert build["env"]["GH_TOKEN"] == "${{ github.token }}" and "GIT_CONFIG_COUNT=1" in build["run"]
     uses = [s.get("uses", "") for s in job["steps"]]
     pages = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact@"))
     assert pages["with"]["path"] == "site"
@@ -249,58 +247,82 @@ def test_nightly_history_job_builds_and_deploys_the_page():
     assert "steps.deployment.outputs.page_url" in summary["env"]["PAGE_URL"] and "GITHUB_STEP_SUMMARY" in summary["run"]
 
 
+def _perf_steps() -> tuple[dict, list[str], dict]:
+    import yaml
+
+    job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]
+    return job, [s.get("name") for s in job["steps"]], {s.get("name"): s for s in job["steps"]}
+
+
+def test_nightly_perf_job_keeps_each_session_in_the_store_and_files_environment_alerts():
+    """After the upload (whatever the verdicts), the session's record goes to the perf-results branch (the job may push:
+    contents write), then the alerts that tonight's session raised on this GPU and track open or comment on issues (issues
+    write) through the same issue script; the alerts run only when the session was stored."""
+    job, names, steps = _perf_steps()
+    assert job["permissions"]["contents"] == "write" and job["permissions"]["issues"] == "write"
+    store, alerts = steps["Keep the session in the results store"], steps["Open or update environment-regression issues"]
+    assert names.index("Upload results") < names.index(store["name"]) < names.index(alerts["name"]) < names.index("Open or update regression issues")
+    assert store["id"] == "store" and "!cancelled()" in store["if"] and "hashFiles('perf-results/**/runs.jsonl')" in store["if"]
+    assert '-m harness store add perf-results --store "$PERF_STORE" --track "$PERF_ENV"' in store["run"]
+    assert "!cancelled()" in alerts["if"] and "steps.store.outcome == 'success'" in alerts["if"]
+    run = " ".join(alerts["run"].replace("\\\n", " ").split())
+    assert '-m harness store alerts --store "$PERF_STORE" --gpu "$PERF_GPU" --track "$PERF_ENV" --new --issues perf-results/env-alerts.json' in run
+    assert "REPORT=perf-results/env-alerts.json bash .github/scripts/regression-issues.sh" in run
+    assert alerts["env"]["GH_TOKEN"] == "${{ github.token }}" and alerts["env"]["GH_REPO"] == "${{ github.repository }}"
+
+
+def test_the_store_steps_give_git_the_token_as_a_header_in_the_environment_only(tmp_path):
+    """git authenticates with the job's token as actions/checkout does (an AUTHORIZATION extraheader for the server), set
+    through GIT_CONFIG_COUNT: nothing is printed, nothing written to a git config file, no `set -x`, no token on a command line."""
+    import base64
+
+    _, _, steps = _perf_steps()
+    _, _, hist = _history_job()
+    for step in (steps["Keep the session in the results store"], steps["Open or update environment-regression issues"],
+                 hist["Build the history page from the results store"]):
+        auth = [ln for ln in step["run"].splitlines() if "GIT_CONFIG" in ln]
+        assert len(auth) == 2 and "set -x" not in step["run"] and "echo" not in step["run"], step["name"]
+        assert step["run"].count("$GH_TOKEN") == 1 and "printf 'x-access-token:%s' \"$GH_TOKEN\" | base64" in step["run"]
+        env = dict(os.environ, GH_TOKEN="secret-token", GITHUB_SERVER_URL="https://github.com", HOME=str(tmp_path))
+        proc = _bash_step("\n".join(auth) + '\ngit config --get-all http.https://github.com/.extraheader', tmp_path, env)
+        want = "AUTHORIZATION: basic " + base64.b64encode(b"x-access-token:secret-token").decode()
+        assert proc.returncode == 0 and proc.stdout == want + "\n" and not proc.stderr, (step["name"], proc.stdout, proc.stderr)
+        assert not list(tmp_path.rglob("*config*")), step["name"]
+
+
 def _bash_step(script: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     if shutil.which("bash") is None:
         pytest.skip("no bash")
     return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
-FAKE_GH_RUNS = r"""#!/usr/bin/env bash
-# `run list` prints three run ids (the current one among them); `run download ID --dir D --pattern P` makes D/perf-cpu-pinned
-printf '%s\0' "$@" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split("\0")[:-1]))' >> "$FAKE_GH_LOG"
-if [[ "$1 $2" == "run list" ]]; then printf '30\n20\n10\n'; fi
-if [[ "$1 $2" == "run download" ]]; then
-  if [[ "$3" == 10 ]]; then echo "no valid artifacts found to download" >&2; exit 1; fi
-  mkdir -p "$5/perf-cpu-pinned"
-fi
-"""
-
-
-def test_nightly_history_steps_gather_the_nights_and_build_the_page(tmp_path):
-    """The download step fetches every earlier night but this one (an expired night is skipped), and the build step
-    turns the downloaded artifacts into one page with pinned and latest apart (the A/B folders inside an artifact are not
-    sessions of its track)."""
-    _, job, steps = _history_job()
+def test_nightly_history_step_builds_the_page_from_the_store(tmp_path):
+    """The build step reads every session of the store (a bare git repository here, as the perf jobs left it: a pinned and
+    a latest session) into one page, pinned and latest apart."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    _, _, steps = _history_job()
+    bare = tmp_path / "store.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    (bindir / "gh").write_text(FAKE_GH_RUNS)
-    (bindir / "gh").chmod(0o755)
     (bindir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # this interpreter (a symlink would lose its venv)
     (bindir / "python").chmod(0o755)
-    log = tmp_path / "gh.log"
-    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", FAKE_GH_LOG=str(log), GITHUB_RUN_ID="30",
-               HISTORY_NIGHTS="3", PYTHONPATH=str(ROOT))
-    proc = _bash_step(steps["Download earlier nights' results"]["run"], tmp_path, env)
-    assert proc.returncode == 0, proc.stderr
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    assert calls[0][:2] == ["run", "list"] and "--limit" in calls[0] and calls[0][calls[0].index("--limit") + 1] == "3"
-    assert [c[2] for c in calls[1:]] == ["20", "10"] and all(c[c.index("--pattern") + 1] == "perf-*" for c in calls[1:])
-    assert "run 10: no results artifacts" in proc.stdout
-    # tonight (30) and night 20 as the download steps leave them: one folder per artifact
-    results = ROOT / "tests" / "data" / "history"
-    for night, env_name, src in (("20", "pinned", "ab-cpu/a"), ("30", "pinned", "ab-cpu/a"), ("30", "latest", "ab-cpu/b")):
-        dest = tmp_path / "history-in" / night / f"perf-cpu-{env_name}"
-        shutil.copytree(results / src, dest, dirs_exist_ok=True)
-    shutil.copytree(results / "ab-cpu", tmp_path / "history-in" / "30" / "perf-cpu-latest" / "ab", ignore=shutil.ignore_patterns("*.md", "*.log"))
-    (tmp_path / "history-in" / "20" / "perf-cpu-latest").mkdir()  # a job that made no run uploads no runs.jsonl
-    proc = _bash_step(steps["Build the history page"]["run"], tmp_path, env)
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               PERF_STORE=str(bare), GH_TOKEN="x", GITHUB_SERVER_URL="https://github.com")
+    results = ROOT / "tests" / "data" / "history" / "ab-cpu"
+    for track, src in (("pinned", "a"), ("latest", "b")):
+        proc = subprocess.run([sys.executable, "-m", "harness", "store", "add", str(results / src), "--store", str(bare), "--track", track],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _bash_step(steps["Build the history page from the results store"]["run"], tmp_path, dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     html = (tmp_path / "site" / "index.html").read_text()
     data = json.loads(html.split('id="history-data">', 1)[1].split("</script>", 1)[0])
     keys = sorted(s["key"] for s in data["series"])
     assert keys == [f"cpu/tiny-qwen3/{d}/{t}" for d in ("1x4", "2x2", "4x1") for t in ("latest", "pinned")]
     latest = next(s for s in data["series"] if s["key"] == "cpu/tiny-qwen3/4x1/latest")
-    assert latest["sessions"] == ["ab-20261129T215219-092982-b"]  # not the A/B's a/ and b/ below it
+    assert latest["sessions"] == ["ab-20261129T215219-092982-b"]
 
 
 def test_the_comparison_defaults_are_the_nightly_settings():
