@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | store {add | alerts} | doctor}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | store {add | alerts} | doctor | cost}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. Exit codes (:mod:`harness.exits`, docs/exit-codes.md): 0 pass, 1 regression,
@@ -200,6 +200,9 @@ def parser() -> argparse.ArgumentParser:
     dr.add_argument("--json", action="store_true", help="the same facts as JSON")
     dr.set_defaults(fn=_cmd_doctor)
     _measuring_commands(sub)
+    from harness.commands.cost import add_parser as cost_parser  # the cost model: harness.judging.cost_model
+
+    cost_parser(sub)
     return p
 
 

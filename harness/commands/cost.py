@@ -1,0 +1,164 @@
+"""``python -m harness cost``: what the census says a step costs, and what a change of it will cost (docs/cost-model.md).
+
+* ``cost --census PATH...``: per workload and split, the host work (Python calls, aten ops, launches) and the device work
+  (kernel time), the GPU busy share, which path bounds the step, the host-cost mix calibrated on the splits' own step
+  times, and each split's ratio to the reference split (the fewest micro-batches) measured beside predicted, each
+  prediction calibrated on the other splits only.
+* ``cost --diff A B``: for every case with a census on both sides, the census diff and the predicted change of A's step
+  time, with its interval and its host and GPU parts; calibrated on A's splits (or ``--timing``'s).
+
+A PATH is a results dir (its ``runs.jsonl``: census runs give the work, timed runs the step times) or a baseline file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from statistics import median
+
+from harness.commands.compare import UsageError
+from harness.judging import census_diff
+from harness.judging import cost_fit as cf
+from harness.judging import cost_model as cm
+
+
+def runs_of(path: str | Path) -> dict[tuple[str, str], list[dict]]:
+    """Run records by (workload, split) from a results dir or a baseline file; census entries of a baseline become
+    census runs, its runs timed runs."""
+    p = Path(path)
+    if p.is_file():
+        try:
+            data = json.loads(p.read_text())
+            name = data["workload"]["name"]
+            return {(name, k): [dict(r, census=None, decomposition=v["decomposition"]) for r in v["runs"]]
+                    + [dict(c, step_time_median_ms=None, decomposition=v["decomposition"]) for c in v.get("census") or []]
+                    for k, v in data["decompositions"].items()}
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            raise UsageError(f"{p}: not a baseline file (no workload.name and decompositions); pass a baseline JSON or a results dir") from None
+    from harness.commands.compare import records
+
+    out: dict[tuple[str, str], list[dict]] = {}
+    for r in records([str(p)]):
+        if r.get("status", "ok") == "ok" and r.get("decomposition_id"):
+            out.setdefault((r["workload"], r["decomposition_id"]), []).append(r)
+    if not out:
+        raise UsageError(f"{p}: no finished runs in its runs.jsonl")
+    return out
+
+
+def merged(paths: list[str]) -> dict[tuple[str, str], list[dict]]:
+    out: dict[tuple[str, str], list[dict]] = {}
+    for path in paths:
+        for key, runs in runs_of(path).items():
+            out.setdefault(key, []).extend(runs)
+    return out
+
+
+def _splits(runs: dict[tuple[str, str], list[dict]], workload: str) -> list[cf.SplitCase]:
+    return cf.split_cases({s: r for (w, s), r in runs.items() if w == workload})
+
+
+def calibration_of(splits: list[cf.SplitCase], idle_ms) -> cf.Calibration | None:
+    """The splits' calibration (every split's ratio to the reference), or None with fewer than two splits."""
+    if len(splits) < 2:
+        return None
+    ref = cf.reference(splits)
+    return cf.calibrate([cf.split_observation(ref, s, idle_ms) for s in splits if s is not ref], idle_ms)
+
+
+def census_report(paths: list[str], idle_ms=None, out: Callable[[str], None] = print) -> int:
+    """``cost --census``: the work of each case and the split ratios, measured beside predicted."""
+    runs = merged(paths)
+    workloads = sorted({w for w, _ in runs})
+    shown = 0
+    for w in workloads:
+        splits = _splits(runs, w)
+        if not splits:
+            out(f"{w}: no split has both a census and a timed run; nothing to model")
+            continue
+        shown += 1
+        out(f"{w}:")
+        for s in splits:
+            case = s.case(idle_ms)
+            out(f"  {s.split}: step {s.step_ms:.1f} ms (median of {len(s.steps_ms)} runs); host work {s.work.python_calls:,.0f} Python calls, "
+                f"{s.work.ops:,.0f} aten ops, {s.work.kernels:,.0f} launches; device work {s.work.kernel_ms:.1f} ms of kernels "
+                f"in {s.work.micro_batches} micro-batch(es): GPU busy {case.busy:.0%}, {case.bound}-bound")
+        cal = calibration_of(splits, idle_ms)
+        if cal is None:
+            out("  one split only: no calibration (a prediction's interval spans every host-cost mix)")
+            continue
+        ref = cf.reference(splits)
+        us = cm.unit_costs_us(ref.case(idle_ms), cal.best)
+        out(f"  calibrated on the split ratios: {cal.line()}")
+        out("  on " + ref.split + ": " + ", ".join(f"{v:.2f} us per {n}" for n, v in zip(("Python call", "aten op", "launch"), us.values())))
+        for split, measured, pred, lo, hi, c in cf.leave_one_out(splits, idle_ms=idle_ms):
+            out(f"  {split}/{ref.split}: measured x{measured:.2f}, predicted x{pred:.2f} [{lo:.2f}, {hi:.2f}] ({100 * (pred / measured - 1):+.1f}%), "
+                f"calibrated on {', '.join(c.names) or 'nothing (the other splits are missing)'}")
+    return 0 if shown else 2
+
+
+def _timing(runs: dict, key) -> float | None:
+    steps = [float(r["step_time_median_ms"]) for r in runs.get(key, []) if not r.get("census") and r.get("step_time_median_ms")]
+    return median(steps) if steps else None
+
+
+def _census(runs: dict, key) -> dict | None:
+    return next((r["census"] for r in runs.get(key, []) if r.get("census") and r["census"].get("fits")), None)
+
+
+def diff_report(a: str, b: str, timing: list[str] | None = None, idle_ms=None, out: Callable[[str], None] = print) -> int:
+    """``cost --diff A B``: the predicted step change of each case whose census differs."""
+    ra, rb = runs_of(a), runs_of(b)
+    rt = merged(timing) if timing else ra
+    keys = sorted(k for k in ra if _census(ra, k) and _census(rb, k))
+    if not keys:
+        raise UsageError(f"{a} and {b}: no case has a census on both sides; run `python -m harness census` in each environment")
+    for key in keys:
+        base, cur = _census(ra, key), _census(rb, key)
+        step = _timing(rt, key) or (None if timing else _timing(rb, key))
+        d = census_diff.diff(base, cur)
+        head = f"{key[0]} {key[1]}"
+        if step is None:
+            raise UsageError(f"{head}: no timed run in {' '.join(timing) if timing else f'{a} or {b}'}; the model needs the case's step time "
+                             "(pass --timing with a results dir or baseline file that has timed runs)")
+        out(f"{head}: " + ("; ".join(census_diff.lines(d, base, cur)) if d.counts_changed else "counts identical"))
+        cal = calibration_of(_splits(rt, key[0]), idle_ms)
+        p = cm.predict(base, {"step_ms": step, "idle_ms": idle_ms}, cm.Delta.between(base, cur), cal)
+        out(f"  {p.line()}; step {step:.1f} ms; " + (f"calibrated on {', '.join(cal.names)}" if cal else "no calibration: every host-cost mix"))
+    return 0
+
+
+def idle_range(text: str | None):
+    """``--idle-ms LO,HI`` (or one value) as a range, or None."""
+    if not text:
+        return None
+    try:
+        xs = [float(x) for x in text.split(",")]
+        lo, hi = (xs[0], xs[0]) if len(xs) == 1 else (xs[0], xs[1])
+    except (ValueError, IndexError):
+        raise UsageError(f"--idle-ms {text}: expected LO,HI in ms per micro-batch, such as 60,76") from None
+    if not 0 <= lo <= hi or len(xs) > 2:
+        raise UsageError(f"--idle-ms {text}: expected 0 <= LO <= HI (ms per micro-batch)")
+    return (lo, hi)
+
+
+def run(a) -> int:
+    """The CLI's entry: exactly one of --census and --diff."""
+    if bool(a.census) == bool(a.diff):
+        raise UsageError("cost needs --census PATH... or --diff A B (one of them)")
+    idle = idle_range(a.idle_ms)
+    if a.census:
+        return census_report(a.census, idle)
+    return diff_report(a.diff[0], a.diff[1], a.timing, idle)
+
+
+def add_parser(sub) -> None:
+    """The ``cost`` subcommand's options."""
+    cp = sub.add_parser("cost", help="the cost model: host and GPU work per case and the split ratios predicted (--census), or the predicted "
+                        "step change of a census diff (--diff A B); docs/cost-model.md")
+    cp.add_argument("--census", nargs="+", metavar="PATH", help="results dirs or baseline files whose censuses and timed runs to model")
+    cp.add_argument("--diff", nargs=2, metavar=("A", "B"), help="predict the step change from A's census to B's (results dirs or baseline files)")
+    cp.add_argument("--timing", nargs="+", metavar="PATH", help="with --diff: take the step times and the calibration from these instead of A")
+    cp.add_argument("--idle-ms", help="the device path's idle time per micro-batch, LO,HI in ms, measured on GPU-bound steps (default: unknown)")
+    cp.set_defaults(fn=run)
