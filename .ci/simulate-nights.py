@@ -259,9 +259,9 @@ def check(a: argparse.Namespace, nights: list[dict], end: dict) -> tuple[list[tu
         ("history job (from the store) green", end["history_job"].split(":")[0], end["history_job"] == "success"),
         ("page shows every night, each case", " / ".join(str(full[c].get("sessions", 0)) for c in CASES),
          all(full[c].get("sessions") == a.nights and full[c].get("census") == a.nights for c in CASES)),
-        ("census change: issues opened (night)", ", ".join(f"#{k}" for k, _ in census) or "none",
+        ("census change: issues opened", ", ".join(f"night {k}" for k, _ in census) or "none",
          [k for k, _ in census] == [plan.census] and "sm90_gemm_splitk_reduce +2" in body and DRIVERS[1] in body),
-        ("+10% shift that holds: issues (night)", ", ".join(f"#{k}" for k, _ in timing) or "none",
+        ("+10% shift that holds: issues", ", ".join(f"night {k}" for k, _ in timing) or "none",
          [k for k, _ in timing] == [plan.shift + 1] and "2x2" in timing[0][1] and f"image {IMAGES[0]}→{IMAGES[1]}" in timing_body),
         ("one-night +30% spike: issues", str(len(spike)), not spike),
         ("A/A false alarms (series x nights)", f"{len(aa_false)} in {series_nights}", rate <= figures["alpha"]),
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(c[0]) for c in checks)
     print(f"\n{a.nights} nights ({a.aa} A/A, noise sd {a.sigma:.1%} a night, seed {a.seed}) in {figures['wall_s']:.0f} s")
     for what, seen, ok in checks:
-        print(f"  {what:<{width}}  {seen:<14} {'ok' if ok else 'FAILED'}")
+        print(f"  {what:<{width}}  {seen:<16} {'ok' if ok else 'FAILED'}")
     figures["checks"] = [{"check": w, "seen": s, "ok": ok} for w, s, ok in checks]
     if a.json:
         lines = [json.dumps(n, sort_keys=True) for n in nights] + [json.dumps({"summary": figures}, sort_keys=True)]

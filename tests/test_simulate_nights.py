@@ -41,7 +41,7 @@ def test_simulated_nights_lose_nothing_and_alert_once_per_planted_change(tmp_pat
     proc, nights, s = simulate(tmp_path, "--nights", "26", "--aa", "20", "--prefill", "20", "--retention", "10")
     assert_verdicts(proc, nights, s, 26, 20)
     assert sum(night["job"] == "success" for night in nights) == 6
-    assert "census change: issues opened (night)" in proc.stdout  # the table
+    assert "census change: issues opened    " in proc.stdout and "night 21" in proc.stdout  # the table
 
 
 def test_simulate_nights_refuses_a_plan_with_no_room_for_its_effects(tmp_path):
