@@ -1,0 +1,163 @@
+"""The cost model (harness/judging/cost_model.py, cost_fit.py) and ``python -m harness cost``: on synthetic cases made
+by a known model (the calibration finds its mix, the predictions its changes), on the committed H200 baseline (the split
+penalty within 15%, host-bound), and the evidence page's tables as its script prints them."""
+
+import contextlib
+import importlib.util
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.commands import cost as cost_cmd
+from harness.commands.cli import main
+from harness.judging import census_diff
+from harness.judging import cost_fit as cf
+from harness.judging import cost_model as cm
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = ROOT / "baselines" / "h200" / "qwen3-1.7b-lora.json"
+PAGE = ROOT / "docs" / "evidence" / "what-does-the-census-predict"
+
+# a synthetic machine: host microseconds per Python call, aten op and launch; idle per micro-batch; counts affine in G
+US = (2.0, 4.0, 12.0)
+IDLE = 20.0
+FIXED, PER_MICRO = (10_000, 2_000, 0), (100_000, 45_000, 11_000)
+
+
+def work(g: int, kernel_ms: float = 100.0, extra=(0, 0, 0)) -> cm.Work:
+    n = [f + g * u + e for f, u, e in zip(FIXED, PER_MICRO, extra)]
+    return cm.Work(*n, kernel_ms=kernel_ms + 15.0 * (g - 1), micro_batches=g)
+
+
+def true_step(w: cm.Work, extra_host_ms: float = 0.0) -> float:
+    host = sum(c * n for c, n in zip(US, w.counts())) / 1000.0 + extra_host_ms
+    return max(host, w.kernel_ms + w.micro_batches * IDLE)
+
+
+def true_mix(w: cm.Work) -> cm.Mix:
+    parts = [c * n for c, n in zip(US, w.counts())]
+    return cm.Mix(*(p / sum(parts) for p in parts))
+
+
+def synthetic_observations():
+    base = work(1)
+    case = cm.Case(base, true_step(base), (IDLE, IDLE))
+    obs = [cf.Observation(f"{g}x", case, work(g), true_step(work(g)) / case.step_ms, 0.01) for g in (2, 4)]
+    casts = work(1, extra=(400, 3000, 700))  # a change with another mix: many ops and launches, few Python calls
+    obs.append(cf.Observation("casts", case, casts, true_step(casts) / case.step_ms, 0.005))
+    return case, obs
+
+
+def test_calibration_finds_the_mix_a_synthetic_machine_was_made_with():
+    case, obs = synthetic_observations()
+    cal = cf.calibrate(obs, (IDLE, IDLE))
+    want = true_mix(case.work).shares()
+    assert max(abs(a - b) for a, b in zip(cal.best.shares(), want)) <= 0.06
+    assert cal.chi2 < 1.0 and cal.rel_error < 0.02
+    # a change of Python calls only: predicted as the machine makes it, inside the interval
+    target = case.work.plus(cm.Delta(python_calls=5_000))
+    p = cm.predict_work(case, target, cal)
+    truth = 100 * (true_step(target) / case.step_ms - 1)
+    assert abs(p.delta_pct - truth) < 0.15 and p.lo <= truth <= p.hi
+    assert p.bound == "host" and p.gpu_part == pytest.approx(0.0)
+
+
+def test_splits_alone_cannot_tell_the_mix_but_still_predict_the_split_ratio():
+    case, obs = synthetic_observations()
+    splits_only = cf.calibrate(obs[:2], (IDLE, IDLE))
+    spans = [max(m.shares()[i] for m in splits_only.feasible) - min(m.shares()[i] for m in splits_only.feasible) for i in range(3)]
+    assert max(spans) > 0.5  # affine counts: the mix is not identified
+    assert obs[1].predicted(splits_only.best) == pytest.approx(obs[1].ratio, rel=0.02)
+
+
+def test_host_work_shows_one_for_one_and_gpu_work_hides_until_the_gpu_bounds_the_step():
+    case = cm.Case(work(1), 400.0, (20.0, 20.0))  # device path 120 ms of a 400 ms step
+    host = cm.predict_work(case, case.work, None, extra_host_ms=20.0)
+    assert host.delta_pct == pytest.approx(5.0) and host.host_part == pytest.approx(5.0)
+    hidden = cm.predict_work(case, case.work.plus(cm.Delta(kernel_ms=200.0)))
+    assert hidden.delta_pct == pytest.approx(0.0) and hidden.hi == pytest.approx(0.0)
+    shows = cm.predict_work(case, case.work.plus(cm.Delta(kernel_ms=380.0)))  # device path 500 ms: the GPU now bounds it
+    assert shows.delta_pct == pytest.approx(25.0) and shows.gpu_part == pytest.approx(25.0)
+    gpu_bound = cm.Case(work(1, kernel_ms=480.0), 500.0, (20.0, 20.0))
+    assert gpu_bound.bound == "GPU"
+    p = cm.predict_work(gpu_bound, gpu_bound.work.plus(cm.Delta(kernel_ms=50.0)))
+    assert p.delta_pct == pytest.approx(10.0) and p.gpu_part == pytest.approx(10.0)
+
+
+def test_without_calibration_the_interval_spans_every_mix_and_an_unknown_idle():
+    case = cm.Case(work(1), 400.0)
+    only_ops = cm.predict_work(case, case.work.plus(cm.Delta(ops=case.work.ops * 0.1)))
+    assert only_ops.lo == pytest.approx(0.0, abs=1e-9) and only_ops.hi == pytest.approx(10.0)
+    gpu = cm.predict_work(case, case.work.plus(cm.Delta(kernel_ms=10.0)))
+    assert gpu.delta_pct == pytest.approx(0.0) and gpu.hi > 0  # the idle might fill the step
+
+
+def test_predict_takes_a_census_diff_a_mapping_or_the_changed_census():
+    data = json.loads(BASELINE.read_text())
+    base = data["decompositions"]["4x1"]["census"][0]["census"]
+    cur = dict(base, ops=base["ops"] + 148, python_calls=base["python_calls"] + 309)
+    by_diff = cm.predict(base, 423.7, census_diff.diff(base, cur))
+    by_map = cm.predict(base, {"step_ms": 423.7}, {"ops": 148, "python_calls": 309})
+    by_census = cm.predict(base, {"step_time_median_ms": 423.7}, cur)
+    assert by_diff.delta_pct == pytest.approx(by_map.delta_pct) == pytest.approx(by_census.delta_pct)
+    assert 0 < by_map.delta_pct < 0.5 and by_map.gpu_part == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="unknown keys"):
+        cm.predict(base, 423.7, {"opz": 1})
+    with pytest.raises(ValueError, match="no step_ms"):
+        cm.predict(base, {}, {"ops": 1})
+    with pytest.raises(ValueError, match="shares"):
+        cm.Mix(0.5, 0.5, 0.5)
+
+
+def baseline_splits():
+    return cf.split_cases({k: v for (_, k), v in cost_cmd.runs_of(BASELINE).items()})
+
+
+def test_the_h200_split_penalty_is_predicted_within_15_percent_without_its_own_ratio():
+    splits = baseline_splits()
+    assert [s.split for s in splits] == ["4x1", "2x2", "1x4"]
+    for split, measured, pred, lo, hi, cal in cf.leave_one_out(splits, idle_ms=(60.0, 80.0)):
+        assert f"{split}/4x1" not in cal.names
+        assert abs(pred / measured - 1) < 0.15 and lo <= pred <= hi
+    for s in splits:  # GPU busy 10-25%: host-bound, whichever mix
+        assert s.case((60.0, 80.0)).bound == "host"
+    # every mix puts 1x4/4x1 between its Python-calls-only and launches-only values, all within 15% of the measured
+    ref, s14 = splits[0], splits[2]
+    obs = cf.split_observation(ref, s14, (60.0, 80.0))
+    for mix in (cm.Mix(1, 0, 0), cm.Mix(0, 1, 0), cm.Mix(0, 0, 1)):
+        assert abs(obs.predicted(mix) / obs.ratio - 1) < 0.15
+
+
+def run_cli(*args) -> tuple[int, str]:
+    buf, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
+        rc = main(["cost", *args])
+    return rc, buf.getvalue() + err.getvalue()
+
+
+def test_cost_command_on_the_baseline_and_on_a_census_diff():
+    rc, out = run_cli("--census", str(BASELINE), "--idle-ms", "60,80")
+    assert rc == 0 and "1x4/4x1: measured x" in out and "host-bound" in out and "us per launch" in out
+    lease = ROOT / "tests" / "data" / "history" / "census-h200" / "lease-b"
+    rc, out = run_cli("--diff", str(lease / "a"), str(lease / "b"), "--timing", str(BASELINE))
+    assert rc == 0 and out.count("predicted +") == 3 and "aten ops per optimizer step" in out
+    rc, out = run_cli("--diff", str(lease / "a"), str(lease / "b"))
+    assert rc == 2 and "no timed run" in out and len(out.strip().splitlines()) == 1
+    rc, out = run_cli("--census", str(BASELINE), "--idle-ms", "9,1")
+    assert rc == 2 and "--idle-ms" in out
+    rc, out = run_cli()
+    assert rc == 2 and "--census" in out
+
+
+def test_the_evidence_page_holds_its_script_output():
+    spec = importlib.util.spec_from_file_location("census_predict", PAGE / "predict.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        mod.main()
+    page = (PAGE / "README.md").read_text()
+    missing = [ln for ln in buf.getvalue().splitlines() if ln.strip() and ln not in page]
+    assert not missing, "the page is out of date; paste the output of `python docs/evidence/what-does-the-census-predict/predict.py`:\n" + "\n".join(missing[:5])
