@@ -1,4 +1,4 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | store {add | alerts} | doctor | cost}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | store {add | alerts} | doctor | cost | bisect}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. Exit codes (:mod:`harness.exits`, docs/exit-codes.md): 0 pass, 1 regression,
@@ -203,6 +203,9 @@ def parser() -> argparse.ArgumentParser:
     from harness.commands.cost import add_parser as cost_parser  # the cost model: harness.judging.cost_model
 
     cost_parser(sub)
+    from harness.commands.bisect import add_parser as bisect_parser  # which package, release or commit: harness.bisect
+
+    bisect_parser(sub)
     return p
 
 

@@ -1,0 +1,100 @@
+"""The report of a bisection: ``report.json`` (the result as :func:`harness.bisect.search.bisect` returns it),
+``report.md`` (per change: the boundary, the census diff there, the predicted cost, and what the bisection spent), and
+a few printed lines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.files import write_atomic, write_json_atomic
+
+OUTCOMES = {"changed": "found", "no_change": "no change", "inconclusive": "inconclusive", "ends_failed": "could not measure an end"}
+
+
+def boundary_text(c: dict) -> str:
+    """``lorafx 1.1 -> lorafx 1.2`` (last good -> first bad), with the candidates it could not tell apart."""
+    text = f"{c['last_good']} -> {c['first_bad']}"
+    if c.get("skipped"):
+        text += " (between them, not installable: " + ", ".join(s["label"] for s in c["skipped"]) + ")"
+    return text
+
+
+def predicted_text(p: dict | None) -> str:
+    if not p or p.get("delta_pct") is None:
+        return "no prediction (no cost model for this case)"
+    span = f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else ""
+    parts = f" (host {p['host_part']:+.1f}%, GPU {p['gpu_part']:+.1f}%)" if p.get("host_part") is not None and p.get("gpu_part") is not None else ""
+    return f"{p['delta_pct']:+.1f}%{span}{parts} of the step"
+
+
+def spent_text(s: dict, gpu: str) -> str:
+    device = "CPU" if gpu == "cpu" else "GPU"
+    return (f"{device} time {s['device_s']:.0f} s: {s['census_runs']} census run(s)" + (f" ({s['census_reused']} reused)" if s["census_reused"] else "")
+            + f", {s['interleaved']} interleaved comparison(s); installs {s['install_s']:.0f} s ({s['environments_built']} environment(s) built)")
+
+
+def _first_bad_message(c: dict) -> str:
+    return next((s.get("message") or s["outcome"] for s in c.get("steps", []) if s["label"] == c["first_bad"]), "regression")
+
+
+def summary(res: dict) -> list[str]:
+    """The printed lines: the outcome, one line per change, what could not be installed or decided, the time spent."""
+    out = [f"bisect {res['case']} ({res['mode']}), {res['good']} -> {res['bad']}: {OUTCOMES.get(res['outcome'], res['outcome'])}"
+           + (f", by {res['search']}" if res.get("search") not in (None, "none") else "")]
+    for c in res["changes"]:
+        what = "; ".join(c["diff"][:2]) if c["kind"] == "census" else f"slower, the census unchanged: {_first_bad_message(c)}"
+        out.append(f"  {c['kind']} change at {boundary_text(c)}" + ("" if c["exact"] else " (not exact)") + f": {what}")
+        if c["kind"] == "census":
+            out.append(f"    predicted: {predicted_text(c.get('predicted'))}")
+    for c in res["inconclusive"]:
+        out.append(f"  inconclusive between {boundary_text(c)}: the comparison of {c['at']} against good decided nothing")
+    for u in res["uninstallable"]:
+        out.append(f"  not installable: {u['label']}: {u['reason']}")
+    out += [f"  {n}" for n in res["notes"]]
+    out.append(f"  spent: {spent_text(res['spent'], res['gpu'])}")
+    return out
+
+
+def markdown(res: dict) -> str:
+    lines = [f"# Bisect {res['case']} on {res['gpu']}", "",
+             f"Good: `{res['good']}`; bad: `{res['bad']}` ({res['mode']}). Outcome: **{OUTCOMES.get(res['outcome'], res['outcome'])}**"
+             + (f", searched by {res['search']}." if res.get("search") not in (None, "none") else "."), ""]
+    if res.get("census"):
+        lines += ["## The census from good to bad", ""] + [f"- {ln}" for ln in res["census"]["lines"] or ["no count changed"]]
+        lines += [f"- {res['census']['time_line']}"] if res["census"].get("time_line") else []
+        lines.append("")
+    if len(res["packages"]) > 1:
+        lines += ["## Packages", "", "| package | good | bad | swapped alone |", "|---|---|---|---|"]
+        lines += [f"| {p['package']} | {p['good']} | {p['bad']} | {p.get('alone', '-')} |" for p in res["packages"]] + [""]
+    for i, c in enumerate(res["changes"], 1):
+        lines += [f"## Change {i}: {c['package']}, {c['kind']}", "", f"- boundary: last good `{c['last_good']}`, first bad `{c['first_bad']}`"
+                  + ("" if c["exact"] else " (the candidates between could not be installed)")]
+        lines += [f"- not installable between them: `{s['label']}`: {s['reason']}" for s in c.get("skipped", [])]
+        if c["kind"] == "census":
+            lines += ["- census diff at the boundary:"] + [f"  - {ln}" for ln in c["diff"]] + ([f"  - {c['time_line']}"] if c.get("time_line") else [])
+            lines += [f"- counts attributed here: {', '.join(c['counts'])}", f"- predicted cost: {predicted_text(c.get('predicted'))}",
+                      f"- candidates measured inside the range: {c['measured_inside']} of {c['ladder'] - 2}"]
+        else:
+            lines += ["- interleaved steps against good:"] + [f"  - `{s['label']}`: {s.get('message') or s['outcome']}" for s in c["steps"]]
+        lines.append("")
+    for c in res["inconclusive"]:
+        lines += [f"## Inconclusive: {c['package']}", "", f"- left between `{c['last_good']}` and `{c['first_bad']}`: `{c['at']}` against good was "
+                  "inconclusive; a larger --step-budget-minutes narrows it", "- steps: " + ", ".join(f"{s['label']}: {s['outcome']}" for s in c["steps"]), ""]
+    if res["uninstallable"]:
+        lines += ["## Not installable", ""] + [f"- `{u['label']}`: {u['reason']}" for u in res["uninstallable"]] + [""]
+    if res["notes"]:
+        lines += ["## Notes", ""] + [f"- {n}" for n in res["notes"]] + [""]
+    lines += ["## Spent", "", f"{spent_text(res['spent'], res['gpu'])}.", "", "| step | candidate | outcome | seconds |", "|---|---|---|---|"]
+    lines += [f"| {s['kind']} | {s['label']} | {s['outcome']} | {'reused' if s['reused'] else round(s['wall_s'], 1)} |" for s in res["steps"]]
+    return "\n".join(lines) + "\n"
+
+
+def write(res: dict, results_dir: str | Path, out: Callable[[str], None] = print) -> None:
+    """report.json and report.md in ``results_dir``, and the summary printed."""
+    root = Path(results_dir)
+    write_json_atomic(root / "report.json", res)
+    write_atomic(root / "report.md", markdown(res))
+    for line in summary(res):
+        out(line)
+    out(f"wrote {root / 'report.md'} and report.json")

@@ -1,0 +1,168 @@
+"""The bisection loop: measure the two ends, find which package moved the work (or the time), then which release or
+commit of it, asking :mod:`harness.bisect.plan` what to measure next and :mod:`harness.bisect.steps` to measure it.
+
+1. A census of good and of bad. Where a count differs, the search is by census: each package of the range is
+   swapped alone on good's environment and censused (only when several moved), and on the ladder of each package
+   whose swap changed the counts, :func:`~harness.bisect.plan.census_search` finds every boundary.
+2. Where every count is equal at both ends (and not ``census_only``), the search is by interleaved comparisons
+   against good: bad first, then, with several packages, each swap, then
+   :func:`~harness.bisect.plan.timing_search` on the ladder of each package whose swap is a regression.
+
+``predict(base, cur)`` is the hook of the cost model: given the measured censuses at a boundary (``{"census",
+"step_ms", "python"}``), the predicted change of the step time (``delta_pct``, ``lo``, ``hi``, ...), or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.bisect import plan
+from harness.bisect.axes import Axis, Range, base_python, resolve
+from harness.bisect.config import BisectConfig
+from harness.bisect.envs import EnvCache, default_cache
+from harness.bisect.steps import Steps
+from harness.judging import census_diff
+from harness.judging.judge import CENSUS_TOLERANCES
+
+Predict = Callable[[dict, dict], dict | None]
+
+
+def differ(a: dict, b: dict) -> bool:
+    """Whether two measured censuses differ in any judged count (Python calls within their tolerance)."""
+    return census_diff.diff(a["census"], b["census"], CENSUS_TOLERANCES).counts_changed
+
+
+def predicted_cost(base: dict, cur: dict) -> dict | None:
+    """The cost model's prediction for the change from ``base`` to ``cur`` (:mod:`harness.judging.cost_model`), from the
+    base census run's own median step; None when there is no model or it cannot say."""
+    try:
+        from harness.judging import cost_model
+    except ImportError:
+        return None
+    try:
+        p = cost_model.predict(base["census"], {"step_ms": base["step_ms"]}, cur["census"])
+        return {k: round(float(getattr(p, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part") if getattr(p, k, None) is not None}
+    except Exception:  # a hook: a model that cannot say leaves the prediction out, never the bisection
+        return None
+
+
+def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, compare_fn=None, predict: Predict | None = predicted_cost,
+           out: Callable[[str], None] = print) -> dict:
+    """Run the bisection ``cfg`` asks for and return its result (what :mod:`harness.bisect.report` writes)."""
+    Path(cfg.results_dir).mkdir(parents=True, exist_ok=True)
+    envs = envs or EnvCache(cfg.env_cache or default_cache(), base_python(cfg), wheels=cfg.wheel_dir, index_url=cfg.index_url,
+                            no_index=cfg.no_index, out=out)
+    rng = resolve(cfg, envs)
+    steps = Steps(cfg, envs, census_fn=census_fn, compare_fn=compare_fn, out=out)
+    res = {"case": f"{cfg.workload}-{cfg.decomposition}", "gpu": cfg.gpu, "mode": rng.mode, "good": rng.good.label, "bad": rng.bad.label,
+           "packages": [{"package": a.package, "good": a.good, "bad": a.bad} for a in rng.axes], "one_side": rng.one_side,
+           "changes": [], "inconclusive": [], "uninstallable": [], "notes": [], "attribution": {}}
+    out(f"bisect {res['case']} on {cfg.gpu}: {rng.good.label} (good) -> {rng.bad.label} (bad)"
+        + (f"; packages that moved: {', '.join(a.package for a in rng.axes)}" if len(rng.axes) > 1 else ""))
+    g, b = steps.census(rng.good), steps.census(rng.bad)
+    if g.dead or b.dead:
+        res.update(outcome="ends_failed", search="none", notes=[f"{side} ({lab}): {m.reason}" for side, lab, m in
+                                                                 (("good", rng.good.label, g), ("bad", rng.bad.label, b)) if m.dead])
+    else:
+        d = census_diff.diff(g.value["census"], b.value["census"], CENSUS_TOLERANCES)
+        res["census"] = {"changed": d.counts_changed, "lines": census_diff.lines(d, g.value["census"], b.value["census"]),
+                         "time_line": census_diff.time_line(d)}
+        if d.counts_changed:
+            _by_census(rng, steps, g, plan.moved(d), res, predict)
+        elif cfg.census_only:
+            res.update(outcome="no_change", search="census", notes=[f"no count changed between {rng.good.label} and {rng.bad.label}; "
+                                                                    "the timing was not compared (--census-only)"])
+        else:
+            _by_timing(rng, steps, res)
+    res["uninstallable"] = [{"label": s["label"], "reason": s["outcome"].split(": ", 1)[-1]} for s in steps.log if s["kind"] == "install"]
+    res.update(spent=steps.spent(), steps=steps.log)
+    return res
+
+
+def _culprits(rng: Range, judge: Callable[[Axis], str], res: dict) -> list[Axis]:
+    """The axes to search: the only one, or each whose swap alone ``judge`` calls ``changed`` (recorded per package)."""
+    if len(rng.axes) == 1 and rng.mode != "interpreters":
+        return rng.axes  # its swap is bad itself
+    found = []
+    for axis, row in zip(rng.axes, res["packages"]):
+        row["alone"] = judge(axis)
+        if row["alone"] == "changed":
+            found.append(axis)
+    if not found:
+        res["notes"].append("no package swapped alone on good's environment reproduces the change: it needs several of them together")
+    return found
+
+
+def _by_census(rng: Range, steps: Steps, good: plan.Measured, keys: list[str], res: dict, predict: Predict | None) -> None:
+    res["search"] = "census"
+
+    def alone(axis: Axis) -> str:
+        m = steps.census(axis.swap)
+        return f"{m.status}: {m.reason}" if m.dead else "changed" if differ(good.value, m.value) else "unchanged"
+
+    at: list[list[str]] = []
+    for axis in _culprits(rng, alone, res):
+        ladder = axis.ladder()
+        found = plan.census_search(len(ladder), lambda i, lad=ladder: steps.census(lad[i]), differ)
+        if found.outcome == "ends_failed":
+            res["notes"].append(f"{axis.package}: an end of its ladder could not be measured: {'; '.join(found.dead.values())}")
+        for bd in found.boundaries:
+            lo, hi = steps.census(ladder[bd.lo]).value, steps.census(ladder[bd.hi]).value
+            d = census_diff.diff(lo["census"], hi["census"], CENSUS_TOLERANCES)
+            at.append(plan.moved(d))
+            res["changes"].append({**_boundary(axis, ladder, bd, found), "kind": "census", "counts": at[-1],
+                                   "diff": census_diff.lines(d, lo["census"], hi["census"]), "time_line": census_diff.time_line(d),
+                                   "predicted": predict(lo, hi) if predict else None, "measured_inside": _inside(found, len(ladder))})
+    labels = [f"{c['last_good']} -> {c['first_bad']}" for c in res["changes"]]
+    res["attribution"] = {k: [labels[i] for i in ix] for k, ix in plan.attribute(keys, at).items()}
+    res["outcome"] = "changed" if res["changes"] else "no_change"
+    if any(not v for v in res["attribution"].values()):
+        res["notes"].append("counts that moved from good to bad but at no boundary found: " + ", ".join(k for k, v in res["attribution"].items() if not v))
+    if predict and all((c.get("predicted") or {}).get("delta_pct") is not None for c in res["changes"]):
+        res["changes"].sort(key=lambda c: -abs(c["predicted"]["delta_pct"]))  # the costliest change first
+
+
+def _by_timing(rng: Range, steps: Steps, res: dict) -> None:
+    res["search"] = "timing"
+
+    def compare(cand) -> plan.Measured:
+        return steps.compare(rng.good, cand)
+
+    top = compare(rng.bad)
+    if top.dead or top.value != plan.REGRESSION:
+        what = top.reason if top.dead else top.value
+        res["outcome"] = "inconclusive" if not top.dead and top.value == plan.INCONCLUSIVE else "no_change" if not top.dead else "ends_failed"
+        res["notes"].append(f"no count changed, and {rng.bad.label} against {rng.good.label} interleaved: {what}"
+                            + ("; nothing to bisect" if not top.dead else ""))
+        return
+
+    def alone(axis: Axis) -> str:
+        m = compare(axis.swap)
+        return f"{m.status}: {m.reason}" if m.dead else "changed" if m.value == plan.REGRESSION else m.value
+
+    for axis in _culprits(rng, alone, res):
+        ladder = axis.ladder()
+        found = plan.timing_search(len(ladder), lambda i, lad=ladder: compare(lad[i]))
+        if found.boundary is None:
+            res["notes"].append(f"{axis.package}: {ladder[-1].label} against good: {found.outcome} ({'; '.join(found.dead.values())})")
+            continue
+        said = {s["label"]: s.get("message") for s in steps.log if s["kind"] == "interleave"}
+        row = {**_boundary(axis, ladder, found.boundary, found), "kind": "timing",
+               "steps": [{"label": ladder[i].label, "outcome": o, "message": said.get(ladder[i].label)} for i, o in found.steps]}
+        if found.outcome == plan.INCONCLUSIVE:
+            res["inconclusive"].append({**row, "at": ladder[found.inconclusive_at].label})
+        else:
+            res["changes"].append(row)
+    res["outcome"] = "changed" if res["changes"] else "inconclusive" if res["inconclusive"] else "no_change"
+
+
+def _boundary(axis: Axis, ladder: list, bd: plan.Boundary, found: plan.Search) -> dict:
+    return {"package": axis.package, "last_good": ladder[bd.lo].label, "first_bad": ladder[bd.hi].label, "exact": bd.exact,
+            "skipped": [{"label": ladder[i].label, "reason": found.dead.get(i, "")} for i in bd.skipped],
+            "ladder": len(ladder)}
+
+
+def _inside(found: plan.Search, n: int) -> int:
+    """Candidates measured inside the ladder (its two ends not counted), the uninstallable ones included."""
+    return sum(1 for i in found.measured if 0 < i < n - 1)

@@ -1,0 +1,147 @@
+"""One step of a bisection: a candidate's census run, or an interleaved comparison of a candidate against good.
+
+A census run is ``python -m harness census`` of the case under the candidate's interpreter, made in its own folder
+``<results-dir>/census/<name>/``; its counts are exact, so a census already in that folder (same workload hash,
+decomposition and device) is reused and costs nothing: a rerun into the same results dir resumes. A comparison is
+``python -m harness interleave`` with good as A and the candidate as B, within the step budget, in
+``<results-dir>/interleave/<n>-<name>/``; its outcome (regression, pass, improvement, inconclusive) is kept as it is.
+
+Every step is logged with its wall time on the device (the machine is held for the whole run) and whether it was
+reused; installs are timed apart (host only). ``census_fn`` and ``compare_fn`` replace the real runs in tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.bisect.config import BisectConfig
+from harness.bisect.envs import EnvCache
+from harness.bisect.plan import FAILED, OK, Candidate, Measured
+from harness.files import new_id, own_report, read_jsonl
+from harness.judging.census_diff import normalize
+
+CensusFn = Callable[[str, Path], dict | None]  # (python, folder) -> the census run's record, or None
+CompareFn = Callable[[str, str, Path], dict | None]  # (python A, python B, folder) -> the comparison's report, or None
+
+
+def slug(text: str, width: int = 40) -> str:
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")[:width] or "base"
+
+
+class Steps:
+    """The measurements of one bisection (``cfg``) on the environments of ``envs``, logged in ``self.log``."""
+
+    def __init__(self, cfg: BisectConfig, envs: EnvCache, *, census_fn: CensusFn | None = None, compare_fn: CompareFn | None = None,
+                 out: Callable[[str], None] = print):
+        self.cfg, self.envs, self.out = cfg, envs, out
+        self.census_fn = census_fn or self._census_run
+        self.compare_fn = compare_fn or self._compare_run
+        self.root = Path(cfg.results_dir)
+        self.log: list[dict] = []
+        self._censuses: dict[str, Measured] = {}
+        self._compared: dict[tuple[str, str], Measured] = {}
+        self._expected: tuple | None = None
+
+    # ---- census ---------------------------------------------------------------------------------------
+    def census(self, cand: Candidate) -> Measured:
+        """The census of ``cand`` (``value``: ``{"census", "step_ms", "python"}``), measured once per environment."""
+        env = self.envs.python_for(cand)
+        if env.dead:
+            self._note("install", cand, 0.0, False, f"uninstallable: {env.reason}")
+            return env
+        if env.value not in self._censuses:
+            self._censuses[env.value] = self._census_of(cand, env.value)
+        return self._censuses[env.value]
+
+    def _census_of(self, cand: Candidate, python: str) -> Measured:
+        folder = self.root / "census" / f"{slug(cand.label)}-{hashlib.sha256(python.encode()).hexdigest()[:8]}"
+        rec = self._kept(folder)
+        reused = rec is not None
+        t0 = time.monotonic()
+        if rec is None:
+            self.out(f"census of {cand.label}")
+            rec = self.census_fn(python, folder)
+        wall = 0.0 if reused else time.monotonic() - t0
+        census = normalize((rec or {}).get("census"))
+        if not rec or rec.get("status", "ok") != "ok" or not census or not census.get("fits"):
+            why = (census or {}).get("reason") or f"the census run failed; its log: {(rec or {}).get('log') or folder}"
+            self._note("census", cand, wall, reused, f"failed: {why}", folder)
+            return Measured(FAILED, reason=why)
+        self._note("census", cand, wall, reused, "ok", folder)
+        return Measured(OK, {"census": census, "step_ms": rec.get("step_time_median_ms"), "python": python})
+
+    def _kept(self, folder: Path) -> dict | None:
+        """A census run already in ``folder`` for this case, or None."""
+        path = folder / "runs.jsonl"
+        if not path.is_file():
+            return None
+        if self._expected is None:
+            from harness.spec import load_workload
+
+            w = load_workload(self.cfg.workloads_dir, self.cfg.workload, self.cfg.steps)
+            self._expected = (w.hash, self.cfg.decomposition, self.cfg.gpu)
+        for rec in reversed(read_jsonl(path)):
+            if (rec.get("workload_hash"), rec.get("decomposition_id"), rec.get("gpu")) == self._expected and rec.get("status") == "ok" \
+                    and (rec.get("census") or {}).get("fits"):
+                return rec
+        return None
+
+    def _census_run(self, python: str, folder: Path) -> dict | None:
+        from harness.commands.census import census
+
+        census(gpu=self.cfg.gpu, workload=self.cfg.workload, decompositions=[self.cfg.decomposition], repeats=1, python=python,
+               steps=self.cfg.steps, workloads_dir=self.cfg.workloads_dir, results_dir=folder, run_timeout=self.cfg.run_timeout,
+               out=lambda s: self.out(f"    {s}"))
+        recs = read_jsonl(folder / "runs.jsonl") if (folder / "runs.jsonl").is_file() else []
+        return recs[-1] if recs else None
+
+    # ---- interleaved comparison -------------------------------------------------------------------------
+    def compare(self, good: Candidate, cand: Candidate) -> Measured:
+        """``cand`` against ``good``, interleaved within the step budget, once per pair of environments; ``value``: the
+        outcome."""
+        envs = [self.envs.python_for(c) for c in (good, cand)]
+        if any(e.dead for e in envs):
+            reason = next(e.reason for e in envs if e.dead)
+            self._note("install", cand, 0.0, False, f"uninstallable: {reason}")
+            return Measured(envs[1].status, reason=reason)
+        key = (envs[0].value, envs[1].value)
+        if key not in self._compared:
+            self._compared[key] = self._compare_of(good, cand, *key)
+        return self._compared[key]
+
+    def _compare_of(self, good: Candidate, cand: Candidate, python_a: str, python_b: str) -> Measured:
+        n = sum(1 for s in self.log if s["kind"] == "interleave") + 1
+        folder = self.root / "interleave" / f"{n:02d}-{slug(cand.label)}"
+        self.out(f"interleaved: {cand.label} against {good.label}")
+        t0 = time.monotonic()
+        report = self.compare_fn(python_a, python_b, folder)
+        wall = time.monotonic() - t0
+        verdict = (report or {}).get("verdict") or {}
+        if not verdict.get("outcome"):
+            self._note("interleave", cand, wall, False, "failed: no verdict", folder)
+            return Measured(FAILED, reason=f"the comparison gave no verdict; see {folder}")
+        self._note("interleave", cand, wall, False, verdict["outcome"], folder, message=verdict.get("message"))
+        return Measured(OK, verdict["outcome"])
+
+    def _compare_run(self, python_a: str, python_b: str, folder: Path) -> dict | None:
+        from harness.commands.interleave import interleave
+
+        sid = new_id("interleave")
+        interleave(self.cfg.comparison(python_a, python_b, str(folder)), out=lambda s: self.out(f"    {s}"), session_id=sid)
+        return own_report(folder / "report.json", sid)
+
+    def _note(self, kind: str, cand: Candidate, wall: float, reused: bool, outcome: str, folder: Path | None = None, **extra) -> None:
+        self.log.append({"kind": kind, "label": cand.label, "wall_s": round(wall, 3), "reused": reused, "outcome": outcome,
+                         "dir": str(folder) if folder else None, **extra})
+
+    def spent(self) -> dict:
+        """Device seconds by kind of step (reused censuses cost none), and the host seconds of installs."""
+        runs = [s for s in self.log if s["kind"] in ("census", "interleave")]
+        return {"device_s": round(sum(s["wall_s"] for s in runs), 1), "census_runs": sum(1 for s in runs if s["kind"] == "census" and not s["reused"]),
+                "census_reused": sum(1 for s in runs if s["kind"] == "census" and s["reused"]),
+                "interleaved": sum(1 for s in runs if s["kind"] == "interleave"), "install_s": round(self.envs.install_s, 1),
+                "environments_built": self.envs.built}

@@ -1,0 +1,59 @@
+"""``python -m harness bisect``: which package, which release, which commit changed a case's work or its time
+(:mod:`harness.bisect`, docs/bisect.md).
+
+    python -m harness bisect --workload W --decomposition D --good transformers==5.17.0 --bad transformers==5.25.0 [--wheels DIR]
+    python -m harness bisect --workload W --decomposition D --good .tox/pinned/bin/python --bad .tox/latest/bin/python
+    python -m harness bisect --workload W --decomposition D --checkout ../peft --good v0.17.0 --bad main
+
+Exit codes: 0 the bisection ran to its answer (a change found, none, or an inconclusive step reported), 2 bad input
+(one line), 3 an end of the range could not be measured.
+"""
+
+from __future__ import annotations
+
+from harness import exits
+from harness import options as opt
+
+
+def run(a) -> int:
+    from harness.bisect import report
+    from harness.bisect.config import BisectConfig
+    from harness.bisect.search import bisect
+    from harness.commands.cli import _here
+    from harness.engine.config import DEFAULT_THRESHOLD, parse_sets
+
+    a = _here(a)
+    cfg = BisectConfig(workload=a.workload, decomposition=a.decomposition, good=a.good, bad=a.bad, python=a.python, checkout=a.checkout,
+                       package=a.package, wheels=a.wheels, index_url=a.index_url, no_index=a.no_index, gpu=a.gpu, steps=a.steps,
+                       census_only=a.census_only, step_budget_minutes=a.step_budget_minutes, alpha=a.alpha,
+                       threshold=a.threshold if a.threshold is not None else DEFAULT_THRESHOLD,
+                       sets=parse_sets(a.set), workloads_dir=a.workloads_dir, results_dir=a.results_dir, env_cache=a.env_cache,
+                       run_timeout=a.run_timeout)
+    res = bisect(cfg)
+    report.write(res, cfg.results_dir)
+    return exits.MEASUREMENT_FAILED if res["outcome"] == "ends_failed" else exits.OK
+
+
+def add_parser(sub) -> None:
+    """The ``bisect`` subcommand and its options."""
+    from harness.bisect.config import STEP_BUDGET_MINUTES
+
+    bp = sub.add_parser("bisect", help="which package, release or commit between a good and a bad environment changed the work of a case "
+                        "(census runs) or, where the census is equal, its time (interleaved comparisons); docs/bisect.md")
+    opt.add(bp.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITION), required=("workload", "decomposition"))
+    bp.add_argument("--good", required=True, help="the good end: an interpreter, name==version (several: space- or comma-separated), a wheel "
+                    "file, or with --checkout a commit")
+    bp.add_argument("--bad", required=True, help="the bad end, given as --good is")
+    bp.add_argument("--python", help="the base environment the releases or commits are installed on (default: this interpreter)")
+    bp.add_argument("--wheels", metavar="DIR", help="install releases from this wheel directory alone (pip --no-index --find-links), and list them from it")
+    bp.add_argument("--index-url", help="the package index to install and list releases from (default: pip's)")
+    bp.add_argument("--no-index", action="store_true", help="install nothing from an index (offline; a checkout builds with the base's tools)")
+    bp.add_argument("--checkout", metavar="REPO", help="a git checkout of a pure-Python package: --good and --bad are commits of it")
+    bp.add_argument("--package", help="with --checkout: its distribution name, where pyproject.toml and setup.py do not say it")
+    bp.add_argument("--census-only", action="store_true", help="census runs only: where no count changed, say so without timing")
+    bp.add_argument("--step-budget-minutes", type=opt.parse_positive_float, default=STEP_BUDGET_MINUTES,
+                    help="device minutes of each interleaved comparison, start-up included (default: %(default)s)")
+    bp.add_argument("--env-cache", metavar="DIR", help="where the environments are built and kept (default: $XDG_CACHE_HOME/harness-bisect)")
+    opt.add(bp.add_argument, (opt.STEPS, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, opt.SET, opt.ALPHA, opt.THRESHOLD),
+            defaults={"workloads_dir": opt.InProject("workloads"), "results_dir": opt.InProject("perf-results/bisect")})
+    bp.set_defaults(fn=run)
