@@ -210,6 +210,17 @@ def test_an_uninstallable_candidate_is_skipped_for_its_neighbour():
     assert found.dead == {3: "no"} and 4 in found.measured
 
 
+def test_one_uninstallable_candidate_costs_at_most_one_census_run_more():
+    for n in range(3, 20):
+        for first_bad in range(1, n):
+            for dead in set(range(1, n - 1)) - {first_bad}:
+                calls = []
+                found = plan.census_search(n, lambda i, c=calls, d=dead, f=first_bad: c.append(i) or (Measured(UNINSTALLABLE) if i == d else
+                                                                                                      Measured(OK, i >= f)), lambda a, b: a != b)
+                assert found.boundaries[0].hi == first_bad
+                assert len([i for i in calls if 0 < i < n - 1 and i != dead]) <= math.ceil(math.log2(n - 1)) + 1
+
+
 def test_the_answer_is_narrowed_around_uninstallable_candidates():
     found = plan.census_search(8, lambda i: Measured(UNINSTALLABLE, reason="bad") if i in (3, 4) else Measured(OK, i >= 4), lambda a, b: a != b)
     b = found.boundaries[0]
@@ -373,6 +384,12 @@ def test_an_environment_is_built_once_and_a_release_that_cannot_be_installed_is_
     assert again.python_for(Candidate((plan.Install("lorafx", "1.2"),))).value == got.value and again.built == 0
     broken = envs.python_for(Candidate((plan.Install("lorafx", BROKEN),)))
     assert broken.status == UNINSTALLABLE and "lorafx-runtime" in broken.reason
+    write_wheel(str(wheels), "iniconfig", "99.0", {"iniconfig/__init__.py": ""})  # the base has another iniconfig
+    write_wheel(str(wheels), "lorafx", "1.8", {"lorafx/__init__.py": ""}, requires=["iniconfig>=99"])
+    needs = Candidate((plan.Install("lorafx", "1.8"),))
+    assert "iniconfig" in envs.python_for(needs).reason, "not installable beside the base's iniconfig"
+    moved = EnvCache(tmp_path / "envs", sys.executable, wheels=str(wheels), move_deps=True, out=lambda s: None).python_for(needs)
+    assert moved.status == OK
 
 
 # ---- end to end on CPU: real census runs ----------------------------------------------------------------------------

@@ -69,7 +69,8 @@ class BisectConfig:
     The case: ``workload``, ``decomposition``, ``gpu``, ``steps`` (a census run's max_steps). The range: ``good``,
     ``bad`` (:func:`parse_end`), the base environment ``python`` (default: this interpreter; an interpreter end is its
     own), ``checkout`` (and ``package``, its distribution name when pyproject.toml or setup.py do not say it), where
-    releases come from: ``wheels`` (a folder; pip installs from it alone), ``index_url``, ``no_index``. The steps:
+    releases come from: ``wheels`` (a folder; pip installs from it alone), ``index_url``, ``no_index``; ``move_deps``: a
+    release may bring its dependencies at other versions than the base's (default: it is uninstallable). The steps:
     census runs; where the counts are equal at both ends, interleaved comparisons of ``step_budget_minutes`` each
     (``alpha``, ``threshold``, ``sets``: the comparison's knobs) unless ``census_only``. Where things go:
     ``results_dir``, ``env_cache``.
@@ -85,6 +86,7 @@ class BisectConfig:
     wheels: str | None = None
     index_url: str | None = None
     no_index: bool = False
+    move_deps: bool = False
     gpu: str = "cpu"
     steps: int | None = None
     census_only: bool = False

@@ -7,7 +7,8 @@ editable installs among them, work as they do there). A venv made by a venv's Py
 would see the base *interpreter's* site-packages instead of the base environment's, hence the ``.pth`` file.
 
 pip installs each candidate with the base environment's versions as constraints: a release that needs another version
-of a package the base has cannot be installed beside the others, and is recorded as uninstallable with pip's reason.
+of a package the base has cannot be installed beside the others, and is recorded as uninstallable with pip's reason
+(with ``move_deps``, pip may install such a dependency at the version the release needs, into the candidate's venv).
 
 The cache is a folder of environments named by a hash of the base environment (its interpreter and every
 distribution's version), the candidate's installs and where they come from; delete it to rebuild them. Only an
@@ -54,10 +55,15 @@ def describe(python: str) -> dict:
 
 
 def last_line(text: str, width: int = 300) -> str:
-    """pip's reason: its last ``ERROR:`` line, else the last line, shortened."""
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("ERROR:")]
-    line = (errors or lines or ["no output"])[-1]
+    """pip's reason, shortened: what a dependency conflict is caused by, else its last ``ERROR:`` line, else the last line."""
+    raw = (text or "").splitlines()
+    if "The conflict is caused by:" in raw:
+        cause = raw[raw.index("The conflict is caused by:") + 1:]
+        line = "conflict: " + "; ".join(ln.strip() for ln in cause[: next((i for i, ln in enumerate(cause) if not ln.strip()), len(cause))])
+    else:
+        lines = [ln.strip() for ln in raw if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("ERROR:") and "ResolutionImpossible" not in ln]
+        line = (errors or lines or ["no output"])[-1]
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
@@ -67,12 +73,13 @@ def default_cache() -> Path:
 
 class EnvCache:
     """Environments on the base interpreter ``base_python``, in ``root``. ``wheels``: a wheel directory to install
-    from (pip's ``--no-index --find-links``); ``index_url``: another index; ``no_index``: nothing from an index."""
+    from (pip's ``--no-index --find-links``); ``index_url``: another index; ``no_index``: nothing from an index;
+    ``move_deps``: no constraints, a candidate's dependencies may move away from the base's versions."""
 
     def __init__(self, root: str | Path, base_python: str, *, wheels: str | None = None, index_url: str | None = None,
-                 no_index: bool = False, out=print):
+                 no_index: bool = False, move_deps: bool = False, out=print):
         self.root, self.base_python, self.wheels, self.index_url = Path(root), base_python, wheels, index_url
-        self.no_index = no_index or wheels is not None
+        self.no_index, self.move_deps = no_index or wheels is not None, move_deps
         self.out, self.install_s, self.built, self._base, self._known = out, 0.0, 0, None, {}
 
     @property
@@ -89,7 +96,7 @@ class EnvCache:
     def key(self, installs: tuple[Install, ...]) -> str:
         blob = json.dumps({"base": os.path.realpath(self.base_python), "dists": sorted(self.base["dists"].items()),
                            "installs": sorted((canonical(i.package), i.version, i.kind, i.source) for i in installs),
-                           "from": [self.wheels and os.path.realpath(self.wheels), self.index_url, self.no_index]})
+                           "from": [self.wheels and os.path.realpath(self.wheels), self.index_url, self.no_index, self.move_deps]})
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def python_for(self, cand: Candidate) -> Measured:
@@ -127,12 +134,12 @@ class EnvCache:
             return Measured(UNINSTALLABLE, reason=str(exc))
         constraints = home / "constraints.txt"
         skip = {canonical(i.package) for i in installs}
-        constraints.write_text("".join(f"{n}=={v}\n" for n, v in sorted(self.base["dists"].items()) if n not in skip))
+        constraints.write_text("" if self.move_deps else "".join(f"{n}=={v}\n" for n, v in sorted(self.base["dists"].items()) if n not in skip))
         proc = subprocess.run(self._pip(python, constraints, any(i.kind == "commit" for i in installs)) + targets, capture_output=True,
                               text=True, timeout=PIP_TIMEOUT_S)
         (home / "pip.log").write_text(proc.stdout + proc.stderr)
         if proc.returncode:
-            return Measured(UNINSTALLABLE, reason=last_line(proc.stderr or proc.stdout))
+            return Measured(UNINSTALLABLE, reason=last_line(proc.stdout + "\n" + proc.stderr))
         (home / "ready.json").write_text(json.dumps({"installs": [vars(i) for i in installs], "python": str(python)}))
         self.built += 1
         return Measured(OK, str(python))

@@ -52,7 +52,7 @@ def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, c
     """Run the bisection ``cfg`` asks for and return its result (what :mod:`harness.bisect.report` writes)."""
     Path(cfg.results_dir).mkdir(parents=True, exist_ok=True)
     envs = envs or EnvCache(cfg.env_cache or default_cache(), base_python(cfg), wheels=cfg.wheel_dir, index_url=cfg.index_url,
-                            no_index=cfg.no_index, out=out)
+                            no_index=cfg.no_index, move_deps=cfg.move_deps, out=out)
     rng = resolve(cfg, envs)
     steps = Steps(cfg, envs, census_fn=census_fn, compare_fn=compare_fn, out=out)
     res = {"case": f"{cfg.workload}-{cfg.decomposition}", "gpu": cfg.gpu, "mode": rng.mode, "good": rng.good.label, "bad": rng.bad.label,

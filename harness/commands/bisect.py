@@ -24,7 +24,8 @@ def run(a) -> int:
 
     a = _here(a)
     cfg = BisectConfig(workload=a.workload, decomposition=a.decomposition, good=a.good, bad=a.bad, python=a.python, checkout=a.checkout,
-                       package=a.package, wheels=a.wheels, index_url=a.index_url, no_index=a.no_index, gpu=a.gpu, steps=a.steps,
+                       package=a.package, wheels=a.wheels, index_url=a.index_url, no_index=a.no_index,
+                       move_deps=a.move_deps, gpu=a.gpu, steps=a.steps,
                        census_only=a.census_only, step_budget_minutes=a.step_budget_minutes, alpha=a.alpha,
                        threshold=a.threshold if a.threshold is not None else DEFAULT_THRESHOLD,
                        sets=parse_sets(a.set), workloads_dir=a.workloads_dir, results_dir=a.results_dir, env_cache=a.env_cache,
@@ -48,6 +49,8 @@ def add_parser(sub) -> None:
     bp.add_argument("--wheels", metavar="DIR", help="install releases from this wheel directory alone (pip --no-index --find-links), and list them from it")
     bp.add_argument("--index-url", help="the package index to install and list releases from (default: pip's)")
     bp.add_argument("--no-index", action="store_true", help="install nothing from an index (offline; a checkout builds with the base's tools)")
+    bp.add_argument("--move-deps", action="store_true", help="let a release bring its dependencies at other versions than the base "
+                    "environment's (default: such a release is reported as not installable beside the others)")
     bp.add_argument("--checkout", metavar="REPO", help="a git checkout of a pure-Python package: --good and --bad are commits of it")
     bp.add_argument("--package", help="with --checkout: its distribution name, where pyproject.toml and setup.py do not say it")
     bp.add_argument("--census-only", action="store_true", help="census runs only: where no count changed, say so without timing")
