@@ -327,6 +327,19 @@ def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_a
     assert [s["label"] for s in c["skipped"]] == ["lorafx 1.4"] and [u["label"] for u in res["uninstallable"]] == ["lorafx 1.4"]
 
 
+def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):
+    from harness.bisect.report import write
+
+    wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
+    cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels))
+    res = bisect(cfg, envs=FakeEnvs(broken={"lorafx 1.7"}), census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
+    assert res["outcome"] == "ends_failed" and "bad (lorafx 1.7)" in res["notes"][0]
+    assert res["uninstallable"] == [{"label": "lorafx 1.7", "reason": "ERROR: No matching distribution found for lorafx-runtime>=1"}]
+    lines = []
+    write(res, cfg.results_dir, out=lines.append)
+    assert "could not measure an end" in lines[0] and (Path(cfg.results_dir) / "report.md").is_file()
+
+
 def test_bad_ends_are_refused_in_one_line(tmp_path, capsys):
     argv = ["bisect", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--results-dir", str(tmp_path)]
     assert cli.main(argv + ["--good", sys.executable, "--bad", "lorafx==1.0"]) == 2

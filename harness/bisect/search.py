@@ -75,7 +75,8 @@ def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, c
                                                                     "the timing was not compared (--census-only)"])
         else:
             _by_timing(rng, steps, res)
-    res["uninstallable"] = [{"label": s["label"], "reason": s["outcome"].split(": ", 1)[-1]} for s in steps.log if s["kind"] == "install"]
+    dead = {s["label"]: s["outcome"].split(": ", 1)[-1] for s in steps.log if s["kind"] == "install"}  # each once
+    res["uninstallable"] = [{"label": k, "reason": v} for k, v in dead.items()]
     res.update(spent=steps.spent(), steps=steps.log)
     return res
 

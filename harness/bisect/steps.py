@@ -105,9 +105,9 @@ class Steps:
         outcome."""
         envs = [self.envs.python_for(c) for c in (good, cand)]
         if any(e.dead for e in envs):
-            reason = next(e.reason for e in envs if e.dead)
-            self._note("install", cand, 0.0, False, f"uninstallable: {reason}")
-            return Measured(envs[1].status, reason=reason)
+            dead = next(e for e in envs if e.dead)
+            self._note("install", cand if envs[1].dead else good, 0.0, False, f"uninstallable: {dead.reason}")
+            return Measured(dead.status, reason=dead.reason)
         key = (envs[0].value, envs[1].value)
         if key not in self._compared:
             self._compared[key] = self._compare_of(good, cand, *key)
