@@ -161,3 +161,49 @@ def test_the_evidence_page_holds_its_script_output():
     page = (PAGE / "README.md").read_text()
     missing = [ln for ln in buf.getvalue().splitlines() if ln.strip() and ln not in page]
     assert not missing, "the page is out of date; paste the output of `python docs/evidence/what-does-the-census-predict/predict.py`:\n" + "\n".join(missing[:5])
+
+
+CPU_CENSUS = {"fits": True, "ops": 5_000, "python_calls": 20_000, "kernels": None, "kernel_ms": None, "cpu_op_ms": 80.0}
+
+
+def test_a_cpu_census_is_all_host_work_and_predicts_without_dividing_by_zero():
+    more_ops = dict(CPU_CENSUS, ops=6_000)
+    p = cm.predict(CPU_CENSUS, 100.0, more_ops)  # every mix, the launches-only one too: no launches, so no share of the step
+    assert p.bound == "CPU" and p.busy == 0 and p.gpu_part == pytest.approx(0.0)
+    assert p.lo == pytest.approx(0.0, abs=1e-9) and p.hi == pytest.approx(20.0) and p.lo <= p.delta_pct <= p.hi
+    assert "all host" in p.line()
+    # host time injected beside the census shows one for one, under every mix
+    injected = cm.predict(CPU_CENSUS, 100.0, {"host_ms": 5.0})
+    assert injected.delta_pct == pytest.approx(5.0) and injected.lo == pytest.approx(5.0) and injected.hi == pytest.approx(5.0)
+    # a mix with all its share on launches says nothing of a CPU step: the counts it has share the time equally
+    assert cm.Mix(0, 0, 1).host_units(cm.Work.of(CPU_CENSUS), cm.Work.of(CPU_CENSUS)) == pytest.approx(1.0)
+
+
+def test_a_census_the_model_cannot_use_gives_a_one_line_reason_not_an_exception():
+    empty = dict(CPU_CENSUS, ops=0, python_calls=0)
+    with pytest.raises(ValueError, match="no Python calls, aten ops or launches counted"):
+        cm.predict(empty, 100.0, {"ops": 10})
+    for census, timing in ((empty, 100.0), (CPU_CENSUS, None), ({"fits": False, "reason": "window too short"}, 100.0)):
+        rec = cm.prediction_record(census, {"step_ms": timing}, {"ops": 10})
+        assert set(rec) == {"reason"} and rec["reason"].startswith("no prediction: ") and "\n" not in rec["reason"]
+    assert cm.prediction_record(CPU_CENSUS, {"step_ms": 100.0}, {"ops": 500})["delta_pct"] > 0
+
+
+def test_the_prediction_beside_the_measured_change_of_an_interleaved_comparison():
+    more_ops = dict(CPU_CENSUS, ops=6_000)
+    rec = cm.beside_measured(CPU_CENSUS, more_ops, 100.0, {"ratio": 1.03, "lo": 1.01, "hi": 1.05})
+    assert rec["measured_pct"] == pytest.approx(3.0) and rec["measured_lo"] == pytest.approx(1.0) and 0 < rec["delta_pct"] < 20
+    line = cm.beside_line(rec)
+    assert line.startswith("predicted +") and "measured +3.0% [+1.0%, +5.0%]" in line
+    assert cm.beside_line(cm.beside_measured(CPU_CENSUS, None, 100.0, None)) == "no prediction: no census of side B"
+    assert cm.beside_line(cm.beside_measured(CPU_CENSUS, more_ops, None, None)).startswith("no prediction: ")
+
+
+def test_the_bisect_hook_predicts_a_cpu_change_or_prints_the_reason():
+    from harness.bisect.report import predicted_text
+    from harness.bisect.search import predicted_cost
+
+    got = predicted_cost({"census": CPU_CENSUS, "step_ms": 100.0}, {"census": dict(CPU_CENSUS, ops=5_500)})
+    assert got["bound"] == "CPU" and 0 < got["delta_pct"] <= 10.0 and predicted_text(got).startswith("+")
+    why = predicted_cost({"census": CPU_CENSUS, "step_ms": None}, {"census": CPU_CENSUS})
+    assert predicted_text(why) == why["reason"] and why["reason"].startswith("no prediction: case timing")

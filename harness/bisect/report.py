@@ -22,7 +22,7 @@ def boundary_text(c: dict) -> str:
 
 def predicted_text(p: dict | None) -> str:
     if not p or p.get("delta_pct") is None:
-        return "no prediction (no cost model for this case)"
+        return (p or {}).get("reason") or "no prediction (no cost model for this case)"
     span = f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else ""
     parts = f" (host {p['host_part']:+.1f}%, GPU {p['gpu_part']:+.1f}%)" if p.get("host_part") is not None and p.get("gpu_part") is not None else ""
     return f"{p['delta_pct']:+.1f}%{span}{parts} of the step"

@@ -59,6 +59,11 @@ class Work:
     def counts(self) -> tuple[float, float, float]:
         return tuple(float(getattr(self, k)) for k in COUNTS)
 
+    @property
+    def on_device(self) -> bool:
+        """Whether the census saw device work (launches or kernel time); a CPU census has none: its step is all host."""
+        return self.kernels > 0 or self.kernel_ms > 0
+
     def plus(self, d: Delta) -> Work:
         """This work changed by ``d`` (counts and kernel time floored at 0)."""
         return replace(self, **{k: max(getattr(self, k) + getattr(d, k), 0.0) for k in (*COUNTS, "kernel_ms")})
@@ -122,8 +127,17 @@ class Mix:
         return (self.python_calls, self.ops, self.kernels)
 
     def weights(self, ref: Work) -> tuple[float, float, float]:
-        """Host cost per unit, in units of the host time of ``ref``: share / count (a count of 0 gets no weight)."""
-        return tuple(s / n if n > 0 else 0.0 for s, n in zip(self.shares(), ref.counts()))
+        """Host cost per unit, in units of the host time of ``ref``: share / count. A count of 0 (a CPU census has no
+        launches) gets no weight and its share goes to the counts ``ref`` has, in proportion; a mix with no share on any
+        of them says nothing about ``ref``'s host time, which is then split equally among them."""
+        counted = [n > 0 for n in ref.counts()]
+        if not any(counted):
+            return (0.0, 0.0, 0.0)
+        shares = [s if c else 0.0 for s, c in zip(self.shares(), counted)]
+        if sum(shares) <= 0:
+            shares = [float(c) for c in counted]
+        total = sum(shares)
+        return tuple(s / total / n if c else 0.0 for s, n, c in zip(shares, ref.counts(), counted))
 
     def host_units(self, ref: Work, work: Work) -> float:
         """The host work of ``work`` as a multiple of ``ref``'s (1.0 for ``ref`` itself)."""
@@ -163,6 +177,8 @@ class Case:
     def idle_range(self) -> tuple[float, float]:
         if self.idle_ms is not None:
             return self.idle_ms
+        if not self.work.on_device:  # no device path to wait on: the host path is the step
+            return (0.0, 0.0)
         return (0.0, max(self.step_ms - self.work.kernel_ms, 0.0) / self.work.micro_batches)
 
     def device_ms(self, work: Work, idle: float) -> float:
@@ -170,7 +186,10 @@ class Case:
 
     @property
     def bound(self) -> str:
-        """``host`` where the device path at the middle of the idle range is shorter than the step, else ``GPU``."""
+        """``host`` where the device path at the middle of the idle range is shorter than the step, else ``GPU``; ``CPU``
+        where the census saw no device work (everything is host)."""
+        if not self.work.on_device and self.idle_ms is None:
+            return "CPU"
         lo, hi = self.idle_range()
         return "host" if self.device_ms(self.work, (lo + hi) / 2) < self.step_ms else "GPU"
 
@@ -202,21 +221,28 @@ class Prediction:
     busy: float = 0.0
 
     def line(self) -> str:
+        where = "no device work in the census: all host" if self.bound == "CPU" else f"{self.bound}-bound, GPU busy {self.busy:.0%}"
         return (f"predicted {self.delta_pct:+.2f}% [{self.lo:+.2f}%, {self.hi:+.2f}%] (host {self.host_part:+.2f}, GPU {self.gpu_part:+.2f} "
-                f"points; {self.bound}-bound, GPU busy {self.busy:.0%})")
+                f"points; {where})")
+
+    def record(self) -> dict:
+        """The prediction as a report records it (percent, rounded)."""
+        return {k: round(float(getattr(self, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy")} | {"bound": self.bound}
 
 
 def _scenarios(case: Case, mixes: Iterable[Mix]) -> list[tuple[Mix, float, float]]:
     """(mix, idle, host path of the case) combinations an interval spans: both ends of the idle range; a host-bound case's
-    host path is its step, a GPU-bound case's anywhere from 0 up to its step."""
+    host path is its step, a GPU-bound case's anywhere from 0 up to its step (but for the one whose modelled step is 0)."""
     lo, hi = case.idle_range()
-    hosts = (case.step_ms,) if case.bound == "host" else (case.step_ms, 0.0)
-    return [(m, i, h) for m in mixes for i in {lo, hi} for h in hosts]
+    hosts = (case.step_ms, 0.0) if case.bound == "GPU" else (case.step_ms,)
+    return [(m, i, h) for m in mixes for i in {lo, hi} for h in hosts if step_ms(case, m, case.work, 0.0, i, h) > 0]
 
 
 def change(case: Case, work: Work, mix: Mix, idle: float, host0: float, extra_host_ms: float = 0.0) -> tuple[float, float]:
     """(total, host part) of the modelled change from ``case`` to ``work``, as fractions of the modelled step."""
     t0 = step_ms(case, mix, case.work, 0.0, idle, host0)
+    if t0 <= 0:
+        raise ValueError("the modelled step of the case is 0 ms (no host work counted and no device work); nothing to scale a change by")
     t1 = step_ms(case, mix, work, extra_host_ms, idle, host0)
     host_only = replace(work, kernel_ms=case.work.kernel_ms, micro_batches=case.work.micro_batches)
     return t1 / t0 - 1.0, step_ms(case, mix, host_only, extra_host_ms, idle, host0) / t0 - 1.0
@@ -227,7 +253,9 @@ def predict_work(case: Case, work: Work, calibration=None, extra_host_ms: float 
     best mix, the mixes it could not rule out and its relative error, which widens the interval; without one every mix is
     possible, the point is the equal mix and the interval is the mixes' range alone."""
     best, feasible = (calibration.best, calibration.feasible) if calibration is not None else (EQUAL, tuple(simplex(0.05)))
-    if calibration is not None and calibration.idle_ms is not None and case.idle_ms is None:
+    if not any(case.work.counts()) and not case.work.on_device:
+        raise ValueError("census: no Python calls, aten ops or launches counted and no device work; run a census whose window fits")
+    if calibration is not None and calibration.idle_ms is not None and case.idle_ms is None and case.work.on_device:
         case = replace(case, idle_ms=calibration.idle_ms)
     i_lo, i_hi = case.idle_range()
     total, host = change(case, work, best, (i_lo + i_hi) / 2, case.step_ms, extra_host_ms)
@@ -256,3 +284,37 @@ def predict(case_census: Mapping, case_timing, diff, calibration=None) -> Predic
     else:
         d = Delta.of(diff)
     return predict_work(case, case.work.plus(d), calibration, d.host_ms)
+
+
+def prediction_record(case_census: Mapping, case_timing, diff, calibration=None) -> dict:
+    """:func:`predict` as a report records it (:meth:`Prediction.record`), or ``{"reason": "no prediction: ..."}`` (one
+    line) where the model cannot say; never raises for a census or timing it cannot use."""
+    try:
+        return predict(case_census, case_timing, diff, calibration).record()
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
+        return {"reason": f"no prediction: {exc}"}
+
+
+def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_a, verdict: Mapping | None) -> dict:
+    """The predicted change from side A's census to side B's (A's measured median step as the case's time) beside the
+    measured one, as an interleaved comparison records it: the prediction (:meth:`Prediction.record`) with
+    ``measured_pct``, ``measured_lo`` and ``measured_hi`` from the verdict's B/A ratio and interval; or ``{"reason"}``."""
+    if not census_a or not census_b:
+        return {"reason": "no prediction: no census of " + ("either side" if not (census_a or census_b) else "side A" if not census_a else "side B")}
+    try:
+        out = predict_work(Case(Work.of(census_a), float(step_ms_a)), Work.of(census_b)).record()
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        return {"reason": f"no prediction: {exc}"}
+    if verdict and all(verdict.get(k) is not None for k in ("ratio", "lo", "hi")):
+        out.update({f"measured{s}": round(100 * (float(verdict[k]) - 1), 3) for s, k in (("_pct", "ratio"), ("_lo", "lo"), ("_hi", "hi"))})
+    return out
+
+
+def beside_line(p: Mapping | None) -> str:
+    """``predicted +x% [lo, hi], measured +y% [lo, hi]`` of :func:`beside_measured`'s record, or its reason."""
+    if not p or p.get("delta_pct") is None:
+        return (p or {}).get("reason") or "no prediction: no census of either side"
+    text = f"predicted {p['delta_pct']:+.1f}% [{p['lo']:+.1f}%, {p['hi']:+.1f}%] (host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f} points)"
+    if p.get("measured_pct") is not None:
+        text += f", measured {p['measured_pct']:+.1f}% [{p['measured_lo']:+.1f}%, {p['measured_hi']:+.1f}%]"
+    return text
