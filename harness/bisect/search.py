@@ -35,16 +35,10 @@ def differ(a: dict, b: dict) -> bool:
 
 def predicted_cost(base: dict, cur: dict) -> dict | None:
     """The cost model's prediction for the change from ``base`` to ``cur`` (:mod:`harness.judging.cost_model`), from the
-    base census run's own median step; None when there is no model or it cannot say."""
-    try:
-        from harness.judging import cost_model
-    except ImportError:
-        return None
-    try:
-        p = cost_model.predict(base["census"], {"step_ms": base["step_ms"]}, cur["census"])
-        return {k: round(float(getattr(p, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part") if getattr(p, k, None) is not None}
-    except Exception:  # a hook: a model that cannot say leaves the prediction out, never the bisection
-        return None
+    base census run's own median step; ``{"reason"}`` where it cannot say (a CPU census is all host work)."""
+    from harness.judging import cost_model
+
+    return cost_model.prediction_record(base["census"], {"step_ms": base.get("step_ms")}, cur["census"])
 
 
 def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, compare_fn=None, predict: Predict | None = predicted_cost,
