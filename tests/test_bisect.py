@@ -462,3 +462,20 @@ def test_the_release_that_adds_only_host_time_is_named_by_interleaved_steps(tmp_
     (c,) = res["changes"]
     assert (c["kind"], c["last_good"], c["first_bad"], c["exact"]) == ("timing", "lorafx 1.4", "lorafx 1.5", True)
     assert [s["outcome"] for s in c["steps"]] == ["regression", "regression"] and res["spent"]["interleaved"] == 2
+
+
+def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, monkeypatch):
+    import itertools
+
+    from harness.bisect import steps as steps_mod
+
+    clock = itertools.count(0.0, 30.0)  # every census run takes 30 s on this clock (two readings)
+    monkeypatch.setattr(steps_mod.time, "monotonic", lambda: next(clock))
+    wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
+    cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), budget_minutes=1.6)
+    res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(lambda label: {"aten::mm": 10, **({"aten::_to_copy": 2} if label >= "lorafx 1.2" else {})}),
+                 out=lambda s: None)
+    assert res["spent"]["census_runs"] == 3  # the two ends and one step: a fourth would end past 96 s
+    (c,) = res["changes"]
+    assert not c["exact"] and any("budget spent" in s["reason"] for s in c["skipped"])
+    assert any(s["outcome"].startswith("skipped: budget spent") for s in res["steps"])

@@ -72,7 +72,8 @@ class BisectConfig:
     releases come from: ``wheels`` (a folder; pip installs from it alone), ``index_url``, ``no_index``; ``move_deps``: a
     release may bring its dependencies at other versions than the base's (default: it is uninstallable). The steps:
     census runs; where the counts are equal at both ends, interleaved comparisons of ``step_budget_minutes`` each
-    (``alpha``, ``threshold``, ``sets``: the comparison's knobs) unless ``census_only``. Where things go:
+    (``alpha``, ``threshold``, ``sets``: the comparison's knobs) unless ``census_only``; ``budget_minutes``: no step is
+    started that would end past this many device minutes of the whole bisection (the search narrows around it). Where things go:
     ``results_dir``, ``env_cache``.
     """
 
@@ -91,6 +92,7 @@ class BisectConfig:
     steps: int | None = None
     census_only: bool = False
     step_budget_minutes: float = STEP_BUDGET_MINUTES
+    budget_minutes: float | None = None
     alpha: float | None = None
     threshold: float = DEFAULT_THRESHOLD
     sets: dict = field(default_factory=dict)
@@ -117,6 +119,8 @@ class BisectConfig:
             raise ValueError("--python names the base environment of releases or commits; with interpreters as ends, good's is the base")
         if not self.step_budget_minutes > 0:
             raise ValueError(f"--step-budget-minutes must be positive, got {self.step_budget_minutes}")
+        if self.budget_minutes is not None and not self.budget_minutes > 0:
+            raise ValueError(f"--budget-minutes must be positive, got {self.budget_minutes}")
         self.comparison("a", "b")  # the comparison's knobs are checked now, before any run
 
     def ends(self) -> tuple[End, End]:

@@ -7,7 +7,9 @@ decomposition and device) is reused and costs nothing: a rerun into the same res
 ``<results-dir>/interleave/<n>-<name>/``; its outcome (regression, pass, improvement, inconclusive) is kept as it is.
 
 Every step is logged with its wall time on the device (the machine is held for the whole run) and whether it was
-reused; installs are timed apart (host only). ``census_fn`` and ``compare_fn`` replace the real runs in tests.
+reused; installs are timed apart (host only). With a budget (``budget_minutes``), a step that would end past it is not
+started: its candidate counts as dead ("budget spent"), so the search narrows to the range around it as around one
+that cannot be installed. A step is expected to take as long as the longest of its kind so far. ``census_fn`` and ``compare_fn`` replace the real runs in tests.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class Steps:
         rec = self._kept(folder)
         reused = rec is not None
         t0 = time.monotonic()
+        if rec is None and (why := self._over_budget("census")):
+            self._note("census", cand, 0.0, False, f"skipped: {why}", folder)
+            return Measured(FAILED, reason=why)
         if rec is None:
             self.out(f"census of {cand.label}")
             rec = self.census_fn(python, folder)
@@ -116,6 +121,9 @@ class Steps:
     def _compare_of(self, good: Candidate, cand: Candidate, python_a: str, python_b: str) -> Measured:
         n = sum(1 for s in self.log if s["kind"] == "interleave") + 1
         folder = self.root / "interleave" / f"{n:02d}-{slug(cand.label)}"
+        if why := self._over_budget("interleave"):
+            self._note("interleave", cand, 0.0, False, f"skipped: {why}", folder)
+            return Measured(FAILED, reason=why)
         self.out(f"interleaved: {cand.label} against {good.label}")
         t0 = time.monotonic()
         report = self.compare_fn(python_a, python_b, folder)
@@ -134,13 +142,25 @@ class Steps:
         interleave(self.cfg.comparison(python_a, python_b, str(folder)), out=lambda s: self.out(f"    {s}"), session_id=sid)
         return own_report(folder / "report.json", sid)
 
+    def _over_budget(self, kind: str) -> str | None:
+        """Why a step of ``kind`` may not start (it would end past the budget), or None."""
+        if self.cfg.budget_minutes is None:
+            return None
+        walls = [s["wall_s"] for s in self.log if s["kind"] in ("census", "interleave")]
+        typical = max((s["wall_s"] for s in self.log if s["kind"] == kind), default=0.0)
+        if kind == "interleave":
+            typical = max(typical, 60.0 * self.cfg.step_budget_minutes)
+        if sum(walls) + typical <= 60.0 * self.cfg.budget_minutes:
+            return None
+        return f"budget spent ({sum(walls) / 60:.1f} of {self.cfg.budget_minutes:g} device minutes used; a step takes about {typical / 60:.1f})"
+
     def _note(self, kind: str, cand: Candidate, wall: float, reused: bool, outcome: str, folder: Path | None = None, **extra) -> None:
         self.log.append({"kind": kind, "label": cand.label, "wall_s": round(wall, 3), "reused": reused, "outcome": outcome,
                          "dir": str(folder) if folder else None, **extra})
 
     def spent(self) -> dict:
         """Device seconds by kind of step (reused censuses cost none), and the host seconds of installs."""
-        runs = [s for s in self.log if s["kind"] in ("census", "interleave")]
+        runs = [s for s in self.log if s["kind"] in ("census", "interleave") and not s["outcome"].startswith("skipped")]
         return {"device_s": round(sum(s["wall_s"] for s in runs), 1), "census_runs": sum(1 for s in runs if s["kind"] == "census" and not s["reused"]),
                 "census_reused": sum(1 for s in runs if s["kind"] == "census" and s["reused"]),
                 "interleaved": sum(1 for s in runs if s["kind"] == "interleave"), "install_s": round(self.envs.install_s, 1),

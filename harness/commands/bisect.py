@@ -26,7 +26,7 @@ def run(a) -> int:
     cfg = BisectConfig(workload=a.workload, decomposition=a.decomposition, good=a.good, bad=a.bad, python=a.python, checkout=a.checkout,
                        package=a.package, wheels=a.wheels, index_url=a.index_url, no_index=a.no_index,
                        move_deps=a.move_deps, gpu=a.gpu, steps=a.steps,
-                       census_only=a.census_only, step_budget_minutes=a.step_budget_minutes, alpha=a.alpha,
+                       census_only=a.census_only, step_budget_minutes=a.step_budget_minutes, budget_minutes=a.budget_minutes, alpha=a.alpha,
                        threshold=a.threshold if a.threshold is not None else DEFAULT_THRESHOLD,
                        sets=parse_sets(a.set), workloads_dir=a.workloads_dir, results_dir=a.results_dir, env_cache=a.env_cache,
                        run_timeout=a.run_timeout)
@@ -56,6 +56,8 @@ def add_parser(sub) -> None:
     bp.add_argument("--census-only", action="store_true", help="census runs only: where no count changed, say so without timing")
     bp.add_argument("--step-budget-minutes", type=opt.parse_positive_float, default=STEP_BUDGET_MINUTES,
                     help="device minutes of each interleaved comparison, start-up included (default: %(default)s)")
+    bp.add_argument("--budget-minutes", type=opt.parse_positive_float, help="device minutes of the whole bisection: no step is started "
+                    "that would end past them, and the answer is the range left (default: no limit)")
     bp.add_argument("--env-cache", metavar="DIR", help="where the environments are built and kept (default: $XDG_CACHE_HOME/harness-bisect)")
     opt.add(bp.add_argument, (opt.STEPS, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, opt.SET, opt.ALPHA, opt.THRESHOLD),
             defaults={"workloads_dir": opt.InProject("workloads"), "results_dir": opt.InProject("perf-results/bisect")})
