@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from harness.commands import cli
-from harness.store import DirStore, GitStore, is_git, open_store
+from harness.store import DirStore, GitStore, alert_text, is_git, open_store
 from harness.store import record as rec_mod
 from harness.store.alerts import find_alerts, issues_report
 from harness.store.shifts import ShiftRule, find
@@ -260,6 +260,9 @@ def test_census_change_with_unchanged_pins_raises_one_alert_naming_it(base_night
     assert find_alerts(nights + [night(base_night, 10, env={"driver": "590.10.01"})])["alerts"][0]["key"] == al["key"]
     rep = issues_report(res, "h200", "night-009")
     assert [v["kind"] + " " + v["case"] for v in rep["verdicts"]] == ["env-census qwen3-1.7b-lora-4x1 since night-006"]
+    msg = rep["verdicts"][0]["message"]  # the issue names the counts that moved and what in the environment changed
+    assert "qwen3-1.7b-lora-4x1: kernel launches per optimizer step 10,937.4 -> 10,938.4 (+1)" in msg
+    assert "environment since night-005: driver 580.159.04→590.10.01" in msg and "| night |" not in msg
 
 
 def test_a_ten_percent_shift_that_holds_alerts_on_its_second_night_only(base_night):
@@ -273,10 +276,42 @@ def test_a_ten_percent_shift_that_holds_alerts_on_its_second_night_only(base_nig
         ("timing", f"qwen3-1.7b-lora-{d}", "night-030", "night-031") for d in ("1x4", "2x2", "4x1")]
     a = second[0]
     assert 1.05 < a["ratio"] < 1.15 and a["lo"] < a["ratio"] < a["hi"] and a["nights"] == 2 and a["reference_nights"] == 30
-    assert "driver 580.159.04→590.10.01" in a["summary"] and len(a["trend"]) == 7
+    assert "driver 580.159.04→590.10.01" in a["summary"] and len(a["trend"]) == 10
     later = find_alerts(planted)
     assert sorted(x["key"] for x in later["alerts"]) == sorted(x["key"] for x in second)  # the same alerts, the same keys
     assert find_alerts(planted, new_only=True)["alerts"] == []  # nothing new on the nights after
+
+
+def test_a_shift_s_issue_text_carries_the_trend_the_size_and_the_environment_diff(base_night):
+    planted = noisy_nights(base_night, 32, QUIET, seed=3, planted=lambda i: math.log(1.10) if i >= 30 else 0.0)
+    for i in range(25, 32):  # a CUDA change five nights before the shift, the harness commit (quiet) two nights later
+        planted[i]["environment"].update(cuda="13.1", **({"harness": "abc"} if i >= 27 else {}))
+    for i in (30, 31):
+        planted[i]["environment"]["driver"] = "590.10.01"
+    rep = issues_report(find_alerts(planted, new_only=True), "h200", "night-031")
+    v = next(v for v in rep["verdicts"] if v["case"] == "qwen3-1.7b-lora-4x1 since night-030")
+    msg = v["message"]
+    head = msg.splitlines()[0]
+    assert head.startswith("step time x1.") and "[90%: " in head and "over 2 night(s) against the 30 before" in head
+    assert head.endswith("environment since night-029: driver 580.159.04→590.10.01")
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in msg.splitlines() if ln.startswith("  | ")]
+    assert rows[0] == ["night", "date", "session", "median step ms", "vs reference", "changed since the night before"]
+    body = {r[0].strip("*"): r for r in rows[2:]}
+    assert list(body) == [f"{n:+d}" for n in range(-8, 0)] + ["+1", "+2"]  # 8 reference nights, every night after
+    assert body["+1"][1:3] == ["**2027-01-31**", "**night-030**"] and body["+1"][5] == "**driver 580.159.04→590.10.01**"
+    assert body["-5"][2] == "night-025" and body["-5"][5] == "cuda 13.0→13.1"  # every change of the trend is marked
+    assert [r[0] for r in body.values() if r[5]] == ["-5", "**+1**"]  # the harness commit alone is no change
+    pct = {k: float(r[4].strip("*%")) for k, r in body.items()}
+    assert all(abs(pct[f"{n:+d}"]) < 8 for n in range(-8, 0)) and 3 < pct["+1"] < 20 and 3 < pct["+2"] < 20
+    assert float(body["+1"][3].strip("*").replace(",", "")) > float(body["-1"][3].replace(",", ""))
+
+
+def test_a_long_trend_is_cut_to_a_readable_table():
+    trend = [{"night": n, "session_id": f"20270101T021700-{n + 50:06x}", "started_at": "2027-01-01T02:17:00+0000", "median_ms": 100.0,
+              "vs_reference": 1.1 if n > 0 else 1.0, "changes": []} for n in [*range(-8, 0), *range(1, 41)]]
+    table = alert_text.trend_table({"trend": trend})
+    assert len(table) == 2 + 8 + alert_text.TREND_AFTER + 1 and table[-1].strip().startswith("(and 28 more night(s)")
+    assert "| 00002a |" in table[2] and alert_text.short_session("night-030") == "night-030"
 
 
 def test_a_one_night_spike_raises_nothing(base_night):

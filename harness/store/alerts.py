@@ -16,15 +16,18 @@ by each series' newest session: what tonight's sessions raised).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from statistics import fmean
 
 from harness.judging.census_diff import NAMED, verdict
 from harness.judging.judge import CENSUS_TOLERANCES
 from harness.reporting.history import parse_time
+from harness.store import alert_text
 from harness.store import environment as envs
-from harness.store.shifts import DEFAULT_RULE, ShiftRule, find
+from harness.store.shifts import DEFAULT_RULE, Shift, ShiftRule, find
 
-TREND_BEFORE = 5  # reference nights shown in a timing alert's trend
+TREND_BEFORE = 8  # reference nights shown in a timing alert's trend (every night after the change is shown)
 BY_NAME = (*NAMED.values(), "kernel_ms_by_name", "cpu_op_ms_by_name")
 
 
@@ -89,8 +92,18 @@ def _timing_series(records: list[dict]) -> dict[tuple, list[tuple[dict, dict, fl
     return series
 
 
-def _point(p: tuple[dict, dict, float]) -> dict:
-    return {"session_id": p[0]["session_id"], "started_at": p[0].get("started_at"), "median_ms": p[2]}
+def _trend(pts: list[tuple[dict, dict, float]], sh: Shift) -> list[dict]:
+    """The nights around a shift: up to :data:`TREND_BEFORE` reference nights before it (``night`` -n .. -1) and every night
+    of its level (+1 ..), each with its ratio to the reference's geometric mean and what changed since the series' night
+    before it (environment and library pins)."""
+    level = math.exp(fmean(math.log(p[2]) for p in pts[sh.ref_start:sh.start]))
+    out = []
+    for i in range(max(sh.ref_start, sh.start - TREND_BEFORE), sh.end + 1):
+        (rec, case, ms), prev = pts[i], pts[i - 1] if i > 0 else None
+        chs = envs.env_changes(prev[0], rec) + envs.pin_changes(prev[0], rec, prev[1], case) if prev else []
+        out.append({"night": i - sh.start + (i >= sh.start), "session_id": rec["session_id"], "started_at": rec.get("started_at"),
+                    "median_ms": ms, "vs_reference": ms / level, "changes": chs})
+    return out
 
 
 def timing_alerts(records: list[dict], rule: ShiftRule = DEFAULT_RULE) -> tuple[list[dict], list[dict]]:
@@ -109,9 +122,8 @@ def timing_alerts(records: list[dict], rule: ShiftRule = DEFAULT_RULE) -> tuple[
                 notes.append({**head, "kind": "library", "changes": pins,
                               "text": f"{gpu} {track} {wl}-{dec}: {size}, at {envs.text(pins)} (a library change: the interleaved A/B judges it)"})
                 continue
-            trend = [_point(p) for p in pts[max(sh.ref_start, sh.start - TREND_BEFORE):sh.end + 1]]
             alerts.append({**head, "kind": "timing", "key": f"env-timing/{gpu}/{track or '-'}/{wl}/{dec}/{b[0]['session_id']}",
-                           "threshold": sh.threshold, "t_values": list(sh.t_values), "trend": trend,
+                           "threshold": sh.threshold, "t_values": list(sh.t_values), "trend": _trend(pts, sh),
                            "summary": f"{size}, since {b[0]['session_id']}; environment since {a[0]['session_id']}: "
                                       f"{envs.text(head['environment'], quiet=False)}"})
     return alerts, notes
@@ -162,20 +174,14 @@ def find_alerts(records: list[dict], rule: ShiftRule = DEFAULT_RULE, new_only: b
 
 def issues_report(result: dict, gpu: str, session_id: str = "") -> dict:
     """The alerts of one GPU in the shape of a suite's report.json, for ``.github/scripts/regression-issues.sh``: one
-    verdict per alert, titled ``perf regression: <gpu> <env> env-<kind> <case> since <session>``."""
+    verdict per alert, titled ``perf regression: <gpu> <env> env-<kind> <case> since <session>``, its message
+    :func:`harness.store.alert_text.message` (a timing alert's with its trend)."""
     verdicts = [{"kind": f"env-{a['kind']}", "case": f"{a['subject']} since {a['session_id']}", "outcome": "regression",
-                 "message": a["summary"] + "".join(f"\n  - {c['workload']}-{c['decomposition']}: " + "; ".join(c["lines"])
-                                                   for c in a.get("cases", []))}
+                 "message": alert_text.message(a)}
                 for a in result["alerts"] if a["gpu"] == gpu]
     return {"gpu": gpu, "session_id": session_id, "verdicts": verdicts, "rows": [], "versions": {}}
 
 
 def lines(result: dict) -> list[str]:
-    """Human lines: every alert, then every note."""
-    out = []
-    for a in result["alerts"]:
-        out.append(f"ALERT {a['key']}: {a['summary']}")
-        out += [f"  {c['workload']}-{c['decomposition']}: {ln}" for c in a.get("cases", []) for ln in c["lines"]]
-    out += [f"note: {n['text']}" for n in result["notes"]]
-    return out or ["no alert and no environment change"]
-
+    """Human lines: every alert (a timing alert with its trend), then every note."""
+    return alert_text.lines(result)
