@@ -8,6 +8,7 @@ import copy
 import json
 import math
 import subprocess
+import sys
 import threading
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -351,3 +352,11 @@ def test_alerts_command(tmp_path, base_night, capsys):
     assert "no runs.jsonl with a run here or below" in capsys.readouterr().err
     assert cli.main(["history", "--out", str(tmp_path / "page")]) == 2
     assert "history needs results dirs, or --store" in capsys.readouterr().err
+
+
+def test_store_commands_start_without_scipy():
+    """``store add`` and every ``--help`` only read and write files: they must not pay for importing scipy (seconds)."""
+    code = ("import sys; from harness.commands import cli, store; from harness.store import alerts, summary; "
+            "print(sorted(m for m in ('scipy', 'numpy', 'matplotlib', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import fmean, median, stdev
 
-from scipy import stats as _st
+# scipy is imported in the functions that use it: importing it costs seconds, and the commands that only read or write
+# files (``store add``, every ``--help``) import this module through the judge without computing a t quantile
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,6 +106,8 @@ class RatioEstimate:
 
     @cached_property
     def _q(self) -> float:
+        from scipy import stats as _st
+
         return float(_st.t.ppf(1 - self.alpha, self.df)) if self.df > 0 and math.isfinite(self.df) else float(_st.norm.ppf(1 - self.alpha))
 
     @property
@@ -128,6 +131,8 @@ class RatioEstimate:
             return 1.0
         if self.se == 0:
             return 0.0 if margin > 0 else 1.0
+        from scipy import stats as _st
+
         return float(_st.t.sf(margin / self.se, self.df))
 
 
@@ -139,6 +144,8 @@ def log_ratio(base: Sequence[float], cur: Sequence[float], alpha: float) -> Rati
     d = fmean(lc) - fmean(lb)
     if len(lb) < 2 or len(lc) < 2:
         return RatioEstimate(d, 0.0, 0.0, alpha, len(lb), len(lc))
+    from scipy import stats as _st
+
     vb = _st.tvar(lb) / len(lb)
     vc = _st.tvar(lc) / len(lc)
     se = math.sqrt(vb + vc)
@@ -162,6 +169,8 @@ def machine_ratio(groups: Sequence[Sequence[float]], cur: Sequence[float], alpha
     means = [fmean(math.log(v) for v in g) for g in groups]
     k = len(means)
     d = fmean(math.log(v) for v in cur) - fmean(means)
+    from scipy import stats as _st
+
     se = _st.tstd(means) * math.sqrt(1 + 1 / k)
     return RatioEstimate(d, se, k - 1 if se > 0 else math.inf, alpha, sum(map(len, groups)), len(cur), "machine", k)
 
@@ -172,6 +181,8 @@ def smallest_flagged(groups: Sequence[Sequence[float]], alpha: float, threshold:
     It depends on the baseline alone (the spread of its machine means), not on the session's runs, so a
     session can say before it starts what its runtime verdicts can and cannot detect.
     """
+    from scipy import stats as _st
+
     e = machine_ratio(groups, [1.0], alpha)
     return (1 + threshold) * math.exp(float(_st.t.ppf(1 - alpha, e.df)) * e.se) if math.isfinite(e.df) else 1 + threshold
 
