@@ -479,3 +479,22 @@ def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, mo
     (c,) = res["changes"]
     assert not c["exact"] and any("budget spent" in s["reason"] for s in c["skipped"])
     assert any(s["outcome"].startswith("skipped: budget spent") for s in res["steps"])
+
+
+def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_path, monkeypatch):
+    from harness.bisect import axes
+
+    envs = FakeEnvs()
+    envs.base = {"dists": {"lorafx": "1.0", "httpx": "1.0"}, "site": []}
+    monkeypatch.setattr(axes.ev, "describe", lambda python: {"dists": {"lorafx": "1.7", "httpx": "2.0"}})
+    monkeypatch.setattr(axes, "releases_of", lambda cfg, envs, package: RELEASES)
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for p in (good, bad):
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+    cfg = config(tmp_path, good=str(good), bad=str(bad), packages=("lorafx",), census_only=True)
+    res = bisect(cfg, envs=envs, census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
+    assert [p["package"] for p in res["packages"]] == ["lorafx"] and res["left_out"] == ["httpx 1.0 -> 2.0"]
+    assert any("(not among --packages): httpx 1.0 -> 2.0" in n for n in res["notes"])
+    with pytest.raises(ValueError, match="--packages"):
+        config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", packages=("lorafx",))

@@ -47,6 +47,7 @@ class Range:
     bad: Candidate
     axes: list[Axis]
     one_side: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # moved, but not among the packages asked for (``--packages``)
 
 
 def base_python(cfg: BisectConfig) -> str:
@@ -68,8 +69,11 @@ def resolve(cfg: BisectConfig, envs: ev.EnvCache) -> Range:
     if good.kind == "python":
         gd, bd = envs.base["dists"], ev.describe(bad.text)["dists"]
         moved, one_side = differing(gd, bd)
+        asked = {canonical(p) for p in cfg.packages}
+        left_out = [f"{p} {a} -> {b}" for p, a, b in moved if asked and p not in asked]
+        moved = [m for m in moved if not asked or m[0] in asked]
         return Range("interpreters", Candidate(python=good.text), Candidate(python=bad.text),
-                     [_axis(cfg, envs, Candidate(), p, a, b) for p, a, b in moved], one_side)
+                     [_axis(cfg, envs, Candidate(), p, a, b) for p, a, b in moved], one_side, left_out)
     gp = {canonical(n): v for n, v in good.pins}
     bp = {canonical(n): v for n, v in bad.pins}
     start = Candidate(tuple(Install(n, v) for n, v in sorted(gp.items())))

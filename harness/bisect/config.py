@@ -70,7 +70,8 @@ class BisectConfig:
     ``bad`` (:func:`parse_end`), the base environment ``python`` (default: this interpreter; an interpreter end is its
     own), ``checkout`` (and ``package``, its distribution name when pyproject.toml or setup.py do not say it), where
     releases come from: ``wheels`` (a folder; pip installs from it alone), ``index_url``, ``no_index``; ``move_deps``: a
-    release may bring its dependencies at other versions than the base's (default: it is uninstallable). The steps:
+    release may bring its dependencies at other versions than the base's (default: it is uninstallable); ``packages``:
+    with interpreter ends, only these of the packages that moved are tried (the others are named in the report). The steps:
     census runs; where the counts are equal at both ends, interleaved comparisons of ``step_budget_minutes`` each
     (``alpha``, ``threshold``, ``sets``: the comparison's knobs) unless ``census_only``; ``budget_minutes``: no step is
     started that would end past this many device minutes of the whole bisection (the search narrows around it). Where things go:
@@ -88,6 +89,7 @@ class BisectConfig:
     index_url: str | None = None
     no_index: bool = False
     move_deps: bool = False
+    packages: tuple[str, ...] = ()
     gpu: str = "cpu"
     steps: int | None = None
     census_only: bool = False
@@ -115,6 +117,8 @@ class BisectConfig:
             raise ValueError(f"--wheels {self.wheels}: no such folder; pass the folder the wheels were downloaded to (pip download -d)")
         if self.python and not (os.path.isfile(self.python) and os.access(self.python, os.X_OK)):
             raise ValueError(f"--python {self.python}: not an executable Python; pass e.g. .venv/bin/python")
+        if self.packages and good.kind != "python":
+            raise ValueError("--packages chooses among the packages that differ between two interpreters; with releases or commits, name them in --good and --bad")
         if self.python and good.kind == "python":
             raise ValueError("--python names the base environment of releases or commits; with interpreters as ends, good's is the base")
         if not self.step_budget_minutes > 0:

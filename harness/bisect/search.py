@@ -51,13 +51,16 @@ def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, c
     steps = Steps(cfg, envs, census_fn=census_fn, compare_fn=compare_fn, out=out)
     res = {"case": f"{cfg.workload}-{cfg.decomposition}", "gpu": cfg.gpu, "mode": rng.mode, "good": rng.good.label, "bad": rng.bad.label,
            "packages": [{"package": a.package, "good": a.good, "bad": a.bad} for a in rng.axes], "one_side": rng.one_side,
+           "left_out": rng.left_out,
            "changes": [], "inconclusive": [], "uninstallable": [], "notes": [], "attribution": {}}
+    if rng.left_out:
+        res["notes"].append("moved as well, not tried (not among --packages): " + ", ".join(rng.left_out))
     out(f"bisect {res['case']} on {cfg.gpu}: {rng.good.label} (good) -> {rng.bad.label} (bad)"
         + (f"; packages that moved: {', '.join(a.package for a in rng.axes)}" if len(rng.axes) > 1 else ""))
     g, b = steps.census(rng.good), steps.census(rng.bad)
     if g.dead or b.dead:
-        res.update(outcome="ends_failed", search="none", notes=[f"{side} ({lab}): {m.reason}" for side, lab, m in
-                                                                 (("good", rng.good.label, g), ("bad", rng.bad.label, b)) if m.dead])
+        res.update(outcome="ends_failed", search="none")
+        res["notes"] += [f"{side} ({lab}): {m.reason}" for side, lab, m in (("good", rng.good.label, g), ("bad", rng.bad.label, b)) if m.dead]
     else:
         d = census_diff.diff(g.value["census"], b.value["census"], CENSUS_TOLERANCES)
         res["census"] = {"changed": d.counts_changed, "lines": census_diff.lines(d, g.value["census"], b.value["census"]),
@@ -65,8 +68,8 @@ def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, c
         if d.counts_changed:
             _by_census(rng, steps, g, plan.moved(d), res, predict)
         elif cfg.census_only:
-            res.update(outcome="no_change", search="census", notes=[f"no count changed between {rng.good.label} and {rng.bad.label}; "
-                                                                    "the timing was not compared (--census-only)"])
+            res.update(outcome="no_change", search="census")
+            res["notes"].append(f"no count changed between {rng.good.label} and {rng.bad.label}; the timing was not compared (--census-only)")
         else:
             _by_timing(rng, steps, res)
     dead = {s["label"]: s["outcome"].split(": ", 1)[-1] for s in steps.log if s["kind"] == "install"}  # each once

@@ -11,6 +11,8 @@ Exit codes: 0 the bisection ran to its answer (a change found, none, or an incon
 
 from __future__ import annotations
 
+import re
+
 from harness import exits
 from harness import options as opt
 
@@ -25,7 +27,7 @@ def run(a) -> int:
     a = _here(a)
     cfg = BisectConfig(workload=a.workload, decomposition=a.decomposition, good=a.good, bad=a.bad, python=a.python, checkout=a.checkout,
                        package=a.package, wheels=a.wheels, index_url=a.index_url, no_index=a.no_index,
-                       move_deps=a.move_deps, gpu=a.gpu, steps=a.steps,
+                       move_deps=a.move_deps, packages=tuple(p for p in re.split(r"[\s,]+", a.packages or "") if p), gpu=a.gpu, steps=a.steps,
                        census_only=a.census_only, step_budget_minutes=a.step_budget_minutes, budget_minutes=a.budget_minutes, alpha=a.alpha,
                        threshold=a.threshold if a.threshold is not None else DEFAULT_THRESHOLD,
                        sets=parse_sets(a.set), workloads_dir=a.workloads_dir, results_dir=a.results_dir, env_cache=a.env_cache,
@@ -51,6 +53,8 @@ def add_parser(sub) -> None:
     bp.add_argument("--no-index", action="store_true", help="install nothing from an index (offline; a checkout builds with the base's tools)")
     bp.add_argument("--move-deps", action="store_true", help="let a release bring its dependencies at other versions than the base "
                     "environment's (default: such a release is reported as not installable beside the others)")
+    bp.add_argument("--packages", help="with interpreters as ends: try only these of the packages that moved (comma-separated), e.g. "
+                    "transformers,trl,peft,accelerate,datasets; the others are named in the report")
     bp.add_argument("--checkout", metavar="REPO", help="a git checkout of a pure-Python package: --good and --bad are commits of it")
     bp.add_argument("--package", help="with --checkout: its distribution name, where pyproject.toml and setup.py do not say it")
     bp.add_argument("--census-only", action="store_true", help="census runs only: where no count changed, say so without timing")
