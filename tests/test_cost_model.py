@@ -207,3 +207,54 @@ def test_the_bisect_hook_predicts_a_cpu_change_or_prints_the_reason():
     assert got["bound"] == "CPU" and 0 < got["delta_pct"] <= 10.0 and predicted_text(got).startswith("+")
     why = predicted_cost({"census": CPU_CENSUS, "step_ms": None}, {"census": CPU_CENSUS})
     assert predicted_text(why) == why["reason"] and why["reason"].startswith("no prediction: case timing")
+
+
+def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[dict]:
+    """Blocks of an interleaved comparison whose B is ``ratio`` times as slow as A, with a little spread."""
+    out, n = [], 0
+    for launch in range(1, launches + 1):
+        for _ in range(pairs):
+            n += 1
+            for pos, side in enumerate("ab", 1):
+                f = ratio * (1 + 0.005 * (n * 7 % 5 - 2)) if side == "b" else 1.0  # pairs that differ a little
+                steps = [100.0 * f * (1 + 0.004 * ((n + j) % 3 - 1)) for j in range(4)]
+                out.append({"session_id": "s", "side": side, "launch": launch, "pair": n, "position": pos, "order": "ab", "warmup": False,
+                            "k": 4, "step_times_ms": steps, "canary_ms": 1.0, "wall_s": 0.4, "cpu_s": 0.4, "other_cpus": 0.0})
+    return out
+
+
+def finish_interleave(root: Path, ratio: float) -> dict:
+    from harness.commands.interleave import settings_of
+    from harness.engine.config import ComparisonConfig
+    from harness.engine.finish import finish
+    from harness.judging import paired as pd
+    from harness.judging.blocks import grouped, pairs_of
+    from harness.spec import Workload
+
+    w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+    decs = {"a": w.decomposition("4x1"), "b": w.decomposition("4x1")}
+    cfg = ComparisonConfig(workload=w.name, decomposition="4x1", gpu="cpu").resolved(decs["a"].grad_accum, True)
+    s = settings_of(cfg, w, decs, {"a": "pa", "b": "pb"}, 1, (12,), "s")
+    blocks = interleave_blocks(ratio)
+    check = pd.PairedCheck(s["alpha"], s["threshold"], 1, test=s["test"], unit=s["unit"])
+    launches = [{"launch": i, "ready": {"a": {}, "b": {}}, "startup_s": 1.0} for i in (1, 2, 3)]
+    finish(root, settings=s, orders=[], stopped=None, launch_info=launches, blocks=blocks, groups=grouped(pairs_of(blocks)), verdict=None,
+           check=check, case="tiny-qwen3-4x1", wall=10.0, cpu=None, calibrated=False, out=lambda _: None)
+    return json.loads((root / "report.json").read_text())
+
+
+def test_an_interleaved_report_shows_the_prediction_beside_the_measurement_or_why_not(tmp_path):
+    report = finish_interleave(tmp_path, 1.05)
+    assert set(report["prediction"]) == {"reason"} and "prediction" not in report["verdicts"][0]
+    assert f"no prediction: no census of either side in {tmp_path / 'census-a'}" in (tmp_path / "report.md").read_text()
+    for side, census in (("a", CPU_CENSUS), ("b", dict(CPU_CENSUS, ops=5_500))):
+        (tmp_path / f"census-{side}").mkdir()
+        (tmp_path / f"census-{side}" / "runs.jsonl").write_text(json.dumps({"workload": "tiny-qwen3", "decomposition_id": "4x1", "status": "ok",
+                                                                              "census": census, "step_time_median_ms": 120.0}) + "\n")
+    report = finish_interleave(tmp_path, 1.05)
+    p = report["verdicts"][0]["prediction"]
+    assert p == report["prediction"] == report["verdict"]["prediction"]
+    assert 0 <= p["lo"] < p["delta_pct"] < p["hi"] <= 10.0 and p["bound"] == "CPU"
+    assert p["measured_lo"] < p["measured_pct"] < p["measured_hi"] and p["measured_pct"] == pytest.approx(5.0, abs=0.5)
+    line = next(ln for ln in (tmp_path / "report.md").read_text().splitlines() if "predicted" in ln)
+    assert line.startswith("- predicted +") and ", measured +5." in line

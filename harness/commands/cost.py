@@ -129,6 +129,31 @@ def diff_report(a: str, b: str, timing: list[str] | None = None, idle_ms=None, o
     return 0
 
 
+CENSUS_DIRS = {"a": "census-a", "b": "census-b"}  # where an interleaved comparison looks for each side's census runs
+
+
+def side_census(path: Path, workload: str, decomposition: str) -> dict | None:
+    """The first usable census of ``workload``'s ``decomposition`` in the results dir ``path``, or None."""
+    if not (path / "runs.jsonl").is_file():
+        return None
+    try:
+        return _census(runs_of(path), (workload, decomposition))
+    except UsageError:
+        return None
+
+
+def interleave_prediction(root: Path, settings: dict, step_ms_a, verdict: dict | None) -> dict:
+    """The cost model's prediction beside the measured change of an interleaved comparison in ``root``
+    (:func:`harness.judging.cost_model.beside_measured`), from the census runs of each side in ``root/census-a`` and
+    ``root/census-b`` (``python -m harness census --python PY --results-dir ...``); or ``{"reason"}``."""
+    decs = {"a": settings["decomposition"], "b": settings.get("decomposition_b") or settings["decomposition"]}
+    found = {s: side_census(root / d, settings["workload"], decs[s]) for s, d in CENSUS_DIRS.items()}
+    if not any(found.values()):
+        return {"reason": f"no prediction: no census of either side in {root / CENSUS_DIRS['a']} or {root / CENSUS_DIRS['b']} (make them with "
+                          "`python -m harness census --python PY --results-dir DIR` before the comparison)"}
+    return cm.beside_measured(found["a"], found["b"], step_ms_a, verdict)
+
+
 def idle_range(text: str | None):
     """``--idle-ms LO,HI`` (or one value) as a range, or None."""
     if not text:

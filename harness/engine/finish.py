@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.commands.cost import interleave_prediction
 from harness.engine.inject import injected_share
 from harness.engine.loop import PROGRESS
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
@@ -16,6 +17,7 @@ from harness.files import read_records, report_session, write_atomic, write_json
 from harness.judging import paired as pd
 from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
 from harness.judging.budget_plan import plan_for
+from harness.judging.cost_model import beside_line
 from harness.reporting.interleave import markdown, report_lines
 
 # what recover reads of progress.json's settings itself (the rest is the report's)
@@ -46,12 +48,17 @@ def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, lau
     if recovered:
         report["recovered"] = recovered
     report["plan"] = plan_for(report, groups=groups)
+    # the cost model's prediction from a census of each side, beside the measured change (docs/cost-model.md)
+    report["prediction"] = interleave_prediction(root, settings, (report.get("step_ms_median") or {}).get("a"), report["verdict"])
+    if report["verdict"] is not None and report["prediction"].get("delta_pct") is not None:
+        report["verdict"]["prediction"] = report["prediction"]
     # what the regression-issue script reads from any report (.github/scripts/regression-issues.sh)
     env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
     report.update(gpu=settings["gpu"], session_id=settings["session_id"], rows=[], versions=env_b.get("versions", {}),
                   verdicts=[] if verdict is None else [{"kind": "interleaved", "case": case, "outcome": verdict.outcome,
-                                                        "message": verdict.message}])
-    lines = report_lines(report)
+                                                        "message": verdict.message,
+                                                        **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {})}])
+    lines = report_lines(report) + [beside_line(report["prediction"])]
     for ln in lines:
         out(ln)
     write_json_atomic(root / "report.json", report)
