@@ -122,7 +122,8 @@ def test_baseline_then_aa_then_injected_slowdown(cut_splits, p):
     print(aa.stdout.str())
     assert aa.ret == 0 and aa.parseoutcomes().get("failed", 0) == 0
     table = [ln for ln in aa.outlines if ln.startswith("tiny-qwen3-")]
-    assert len(table) == n and all(ln.rstrip().endswith(("pass", "inconclusive")) for ln in table), table
+    # no false alarm; an "improvement" is the baseline session having shared a busier machine, not a harness error
+    assert len(table) == n and all(ln.rstrip().endswith(("pass", "inconclusive", "improvement")) for ln in table), table
     if n > 1:
         # the ordering is judged and not reversed; whether the 5-run baseline could order the tiny splits at all
         # (pass) or not (tie) is the machine's noise, not the harness's doing
