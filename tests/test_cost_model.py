@@ -258,3 +258,26 @@ def test_an_interleaved_report_shows_the_prediction_beside_the_measurement_or_wh
     assert p["measured_lo"] < p["measured_pct"] < p["measured_hi"] and p["measured_pct"] == pytest.approx(5.0, abs=0.5)
     line = next(ln for ln in (tmp_path / "report.md").read_text().splitlines() if "predicted" in ln)
     assert line.startswith("- predicted +") and ", measured +5." in line
+
+
+def test_the_bisect_report_ranks_its_changes_by_predicted_cost(tmp_path):
+    from harness.bisect import report as br
+
+    def change(label, predicted, kind="census"):
+        return {"package": "lorafx", "kind": kind, "last_good": f"lorafx {label}", "first_bad": f"lorafx {label}.1", "exact": True,
+                "diff": [f"aten ops {label}"], "counts": ["ops"], "measured_inside": 0, "ladder": 2, "predicted": predicted,
+                "steps": [{"label": f"lorafx {label}.1", "outcome": "regression", "message": "slower"}]}
+
+    changes = [change("1", {"delta_pct": 0.5, "lo": 0.1, "hi": 0.9}), change("2", {"reason": "no prediction: census: no usable counts"}),
+               change("3", {"delta_pct": -4.0, "lo": -5.0, "hi": -3.0}), change("4", None, "timing")]
+    res = {"case": "tiny-qwen3-4x1", "gpu": "cpu", "mode": "releases", "good": "lorafx 1", "bad": "lorafx 4.1", "outcome": "changed",
+           "search": "census", "packages": [{"package": "lorafx"}], "changes": changes, "inconclusive": [], "uninstallable": [], "notes": [],
+           "steps": [], "spent": {"device_s": 1, "census_runs": 4, "census_reused": 0, "interleaved": 0, "install_s": 1, "environments_built": 4}}
+    assert [c["last_good"][-1] for c in br.ranked(changes)] == ["3", "1", "2", "4"]
+    br.write(res, tmp_path, out=lambda _: None)
+    assert [c["last_good"][-1] for c in json.loads((tmp_path / "report.json").read_text())["changes"]] == ["3", "1", "2", "4"]
+    md = (tmp_path / "report.md").read_text()
+    assert "ranked by their predicted cost" in md and md.index("last good `lorafx 3`") < md.index("last good `lorafx 1`") < md.index("last good `lorafx 2`")
+    assert "- predicted cost: no prediction: census: no usable counts" in md
+    printed = [ln for ln in br.summary(res) if "change at" in ln]
+    assert "lorafx 3 ->" in printed[0] and "lorafx 4 ->" in printed[-1]

@@ -28,6 +28,16 @@ def predicted_text(p: dict | None) -> str:
     return f"{p['delta_pct']:+.1f}%{span}{parts} of the step"
 
 
+def ranked(changes: list[dict]) -> list[dict]:
+    """The changes by predicted cost, the costliest (largest |change| of the step) first; those without a prediction
+    (a timing change, or one the cost model could not price) after them, in the order found."""
+    def cost(c: dict) -> float:
+        d = (c.get("predicted") or {}).get("delta_pct")
+        return -abs(d) if d is not None else float("inf")
+
+    return sorted(changes, key=cost)
+
+
 def spent_text(s: dict, gpu: str) -> str:
     device = "CPU" if gpu == "cpu" else "GPU"
     return (f"{device} time {s['device_s']:.0f} s: {s['census_runs']} census run(s)" + (f" ({s['census_reused']} reused)" if s["census_reused"] else "")
@@ -42,7 +52,7 @@ def summary(res: dict) -> list[str]:
     """The printed lines: the outcome, one line per change, what could not be installed or decided, the time spent."""
     out = [f"bisect {res['case']} ({res['mode']}), {res['good']} -> {res['bad']}: {OUTCOMES.get(res['outcome'], res['outcome'])}"
            + (f", by {res['search']}" if res.get("search") not in (None, "none") else "")]
-    for c in res["changes"]:
+    for c in ranked(res["changes"]):
         what = "; ".join(c["diff"][:2]) if c["kind"] == "census" else f"slower, the census unchanged: {_first_bad_message(c)}"
         out.append(f"  {c['kind']} change at {boundary_text(c)}" + ("" if c["exact"] else " (not exact)") + f": {what}")
         if c["kind"] == "census":
@@ -67,7 +77,9 @@ def markdown(res: dict) -> str:
     if len(res["packages"]) > 1:
         lines += ["## Packages", "", "| package | good | bad | swapped alone |", "|---|---|---|---|"]
         lines += [f"| {p['package']} | {p['good']} | {p['bad']} | {p.get('alone', '-')} |" for p in res["packages"]] + [""]
-    for i, c in enumerate(res["changes"], 1):
+    if sum((c.get("predicted") or {}).get("delta_pct") is not None for c in res["changes"]) > 1:
+        lines += ["Changes ranked by their predicted cost, the costliest first.", ""]
+    for i, c in enumerate(ranked(res["changes"]), 1):
         lines += [f"## Change {i}: {c['package']}, {c['kind']}", "", f"- boundary: last good `{c['last_good']}`, first bad `{c['first_bad']}`"
                   + ("" if c["exact"] else " (the candidates between could not be installed)")]
         lines += [f"- not installable between them: `{s['label']}`: {s['reason']}" for s in c.get("skipped", [])]
@@ -93,6 +105,7 @@ def markdown(res: dict) -> str:
 def write(res: dict, results_dir: str | Path, out: Callable[[str], None] = print) -> None:
     """report.json and report.md in ``results_dir``, and the summary printed."""
     root = Path(results_dir)
+    res = {**res, "changes": ranked(res["changes"])}
     write_json_atomic(root / "report.json", res)
     write_atomic(root / "report.md", markdown(res))
     for line in summary(res):
