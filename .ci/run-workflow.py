@@ -10,7 +10,7 @@ defaults, then ``--input``), ``github``, ``env``, ``steps`` and ``runner``; the 
 ``always()``, ``cancelled()``, ``hashFiles()``, ``contains()``, ``startsWith()``, ``endsWith()``, ``format()``,
 ``fromJSON()`` and ``toJSON()``. A step's ``if:`` decides whether it runs, as on GitHub. ``uses:`` steps (checkout,
 setup-python, artifacts) are not run: the checkout is the current directory and the tools are this machine's; a step
-named with ``--skip-step`` is not run either. Prints each step's outcome, writes them to ``--outcomes`` (JSON) and
+named with ``--skip-step`` is not run either. Prints each step's outcome and wall time, writes them to ``--outcomes`` (JSON) and
 exits 0 when the job succeeded, 1 when it failed, 2 on bad input.
 """
 
@@ -171,9 +171,11 @@ class Job:
         """Every step in order; True when the job succeeded."""
         for i, step in enumerate(self.job.get("steps") or []):
             name = step.get("name") or step.get("uses") or f"step {i + 1}"
+            t0 = time.monotonic()
             outcome = self.step(step, name, base_env)
-            self.outcomes.append({"name": name, "id": step.get("id"), "outcome": outcome})
-            print(f"::: {name}: {outcome}", flush=True)
+            wall = round(time.monotonic() - t0, 1)
+            self.outcomes.append({"name": name, "id": step.get("id"), "outcome": outcome, "wall_s": wall})
+            print(f"::: {name}: {outcome} ({wall:.0f} s)", flush=True)
             if step.get("id"):
                 self.steps_ctx.setdefault(step["id"], {"outputs": {}}).update(outcome=outcome, conclusion=outcome)
         return not self.ex.failed

@@ -167,16 +167,17 @@ TUNING_FLAGS = ("--block-steps", "--grain", "--warmup-steps", "--pairs", "--laun
 
 def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ():
     """The latest job compares pinned against the environment it just measured, on the same runner, block-interleaved per
-    decomposition, and makes no runs when latest resolved to the pins (--skip-same-versions); its regressions file issues too."""
+    decomposition within its budget, only on a night when the plan found other versions than the pins; its regressions
+    file issues too."""
     import yaml
 
     job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]
     steps = {s.get("name"): s for s in job["steps"]}
     ab = steps["A/B pinned vs latest, interleaved"]
     run = " ".join(ab["run"].split())
-    assert "matrix.env == 'latest'" in ab["if"] and "!cancelled()" in ab["if"]
-    assert "-m harness interleave" in run and "--python-a .tox/pinned/bin/python --python-b .tox/latest/bin/python" in run
-    assert "--skip-same-versions" in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
+    assert "matrix.env != 'pinned'" in ab["if"] and "steps.plan.outputs.versions == 'differ'" in ab["if"] and "!cancelled()" in ab["if"]
+    assert "-m harness interleave" in run and '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run
+    assert '--budget-minutes "$AB_BUDGET"' in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
     assert not [f for f in TUNING_FLAGS if f in run.split()], run  # the defaults are the nightly's settings
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]

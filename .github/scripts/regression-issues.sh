@@ -26,6 +26,7 @@
 #   MISSING    the first night's lines on missing baselines       optional
 #              (default: missing-baselines.md beside REPORT, written by first-night.py): each issue repeats them, so that
 #              a check skipped for want of a baseline is never silent
+#   BISECT     the bisect's report.md, added under "Bisect"        optional
 # Needs bash, jq and gh.
 set -euo pipefail
 
@@ -92,6 +93,12 @@ body_for() {  # $1: one group as JSON
   if [[ -s "$MISSING" ]]; then
     echo
     grep -E '^- ' "$MISSING" || true
+  fi
+  if [[ -n "${BISECT:-}" && -s "$BISECT" ]]; then
+    echo
+    echo "### Bisect"
+    echo
+    sed -e 's/^# /#### /' "$BISECT"
   fi
   if [[ -n "$versions" ]]; then
     echo

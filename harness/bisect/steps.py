@@ -9,7 +9,8 @@ decomposition and device) is reused and costs nothing: a rerun into the same res
 Every step is logged with its wall time on the device (the machine is held for the whole run) and whether it was
 reused; installs are timed apart (host only). With a budget (``budget_minutes``), a step that would end past it is not
 started: its candidate counts as dead ("budget spent"), so the search narrows to the range around it as around one
-that cannot be installed. A step is expected to take as long as the longest of its kind so far. ``census_fn`` and ``compare_fn`` replace the real runs in tests.
+that cannot be installed. A step is expected to take as long as the longest of its kind so far; installs count too.
+``census_fn`` and ``compare_fn`` replace the real runs in tests.
 """
 
 from __future__ import annotations
@@ -146,13 +147,13 @@ class Steps:
         """Why a step of ``kind`` may not start (it would end past the budget), or None."""
         if self.cfg.budget_minutes is None:
             return None
-        walls = [s["wall_s"] for s in self.log if s["kind"] in ("census", "interleave")]
+        used = sum(s["wall_s"] for s in self.log if s["kind"] in ("census", "interleave")) + self.envs.install_s  # installs hold the device too
         typical = max((s["wall_s"] for s in self.log if s["kind"] == kind), default=0.0)
         if kind == "interleave":
             typical = max(typical, 60.0 * self.cfg.step_budget_minutes)
-        if sum(walls) + typical <= 60.0 * self.cfg.budget_minutes:
+        if used + typical <= 60.0 * self.cfg.budget_minutes:
             return None
-        return f"budget spent ({sum(walls) / 60:.1f} of {self.cfg.budget_minutes:g} device minutes used; a step takes about {typical / 60:.1f})"
+        return f"budget spent ({used / 60:.1f} of {self.cfg.budget_minutes:g} device minutes used; a step takes about {typical / 60:.1f})"
 
     def _note(self, kind: str, cand: Candidate, wall: float, reused: bool, outcome: str, folder: Path | None = None, **extra) -> None:
         self.log.append({"kind": kind, "label": cand.label, "wall_s": round(wall, 3), "reused": reused, "outcome": outcome,

@@ -214,11 +214,13 @@ class Judge:
         """The work verdict of a case, when it has a census: its counts against the baseline's first census, exactly
         (Python calls within ``CENSUS_TOLERANCES``; ``changed`` fails with the lines that say what changed; a change
         of the resolved configuration is listed, not failed), and its GPU kernel time per step (:attr:`_kernel_time`:
-        ``regression`` when flagged). None when this session made no census of the case."""
+        ``regression`` when flagged); ``skip`` with the reason when the case's runs are too short for a census window.
+        None when this session made no census of the case."""
         case = f"{workload}-{decomp}"
         cur = self.censuses(workload, decomp)
         if not cur:
-            return None
+            unfit = [(r.get("census") or {}).get("reason") for r in self.runs(workload, decomp, census=True) if not (r.get("census") or {}).get("fits")]
+            return Verdict("work", case, "skip", f"no census: {unfit[0]}") if unfit else None
         b = self.baselines[workload]
         if isinstance(b, bl.BaselineError):
             return _unusable("work", case, b)

@@ -1,0 +1,119 @@
+"""The nightly's plan (.github/scripts/night-plan.py) and its choice of what to bisect (.github/scripts/night-bisect.py)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / ".github" / "scripts"
+
+
+def script(name: str):
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+night_plan, night_bisect = script("night-plan"), script("night-bisect")
+W = [{"name": "qwen3-1.7b-lora", "runs_here": True, "baseline": "ok"}, {"name": "qwen3-1.7b-qlora", "runs_here": True, "baseline": "ok"},
+     {"name": "tiny-qwen3", "runs_here": False, "baseline": "missing"}]
+
+
+def job(**kw):
+    return night_plan.Job(**{"gpu": "h200", "env": "pinned", **kw})
+
+
+def test_a_night_with_baselines_makes_one_timed_run_per_decomposition_and_a_census():
+    p = night_plan.plan(job(), W, "pinned")
+    assert (p["suite"], p["repeats"], p["versions"]) == (True, 1, "same")
+    assert "then one census run per case" in p["lines"][0]
+
+
+def test_a_first_night_makes_the_five_runs_a_first_baseline_needs_on_the_pinned_job_only():
+    w = [dict(W[0], baseline="missing"), W[1]]
+    assert night_plan.plan(job(), w, "pinned")["repeats"] == 5
+    assert "qwen3-1.7b-lora" in night_plan.plan(job(), w, "pinned")["lines"][0]
+    assert night_plan.plan(job(env="latest"), w, None)["repeats"] == 1
+    # a workload not selected tonight does not make the night a first one
+    assert night_plan.plan(job(workloads=("qwen3-1.7b-qlora",)), w, "pinned")["repeats"] == 1
+
+
+def test_latest_makes_no_runs_when_it_resolved_to_the_pins_and_the_ab_when_it_did_not():
+    same = night_plan.plan(job(env="latest"), W, "transformers 5.17.0")
+    assert (same["suite"], same["versions"]) == (False, "same") and "no runs" in same["lines"][0]
+    new = night_plan.plan(job(env="latest"), W, None)
+    assert (new["suite"], new["versions"], new["repeats"]) == (True, "differ", 1) and "A/B" in new["lines"][1]
+
+
+def test_the_repeats_input_overrides_and_bad_input_is_one_line():
+    assert night_plan.plan(job(repeats="3"), W, "pinned")["repeats"] == 3
+    with pytest.raises(ValueError, match="whole number"):
+        job(repeats="five")
+    with pytest.raises(ValueError, match="PERF_GPU"):
+        job(gpu="")
+
+
+def test_an_unknown_workload_is_refused_before_any_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PERF_GPU", "h200")
+    monkeypatch.setenv("PERF_ENV", "pinned")
+    monkeypatch.setenv("PERF_WORKLOADS", "no-such-workload")
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert night_plan.main([]) == 2
+    assert "no-such-workload" in capsys.readouterr().out
+
+
+def test_the_plan_writes_the_step_outputs(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    night_plan.write(night_plan.plan(job(env="latest"), W, None), job(env="latest"))
+    assert out.read_text().splitlines() == ["suite=true", "repeats=1", "versions=differ"]
+
+
+def reports(tmp_path: Path, work: dict, ab: dict) -> Path:
+    (tmp_path / "report.json").write_text(json.dumps({"verdicts": [{"kind": "work", "case": f"w-{d}", "outcome": o} for d, o in work.items()]}))
+    for d, o in ab.items():
+        (tmp_path / "ab" / d).mkdir(parents=True)
+        (tmp_path / "ab" / d / "report.json").write_text(json.dumps({"verdicts": [{"kind": "interleaved", "case": f"w-{d}", "outcome": o}]}))
+    return tmp_path
+
+
+@pytest.mark.parametrize("work, ab, expected", [
+    ({"4x1": "pass", "1x4": "pass"}, {"4x1": "pass"}, None),
+    ({"4x1": "changed", "1x4": "pass"}, {"4x1": "pass"}, ("4x1", True)),
+    ({"4x1": "pass", "1x4": "changed"}, {"4x1": "inconclusive"}, None),  # only the A/B workload's A/B decompositions
+    ({"4x1": "pass"}, {"4x1": "regression"}, ("4x1", False)),
+    ({"4x1": "regression"}, {"4x1": "regression"}, ("4x1", True)),
+])
+def test_the_bisect_takes_the_ab_regression_first_then_a_census_change(tmp_path, work, ab, expected):
+    picked = night_bisect.choose("w", ["4x1"], reports(tmp_path, work, ab))
+    assert (picked[:2] if picked else None) == expected
+
+
+def test_the_bisect_command_bisects_pinned_against_this_job_within_its_budget(monkeypatch):
+    monkeypatch.setenv("BISECT_BUDGET", "3")
+    monkeypatch.setenv("PERF_WHEELS", "/wheels")
+    cmd = " ".join(night_bisect.command("w", "4x1", True, "latest"))
+    assert "--good .tox/pinned/bin/python --bad .tox/latest/bin/python --move-deps --packages transformers,trl,peft,accelerate,datasets --budget-minutes 3" in cmd
+    assert cmd.endswith("--wheels /wheels --census-only")
+
+
+def test_tonights_census_of_the_case_is_handed_to_the_bisect_as_bads(tmp_path):
+    from harness.bisect.config import BisectConfig
+    from harness.bisect.steps import Steps
+    from harness.spec import load_workload
+
+    w = load_workload(Path(__file__).resolve().parents[1] / "workloads", "tiny-qwen3")
+    rec = {"workload": "tiny-qwen3", "workload_hash": w.hash, "decomposition_id": "4x1", "gpu": "cpu", "status": "ok", "census": {"fits": True}}
+    (tmp_path / "runs.jsonl").write_text(json.dumps({**rec, "census": None}) + "\n" + json.dumps(rec) + "\n")
+    assert night_bisect.seed_census("tiny-qwen3", "4x1", "latest", tmp_path)
+    assert not night_bisect.seed_census("tiny-qwen3", "1x4", "latest", tmp_path)
+    cfg = BisectConfig(workload="tiny-qwen3", decomposition="4x1", good="a==1", bad="a==2", results_dir=str(tmp_path / "bisect"),
+                       workloads_dir=str(Path(__file__).resolve().parents[1] / "workloads"))
+    steps = Steps(cfg, envs=None)
+    folder = next((tmp_path / "bisect" / "census").iterdir())
+    assert steps._kept(folder) == rec
