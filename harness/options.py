@@ -139,7 +139,8 @@ WORKLOAD = Opt(("--workload",), "workload", "a workload by name (workloads/NAME.
 WORKLOADS = Opt(("--workload",), "workload", "run this workload (repeatable); default: those for the device", action="append")
 DECOMPOSITIONS = Opt(("--decomposition",), "decomposition", "only these decompositions (repeatable); default all", action="append")
 STEPS = Opt(("--steps",), "steps", "override max_steps for quick runs (changes the workload hash)", type=parse_positive_int)
-REPEATS = Opt(("--repeats",), "repeats", "fresh-process runs per decomposition (and side)", type=parse_positive_int, default=5)
+REPEATS = Opt(("--repeats",), "repeats", "fresh-process runs per decomposition (and side); 0 with --census: census runs only", type=parse_count,
+              default=5)
 RESULTS_DIR = Opt(("--results-dir",), "results_dir", "where runs.jsonl, logs and reports go", default="perf-results")
 WORKLOADS_DIR = Opt(("--workloads-dir",), "workloads_dir", "workload specs")
 BASELINES_DIR = Opt(("--baselines-dir",), "baselines_dir", "baseline store (default: baselines/ of the project)")

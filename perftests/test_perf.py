@@ -32,6 +32,12 @@ def judge(verdicts, request):
 def test_run(perf_session, perf_case):
     """Every run of the case finished, and its measured phases fit inside its steps."""
     runs = perf_session.judge().runs(*perf_case, ok_only=False)
+    if not runs and perf_session.options.repeats == 0:
+        census = perf_session.judge().runs(*perf_case, ok_only=False, census=True)
+        bad = [r for r in census if r["status"] != "ok"]
+        if bad or not census:
+            pytest.fail(f"the census run of {perf_case} " + (f"failed: {bad[0].get('error', '')}" if bad else "was not made"), pytrace=False)
+        pytest.skip("a census-only session (--repeats 0): no timed run")
     if not runs and perf_session.incomplete:
         pytest.skip(perf_session.incomplete)
     assert runs, f"no run of {perf_case} was executed"

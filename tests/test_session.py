@@ -119,3 +119,13 @@ def test_no_extra_runs_against_a_baseline_from_several_machines(tmp_path, tiny, 
     assert v.outcome == "inconclusive" and v.details["unit"] == "machine" and "other machines" in v.message
     assert any("none are added" in m for m in said)
 
+
+
+def test_a_census_only_session_needs_the_census_and_plans_one_look():
+    from harness.commands.session import Options
+
+    assert Options(gpu="cpu", repeats=0, census=True).looks == 1
+    with pytest.raises(ValueError, match="add --census"):
+        Options(gpu="cpu", repeats=0)
+    with pytest.raises(ValueError, match="census-only"):
+        Options(gpu="cpu", repeats=0, census=True, max_repeats=3)

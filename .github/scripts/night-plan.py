@@ -6,9 +6,11 @@ writes to ``$GITHUB_OUTPUT``:
 
 * ``suite``: ``true`` when the job runs the suite. The latest job skips it on a night when latest resolved to the pinned
   versions: that night has nothing new to measure, and the pinned job measures the runner.
-* ``repeats``: timed runs per decomposition. One: the between-machine spread, not the runs, bounds what a stored baseline
-  can see (docs/nightly.md), and the night's trend, memory and equivalence need one run each. Five on the pinned job when a
-  selected workload has no baseline on this GPU (a first baseline needs five). ``PERF_REPEATS`` overrides both.
+* ``repeats``: timed runs per decomposition. On the pinned job one: the between-machine spread, not the runs, bounds what
+  a stored baseline can see (docs/nightly.md), and the night's trend, memory and equivalence need one run each; five when a
+  selected workload has no baseline on this GPU (a first baseline needs five). On the latest job none (a census-only
+  session): the A/B times latest against pinned on this runner far more finely than a stored baseline, and the census
+  runs give its work, memory and equivalence. ``PERF_REPEATS`` overrides both.
 * ``versions``: ``differ`` when this job's library versions are not the pinned ones (the A/B and the bisect run only
   then), ``same`` otherwise.
 
@@ -59,8 +61,10 @@ def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
         repeats, why = int(job.repeats), "as asked (the repeats input)"
     elif job.env == "pinned" and missing:
         repeats, why = FIRST_BASELINE_REPEATS, f"a first baseline of {', '.join(missing)} needs {FIRST_BASELINE_REPEATS}"
-    else:
+    elif job.env == "pinned":
         repeats, why = 1, "the machine, not the run, bounds a stored-baseline verdict (docs/nightly.md)"
+    else:
+        repeats, why = 0, "the A/B times latest against pinned; the census runs give its work, memory and equivalence"
     lines = [f"- timed runs per decomposition: {repeats} ({why}), then one census run per case"] if suite else [
         f"- no runs: {job.env} resolved to the pinned versions ({same}); the pinned job measures this runner tonight"]
     if job.env != "pinned" and differ:

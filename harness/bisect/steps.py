@@ -46,18 +46,26 @@ class Steps:
         self.root = Path(cfg.results_dir)
         self.log: list[dict] = []
         self._censuses: dict[str, Measured] = {}
+        self._by_candidate: dict[str, Measured] = {}
         self._compared: dict[tuple[str, str], Measured] = {}
         self._expected: tuple | None = None
 
     # ---- census ---------------------------------------------------------------------------------------
     def census(self, cand: Candidate) -> Measured:
-        """The census of ``cand`` (``value``: ``{"census", "step_ms", "python"}``), measured once per environment."""
+        """The census of ``cand`` (``value``: ``{"census", "step_ms", "python"}``), measured once per environment; past the
+        budget, a candidate not measured yet is not even installed."""
+        if cand.key() in self._by_candidate:
+            return self._by_candidate[cand.key()]
+        if not cand.python and (why := self._over_budget("census")):
+            self._note("census", cand, 0.0, False, f"skipped: {why}")
+            return Measured(FAILED, reason=why)
         env = self.envs.python_for(cand)
         if env.dead:
             self._note("install", cand, 0.0, False, f"uninstallable: {env.reason}")
             return env
         if env.value not in self._censuses:
             self._censuses[env.value] = self._census_of(cand, env.value)
+        self._by_candidate[cand.key()] = self._censuses[env.value]
         return self._censuses[env.value]
 
     def _census_of(self, cand: Candidate, python: str) -> Measured:

@@ -37,7 +37,7 @@ class Options:
     timeout_s: float = 1800.0
     inject_slowdown: float = 0.0
     inject_work: int = 0
-    census: bool = False  # one census run per case after the timed runs
+    census: bool = False  # one census run per case after the timed runs (with repeats 0: a census-only session)
     phases: bool = True
     alpha: float | None = None
     threshold: float | None = None
@@ -50,6 +50,10 @@ class Options:
     budget_s: float | None = None  # start no run that would end past this many seconds (see PerfSession._run_estimate)
 
     def __post_init__(self):
+        if self.repeats == 0 and not self.census:
+            raise ValueError("--repeats 0 makes no timed run: add --census for a census-only session, or give --repeats 1 or more")
+        if self.repeats == 0 and (self.max_repeats or self.update_baselines):
+            raise ValueError("--repeats 0 (a census-only session) takes neither --max-repeats nor --update-baselines, which need timed runs")
         if self.max_repeats is not None and self.max_repeats < self.repeats:
             raise ValueError(f"--max-repeats ({self.max_repeats}) must be >= --repeats ({self.repeats})")
 
@@ -57,7 +61,7 @@ class Options:
     def looks(self) -> int:
         """Planned looks at the data: the first after --repeats, then one per extra block of --repeats runs."""
         extra = (self.max_repeats or self.repeats) - self.repeats
-        return 1 + math.ceil(extra / self.repeats)
+        return 1 + math.ceil(extra / self.repeats) if self.repeats else 1
 
 
 @dataclass

@@ -152,7 +152,8 @@ class Judge:
         b = self.baselines[workload]
         if isinstance(b, bl.BaselineError):
             return _unusable("memory", case, b)
-        cur = self.metric(workload, decomp, "peak_reserved_bytes").values
+        cur = self.metric(workload, decomp, "peak_reserved_bytes").values or tuple(  # a census-only session: its census runs' peaks
+            r["peak_reserved_bytes"] for r in self.runs(workload, decomp, census=True) if r.get("peak_reserved_bytes") is not None)
         base = b.values(decomp, "peak_reserved_bytes")
         if b.imported:
             return Verdict("memory", case, "skip", f"baseline {b.path} is imported from a published source; only runtime and ordering apply")
@@ -176,8 +177,9 @@ class Judge:
 
     def equivalence(self, workload: str) -> Verdict:
         losses = {}
+        census_only = not any(self.runs(workload, d) for d in self.decomps(workload))
         for d in self.decomps(workload):
-            runs = self.runs(workload, d)
+            runs = self.runs(workload, d, census=census_only)  # a census-only session compares its census runs' losses
             if runs and runs[0].get("losses"):
                 losses[d] = runs[0]["losses"]
         if len(losses) < 2:
