@@ -118,3 +118,19 @@ def test_tonights_census_of_the_case_is_handed_to_the_bisect_as_bads(tmp_path):
     steps = Steps(cfg, envs=None)
     folder = next((tmp_path / "bisect" / "census").iterdir())
     assert steps._kept(folder) == rec
+
+
+def test_the_ab_gets_the_baselines_census_as_a_and_tonights_as_b(tmp_path):
+    from harness.commands.cost import side_census
+
+    ab_censuses = script("ab-censuses")
+    c = {"fits": True, "device": "cuda", "ops": 10.0, "kernels": 5.0}
+    (tmp_path / "base" / "h200").mkdir(parents=True)
+    (tmp_path / "base" / "h200" / "w.json").write_text(json.dumps(
+        {"workload": {"name": "w"}, "decompositions": {"4x1": {"decomposition": "4x1", "runs": [], "census": [{"run_id": "r", "census": c}]}}}))
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "runs.jsonl").write_text(json.dumps({"workload": "w", "decomposition_id": "4x1", "status": "ok", "census": dict(c, ops=12.0)}) + "\n")
+    lines = ab_censuses.seed(tmp_path / "res", tmp_path / "base", "h200", "w", ["4x1", "1x4"])
+    assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-a", "w", "4x1")["ops"] == 10.0
+    assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-b", "w", "4x1")["ops"] == 12.0
+    assert "w-1x4: no census of side A" in lines and "w-1x4: no census of side B" in lines

@@ -27,6 +27,25 @@ def runs(files, name):
     return [r for r in files.get(name, []) if isinstance(r, dict)]
 
 
+def prediction(f) -> dict:
+    """What the nightly's A/B now reports beside its verdict: the cost model's prediction from the stored baseline's
+    census (A) and the latest job's (B) (.github/scripts/ab-censuses.py), against the measured change."""
+    import importlib.util
+    import tempfile
+
+    from harness.commands.cost import interleave_prediction
+
+    spec = importlib.util.spec_from_file_location("ab_censuses", Path(__file__).parents[3] / ".github" / "scripts" / "ab-censuses.py")
+    seeding = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seeding)
+    report = f["latest-results/ab/4x1/report.json"][0]
+    with tempfile.TemporaryDirectory() as tmp:
+        res = Path(tmp)
+        (res / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs(f, "latest-results/runs.jsonl")))
+        seeding.seed(res, Path(__file__).parents[3] / "baselines", "h200", "qwen3-1.7b-lora", ["4x1"])
+        return interleave_prediction(res / "ab" / "4x1", report["settings"], report["step_ms_median"]["a"], report["verdict"])
+
+
 def main() -> None:
     f = load()
     print("machine:", f["nvidia-smi.txt"][0].strip().splitlines()[-1], "| boot id", f["boot_id"][0].strip())
@@ -60,6 +79,7 @@ def main() -> None:
             if v["kind"] in ("runtime", "memory", "equivalence") or v["kind"] == "work":
                 print(f"{job} {v['kind']} {v['case']}: {v['outcome']}: {v['message'][:160]}")
     print("A/B:", f["latest-results/ab/4x1/report.json"][0]["verdict"]["message"])
+    print("cost model beside it:", prediction(f))
     order = [".tox_pinned_bin_python", "transformers_5.18.0", "transformers_5.19.0", "transformers_5.20.0", "transformers_5.21.0",
              "transformers_5.25.0", ".tox_latest_bin_python"]
     cs = {k: census_diff.normalize(bis[k]["census"]) for k in order}
