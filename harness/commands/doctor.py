@@ -217,13 +217,16 @@ def _nightly_lines(n: dict, gpu: str) -> list[str]:
     else:
         head = (f"nightly ({n['workflow']}): its default matrix {n['matrix']} has no {gpu}; add \"{gpu}\" there or pass it in the "
                 "workflow's gpus input. If it ran here")
-    lines = [head + ":"] + [f"  {p['workload']}: {p['says']}" for p in n["plan"]]
+    lines = [head + ":", "  pinned job: one timed run per decomposition (five on a first night) and one census run per case; latest job: "
+             "no runs when latest resolves to the pins, else one census run per case (docs/nightly.md)"]
+    lines += [f"  {p['workload']}: {p['says']}" for p in n["plan"]]
     if not n["plan"]:
         lines.append("  no workload is selected here: every job would fail with no tests")
     if n["ab_workload"]:
         decs = " ".join(n["ab_decompositions"])
         lines.append(f"  A/B (latest job): pinned vs latest {n['ab_workload']} ({decs}) interleaved, on nights when the latest releases differ "
-                     "from the pins" + ("" if n["ab_runs_here"] else f"; {n['ab_workload']} is not selected on {gpu}"))
+                     "from the pins, then the bisect of a change it or the census finds"
+                     + ("" if n["ab_runs_here"] else f"; {n['ab_workload']} is not selected on {gpu}"))
     return lines
 
 
