@@ -45,7 +45,8 @@ def step_times(data: dict) -> Figure:
     ax.set_xticks(range(len(rows)), [_label(r) for r in rows], fontsize=8)
     ax.set_ylabel("median step time, ms (whiskers: run range)")
     ax.set_title(f"Step time per decomposition on {data['env'].get('gpu') or data['gpu']}", fontsize=10)
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # a census-only session has no timed run to plot
+        ax.legend(fontsize=8)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
     return fig
 
@@ -87,7 +88,8 @@ def traces(data: dict) -> Figure:
         if steady:
             ax.set_ylim(0, 1.25 * max(steady))  # warm-up steps may run off the top
     axes[0][0].set_ylabel("step time, ms")
-    axes[0][0].legend(fontsize=7)
+    if axes[0][0].get_legend_handles_labels()[0]:
+        axes[0][0].legend(fontsize=7)
     return fig
 
 
