@@ -71,6 +71,12 @@ def is_census(rec: dict) -> bool:
     return rec.get("census") is not None
 
 
+def case_census(records: list[dict], workload: str, decomposition: str) -> dict | None:
+    """The newest finished census run of a case whose window fitted, or None."""
+    return next((r for r in reversed(records) if r.get("workload") == workload and r.get("decomposition_id") == decomposition
+                 and r.get("status") == "ok" and (r.get("census") or {}).get("fits")), None)
+
+
 def run_phases(rec: dict) -> dict[str, float] | None:
     """One run's median steady-state time per phase (ms per optimizer step), or None without phase timings."""
     ph, w = rec.get("phases_ms") or {}, rec.get("warmup_steps") or 0

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".github" / "scripts" / "first-night.py"
@@ -154,16 +155,6 @@ def test_the_nightly_bootstraps_instead_of_requiring_a_baseline():
     assert job["env"]["PERF_WORKLOADS"] == "${{ inputs.workloads || '' }}"
 
 
-def _module(path: Path):
-    """A script of .ci as a module (its name has dashes)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_run_workflow_runs_a_jobs_steps_as_a_runner_would(tmp_path):
     """.ci/run-workflow.py: env and ${{ }} from matrix, inputs (with their defaults) and earlier steps; if: with success() implied,
     failure() and always(); a failed step fails the job; the summary file and GITHUB_OUTPUT work; uses: steps are not run."""
@@ -205,7 +196,7 @@ jobs:
     typo = subprocess.run([sys.executable, str(ROOT / ".ci" / "run-workflow.py"), str(wf), "j", "--skip-step", "brakes"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert typo.returncode == 2 and "--skip-step 'brakes': no such step" in typo.stderr
-    ex = _module(ROOT / ".ci" / "run-workflow.py").Expressions({"inputs": {"r": None}, "matrix": {"env": "latest"}}, tmp_path)
+    ex = load_script(ROOT / ".ci" / "run-workflow.py").Expressions({"inputs": {"r": None}, "matrix": {"env": "latest"}}, tmp_path)
     assert ex.value("${{ inputs.r || '5' }}") == "5" and ex.value("!cancelled() && matrix.env == 'latest'") is True
     assert ex.value("hashFiles('nothing/*.json') != ''") is False and ex.value("fromJSON('[\"l4\"]')") == ["l4"]
 

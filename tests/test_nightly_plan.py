@@ -1,21 +1,16 @@
 """The nightly's plan (.github/scripts/night-plan.py) and its choice of what to bisect (.github/scripts/night-bisect.py)."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 SCRIPTS = Path(__file__).resolve().parents[1] / ".github" / "scripts"
 
 
 def script(name: str):
-    spec = importlib.util.spec_from_file_location(name.replace("-", "_"), SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPTS / f"{name}.py")
 
 
 night_plan, night_bisect = script("night-plan"), script("night-bisect")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -374,16 +375,6 @@ def test_interleave_help_is_short_and_shows_every_default():
     assert "--inject" not in text and "--block-steps" not in text
 
 
-def _script(path: Path):
-    """A script of .github/scripts or .ci as a module (their names have dashes)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_update_baselines_takes_any_gpu_the_detector_names_and_refuses_a_typo_before_a_runner_waits(tmp_path):
     """The GPU is free text, checked on a hosted runner first (a job whose label no runner carries would wait in the queue):
     every short name of the detector passes, and so does the slug of an unlisted GPU once baselines/<slug>/ exists."""
@@ -391,7 +382,7 @@ def test_update_baselines_takes_any_gpu_the_detector_names_and_refuses_a_typo_be
 
     from harness.measuring.env import short_gpu_name
 
-    check = _script(ROOT / ".github" / "scripts" / "check-gpu-name.py")
+    check = load_script(ROOT / ".github" / "scripts" / "check-gpu-name.py")
     wf = yaml.safe_load((WORKFLOWS / "update-baselines.yml").read_text())
     assert wf[True]["workflow_dispatch"]["inputs"]["gpu"]["type"] == "string"  # YAML 1.1 reads `on` as True
     assert wf["jobs"]["update"]["needs"] == "check" and wf["jobs"]["check"]["runs-on"] == "ubuntu-latest"

@@ -21,10 +21,11 @@ from pathlib import Path
 
 
 def tonight(results: Path, workload: str, dec: str) -> dict | None:
+    from harness.files import read_jsonl
+    from harness.record import case_census
+
     runs = results / "runs.jsonl"
-    recs = [json.loads(line) for line in runs.read_text().splitlines() if line.strip()] if runs.is_file() else []
-    return next((r for r in reversed(recs) if r.get("workload") == workload and r.get("decomposition_id") == dec
-                 and r.get("status") == "ok" and (r.get("census") or {}).get("fits")), None)
+    return case_census(read_jsonl(runs) if runs.is_file() else [], workload, dec)
 
 
 def stored(baselines: Path, gpu: str, workload: str, dec: str) -> dict | None:

@@ -69,17 +69,17 @@ def seed_census(workload: str, dec: str, env: str, results: Path) -> bool:
     """Put tonight's census of the case under bad's interpreter where the bisect keeps bad's census, so that it is reused,
     not measured again (a census already in its folder costs nothing: docs/bisect.md). True when there was one."""
     from harness.bisect.steps import slug
+    from harness.files import read_jsonl
+    from harness.record import case_census
 
     runs = results / "runs.jsonl"
-    recs = [json.loads(line) for line in runs.read_text().splitlines() if line.strip()] if runs.is_file() else []
-    found = [r for r in recs if r.get("workload") == workload and r.get("decomposition_id") == dec and r.get("status") == "ok"
-             and (r.get("census") or {}).get("fits")]
-    if not found:
+    found = case_census(read_jsonl(runs) if runs.is_file() else [], workload, dec)
+    if found is None:
         return False
     bad = f".tox/{env}/bin/python"
     folder = results / "bisect" / "census" / f"{slug(bad)}-{hashlib.sha256(bad.encode()).hexdigest()[:8]}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "runs.jsonl").write_text(json.dumps(found[-1]) + "\n")
+    (folder / "runs.jsonl").write_text(json.dumps(found) + "\n")
     return True
 
 

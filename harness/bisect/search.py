@@ -117,8 +117,6 @@ def _by_census(rng: Range, steps: Steps, good: plan.Measured, keys: list[str], r
     res["outcome"] = "changed" if res["changes"] else "no_change"
     if any(not v for v in res["attribution"].values()):
         res["notes"].append("counts that moved from good to bad but at no boundary found: " + ", ".join(k for k, v in res["attribution"].items() if not v))
-    if predict and all((c.get("predicted") or {}).get("delta_pct") is not None for c in res["changes"]):
-        res["changes"].sort(key=lambda c: -abs(c["predicted"]["delta_pct"]))  # the costliest change first
 
 
 def _by_timing(rng: Range, steps: Steps, res: dict) -> None:
