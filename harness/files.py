@@ -19,6 +19,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+# A folder of a results dir holding this file keeps runs that are not the session's own: other environments (a bisect's
+# candidates) or copies (an A/B's censuses). `store add` leaves such a folder out, so that a night stays one session.
+NOT_STORED = ".not-stored"
+
+
+def mark_not_stored(folder: str | Path) -> Path:
+    """Make ``folder`` and mark it as not stored (``NOT_STORED``); returns it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / NOT_STORED).write_text("runs of other environments, or copies: the results store leaves this folder out\n")
+    return folder
+
+
 def new_id(prefix: str = "") -> str:
     """``[prefix-]YYYYmmddTHHMMSS-xxxxxx``: sortable by time, unique by its random tail."""
     stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"

@@ -126,6 +126,21 @@ def test_adding_a_session_twice_stores_it_once(tmp_path):
     assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json.gz")] == [done[0].path]
 
 
+def test_a_night_with_a_bisect_and_the_ab_s_censuses_is_one_session(tmp_path):
+    """The bisect's candidates and the A/B's census copies sit in the night's results dir; the store keeps the night only."""
+    from harness.files import mark_not_stored
+
+    d = tmp_path / "perf-results"
+    d.mkdir()
+    night = (R / "h200" / "lease5-round" / "runs.jsonl").read_text()
+    (d / "runs.jsonl").write_text(night)
+    other = "".join(json.dumps({**json.loads(ln), "session_id": "census-of-a-candidate"}) + "\n" for ln in night.splitlines()[:1])
+    for folder in (mark_not_stored(d / "bisect" / "census") / "transformers_5.22.2-ab12cd34", mark_not_stored(d / "ab" / "4x1" / "census-a")):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "runs.jsonl").write_text(other)
+    assert [r["session_id"] for r in records_of(d)] == [json.loads(night.splitlines()[0])["session_id"]]
+
+
 def test_verdicts_of_every_report_are_kept(tmp_path):
     d = tmp_path / "perf-results"
     d.mkdir()

@@ -7,7 +7,7 @@ For each decomposition of ``AB_DECOMPOSITIONS`` of ``AB_WORKLOAD``:
   machines of a GPU kind, and the kernel time is the baseline machine's.
 
 They go to ``perf-results/ab/<dec>/census-b/runs.jsonl`` and ``census-a/runs.jsonl``, where
-``python -m harness interleave`` looks for them. Its report then puts "predicted +x%, measured +y%" beside its verdict,
+``python -m harness interleave`` looks for them; they are marked as copies, which the results store leaves out. Its report then puts "predicted +x%, measured +y%" beside its verdict,
 and the regression issue repeats it. A census missing on either side leaves that side out, and the report says why.
 Exit 0 always; run with the pinned interpreter from the repository root.
 """
@@ -39,14 +39,15 @@ def stored(baselines: Path, gpu: str, workload: str, dec: str) -> dict | None:
 
 
 def seed(results: Path, baselines: Path, gpu: str, workload: str, decs: list[str]) -> list[str]:
+    from harness.files import mark_not_stored
+
     lines = []
     for dec in decs:
         for side, rec in (("a", stored(baselines, gpu, workload, dec)), ("b", tonight(results, workload, dec))):
             if rec is None:
                 lines.append(f"{workload}-{dec}: no census of side {side.upper()}")
                 continue
-            folder = results / "ab" / dec / f"census-{side}"
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = mark_not_stored(results / "ab" / dec / f"census-{side}")  # copies, not tonight's session
             (folder / "runs.jsonl").write_text(json.dumps(rec) + "\n")
             lines.append(f"{workload}-{dec}: side {side.upper()}'s census from " + ("the stored baseline" if side == "a" else "tonight's run"))
     return lines

@@ -24,7 +24,7 @@ from pathlib import Path
 from harness.bisect.config import BisectConfig
 from harness.bisect.envs import EnvCache
 from harness.bisect.plan import FAILED, OK, Candidate, Measured
-from harness.files import new_id, own_report, read_jsonl
+from harness.files import mark_not_stored, new_id, own_report, read_jsonl
 from harness.judging.census_diff import normalize
 
 CensusFn = Callable[[str, Path], dict | None]  # (python, folder) -> the census run's record, or None
@@ -69,7 +69,7 @@ class Steps:
         return self._censuses[env.value]
 
     def _census_of(self, cand: Candidate, python: str) -> Measured:
-        folder = self.root / "census" / f"{slug(cand.label)}-{hashlib.sha256(python.encode()).hexdigest()[:8]}"
+        folder = mark_not_stored(self.root / "census") / f"{slug(cand.label)}-{hashlib.sha256(python.encode()).hexdigest()[:8]}"
         rec = self._kept(folder)
         reused = rec is not None
         t0 = time.monotonic()

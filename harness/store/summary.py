@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
 
-from harness.files import read_jsonl
+from harness.files import NOT_STORED, read_jsonl
 from harness.judging.census_diff import normalize
 from harness.record import is_census, run_phases
 from harness.reporting.history import exclusion
@@ -182,6 +182,11 @@ def fit(rec: dict, limit: int = LIMIT_BYTES) -> dict:
     return rec
 
 
+def _not_stored(path: Path, root: Path) -> bool:
+    """Whether a folder between ``root`` (excluded) and ``path`` is marked ``NOT_STORED`` (a bisect's or an A/B's censuses)."""
+    return any((root / d / NOT_STORED).exists() for d in path.relative_to(root).parents if d != Path("."))
+
+
 def _reports(root: Path) -> list[tuple[str, dict]]:
     """Every readable ``report.json`` at or below ``root``, by path relative to it (a broken one is skipped with a warning)."""
     out = []
@@ -204,7 +209,7 @@ def records_of(results_dir: str | Path, *, track: str = "", runner: str = "", im
     if not root.is_dir():
         raise ValueError(f"{root}: not a directory; pass a results dir (the --results-dir of a session)")
     runs, where = [], {}
-    for f in sorted(root.rglob("runs.jsonl")):
+    for f in sorted(f for f in root.rglob("runs.jsonl") if not _not_stored(f, root)):
         rel = f.parent.relative_to(root).as_posix()
         for r in read_jsonl(f):
             runs.append(r)
