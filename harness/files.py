@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
 # A folder of a results dir holding this file keeps runs that are not the session's own: other environments (a bisect's
 # candidates) or copies (an A/B's censuses). `store add` leaves such a folder out, so that a night stays one session.
 NOT_STORED = ".not-stored"

@@ -149,6 +149,29 @@ def test_issue_script_without_regressions_or_report_files_nothing(fake_gh):
     assert fake_gh(None) == []
 
 
+def test_a_release_s_census_change_opens_one_issue_per_workload_with_the_bisect(fake_gh, tmp_path):
+    work = [{"kind": "work", "case": f"qwen3-1.7b-lora-{d}", "outcome": "changed", "message": f"WORK CHANGED {d}: +148 aten ops"}
+            for d in ("1x4", "2x2", "4x1")]
+    report = dict(REPORT, verdicts=work + [{"kind": "memory", "case": "qwen3-1.7b-lora-4x1", "outcome": "pass", "message": "ok"}])
+    assert fake_gh(report) == []  # the pinned job, or a night without new versions: the store's alerts speak for it
+    bisect = tmp_path / "bisect.md"
+    bisect.write_text("# Bisect qwen3-1.7b-lora-4x1 on l4\n\n- boundary: last good `transformers 5.22.2`, first bad `transformers 5.23.0`\n")
+    created = [c for c in fake_gh(report, CHANGES="true", BISECT=str(bisect)) if c[:2] == ["issue", "create"]]
+    assert [c[c.index("--title") + 1] for c in created] == ["perf change: l4 latest work qwen3-1.7b-lora"]
+    body = created[0][created[0].index("--body") + 1]
+    assert all(f"WORK CHANGED {d}" in body for d in ("1x4", "2x2", "4x1")) and "first bad `transformers 5.23.0`" in body
+    assert fake_gh(report, CHANGES="false") == []
+
+
+def test_nightly_files_the_release_s_census_change_only_on_the_latest_job_of_a_release_night():
+    import yaml
+
+    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]
+    step = next(s for s in steps if s.get("name") == "Open or update regression issues")
+    assert step["env"]["CHANGES"] == "${{ matrix.env != 'pinned' && steps.plan.outputs.versions == 'differ' }}"
+    assert step["env"]["BISECT"] == "perf-results/bisect/report.md"
+
+
 def test_an_issue_puts_the_cost_models_prediction_beside_the_measured_change(fake_gh):
     p = {"delta_pct": 5.18, "lo": 1.804, "hi": 8.556, "host_part": 5.18, "gpu_part": 0.0, "measured_pct": 3.031, "measured_lo": -0.5,
          "measured_hi": 6.2}

@@ -27,6 +27,9 @@
 #              (default: missing-baselines.md beside REPORT, written by first-night.py): each issue repeats them, so that
 #              a check skipped for want of a baseline is never silent
 #   BISECT     the bisect's report.md, added under "Bisect"        optional
+#   CHANGES    "true": the work verdicts that changed (a census    optional
+#              that differs from the baseline's) open one issue per GPU, track and workload, titled "perf change: ..."
+#              (the latest job on a night with new versions: what the release changed, and the bisect's answer)
 # Needs bash, jq and gh.
 set -euo pipefail
 
@@ -60,11 +63,13 @@ session=$(jq -r '.session_id // ""' "$REPORT")
 versions=$(jq -r '(.versions // {}) | to_entries | map("| \(.key) | `\(.value)` |") | .[]' "$REPORT")
 
 # one line per title: {"title": ..., "verdicts": [...]}; titles must not carry quotes (they go into a search)
-groups=$(jq -c --arg gpu "$gpu" --arg env "$PERF_ENV" --arg skip "$skip_runtime" '
+groups=$(jq -c --arg gpu "$gpu" --arg env "$PERF_ENV" --arg skip "$skip_runtime" --arg changes "${CHANGES:-}" '
   (.rows // [] | map({key: "\(.workload)-\(.decomposition)", value: .where}) | from_entries) as $where
-  | [.verdicts // [] | .[] | select(.outcome == "regression" or .outcome == "fail")
+  | [.verdicts // [] | .[]
+   | select(.outcome == "regression" or .outcome == "fail" or ($changes == "true" and .kind == "work" and .outcome == "changed"))
    | select($skip == "0" or .kind != "runtime" or .outcome != "regression")
-   | . + {title: ("perf regression: \($gpu) \($env) \(.kind) \(.case)" | gsub("[\"\\\\]"; "")),
+   | . + {title: (if .outcome == "changed" then "perf change: \($gpu) \($env) work \(.case | sub("-[0-9]+x[0-9]+$"; ""))"
+                  else "perf regression: \($gpu) \($env) \(.kind) \(.case)" end | gsub("[\"\\\\]"; "")),
           where: (if .kind == "runtime" then $where[.case] else null end)}]
   | group_by(.title) | .[] | {title: .[0].title, verdicts: .}' "$REPORT")
 
