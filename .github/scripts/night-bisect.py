@@ -11,7 +11,7 @@ workload (``AB_WORKLOAD``) and picks one case to bisect, the first of:
    census against the baseline's, which the pinned versions recorded): a census bisect.
 
 and runs ``python -m harness bisect`` between ``.tox/pinned/bin/python`` (good) and ``.tox/<env>/bin/python`` (bad)
-within ``BISECT_BUDGET`` device minutes (default 7), over the libraries tox's latest environment upgrades, letting a
+within ``BISECT_BUDGET`` device minutes (default 8), over the libraries tox's latest environment upgrades, letting a
 release bring its own dependencies (``--move-deps``),
 from the index or, where the runner sets ``PERF_WHEELS``, a wheel directory. Its report goes to
 ``perf-results/bisect/`` (``report.md`` is added to tonight's regression issues) and its summary to the job summary.
@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BUDGET_MINUTES = "7"
+BUDGET_MINUTES = "8"
 LIBRARIES = "transformers,trl,peft,accelerate,datasets"  # what tox's latest environment upgrades (tox.ini); their dependencies follow them
 
 

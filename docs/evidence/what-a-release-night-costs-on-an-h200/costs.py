@@ -1,5 +1,7 @@
-"""The release night's costs and verdicts, from its raw data (release-night-h200.jsonl.gz): the GPU time of each part of
-each job, what each part could see, and the bisect's censuses. Run from the repository root:
+"""The release nights' costs and verdicts, from their raw data: the night run end to end as now designed
+(release-night-end-to-end-h200.jsonl.gz: each step's GPU time from the jobs' outcomes), then the first night, which still
+had a timed round in the latest job (release-night-h200.jsonl.gz: what each part could see, and the bisect's censuses).
+Run from the repository root:
 
     python docs/evidence/what-a-release-night-costs-on-an-h200/costs.py
 """
@@ -13,11 +15,14 @@ from harness.judging import census_diff
 from harness.judging.judge import CENSUS_TOLERANCES
 
 RAW = Path(__file__).with_name("release-night-h200.jsonl.gz")
+END_TO_END = Path(__file__).with_name("release-night-end-to-end-h200.jsonl.gz")
+STORE_AND_ISSUES = ("Keep the session in the results store", "Open or update environment-regression issues",
+                    "Open or update regression issues", "Open or update regression issues (A/B)")
 
 
-def load() -> dict[str, list]:
+def load(raw: Path = RAW) -> dict[str, list]:
     files: dict[str, list] = {}
-    for line in gzip.open(RAW, "rt"):
+    for line in gzip.open(raw, "rt"):
         d = json.loads(line)
         files.setdefault(d["file"], []).append(d.get("record", d.get("json", d.get("text"))))
     return files
@@ -46,8 +51,66 @@ def prediction(f) -> dict:
         return interleave_prediction(res / "ab" / "4x1", report["settings"], report["step_ms_median"]["a"], report["verdict"])
 
 
-def main() -> None:
+def _seconds(stamps: list) -> float:
+    from datetime import datetime
+
+    a, b = (datetime.fromisoformat(x[0].strip().replace("Z", "+00:00")) for x in stamps)
+    return (b - a).total_seconds()
+
+
+def end_to_end() -> None:
+    """The night as designed, run end to end: each job's steps as run-workflow.py timed them, the suite split into its
+    runs, and the environments built before the job (tox's step on a runner; night.sh's setup here)."""
+    f = load(END_TO_END)
+    print("# The night end to end")
+    rows = []
+    for job in ("pinned", "latest"):
+        m = f"{job}-machine/"
+        print(f"{job}: boot id {f[m + 'boot_id'][0].strip()}; {f[m + 'nvidia-smi.txt'][0].strip().splitlines()[-1]}")
+        print(f"  versions: {f[m + 'versions.txt'][0].strip().splitlines()[0 if job == 'pinned' else 1]}")
+        steps = {s["name"]: s["wall_s"] for s in f[f"{job}-outcomes.json"][0]}
+        done = 0.0
+        for census in (False, True):
+            rs = [r for r in runs(f, f"{job}-results/runs.jsonl") if bool(r.get("census")) == census]
+            if rs:
+                what = "census" if census else "timed"
+                rows.append((job, f"{what} runs: {'/'.join(r['decomposition_id'] for r in rs)}", sum(r["wall_s"] for r in rs)))
+                done += rows[-1][2]
+        rows.append((job, "pytest's own time, the plan, the baselines check", steps["Run the performance suite"] - done + steps["Plan the night"]
+                     + steps["Record missing baselines (first night)"]))
+        for name, part in (("A/B pinned vs latest, interleaved", "A/B 4x1 interleaved (4-minute budget)"),
+                           ("Bisect what changed", "bisect (7-minute budget, installs included)"),
+                           ("Confirm runtime regressions interleaved", "confirmation (nothing to confirm)")):
+            if steps.get(name):
+                rows.append((job, part, steps[name]))
+        rows.append((job, "store and issues", sum(steps.get(n, 0.0) for n in STORE_AND_ISSUES)))
+        rows.append((job, "environments built before the job (tox)", _seconds([f[m + "start.txt"], f[m + "setup-done.txt"]])))
+    print("\n| job | part | GPU s |\n|---|---|---:|")
+    for job, part, sec in rows:
+        print(f"| {job} | {part} | {sec:.0f} |")
+    steps_only = sum(s for _, p, s in rows if not p.startswith("environments"))
+    total = sum(s for _, _, s in rows)
+    print(f"| both | the jobs' steps | {steps_only:.0f} ({steps_only / 60:.1f} min) |")
+    print(f"| both | with the environments built | {total:.0f} ({total / 60:.1f} min) |")
+    bisect = next(s for _, p, s in rows if p.startswith("bisect"))
+    print(f"| both | ... with the bisect at its new 8-minute budget | {total - bisect + 480:.0f} ({(total - bisect + 480) / 60:.1f} min) |")
+    spent = f["latest-results/bisect/report.json"][0]["spent"]
+    print(f"\nbisect: {spent['census_runs']} census runs ({spent['census_reused']} reused), {spent['device_s']:.0f} GPU s, installs {spent['install_s']:.0f} s")
+    for c in f["latest-results/bisect/report.json"][0]["changes"]:
+        print(f"  {c.get('last_good')} -> {c.get('first_bad')}: {c.get('counts_label') or ', '.join(c.get('counts') or [])[:120]}")
+    ab = f["latest-results/ab/4x1/report.json"][0]
+    print("A/B:", ab["verdict"]["message"])
+    p = ab["prediction"]
+    print(f"cost model beside it: predicted {p['delta_pct']:+.2f}% [{p['lo']:+.2f}, {p['hi']:+.2f}], measured {p['measured_pct']:+.2f}% "
+          f"[{p['measured_lo']:+.2f}, {p['measured_hi']:+.2f}]")
+    for job in ("pinned", "latest"):
+        for v in f[f"{job}-results/report.json"][0]["verdicts"]:
+            print(f"{job} {v['kind']} {v['case']}: {v['outcome']}: {v['message'][:140]}")
+
+
+def first_night() -> None:
     f = load()
+    print("\n# The first night (the latest job still with a timed round)")
     print("machine:", f["nvidia-smi.txt"][0].strip().splitlines()[-1], "| boot id", f["boot_id"][0].strip())
     print("versions (pinned, latest):", " / ".join(f["versions.txt"][0].strip().splitlines()))
     rows = []
@@ -96,4 +159,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    end_to_end()
+    first_night()

@@ -6,10 +6,10 @@
 # (huggingface-hub 2.4.0, kernels 0.19.1, ...) in a venv on top of it. The wheels travel in .twheels/: transformers wheels
 # without the model folders this workload never imports (the device's 64 MiB transfer limit; .ci/strip-wheel.py),
 # installed from PERF_WHEELS by the bisect. The results store is a local bare repository. Results under /tmp/night.
-# GPU, WORKLOAD, LATEST and INPUTS (more --input NAME=VALUE) change the night, e.g. for a dry run on a CPU:
+# GPU, WORKLOAD, LATEST, INPUTS (more --input NAME=VALUE) and JOBS (which jobs, in order) change the night, e.g. a dry run on a CPU:
 #   GPU=cpu WORKLOAD=tiny-qwen3 LATEST=5.24.0 INPUTS="--input ab_budget=1 --input bisect_budget=2" bash night.sh
 set -u
-SRC=$(pwd) R=${R:-/tmp/night} GPU=${GPU:-h200} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora} LATEST=${LATEST:-5.25.0} INPUTS=${INPUTS:-}
+SRC=$(pwd) R=${R:-/tmp/night} GPU=${GPU:-h200} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora} LATEST=${LATEST:-5.25.0} INPUTS=${INPUTS:-} JOBS=${JOBS:-pinned latest}
 mkdir -p $R
 cat /proc/sys/kernel/random/boot_id > $R/boot_id; nproc > $R/nproc.txt; date -u +%FT%TZ > $R/start.txt
 [ "$GPU" = cpu ] || nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.limit,driver_version,temperature.gpu --format=csv > $R/nvidia-smi.txt
@@ -32,7 +32,7 @@ for py in python3 "$LATEST_PY"; do PYTHONPATH=/tmp/site:$SRC $py -c "import torc
 print(torch.__version__, transformers.__version__, trl.__version__, peft.__version__, h.__version__)" >> $R/versions.txt 2>&1; done
 date -u +%FT%TZ > $R/setup-done.txt
 
-for env in pinned latest; do
+for env in $JOBS; do
   J=/tmp/job-$env
   rm -rf $J; mkdir -p $J; (cd $SRC && tar --exclude=./.twheels --exclude=./.whl --exclude=./.jqdeb -cf - .) | (cd $J && tar xf -)
   (cd $J && GIT_CONFIG_GLOBAL=/tmp/gitconfig PYTHONPATH=/tmp/site:$J PYTHONUNBUFFERED=1 PATH=$J/.ci/fake-bin:$PATH \
