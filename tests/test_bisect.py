@@ -481,6 +481,35 @@ def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, mo
     assert any(s["outcome"].startswith("skipped: budget spent") for s in res["steps"])
 
 
+def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, monkeypatch):
+    """The nightly keeps the bisect's census folders across nights with the same versions: the next night measures only
+    what the last one did not, and finishes the search."""
+    import itertools
+
+    from harness.bisect import steps as steps_mod
+    from harness.spec import load_workload
+
+    clock = itertools.count(0.0, 30.0)
+    monkeypatch.setattr(steps_mod.time, "monotonic", lambda: next(clock))
+    w = load_workload(ROOT / "workloads", "tiny-qwen3")
+
+    def census_fn(python, folder):  # a census run as the harness writes it: a runs.jsonl in its folder
+        rec = {"status": "ok", "workload_hash": w.hash, "decomposition_id": "4x1", "gpu": "cpu", "step_time_median_ms": 100.0,
+               "census": fake_census({"aten::mm": 10, **({"aten::_to_copy": 2} if python >= "lorafx 1.2" else {})})}
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "runs.jsonl").write_text(json.dumps(rec) + "\n")
+        return rec
+
+    wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
+    cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), budget_minutes=1.6)
+    first = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, out=lambda s: None)
+    assert first["spent"]["census_runs"] == 3 and not first["changes"][0]["exact"]
+    second = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, out=lambda s: None)
+    (c,) = second["changes"]
+    assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
+    assert second["spent"]["census_reused"] == 3 and second["spent"]["census_runs"] == 2  # only what the first did not measure
+
+
 def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_path, monkeypatch):
     from harness.bisect import axes
 

@@ -66,8 +66,16 @@ def test_the_plan_writes_the_step_outputs(tmp_path, monkeypatch):
     out = tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    night_plan.write(night_plan.plan(job(env="latest"), W, None), job(env="latest"))
-    assert out.read_text().splitlines() == ["suite=true", "repeats=0", "versions=differ"]
+    night_plan.write({**night_plan.plan(job(env="latest"), W, None), "versions_key": "0123abcd"}, job(env="latest"))
+    assert out.read_text().splitlines() == ["suite=true", "repeats=0", "versions=differ", "versions_key=0123abcd"]
+
+
+def test_the_versions_key_moves_with_any_version_of_either_environment():
+    pinned, latest = {"torch": "2.11.0", "transformers": "5.17.0"}, {"torch": "2.11.0", "transformers": "5.25.0"}
+    key = night_plan.versions_key(pinned, latest)
+    assert key == night_plan.versions_key(dict(reversed(pinned.items())), latest) and len(key) == 16
+    assert key != night_plan.versions_key(pinned, dict(latest, torch="2.11.1"))
+    assert key != night_plan.versions_key(dict(pinned, transformers="5.18.0"), latest)
 
 
 def reports(tmp_path: Path, work: dict, ab: dict) -> Path:

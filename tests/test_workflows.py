@@ -172,6 +172,20 @@ def test_nightly_files_the_release_s_census_change_only_on_the_latest_job_of_a_r
     assert step["env"]["BISECT"] == "perf-results/bisect/report.md"
 
 
+def test_nightly_keeps_the_bisect_s_censuses_across_nights_with_the_same_versions():
+    import yaml
+
+    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]
+    names = [s.get("name") for s in steps]
+    at = names.index("Bisect what changed")
+    restore, save = steps[at - 1], steps[at + 1]
+    assert restore["uses"].startswith("actions/cache/restore@") and save["uses"].startswith("actions/cache/save@")
+    assert restore["with"]["path"] == save["with"]["path"] == "perf-results/bisect/census"
+    assert "steps.plan.outputs.versions_key" in save["with"]["key"] and restore["with"]["key"] == save["with"]["key"]
+    assert save["with"]["key"].startswith(restore["with"]["restore-keys"].split("${{ github.run_id }}")[0])
+    assert "!cancelled()" in save["if"] and "success()" not in save["if"]  # kept when a work change fails the job
+
+
 def test_an_issue_puts_the_cost_models_prediction_beside_the_measured_change(fake_gh):
     p = {"delta_pct": 5.18, "lo": 1.804, "hi": 8.556, "host_part": 5.18, "gpu_part": 0.0, "measured_pct": 3.031, "measured_lo": -0.5,
          "measured_hi": 6.2}

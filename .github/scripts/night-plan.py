@@ -13,6 +13,9 @@ writes to ``$GITHUB_OUTPUT``:
   runs give its work, memory and equivalence. ``PERF_REPEATS`` overrides both.
 * ``versions``: ``differ`` when this job's library versions are not the pinned ones (the A/B and the bisect run only
   then), ``same`` otherwise.
+* ``versions_key``: on the latest job, a short hash of both environments' versions (Python, torch and the libraries);
+  the bisect's censuses are kept across nights under it, so that a night with the same versions resumes the search
+  instead of repeating it. Empty on the pinned job.
 
 and one line per decision to the job summary. Exit 0, or 2 with one ``::error::`` line on bad input.
 
@@ -22,6 +25,8 @@ Environment (the nightly sets them): PERF_GPU, PERF_ENV, PERF_WORKLOADS, PERF_RE
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -75,7 +80,7 @@ def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
 
 def decide(job: Job, root: Path) -> dict:
     """Gather what :func:`plan` needs (the workloads and baselines here, and both environments' versions) and plan."""
-    from harness.commands.ab import same_versions
+    from harness.commands.ab import shared, side_versions
     from harness.commands.doctor import workloads_here
 
     workloads = workloads_here(root / "workloads", root / "baselines", job.gpu)
@@ -83,12 +88,20 @@ def decide(job: Job, root: Path) -> dict:
     unknown = [w for w in job.workloads if w not in known]
     if unknown:
         raise ValueError(f"PERF_WORKLOADS names {', '.join(unknown)}, which workloads/ does not hold; known: {', '.join(sorted(known))}")
-    same = "pinned" if job.env == "pinned" else same_versions(job.pinned_python, job.interpreter)
-    return plan(job, workloads, same)
+    if job.env == "pinned":
+        return {**plan(job, workloads, "pinned"), "versions_key": ""}
+    va, vb = side_versions(job.pinned_python, "a"), side_versions(job.interpreter, "b")
+    return {**plan(job, workloads, shared(va, vb)), "versions_key": versions_key(va, vb)}
+
+
+def versions_key(pinned: dict, this: dict) -> str:
+    """A short hash of both environments' versions: the key under which the bisect's censuses are kept across nights."""
+    return hashlib.sha256(json.dumps([pinned, this], sort_keys=True).encode()).hexdigest()[:16]
 
 
 def write(result: dict, job: Job) -> None:
-    outputs = {"suite": str(result["suite"]).lower(), "repeats": str(result["repeats"]), "versions": result["versions"]}
+    outputs = {"suite": str(result["suite"]).lower(), "repeats": str(result["repeats"]), "versions": result["versions"],
+               "versions_key": result.get("versions_key", "")}
     if os.environ.get("GITHUB_OUTPUT"):
         with open(os.environ["GITHUB_OUTPUT"], "a") as f:
             f.writelines(f"{k}={v}\n" for k, v in outputs.items())

@@ -47,7 +47,11 @@ def side_versions(python: str, side: str) -> dict[str, str | None]:
 
 def same_versions(a: str, b: str) -> str | None:
     """The versions both sides share, as one line, when A and B have identical versions; None when they differ."""
-    va, vb = side_versions(a, "a"), side_versions(b, "b")
+    return shared(side_versions(a, "a"), side_versions(b, "b"))
+
+
+def shared(va: dict, vb: dict) -> str | None:
+    """``va`` as one line when it equals ``vb``; None when they differ."""
     return ", ".join(f"{k} {v}" for k, v in va.items() if v) if va == vb else None
 
 
