@@ -21,7 +21,6 @@ Nothing to bisect: a line says so. Exit 0 (the bisect's own failures are reporte
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -68,7 +67,7 @@ def command(workload: str, dec: str, census_only: bool, env: str) -> list[str]:
 def seed_census(workload: str, dec: str, env: str, results: Path) -> bool:
     """Put tonight's census of the case under bad's interpreter where the bisect keeps bad's census, so that it is reused,
     not measured again (a census already in its folder costs nothing: docs/bisect.md). True when there was one."""
-    from harness.bisect.steps import slug
+    from harness.bisect.steps import census_folder
     from harness.files import read_jsonl
     from harness.record import case_census
 
@@ -77,7 +76,7 @@ def seed_census(workload: str, dec: str, env: str, results: Path) -> bool:
     if found is None:
         return False
     bad = f".tox/{env}/bin/python"
-    folder = results / "bisect" / "census" / f"{slug(bad)}-{hashlib.sha256(bad.encode()).hexdigest()[:8]}"
+    folder = census_folder(results / "bisect", bad, bad)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "runs.jsonl").write_text(json.dumps(found) + "\n")
     return True

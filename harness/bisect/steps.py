@@ -35,6 +35,12 @@ def slug(text: str, width: int = 40) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")[:width] or "base"
 
 
+def census_folder(root: str | Path, label: str, python: str) -> Path:
+    """Where a bisection into ``root`` keeps the census of the candidate ``label`` run by ``python``; the ``census``
+    folder above it is marked as not stored (other environments than the session's)."""
+    return mark_not_stored(Path(root) / "census") / f"{slug(label)}-{hashlib.sha256(python.encode()).hexdigest()[:8]}"
+
+
 class Steps:
     """The measurements of one bisection (``cfg``) on the environments of ``envs``, logged in ``self.log``."""
 
@@ -69,7 +75,7 @@ class Steps:
         return self._censuses[env.value]
 
     def _census_of(self, cand: Candidate, python: str) -> Measured:
-        folder = mark_not_stored(self.root / "census") / f"{slug(cand.label)}-{hashlib.sha256(python.encode()).hexdigest()[:8]}"
+        folder = census_folder(self.root, cand.label, python)
         rec = self._kept(folder)
         reused = rec is not None
         t0 = time.monotonic()
