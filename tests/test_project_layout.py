@@ -69,6 +69,14 @@ def test_every_evidence_page_states_question_answer_date_commit_and_command():
     assert not problems, "\n".join(problems)
 
 
+def test_the_evidence_index_links_every_page():
+    index = (ROOT / "docs" / "evidence" / "README.md").read_text()
+    linked = set(re.findall(r"\]\(([a-z0-9-]+)/\)", index))
+    folders = {p.parent.name for p in (ROOT / "docs" / "evidence").glob("*/README.md")}
+    assert not folders - linked, f"docs/evidence/README.md does not list {sorted(folders - linked)}: add a row per page"
+    assert not linked - folders, f"docs/evidence/README.md lists {sorted(linked - folders)}, which have no page"
+
+
 def test_nothing_is_named_after_a_work_round():
     me = Path(__file__).resolve().relative_to(ROOT).as_posix()
     offenders = []
