@@ -142,6 +142,7 @@ echo "--- the job summary"; cat "$WORK/summary.md"; echo "--- gh calls"; cat "$W
 grep -q '^\["pr", "create"' "$WORK/gh.log" || fail "no baseline pull request was opened (no gh pr create)"
 grep -q 'No baseline yet for `my-chat` on `cpu`: recorded one' "$WORK/summary.md" || fail "the summary does not say that a first baseline was recorded"
 grep -q 'https://github.com/newcomer/lora-perf-harness/pull/1' "$WORK/summary.md" || fail "the summary does not link the pull request"
+! grep -q 'no census' "$WORK/summary.md" || fail "the night counted no work of my-chat (its census did not run or did not fit)"
 git -C "$WORK/upstream.git" show baselines/first-cpu:baselines/cpu/my-chat.json > "$WORK/proposed.json" \
   || fail "the branch baselines/first-cpu does not hold baselines/cpu/my-chat.json"
 "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["gpu"] == "cpu" and d["workload"]["name"] == "my-chat", d["gpu"]' "$WORK/proposed.json"

@@ -92,13 +92,11 @@ def test_injected_work_shows_exactly_in_the_diff(runs):
 
 @pytest.mark.slow
 @pytest.mark.long
-def test_window_that_does_not_fit_is_said_not_raised(tmp_path):
-    rec = census_run(tmp_path, steps=6)
-    c = rec["census"]
-    assert c["fits"] is False and "window does not fit: steps 5-8" in c["reason"] and "the run has 6" in c["reason"]
-    assert c["config"]["args"]["max_steps"] == 6
-    v = cd.verdict(c, c)
-    assert v.outcome == "unknown" and "window does not fit" in v.lines[0]
+def test_a_workload_too_short_for_the_windows_gets_a_census_run_long_enough(tmp_path, runs):
+    c = census_run(tmp_path, steps=6)["census"]  # 6 steps: the windows need 12 (steps 5-8, then 9-12)
+    assert c["fits"] and c["steps"] == [5, 8] and c["python_steps"] == [9, 12] and c["config"]["args"]["max_steps"] == 12
+    plain = runs["plain"][0]["census"]
+    assert (c["ops"], c["python_calls"], c["ops_by_name"]) == (plain["ops"], plain["python_calls"], plain["ops_by_name"])
 
 
 # ---- pure ---------------------------------------------------------------------------------------
@@ -195,6 +193,12 @@ def test_window_plan():
     assert (cd.window_plan(0, 1, 20)["start"], cd.window_plan(0, 1, 20)["n"]) == (1, 3)  # step 1 is never in the window
     assert (cd.window_plan(5, 2, 20)["start"], cd.window_plan(5, 2, 20)["n"]) == (6, 4)
     assert (cd.window_plan(5, 10, 40)["start"], cd.window_plan(5, 10, 40)["n"]) == (10, 10)
+
+
+def test_a_census_run_goes_on_past_a_workload_too_short_for_its_windows():
+    assert cd.census_max_steps(3, 4, 12) is None and cd.census_max_steps(3, 4, 100) is None  # the workload's own suffice
+    assert cd.census_max_steps(3, 4, 10) == 12 and cd.census_max_steps(3, 4, 6) == 12  # both windows, then it ends itself
+    assert cd.census_max_steps(2, 5, 8) == 15  # warm-up 2 -> step 5, then two windows of 5
 
 
 TINY = {"vocab_size": 2048, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -102,6 +102,14 @@ def window_plan(warmup_steps: int, logging_steps: int, max_steps: int) -> dict:
     return plan
 
 
+def census_max_steps(warmup_steps: int, logging_steps: int, max_steps: int) -> int | None:
+    """The ``max_steps`` a census run needs where a workload's run is too short for both windows, else None. A census
+    run ends itself once its windows are counted, so its ``max_steps`` is only a bound: raising it moves neither the
+    steps counted nor the work in them."""
+    plan = window_plan(warmup_steps, logging_steps, max_steps)
+    return None if plan["python_fits"] else plan["start"] + 2 * plan["n"]
+
+
 def is_annotation(name: str) -> bool:
     """A GPU-side user annotation (``Optimizer.step#AdamW.step``, ``ProfilerStep#6``) rather than a kernel: the
     profiler mirrors ``record_function`` ranges onto the device timeline, where they span the kernels inside

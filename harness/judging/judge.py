@@ -172,7 +172,7 @@ class Judge:
             if b.values(d, key) and self.metric(workload, d, key).values:
                 base[d], cur[d] = b.values(d, key), self.metric(workload, d, key).values
         if len(base) < 2:
-            return [Verdict("ordering", workload, "skip", "fewer than two decompositions with runs in both the baseline and this session")]
+            return [Verdict("ordering", workload, "skip", self._fewer_than_two(workload, "with runs in both the baseline and this session"))]
         return OrderingCheck(self.thresholds(b)["alpha"]).decide(workload, base, cur)
 
     def equivalence(self, workload: str) -> Verdict:
@@ -183,8 +183,15 @@ class Judge:
             if runs and runs[0].get("losses"):
                 losses[d] = runs[0]["losses"]
         if len(losses) < 2:
-            return Verdict("equivalence", workload, "skip", "fewer than two decompositions ran successfully")
+            return Verdict("equivalence", workload, "skip", self._fewer_than_two(workload, "ran successfully"))
         return EquivalenceCheck(LOSS_RTOL[self.workloads[workload].train.precision]).decide(workload, losses)
+
+    def _fewer_than_two(self, workload: str, why: str) -> str:
+        """Why a check across decompositions has nothing to compare: the session ran one, or fewer than two did ``why``."""
+        ran = list(self.decomps(workload))
+        if len(ran) < 2:
+            return f"{workload} ran {' '.join(ran) or 'no decomposition'} alone: there is nothing to compare it with"
+        return f"fewer than two decompositions {why}"
 
     def censuses(self, workload: str, decomp: str) -> list[dict]:
         """This session's censuses of a case (from its ok census runs whose window fitted)."""

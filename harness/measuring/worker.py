@@ -66,6 +66,7 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
 
     datasets.disable_progress_bars()
 
+    from harness.judging.census_diff import census_max_steps
     from harness.measuring import build
     from harness.measuring.callbacks import (
         CudaClock,
@@ -103,6 +104,8 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
                         slowdown=float(req.get("inject_slowdown") or 0.0), fault=rank_fault(req.get("fault"), rank))
     sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if sampler and cuda and not req.get("census") else None
     trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
+    if max_steps is None and req.get("census"):  # a workload too short for the census windows: the census run goes on
+        max_steps = census_max_steps(w.measure.warmup_steps + int(req.get("timed_steps") or 0), w.train.logging_steps, w.train.max_steps)
     args = build.sft_config(w if max_steps is None else w.with_overrides(max_steps=max_steps), dec, outdir, device)
     trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=build.lora_config(w))
     trainer.add_callback((measure or MeasureCallback)(recorder))
