@@ -44,6 +44,24 @@ def test_workflow_is_valid(name):
     assert proc.returncode == 0, f"{name} does not validate:\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
 
 
+# The first major of each action the workflows use that runs on Node 24: GitHub removed Node 20 from its runners.
+NODE24_MAJOR = {"actions/checkout": 5, "actions/setup-python": 6, "actions/cache/restore": 5, "actions/cache/save": 5,
+                "actions/upload-artifact": 6, "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5,
+                "peter-evans/create-pull-request": 8}
+
+
+def test_every_action_runs_on_node_24():
+    old = []
+    for wf in sorted(WORKFLOWS.glob("*.yml")):
+        for line in wf.read_text().splitlines():
+            if "uses:" in line and "@" in line and not line.strip().startswith("#"):
+                action, _, ref = line.split("uses:", 1)[1].strip().partition("@")
+                major = NODE24_MAJOR.get(action)
+                if major is None or not ref.lstrip("v").split(".")[0].isdigit() or int(ref.lstrip("v").split(".")[0]) < major:
+                    old.append(f"{wf.name}: {action}@{ref} " + (f"(Node 24 from v{major})" if major else "(a new action: add its first Node 24 major here)"))
+    assert not old, "\n".join(old)
+
+
 def test_broken_workflow_is_rejected(tmp_path):
     """The validation can fail: a job whose steps are not a list is refused."""
     bad = tmp_path / "broken.yml"
