@@ -527,3 +527,11 @@ def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_pa
     assert any("(not among --packages): httpx 1.0 -> 2.0" in n for n in res["notes"])
     with pytest.raises(ValueError, match="--packages"):
         config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", packages=("lorafx",))
+
+
+def test_a_change_names_its_counts_once_not_each_kernel_again():
+    from harness.bisect.report import counts_text
+
+    counts = ["aten ops", "kernel launches", "aten op aten::reshape", "aten op aten::view", "kernel void at::native::" + "x" * 300, "Python calls"]
+    assert counts_text(counts) == "aten ops, kernel launches, Python calls, 2 aten ops by name, 1 kernel by name"
+    assert counts_text(["Python calls"]) == "Python calls"

@@ -20,6 +20,19 @@ def boundary_text(c: dict) -> str:
     return text
 
 
+def counts_text(counts: list[str]) -> str:
+    """The counts a change moved, named once: the totals, then how many aten ops and kernels moved by name (the diff
+    above names them), not each long kernel name again."""
+    by_name = {"aten op ": "aten op", "kernel ": "kernel"}
+
+    def named_by(c: str) -> str | None:
+        return next((label for prefix, label in by_name.items() if c.startswith(prefix) and c != "kernel launches"), None)
+
+    named = {label: sum(named_by(c) == label for c in counts) for label in by_name.values()}
+    totals = [c for c in counts if named_by(c) is None]
+    return ", ".join(totals + [f"{n} {label}{'s' if n > 1 else ''} by name" for label, n in named.items() if n])
+
+
 def predicted_text(p: dict | None) -> str:
     if not p or p.get("delta_pct") is None:
         return (p or {}).get("reason") or "no prediction (no cost model for this case)"
@@ -85,7 +98,7 @@ def markdown(res: dict) -> str:
         lines += [f"- not installable between them: `{s['label']}`: {s['reason']}" for s in c.get("skipped", [])]
         if c["kind"] == "census":
             lines += ["- census diff at the boundary:"] + [f"  - {ln}" for ln in c["diff"]] + ([f"  - {c['time_line']}"] if c.get("time_line") else [])
-            lines += [f"- counts attributed here: {', '.join(c['counts'])}", f"- predicted cost: {predicted_text(c.get('predicted'))}",
+            lines += [f"- counts attributed here: {counts_text(c['counts'])}", f"- predicted cost: {predicted_text(c.get('predicted'))}",
                       f"- candidates measured inside the range: {c['measured_inside']} of {c['ladder'] - 2}"]
         else:
             lines += ["- interleaved steps against good:"] + [f"  - `{s['label']}`: {s.get('message') or s['outcome']}" for s in c["steps"]]
