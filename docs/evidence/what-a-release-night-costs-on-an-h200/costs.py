@@ -1,5 +1,6 @@
 """The release nights' costs and verdicts, from their raw data: the night run end to end as now designed
-(release-night-end-to-end-h200.jsonl.gz: each step's GPU time from the jobs' outcomes), then the first night, which still
+(release-night-end-to-end-h200.jsonl.gz: each step's GPU time from the jobs' outcomes), its latest job again with the
+bisect's 8-minute budget (latest-job-eight-minute-bisect-h200.jsonl.gz), then the first night, which still
 had a timed round in the latest job (release-night-h200.jsonl.gz: what each part could see, and the bisect's censuses).
 Run from the repository root:
 
@@ -16,6 +17,7 @@ from harness.judging.judge import CENSUS_TOLERANCES
 
 RAW = Path(__file__).with_name("release-night-h200.jsonl.gz")
 END_TO_END = Path(__file__).with_name("release-night-end-to-end-h200.jsonl.gz")
+EIGHT_MINUTES = Path(__file__).with_name("latest-job-eight-minute-bisect-h200.jsonl.gz")
 STORE_AND_ISSUES = ("Keep the session in the results store", "Open or update environment-regression issues",
                     "Open or update regression issues", "Open or update regression issues (A/B)")
 
@@ -108,6 +110,49 @@ def end_to_end() -> None:
             print(f"{job} {v['kind']} {v['case']}: {v['outcome']}: {v['message'][:140]}")
 
 
+def eight_minute_bisect() -> None:
+    """The latest job again on a third machine, with the bisect at its 8-minute budget: its parts, and the night with
+    the pinned job of the end-to-end night (the pinned job did not change)."""
+    from harness.bisect.report import counts_text
+
+    f, pinned = load(EIGHT_MINUTES), load(END_TO_END)
+    print("\n# The latest job with the 8-minute bisect")
+    print(f"latest: boot id {f['boot_id'][0].strip()}; {f['nvidia-smi.txt'][0].strip().splitlines()[-1]}")
+    steps = {s["name"]: s["wall_s"] for s in f["latest-outcomes.json"][0]}
+    census = sum(r["wall_s"] for r in runs(f, "latest-results/runs.jsonl") if r.get("census"))
+    rows = [("census runs: 1x4/2x2/4x1", census),
+            ("pytest's own time, the plan, the baselines check", steps["Run the performance suite"] - census + steps["Plan the night"]
+             + steps["Record missing baselines (first night)"]),
+            ("A/B 4x1 interleaved (4-minute budget)", steps["A/B pinned vs latest, interleaved"]),
+            ("bisect (8-minute budget, installs included)", steps["Bisect what changed"]),
+            ("confirmation (nothing to confirm)", steps["Confirm runtime regressions interleaved"]),
+            ("store and issues", sum(steps.get(n, 0.0) for n in STORE_AND_ISSUES))]
+    latest = sum(s for _, s in rows)
+    build = _seconds([f["start.txt"], f["setup-done.txt"]])
+    pinned_steps = {s["name"]: s["wall_s"] for s in pinned["pinned-outcomes.json"][0]}
+    pinned_s = sum(pinned_steps.values())
+    pinned_build = _seconds([pinned["pinned-machine/start.txt"], pinned["pinned-machine/setup-done.txt"]])
+    print("\n| job | part | GPU s |\n|---|---|---:|")
+    for part, sec in rows:
+        print(f"| latest | {part} | {sec:.0f} |")
+    print(f"| latest | the job's steps | {latest:.0f} |")
+    print(f"| latest | environments built before the job (tox) | {build:.0f} |")
+    print(f"| pinned | the job's steps (the end-to-end night) | {pinned_s:.0f} |")
+    print(f"| both | the jobs' steps | {latest + pinned_s:.0f} ({(latest + pinned_s) / 60:.1f} min) |")
+    both = latest + pinned_s + build + pinned_build
+    print(f"| both | with the environments built | {both:.0f} ({both / 60:.1f} min) |")
+    rep = f["latest-results/bisect/report.json"][0]
+    spent = rep["spent"]
+    print(f"\nbisect: {spent['census_runs']} census runs ({spent['census_reused']} reused), {spent['device_s']:.0f} GPU s, installs {spent['install_s']:.0f} s")
+    for c in rep["changes"]:
+        print(f"  {c['last_good']} -> {c['first_bad']}: {counts_text(c['counts'])}")
+    ab = f["latest-results/ab/4x1/report.json"][0]
+    print("A/B:", ab["verdict"]["message"])
+    p = ab["prediction"]
+    print(f"cost model beside it: predicted {p['delta_pct']:+.2f}% [{p['lo']:+.2f}, {p['hi']:+.2f}], measured {p['measured_pct']:+.2f}% "
+          f"[{p['measured_lo']:+.2f}, {p['measured_hi']:+.2f}]")
+
+
 def first_night() -> None:
     f = load()
     print("\n# The first night (the latest job still with a timed round)")
@@ -160,4 +205,5 @@ def first_night() -> None:
 
 if __name__ == "__main__":
     end_to_end()
+    eight_minute_bisect()
     first_night()
