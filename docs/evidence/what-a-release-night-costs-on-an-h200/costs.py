@@ -60,6 +60,22 @@ def _seconds(stamps: list) -> float:
     return (b - a).total_seconds()
 
 
+def bisect_and_ab(f) -> None:
+    """The latest job's bisect (its cost and each change's counts) and its A/B with the cost model beside it."""
+    from harness.bisect.report import counts_text
+
+    rep = f["latest-results/bisect/report.json"][0]
+    spent = rep["spent"]
+    print(f"\nbisect: {spent['census_runs']} census runs ({spent['census_reused']} reused), {spent['device_s']:.0f} GPU s, installs {spent['install_s']:.0f} s")
+    for c in rep["changes"]:
+        print(f"  {c['last_good']} -> {c['first_bad']}: {counts_text(c['counts'])}")
+    ab = f["latest-results/ab/4x1/report.json"][0]
+    print("A/B:", ab["verdict"]["message"])
+    p = ab["prediction"]
+    print(f"cost model beside it: predicted {p['delta_pct']:+.2f}% [{p['lo']:+.2f}, {p['hi']:+.2f}], measured {p['measured_pct']:+.2f}% "
+          f"[{p['measured_lo']:+.2f}, {p['measured_hi']:+.2f}]")
+
+
 def end_to_end() -> None:
     """The night as designed, run end to end: each job's steps as run-workflow.py timed them, the suite split into its
     runs, and the environments built before the job (tox's step on a runner; night.sh's setup here)."""
@@ -96,15 +112,7 @@ def end_to_end() -> None:
     print(f"| both | with the environments built | {total:.0f} ({total / 60:.1f} min) |")
     bisect = next(s for _, p, s in rows if p.startswith("bisect"))
     print(f"| both | ... with the bisect at its new 8-minute budget | {total - bisect + 480:.0f} ({(total - bisect + 480) / 60:.1f} min) |")
-    spent = f["latest-results/bisect/report.json"][0]["spent"]
-    print(f"\nbisect: {spent['census_runs']} census runs ({spent['census_reused']} reused), {spent['device_s']:.0f} GPU s, installs {spent['install_s']:.0f} s")
-    for c in f["latest-results/bisect/report.json"][0]["changes"]:
-        print(f"  {c.get('last_good')} -> {c.get('first_bad')}: {c.get('counts_label') or ', '.join(c.get('counts') or [])[:120]}")
-    ab = f["latest-results/ab/4x1/report.json"][0]
-    print("A/B:", ab["verdict"]["message"])
-    p = ab["prediction"]
-    print(f"cost model beside it: predicted {p['delta_pct']:+.2f}% [{p['lo']:+.2f}, {p['hi']:+.2f}], measured {p['measured_pct']:+.2f}% "
-          f"[{p['measured_lo']:+.2f}, {p['measured_hi']:+.2f}]")
+    bisect_and_ab(f)
     for job in ("pinned", "latest"):
         for v in f[f"{job}-results/report.json"][0]["verdicts"]:
             print(f"{job} {v['kind']} {v['case']}: {v['outcome']}: {v['message'][:140]}")
@@ -113,8 +121,6 @@ def end_to_end() -> None:
 def eight_minute_bisect() -> None:
     """The latest job again on a third machine, with the bisect at its 8-minute budget: its parts, and the night with
     the pinned job of the end-to-end night (the pinned job did not change)."""
-    from harness.bisect.report import counts_text
-
     f, pinned = load(EIGHT_MINUTES), load(END_TO_END)
     print("\n# The latest job with the 8-minute bisect")
     print(f"latest: boot id {f['boot_id'][0].strip()}; {f['nvidia-smi.txt'][0].strip().splitlines()[-1]}")
@@ -141,16 +147,7 @@ def eight_minute_bisect() -> None:
     print(f"| both | the jobs' steps | {latest + pinned_s:.0f} ({(latest + pinned_s) / 60:.1f} min) |")
     both = latest + pinned_s + build + pinned_build
     print(f"| both | with the environments built | {both:.0f} ({both / 60:.1f} min) |")
-    rep = f["latest-results/bisect/report.json"][0]
-    spent = rep["spent"]
-    print(f"\nbisect: {spent['census_runs']} census runs ({spent['census_reused']} reused), {spent['device_s']:.0f} GPU s, installs {spent['install_s']:.0f} s")
-    for c in rep["changes"]:
-        print(f"  {c['last_good']} -> {c['first_bad']}: {counts_text(c['counts'])}")
-    ab = f["latest-results/ab/4x1/report.json"][0]
-    print("A/B:", ab["verdict"]["message"])
-    p = ab["prediction"]
-    print(f"cost model beside it: predicted {p['delta_pct']:+.2f}% [{p['lo']:+.2f}, {p['hi']:+.2f}], measured {p['measured_pct']:+.2f}% "
-          f"[{p['measured_lo']:+.2f}, {p['measured_hi']:+.2f}]")
+    bisect_and_ab(f)
 
 
 def first_night() -> None:
