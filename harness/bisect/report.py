@@ -99,7 +99,7 @@ def markdown(res: dict) -> str:
         if c["kind"] == "census":
             lines += ["- census diff at the boundary:"] + [f"  - {ln}" for ln in c["diff"]] + ([f"  - {c['time_line']}"] if c.get("time_line") else [])
             lines += [f"- counts attributed here: {counts_text(c['counts'])}", f"- predicted cost: {predicted_text(c.get('predicted'))}",
-                      f"- candidates measured inside the range: {c['measured_inside']} of {c['ladder'] - 2}"]
+                      f"- the search measured {c['measured_inside']} of the {c['ladder'] - 2} {c['package']} candidates between good and bad"]
         else:
             lines += ["- interleaved steps against good:"] + [f"  - `{s['label']}`: {s.get('message') or s['outcome']}" for s in c["steps"]]
         lines.append("")
