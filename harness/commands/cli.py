@@ -159,10 +159,18 @@ def _cmd_recover(a) -> int:
     return recover(a.results_dir)
 
 
+DESCRIPTION = ("The suite's commands beside `pytest perftests`: check this machine (doctor); compare two environments side by side "
+               "(interleave, ab, confirm, recover); count the work per step (census) and find what changed it (bisect, cost); choose a "
+               "split (advise); keep, judge and chart results (baseline, compare, report, store, history); measure the suite itself "
+               "(overhead, calibrate). Each command's --help lists "
+               "its options. Exit codes: 0 pass, 1 regression, 2 bad input (nothing measured), 3 a measurement failed, 4 the suite's own "
+               "error (its traceback in a log file), 130 Ctrl-C, 143 SIGTERM (docs/exit-codes.md).")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m harness", description=DESCRIPTION)
     sub = p.add_subparsers(dest="cmd", required=True)
-    bp = sub.add_parser("baseline", help="baseline store").add_subparsers(dest="bcmd", required=True)
+    bp = sub.add_parser("baseline", help="record a GPU's baseline from results dirs (baseline update)").add_subparsers(dest="bcmd", required=True)
     up = bp.add_parser("update", help="record the runs of RESULTS_DIR(s) as the baseline of --gpu")
     up.add_argument("results_dirs", nargs="+")
     opt.add(up.add_argument, (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR), defaults={"baselines_dir": opt.InProject("baselines")}, required=("gpu",))
