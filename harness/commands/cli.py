@@ -256,20 +256,20 @@ def _measuring_commands(sub) -> None:
 
     ca = sub.add_parser("calibrate", help="A/A and injected-slowdown runs; prints the minimum detectable slowdown")
     opt.add(ca.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN), defaults={**run_defaults, "results_dir": opt.InProject("perf-results/calibrate")},
-            required=("gpu", "workload"))
+            required=("workload",))
     opt.add(ca.add_argument, (opt.SLOWDOWN,))
     ca.set_defaults(fn=_cmd_calibrate)
 
     ce = sub.add_parser("census", help="census runs only: count the work per optimizer step (kernels, aten ops, syncs, allocations, "
                         "Python calls), and whether the counts are identical across runs")
     opt.add(ce.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
-            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/census"), "repeats": 1}, required=("gpu", "workload"))
+            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/census"), "repeats": 1}, required=("workload",))
     opt.add(ce.add_argument, (opt.PYTHON,))
     ce.set_defaults(fn=_cmd_census)
 
     ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
     opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": opt.InProject("perf-results/ab")},
-            required=("gpu", "workload"))
+            required=("workload",))
     opt.add(ab.add_argument, opt.AB, required=("python_b",))
     ab.set_defaults(fn=_cmd_ab)
 
@@ -291,7 +291,7 @@ def _measuring_commands(sub) -> None:
     ad = sub.add_parser("advise", help="which micro-batch x grad-accum split of the effective batch is fastest here: fit probes, "
                         "interleaved comparisons, census diagnosis; table, report, plot and the TOML lines that pin it")
     opt.add(ad.add_argument, (opt.GPU, opt.WORKLOAD, *opt.ADVISE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/advise")}, required=("gpu", "workload"))
+            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/advise")}, required=("workload",))
     ad.set_defaults(fn=_cmd_advise)
 
 
