@@ -122,3 +122,11 @@ def test_ab_makes_no_runs_when_both_sides_have_the_same_versions(tmp_path, monke
     broken.chmod(0o755)
     with pytest.raises(ValueError, match="cannot report its versions .ModuleNotFoundError: No module named harness.; install this project"):
         real(str(broken), "b")
+
+
+@pytest.mark.parametrize("cmd", [["census"], ["ab", "--python-b", "py"], ["calibrate"], ["advise"], ["interleave", "--decomposition", "4x1"]])
+def test_commands_that_run_here_detect_the_gpu_by_default(cmd):
+    from harness.commands.cli import parser
+
+    args = parser().parse_args([cmd[0], "--workload", "tiny-qwen3", *cmd[1:]])
+    assert args.gpu == "auto"
