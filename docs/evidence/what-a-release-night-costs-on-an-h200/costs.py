@@ -76,6 +76,22 @@ def bisect_and_ab(f) -> None:
           f"[{p['measured_lo']:+.2f}, {p['measured_hi']:+.2f}]")
 
 
+def ab_phases(f) -> None:
+    """Where the A/B's change went: per pair, B's phase times less A's (ms per step, median over the pairs)."""
+    from statistics import median
+
+    pairs: dict = {}
+    for b in runs(f, "latest-results/ab/4x1/blocks.jsonl"):
+        if not b.get("warmup") and b.get("pair") is not None:
+            pairs.setdefault((b["launch"], b["pair"]), {})[b["side"]] = b
+    both = [v for v in pairs.values() if "a" in v and "b" in v]
+    per_step = {p: [(sum(v["b"]["phases_ms"][p]) - sum(v["a"]["phases_ms"][p])) / len(v["a"]["step_times_ms"]) for v in both]
+                for p in ("data", "forward", "backward", "optimizer", "other")}
+    a_ms = median(sum(v["a"]["step_times_ms"]) / len(v["a"]["step_times_ms"]) for v in both)
+    print(f"A/B phases, B less A per step over {len(both)} pairs (A's step {a_ms:.1f} ms): "
+          + ", ".join(f"{p} {median(xs):+.2f} ms" for p, xs in per_step.items()))
+
+
 def end_to_end() -> None:
     """The night as designed, run end to end: each job's steps as run-workflow.py timed them, the suite split into its
     runs, and the environments built before the job (tox's step on a runner; night.sh's setup here)."""
@@ -148,6 +164,7 @@ def eight_minute_bisect() -> None:
     both = latest + pinned_s + build + pinned_build
     print(f"| both | with the environments built | {both:.0f} ({both / 60:.1f} min) |")
     bisect_and_ab(f)
+    ab_phases(f)
 
 
 def first_night() -> None:
