@@ -1047,3 +1047,19 @@ def test_a_block_reads_the_gpu_once_as_it_ends_with_nvml(monkeypatch):
         {"sm_clock_mhz": 1980, "power_w": 412.5, "temp_c": 41, "util_pct": 97, "throttle_reasons": 4}
     monkeypatch.setitem(sys.modules, "pynvml", None)  # no nvidia-ml-py: not available, no reading
     assert not GpuSampler().available
+
+
+def test_the_report_says_where_the_step_moved_phase_by_phase():
+    from harness.judging.block_metrics import phase_deltas
+    from harness.reporting.interleave import where_line
+
+    def block(fwd, bwd):
+        return {"step_times_ms": [100.0, 100.0], "phases_ms": {"data": [1, 1], "forward": [fwd, fwd], "backward": [bwd, bwd],
+                                                               "optimizer": [5, 5], "other": [10, 10]}}
+
+    pairs = [{"a": block(30, 50), "b": block(31, 53 + i)} for i in range(3)]
+    ph = phase_deltas(pairs)
+    assert ph["pairs"] == 3 and ph["delta_ms"]["backward"] == 4 and ph["delta_ms"]["forward"] == 1 and ph["a_ms"]["backward"] == 50
+    line = where_line(ph)
+    assert line.startswith("where, B less A per step (median over 3 pairs") and line.index("backward +4.00") < line.index("forward +1.00")
+    assert phase_deltas([{"a": {"step_times_ms": [1.0], "phases_ms": None}, "b": block(1, 1)}]) is None and where_line(None) is None

@@ -110,3 +110,23 @@ def canary_covariate(d: Sequence[float], c: Sequence[float]) -> CanaryCovariate 
     mu = md - b * mc
     se_mu = s_e * math.sqrt(1 / n + mc * mc / sxx)
     return CanaryCovariate(correlation(c, d), b, s_d, s_e, 1 - s_e**2 / s_d**2 if s_d > 0 else float("nan"), md, s_d / math.sqrt(n), mu, se_mu, n)
+
+
+PHASES = ("data", "forward", "backward", "optimizer", "other")
+
+
+def phase_deltas(pairs: Sequence[dict]) -> dict | None:
+    """Where a step's time moved from A to B: per phase (``phases_ms`` of the blocks), B's ms per step less A's in each
+    pair, the median over the pairs, beside A's own median; None when the blocks carry no phases. Descriptive: the
+    verdict is on the whole step."""
+    both = [p for p in pairs if all(p[s].get("phases_ms") and p[s].get("step_times_ms") for s in ("a", "b"))]
+    if not both:
+        return None
+
+    def per_step(block: dict, phase: str) -> float:
+        return sum(block["phases_ms"].get(phase) or [0.0]) / len(block["step_times_ms"])
+
+    return {"pairs": len(both),
+            "delta_ms": {ph: median(per_step(p["b"], ph) - per_step(p["a"], ph) for p in both) for ph in PHASES},
+            "a_ms": {ph: median(per_step(p["a"], ph) for p in both) for ph in PHASES}}
+

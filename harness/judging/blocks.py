@@ -184,7 +184,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
                 "pairs_for_3pct": pn.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
         "launch_components": None if comp is None else {"pair_sd": comp.pair_sd, "launch_sd": comp.launch_sd, "summary": comp.summary,
                                                          "launch_sd_upper": comp.launch_sd_upper, "level": comp.level},
-        "resume_penalty": resume, "canary": canary,
+        "resume_penalty": resume, "canary": canary, "phases": bm.phase_deltas(pairs),
         "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
         "k": sorted({len(x) for x in steps}),
         "cpu_s_per_pair": fmean(cpu) if cpu else None, "wall_s_per_pair": fmean(wall) if wall else None,

@@ -39,6 +39,8 @@ def report_lines(r: dict) -> list[str]:
         out.append(f"interval (level {1 - 2 * v['alpha']:.4g}, one-sided {v['alpha']:.3g} each end): B/A x{v['ratio']:.4f} "
                    f"[{v['lo']:.4f}, {v['hi']:.4f}], {v['pairs']} pairs in {len(r.get('launch_sizes') or [])} launch(es), unit {v['unit']}"
                    + (f"; {r['stopped']}" if r.get("stopped") else ""))
+    if (wl := where_line(r.get("phases"))) is not None:
+        out.append(wl)
     if r.get("sigma") is not None:
         m = r["mds"]
         micro = f", each made of {r['micro_per_step']} single micro-batch turns" if r.get("grain") == "micro" and r.get("micro_per_step") else ""
@@ -101,6 +103,15 @@ def report_lines(r: dict) -> list[str]:
     if (pw := prestart_line(r)) is not None:
         out.append(pw)
     return out
+
+
+def where_line(ph: dict | None) -> str | None:
+    """Where the step moved from A to B, the phases in order of their change (:func:`harness.judging.block_metrics.phase_deltas`)."""
+    if not ph:
+        return None
+    order = sorted(ph["delta_ms"], key=lambda k: -abs(ph["delta_ms"][k]))
+    return (f"where, B less A per step (median over {ph['pairs']} pairs; descriptive): "
+            + ", ".join(f"{k} {ph['delta_ms'][k]:+.2f} ms (of {ph['a_ms'][k]:.1f})" for k in order))
 
 
 def prestart_line(r: dict) -> str | None:
