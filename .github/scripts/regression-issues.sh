@@ -70,7 +70,8 @@ groups=$(jq -c --arg gpu "$gpu" --arg env "$PERF_ENV" --arg skip "$skip_runtime"
    | select($skip == "0" or .kind != "runtime" or .outcome != "regression")
    | . + {title: (if .outcome == "changed" then "perf change: \($gpu) \($env) work \(.case | sub("-[0-9]+x[0-9]+$"; ""))"
                   else "perf regression: \($gpu) \($env) \(.kind) \(.case)" end | gsub("[\"\\\\]"; "")),
-          where: (if .kind == "runtime" then $where[.case] else null end)}]
+          where: (if .kind != "runtime" then .where
+                  elif $where[.case] then "where the step time moved against the baseline (medians): \($where[.case])" else null end)}]
   | group_by(.title) | .[] | {title: .[0].title, verdicts: .}' "$REPORT")
 
 if [[ -z "$groups" ]]; then
@@ -87,7 +88,7 @@ body_for() {  # $1: one group as JSON
   jq -r 'def pct: (. * 10 | round) as $t | (if $t > 0 then "+" elif $t < 0 then "-" else "" end)
                   + (($t | fabs) / 10 | floor | tostring) + "." + (($t | fabs) % 10 | tostring) + "%";
     .verdicts[] | "- **\(.kind) \(.case)**: \(.outcome): \(.message)"
-    + (if .where then "\n  - where the step time moved against the baseline (medians): \(.where)" else "" end)
+    + (if .where then "\n  - \(.where)" else "" end)
     + ((.prediction // .interleaved.prediction // {}) as $p | if ($p.delta_pct | type) != "number" then ""
        elif ($p.measured_pct | type) == "number" then "\n  - cost model: predicted \($p.delta_pct | pct), measured \($p.measured_pct | pct)"
          + " (intervals [\($p.lo | pct), \($p.hi | pct)] and [\($p.measured_lo | pct), \($p.measured_hi | pct)])"

@@ -18,7 +18,7 @@ from harness.judging import paired as pd
 from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
 from harness.judging.budget_plan import plan_for
 from harness.judging.cost_model import beside_line
-from harness.reporting.interleave import markdown, report_lines
+from harness.reporting.interleave import markdown, report_lines, where_line
 
 # what recover reads of progress.json's settings itself (the rest is the report's)
 RECOVER_SETTINGS = ("session_id", "alpha", "threshold", "looks", "metric", "drop_first_step", "test", "unit", "launches", "gpu")
@@ -57,7 +57,8 @@ def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, lau
     report.update(gpu=settings["gpu"], session_id=settings["session_id"], rows=[], versions=env_b.get("versions", {}),
                   verdicts=[] if verdict is None else [{"kind": "interleaved", "case": case, "outcome": verdict.outcome,
                                                         "message": verdict.message,
-                                                        **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {})}])
+                                                        **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
+                                                        **({"where": w} if (w := where_line(report.get("phases"))) else {})}])
     lines = report_lines(report) + [beside_line(report["prediction"])]
     for ln in lines:
         out(ln)
