@@ -535,3 +535,14 @@ def test_a_change_names_its_counts_once_not_each_kernel_again():
     counts = ["aten ops", "kernel launches", "aten op aten::reshape", "aten op aten::view", "kernel void at::native::" + "x" * 300, "Python calls"]
     assert counts_text(counts) == "aten ops, kernel launches, Python calls, 2 aten ops by name, 1 kernel by name"
     assert counts_text(["Python calls"]) == "Python calls"
+
+
+def test_a_release_boundary_says_how_to_measure_it_alone():
+    from harness.bisect.report import recheck_command
+
+    res = {"case": "qwen3-1.7b-lora-4x1", "mode": "interpreters", "good": ".tox/pinned/bin/python", "move_deps": True}
+    c = {"last_good": "transformers 5.24.0", "first_bad": "transformers 5.25.0", "kind": "census"}
+    assert recheck_command(res, c) == ("python -m harness bisect --workload qwen3-1.7b-lora --decomposition 4x1 --python .tox/pinned/bin/python "
+                                       "--move-deps --good transformers==5.24.0 --bad transformers==5.25.0 --census-only")
+    assert recheck_command({"case": "w-2x2", "mode": "releases"}, dict(c, kind="interleaved")).endswith("--good transformers==5.24.0 --bad transformers==5.25.0")
+    assert recheck_command(res, dict(c, last_good="peft@0123456789")) is None  # a commit: its checkout is needed

@@ -4,6 +4,7 @@ a few printed lines."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,18 @@ def counts_text(counts: list[str]) -> str:
     named = {label: sum(named_by(c) == label for c in counts) for label in by_name.values()}
     totals = [c for c in counts if named_by(c) is None]
     return ", ".join(totals + [f"{n} {label}{'s' if n > 1 else ''} by name" for label, n in named.items() if n])
+
+
+def recheck_command(res: dict, c: dict) -> str | None:
+    """The command that measures one boundary of releases alone (a maintainer's check, about two census runs); None where
+    an end is not one release of one package (a commit, an interpreter, several packages)."""
+    ends = [re.fullmatch(r"([A-Za-z0-9_.\-]+) (\S+)", c[k]) for k in ("last_good", "first_bad")]
+    if not all(ends):
+        return None
+    workload, decomposition = res["case"].rsplit("-", 1)
+    base = (f" --python {res['good']}" if res.get("mode") == "interpreters" else "") + (" --move-deps" if res.get("move_deps") else "")
+    return (f"python -m harness bisect --workload {workload} --decomposition {decomposition}{base} "
+            f"--good {ends[0][1]}=={ends[0][2]} --bad {ends[1][1]}=={ends[1][2]}" + (" --census-only" if c["kind"] == "census" else ""))
 
 
 def predicted_text(p: dict | None) -> str:
@@ -96,6 +109,7 @@ def markdown(res: dict) -> str:
         lines += [f"## Change {i}: {c['package']}, {c['kind']}", "", f"- boundary: last good `{c['last_good']}`, first bad `{c['first_bad']}`"
                   + ("" if c["exact"] else " (the candidates between could not be installed)")]
         lines += [f"- not installable between them: `{s['label']}`: {s['reason']}" for s in c.get("skipped", [])]
+        lines += [f"- to measure it alone: `{cmd}`"] if (cmd := recheck_command(res, c)) else []
         if c["kind"] == "census":
             lines += ["- census diff at the boundary:"] + [f"  - {ln}" for ln in c["diff"]] + ([f"  - {c['time_line']}"] if c.get("time_line") else [])
             lines += [f"- counts attributed here: {counts_text(c['counts'])}", f"- predicted cost: {predicted_text(c.get('predicted'))}",

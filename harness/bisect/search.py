@@ -51,7 +51,7 @@ def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, c
     steps = Steps(cfg, envs, census_fn=census_fn, compare_fn=compare_fn, out=out)
     res = {"case": f"{cfg.workload}-{cfg.decomposition}", "gpu": cfg.gpu, "mode": rng.mode, "good": rng.good.label, "bad": rng.bad.label,
            "packages": [{"package": a.package, "good": a.good, "bad": a.bad} for a in rng.axes], "one_side": rng.one_side,
-           "left_out": rng.left_out,
+           "left_out": rng.left_out, "move_deps": cfg.move_deps,
            "changes": [], "inconclusive": [], "uninstallable": [], "notes": [], "attribution": {}}
     if rng.left_out:
         res["notes"].append("moved as well, not tried (not among --packages): " + ", ".join(rng.left_out))
