@@ -235,12 +235,14 @@ def timing_search(n: int, compare: Callable[[int], Measured]) -> Search:
 
 
 # ---- which counts moved ----------------------------------------------------------------------------
+TOTALS = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Python calls"}  # the totals :func:`moved` names
+
+
 def moved(d) -> list[str]:
     """The counts that differ in a :class:`harness.judging.census_diff.CensusDiff`, one name each: ``aten ops`` (the
     total), ``aten op aten::_to_copy``, ``kernel <name>``, ``Python calls``, ``sync <name>``, ``allocator <name>``,
     ``attention backend``. Each is attributed to a boundary on its own."""
-    names = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Python calls"}
-    out = [names[k] for k in names if k in d.counters]
+    out = [name for k, name in TOTALS.items() if k in d.counters]
     out += [f"aten op {c.name}" for c in d.ops] + [f"kernel {c.name}" for c in d.kernels]
     out += [f"sync {c.name}" for c in d.syncs] + [f"allocator {c.name}" for c in d.alloc]
     return out + (["attention backend"] if d.attention else [])

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.bisect.plan import TOTALS
 from harness.files import write_atomic, write_json_atomic
 
 OUTCOMES = {"changed": "found", "no_change": "no change", "inconclusive": "inconclusive", "ends_failed": "could not measure an end"}
@@ -27,7 +28,7 @@ def counts_text(counts: list[str]) -> str:
     by_name = {"aten op ": "aten op", "kernel ": "kernel"}
 
     def named_by(c: str) -> str | None:
-        return next((label for prefix, label in by_name.items() if c.startswith(prefix) and c != "kernel launches"), None)
+        return None if c in TOTALS.values() else next((label for prefix, label in by_name.items() if c.startswith(prefix)), None)
 
     named = {label: sum(named_by(c) == label for c in counts) for label in by_name.values()}
     totals = [c for c in counts if named_by(c) is None]

@@ -12,6 +12,7 @@ from statistics import fmean, median
 
 from harness.judging.pair_estimates import paired_estimate
 from harness.judging.stats import sd
+from harness.record import PHASES
 
 METRICS = ("mean", "median", "min")
 
@@ -110,9 +111,6 @@ def canary_covariate(d: Sequence[float], c: Sequence[float]) -> CanaryCovariate 
     mu = md - b * mc
     se_mu = s_e * math.sqrt(1 / n + mc * mc / sxx)
     return CanaryCovariate(correlation(c, d), b, s_d, s_e, 1 - s_e**2 / s_d**2 if s_d > 0 else float("nan"), md, s_d / math.sqrt(n), mu, se_mu, n)
-
-
-PHASES = ("data", "forward", "backward", "optimizer", "other")
 
 
 def phase_deltas(pairs: Sequence[dict]) -> dict | None:
