@@ -76,8 +76,8 @@ def _root(config) -> Path:
 
 def _bad_settings(o) -> str | None:
     """The first setting that would spend device time for nothing, as one line; None when all are sound."""
-    from harness.commands.ab import interpreter
     from harness.judging.baseline import MIN_REPEATS
+    from harness.measuring.interpreters import interpreter
 
     if o("update_baselines") and o("repeats") < MIN_REPEATS:
         return (f"--update-baselines records a baseline from at least {MIN_REPEATS} runs per decomposition, got --repeats {o('repeats')}; "

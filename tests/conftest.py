@@ -1,7 +1,9 @@
 """Shared fixtures of the self-tests: the tiny workload, fake run records, a fake runner, and a project layout for pytester."""
 
+import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,46 @@ def make(tmp_path, tiny, fake_runner):
         o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", **opts)
         return sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None)
     return build
+
+
+# ---- the regression-issue script against a fake gh CLI ---------------------------------------------------------------
+ISSUE_SCRIPT = ROOT / ".github" / "scripts" / "regression-issues.sh"
+FAKE_GH = r"""#!/usr/bin/env bash
+# records its arguments, one JSON list a line; `issue list` prints $FAKE_GH_ISSUES
+printf '%s\0' "$@" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split("\0")[:-1]))' >> "$FAKE_GH_LOG"
+if [[ "$1 $2" == "issue list" ]]; then cat "$FAKE_GH_ISSUES"; fi
+"""
+
+
+@pytest.fixture
+def fake_gh(tmp_path):
+    """Runs the nightly's regression-issue script against a fake gh CLI: ``run(report, open_issues, **env)`` returns the
+    gh calls it made, one argument list each."""
+    if shutil.which("bash") is None or shutil.which("jq") is None:
+        pytest.skip("the issue script needs bash and jq")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    gh = bindir / "gh"
+    gh.write_text(FAKE_GH)
+    gh.chmod(0o755)
+    log, issues = tmp_path / "gh.log", tmp_path / "issues.json"
+    log.write_text("")
+    issues.write_text("[]")
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", FAKE_GH_LOG=str(log),
+               FAKE_GH_ISSUES=str(issues), GH_TOKEN="x", PERF_ENV="latest", RUN_URL="https://example.invalid/run/1")
+
+    def run(report: dict | None, open_issues: list[dict] = (), **extra_env: str):
+        issues.write_text(json.dumps(list(open_issues)))
+        path = tmp_path / "report.json"
+        if report is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(json.dumps(report))
+        proc = subprocess.run(["bash", str(ISSUE_SCRIPT)], env=dict(env, REPORT=str(path), **extra_env),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        calls = [json.loads(line) for line in log.read_text().splitlines()]
+        log.write_text("")
+        return calls
+
+    return run

@@ -110,7 +110,7 @@ def test_ab_makes_no_runs_when_both_sides_have_the_same_versions(tmp_path, monke
     assert "A and B have the same versions (python " in same.stdout and "nothing to compare, no runs made" in same.stdout
     assert not (tmp_path / "ab").exists() and "nothing to compare" in summary.read_text()
 
-    from harness.commands import ab
+    from harness.measuring import interpreters as ab
     real = ab.side_versions
     seen = iter([{"python": "3.11.9", "trl": "1.16.0"}, {"python": "3.11.9", "trl": "1.17.0"}])
     monkeypatch.setattr(ab, "side_versions", lambda python, side: next(seen))

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from venvs import make_venv
 
 from harness.commands.confirm import UNCONFIRMED, confirm
 from harness.engine.config import ComparisonConfig
@@ -55,21 +56,22 @@ def test_a_bad_report_is_one_line(tmp_path, content, says):
 
 @pytest.mark.slow
 @pytest.mark.long
-def test_a_real_slowdown_is_confirmed_and_none_is_not(tmp_path):
-    """B is another interpreter path (a wrapper of this one). Its injected 60% is confirmed; with nothing injected the
+def test_a_real_slowdown_is_confirmed_and_none_is_not(tmp_path, fake_gh):
+    """A and B are two virtualenvs of this interpreter, as the nightly's tox environments. B's injected 60% is confirmed,
+    and the issue step files it from the confirmed report; with nothing injected the
     stored-baseline regression is not (pass or inconclusive), so no alert. 3 launches, so that the launch is the unit
     from the start (t over 3 launch estimates, 2 df): with 2, the launch screen can take a busy runner's two launches as
     the unit with 1 df, which leaves even a large slowdown inconclusive."""
-    wrapper = tmp_path / "python-b"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    wrapper.chmod(0o755)
-    t = ComparisonConfig(workload="", decomposition="", python_a=sys.executable, python_b=str(wrapper), block_steps=2, pairs=12, launches=3)
+    pinned, latest = make_venv(tmp_path / "pinned"), make_venv(tmp_path / "latest")
+    t = ComparisonConfig(workload="", decomposition="", python_a=pinned, python_b=latest, block_steps=2, pairs=12, launches=3)
     common = dict(workloads_dir=ROOT / "workloads", out=lambda _: None)
     slow = confirm(_report(tmp_path), replace(t, inject_slowdown_b=0.6), results_dir=tmp_path / "slow", **common)
     got = json.loads((tmp_path / "slow" / "report.json").read_text())
     v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
     assert slow == 1 and v["outcome"] == "regression" and "confirmed interleaved on this machine: REGRESSION: B/A x" in v["message"]
     assert got["confirm"]["confirmed"] == ["tiny-qwen3-4x1"] and (tmp_path / "slow" / "tiny-qwen3-4x1" / "blocks.jsonl").exists()
+    filed = fake_gh(json.loads(_report(tmp_path).read_text()), CONFIRM=str(tmp_path / "slow" / "report.json"))
+    assert "perf regression: cpu latest runtime tiny-qwen3-4x1" in [c[c.index("--title") + 1] for c in filed if c[:2] == ["issue", "create"]]
     flat = confirm(_report(tmp_path), replace(t, alpha=0.01), results_dir=tmp_path / "flat", **common)  # an A/A: a false alarm at most 1% of the time
     got = json.loads((tmp_path / "flat" / "report.json").read_text())
     v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from venvs import make_venv
 
 from harness import exits
 from harness.commands import cli
@@ -89,11 +90,8 @@ def suite_report(tmp_path) -> Path:
 
 
 def python_b(tmp_path) -> str:
-    """Another interpreter path for side B (a wrapper of this one), so that A and B are not one environment."""
-    wrapper = tmp_path / "python-b"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    wrapper.chmod(0o755)
-    return str(wrapper)
+    """Another environment for side B (a virtualenv of this interpreter), so that A and B are not one environment."""
+    return make_venv(tmp_path / "venv-b")
 
 
 # ---- 1. a report is read only by the run that wrote it ------------------------------------------------------------------
@@ -125,6 +123,37 @@ def test_confirm_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, mo
     monkeypatch.undo()
     stub_launcher(monkeypatch, die=True)  # the real comparison, its worker dead: the earlier report is gone, no verdict either
     assert confirm(suite_report(tmp_path), t, **common) == exits.MEASUREMENT_FAILED and not earlier.exists()
+
+
+def test_two_virtualenvs_of_one_interpreter_are_two_environments(tmp_path):
+    """tox's .tox/pinned and .tox/latest run one base binary; the environment is the prefix and its distributions. A wrapper
+    of this interpreter (another path, the same prefix) is still this environment."""
+    from harness.measuring.interpreters import environment
+
+    pinned, latest = make_venv(tmp_path / "pinned"), make_venv(tmp_path / "latest")
+    assert os.path.realpath(pinned) == os.path.realpath(latest)  # the binary cannot tell them apart
+    a, b = environment(pinned, "a"), environment(latest, "b")
+    assert not a.same_as(b) and a.distributions == b.distributions and a.prefix != b.prefix
+    wrapper = tmp_path / "python-here"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    assert environment(str(wrapper), "b").same_as(environment(sys.executable, "a"))
+
+
+def test_the_nightly_confirms_a_slowdown_between_two_virtualenvs_and_opens_an_issue(tmp_path, monkeypatch, fake_gh):
+    """The nightly's confirm step as it runs it (pinned's python, A pinned, B latest), its workers stand-ins with B 1.5 times
+    slower: confirmed, exit 1, and the issue step files the runtime regression from the confirmed report."""
+    pinned, latest = make_venv(tmp_path / "pinned"), make_venv(tmp_path / "latest")
+    stub_launcher(monkeypatch, slow_b=1.5)
+    out = tmp_path / "confirm"
+    code = cli.main(["confirm", str(suite_report(tmp_path)), "--python-a", pinned, "--python-b", latest, "--results-dir", str(out),
+                     "--workloads-dir", str(ROOT / "workloads"), "--set", "pairs=12", "--set", "launches=3",
+                     "--set", "block_steps=2", "--set", "warmup_steps=1", "--set", "prestart=false", "--set", "warm_apart=false"])
+    got = json.loads((out / "report.json").read_text())
+    assert code == exits.REGRESSION and got["confirm"]["confirmed"] == ["tiny-qwen3-4x1"] and not got["confirm"]["same_environment"]
+    filed = fake_gh(json.loads(suite_report(tmp_path).read_text()), CONFIRM=str(out / "report.json"))
+    titles = [c[c.index("--title") + 1] for c in filed if c[:2] == ["issue", "create"]]
+    assert titles == ["perf regression: cpu latest runtime tiny-qwen3-4x1"]
 
 
 def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, monkeypatch):

@@ -80,8 +80,8 @@ def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
 
 def decide(job: Job, root: Path) -> dict:
     """Gather what :func:`plan` needs (the workloads and baselines here, and both environments' versions) and plan."""
-    from harness.commands.ab import shared, side_versions
     from harness.commands.doctor import workloads_here
+    from harness.measuring.interpreters import shared, side_versions
 
     workloads = workloads_here(root / "workloads", root / "baselines", job.gpu)
     known = {w["name"] for w in workloads}

@@ -10,49 +10,14 @@ A's runs go to RESULTS_DIR/a, B's to RESULTS_DIR/b, and the verdicts are those o
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.files import ensure_dir, new_id
+from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.spec import load_workload
-
-
-def interpreter(path: str | None, side: str, flag: str | None = None) -> str:
-    """The Python of one side: a path or a command on PATH. Raises ValueError with one line, naming ``flag``
-    (default ``--python-<side>``), if it is no executable file."""
-    if not path:
-        return sys.executable
-    found = shutil.which(path) if os.sep not in path else (path if os.path.isfile(path) and os.access(path, os.X_OK) else None)
-    if not found:
-        raise ValueError(f"{flag or '--python-' + side} {path}: not an executable Python; pass e.g. .tox/latest/bin/python")
-    return found
-
-
-def side_versions(python: str, side: str) -> dict[str, str | None]:
-    """Python and library versions (``harness.measuring.env.versions``) as the interpreter of one side sees them.
-    Raises ValueError with one line if it cannot say (its workers would fail the same way)."""
-    code = "import json; from harness.measuring.env import versions; print(json.dumps(versions()))"
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
-    if proc.returncode:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ValueError(f"--python-{side} {python}: cannot report its versions ({last}); install this project into that environment (tox does)")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # the last line: anything a library prints on import comes before
-
-
-def same_versions(a: str, b: str) -> str | None:
-    """The versions both sides share, as one line, when A and B have identical versions; None when they differ."""
-    return shared(side_versions(a, "a"), side_versions(b, "b"))
-
-
-def shared(va: dict, vb: dict) -> str | None:
-    """``va`` as one line when it equals ``vb``; None when they differ."""
-    return ", ".join(f"{k} {v}" for k, v in va.items() if v) if va == vb else None
 
 
 def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None = None, decompositions: list[str] | None = None,

@@ -67,7 +67,7 @@ def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, 
            inject_work: int = 0, steps: int | None = None, workloads_dir: str | Path = "workloads",
            results_dir: str | Path = "perf-results/census", run_timeout: float = 1800.0, out: Callable[[str], None] = print) -> int:
     """Make ``repeats`` census runs of each decomposition; returns 1 if a run failed."""
-    from harness.commands.ab import interpreter
+    from harness.measuring.interpreters import interpreter
 
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)

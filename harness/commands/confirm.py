@@ -12,7 +12,8 @@ Outcomes, per runtime regression of the report:
   message followed by the interleaved one.
 * **unconfirmed**: the interleaved comparison says pass, improvement or inconclusive, or no
   comparison could be made (a worker died); the verdict becomes ``unconfirmed`` (not a failure) and
-  says why. When A and B are the same interpreter nothing can confirm it on this machine: without a
+  says why. When A and B are the same environment (the same prefix and the same installed distributions, as
+:mod:`harness.measuring.interpreters` says; two virtualenvs of one base interpreter are two environments) nothing can confirm it on this machine: without a
   library change, a stored-baseline regression is the machine, its driver or noise; it stays on the
   history page, without an alert.
 
@@ -28,7 +29,6 @@ a comparison failed to measure (a worker died), else 0. Ctrl-C and SIGTERM stop 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -44,8 +44,8 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
             results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print) -> int:
     """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring), each case with the
     settings of ``template`` (its workload and decomposition are the case's; default: the defaults)."""
-    from harness.commands.ab import interpreter
     from harness.commands.interleave import interleave
+    from harness.measuring.interpreters import environment, interpreter
 
     path = Path(report)
     if not path.is_file():
@@ -66,10 +66,10 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
     (root / "report.json").unlink(missing_ok=True)  # an earlier confirmation's: never read as this one's, whatever stops this
     template = template or ComparisonConfig(workload="", decomposition="")
     pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
-    same = os.path.realpath(pa) == os.path.realpath(pb)
     cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
     todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
     out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
+    same = bool(todo) and environment(pa, "a").same_as(environment(pb, "b"))  # the prefix and the distributions, not the binary
     verdicts, confirmed, failed = [], [], []
     for v in data["verdicts"]:
         if v not in todo:

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.commands.ab import interpreter, same_versions
 from harness.engine import inject
 from harness.engine.config import ComparisonConfig
 from harness.engine.fallback import fresh_fallback
@@ -36,6 +35,7 @@ from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
 from harness.judging.stopping import StopRule
+from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import parse_faults, sigterm_as_interrupt
 from harness.spec import Workload, load_workload
