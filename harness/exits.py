@@ -20,10 +20,13 @@ INTERRUPTED = 130  # Ctrl-C (SIGINT): 128 + 2, as a shell reports it
 TERMINATED = 143  # SIGTERM (a cancelled CI job): 128 + 15
 
 
-def of_interrupt(exc: BaseException) -> int:
-    """:data:`TERMINATED` for a SIGTERM (:class:`harness.measuring.runner.Terminated`), else :data:`INTERRUPTED`."""
-    from harness.measuring.runner import Terminated
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so that the same cleanup runs; the command line and a pytest session
+    then exit 143, not Ctrl-C's 130."""
 
+
+def of_interrupt(exc: BaseException) -> int:
+    """:data:`TERMINATED` for a SIGTERM (:class:`Terminated`), else :data:`INTERRUPTED`."""
     return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
 
 

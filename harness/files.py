@@ -72,16 +72,6 @@ def _open_inside(path: str | Path, flags: int) -> int:
     return os.open(path, flags | os.O_CREAT, 0o644)
 
 
-def own_report(path: str | Path, session_id: str) -> dict | None:
-    """The JSON report at ``path`` when the run ``session_id`` wrote it; None when there is none, it cannot be read, or an
-    earlier run wrote it: a caller that started a run takes no other run's report for its verdict."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and report_session(data) == session_id else None
-
-
 def report_session(data: dict) -> str | None:
     """The id of the run that wrote a report: its ``session_id`` (a fallback report keeps it in its ``settings``)."""
     return data.get("session_id") or (data.get("settings") or {}).get("session_id")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.engine.config import DEFAULT_BUDGET_MINUTES, cpu_list, defaults_text
+from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.sidebyside.config import DEFAULT_BUDGET_MINUTES, cpu_list, defaults_text
 
 
 def _parser(name: str, convert: Callable[[str], Any], ok: Callable[[Any], bool], expected: str, rule: str) -> Callable[[str], Any]:
@@ -144,7 +145,7 @@ REPEATS = Opt(("--repeats",), "repeats", "fresh-process runs per decomposition (
 RESULTS_DIR = Opt(("--results-dir",), "results_dir", "where runs.jsonl, logs and reports go", default="perf-results")
 WORKLOADS_DIR = Opt(("--workloads-dir",), "workloads_dir", "workload specs")
 BASELINES_DIR = Opt(("--baselines-dir",), "baselines_dir", "baseline store (default: baselines/ of the project)")
-TIMEOUT = Opt(("--timeout", "--run-timeout"), "run_timeout", "wall-clock limit per run, seconds", type=parse_positive_float, default=1800.0)
+TIMEOUT = Opt(("--timeout", "--run-timeout"), "run_timeout", "wall-clock limit per run, seconds", type=parse_positive_float, default=RUN_TIMEOUT_S)
 ALPHA = Opt(("--alpha",), "alpha", "family-wise false-alarm rate (default: the baseline's; for an interleaved comparison the GPU's)", type=parse_alpha)
 THRESHOLD = Opt(("--threshold",), "threshold", "practical runtime threshold, a fraction: 0.05 is +5% (default: the baseline's; +2% for an interleaved comparison)", type=parse_threshold)
 
@@ -175,8 +176,8 @@ CHANGE_ALPHA = Opt(("--alpha",), "alpha", "false-alarm rate of the change points
                    type=parse_alpha, default=0.05)
 PENALTY = Opt(("--penalty",), "penalty", "k of the PELT penalty k * sigma^2 * log(n) on log session medians (3: modified BIC)",
               type=parse_positive_float, default=3.0)
-# interleave: A against B on this machine, block-interleaved (harness.commands.interleave); every other setting is a field of
-# harness.engine.config.ComparisonConfig, set with --set key=value
+# interleave: A against B on this machine, block-interleaved (harness.sidebyside.run); every other setting is a field of
+# harness.sidebyside.config.ComparisonConfig, set with --set key=value
 DECOMPOSITION = Opt(("--decomposition",), "decomposition", "the decomposition to compare, e.g. 4x1")
 PYTHON_A = Opt(("--python-a",), "python_a", "interpreter (environment) of side A (default: this one)")
 PYTHON_B = Opt(("--python-b",), "python_b", "interpreter (environment) of side B (default: this one)")
@@ -196,9 +197,9 @@ FALLBACK_REPEATS = Opt(("--fallback-repeats",), "fallback_repeats", "when A and 
 
 
 def comparison_config(values: dict[str, Any], **fixed: Any):
-    """The :class:`~harness.engine.config.ComparisonConfig` of parsed options (``values`` by dest, ``--set`` items under
+    """The :class:`~harness.sidebyside.config.ComparisonConfig` of parsed options (``values`` by dest, ``--set`` items under
     ``set``) and ``fixed`` fields; a bad combination raises ValueError with one line."""
-    from harness.engine.config import ComparisonConfig, parse_sets
+    from harness.sidebyside.config import ComparisonConfig, parse_sets
 
     direct = ("gpu", "python_a", "python_b", "budget_minutes", "alpha", "threshold", "skip_same_versions", "workloads_dir", "results_dir",
               "run_timeout", "inject_slowdown_b", "inject_work_b", "inject_work_b_percent")
@@ -225,7 +226,7 @@ AB_INJECT_SLOWDOWN_B = Opt(("--inject-slowdown-b",), "inject_slowdown_b", "sensi
 AB = (PYTHON_A, AB_PYTHON_B, AB_INJECT_SLOWDOWN_B, SKIP_SAME_VERSIONS)
 
 
-# advise: the fastest split of an effective batch on this device (harness.commands.advise)
+# advise: the fastest split of an effective batch on this device (harness.workflows.advise)
 EFFECTIVE = Opt(("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int)
 ADVISE_BUDGET = Opt(("--budget-minutes",), "budget_minutes", "device minutes for the whole advice, probes included; the comparisons share "
                     "what the probes leave", type=parse_positive_float, default=10.0)
@@ -241,7 +242,7 @@ MEMORY_LIMIT_MICRO = Opt(("--inject-memory-limit-micro",), "memory_limit_micro",
                          "memory at their first step", type=parse_positive_int)
 ADVISE = (EFFECTIVE, ADVISE_BUDGET, PROBE_STEPS, BLOCK_SECONDS, ADVISE_PAIRS, ADVISE_LAUNCHES, NO_CENSUS, SCREEN, CPUS, MEMORY_LIMIT_MICRO)
 
-# confirm: each runtime regression of a report re-measured interleaved (harness.commands.confirm)
+# confirm: each runtime regression of a report re-measured interleaved (harness.workflows.confirm)
 CONFIRM = COMPARISON
 
 # the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
@@ -256,3 +257,18 @@ JUDGE = (ALPHA, THRESHOLD)
 SESSION = (GPU, REPEATS, MAX_REPEATS, *RUN, BASELINES_DIR, WORKLOADS, ORDER, UPDATE_BASELINES, CENSUS, INJECT_SLOWDOWN, INJECT_WORK, NO_PHASES,
            PROFILE_STEPS, *JUDGE, CALIBRATE, FAIL_INCONCLUSIVE, REQUIRE_BASELINE, BUDGET_MINUTES, RESUME, *INTERLEAVE_SESSION)
 HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY)
+
+
+def here(a, this_machine: bool = True):
+    """The parsed options as a command uses them, checked before it makes any run: relative default paths are the
+    project's (:func:`harness.options.in_project`); ``--gpu auto`` is the detected device, and for a command that makes
+    runs here (``this_machine``) another name must be it (or ``cpu``), as in the pytest plugin."""
+    from harness.measuring.env import detect_gpu, resolve_gpu
+
+    for key in ("workloads_dir", "results_dir", "baselines_dir"):
+        if getattr(a, key, None) is not None:
+            setattr(a, key, str(in_project(getattr(a, key))))
+    if getattr(a, "gpu", None):
+        detected = detect_gpu()
+        a.gpu = resolve_gpu(a.gpu, detected) if this_machine else (detected if a.gpu.lower() == "auto" else a.gpu.lower())
+    return a

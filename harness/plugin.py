@@ -1,6 +1,6 @@
 """pytest hooks only: options, device check, parametrisation, the session fixture and the terminal summary.
 
-Options are declared in :mod:`harness.options`; runs are made by :mod:`harness.commands.session`,
+Options are declared in :mod:`harness.options`; runs are made by :mod:`harness.suite.session`,
 verdicts given by :mod:`harness.judging.judge`, reports written by :mod:`harness.reporting.report`.
 """
 
@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness import options as opt
-from harness.commands.session import Options, PerfSession
-from harness.exits import TERMINATED
+from harness.exits import TERMINATED, Terminated
 from harness.measuring.env import detect_gpu, resolve_gpu
-from harness.measuring.runner import Terminated
 from harness.spec import SpecError, Workload, load_workloads
+from harness.suite.session import Options, PerfSession
 
 _GPU = pytest.StashKey[str]()
 _WORKLOADS = pytest.StashKey[dict]()
@@ -214,22 +213,21 @@ def perf_session(request) -> PerfSession:
 def perf_interleave(request):
     """``perf_interleave((workload, decomposition))``: that case compared against ``--interleave-python-b``, interleaved on this
     machine (``python -m harness interleave``, A = this interpreter, results in ``<results-dir>/interleave/<case>``);
-    returns the exit code and the comparison's report (``report.json``: verdict, sigma, launches, time)."""
+    returns the exit code and the comparison's report (as its ``report.json``: verdict, sigma, launches, time), or None when
+    it made none."""
     config = request.config
 
     def run(case: tuple[str, str]) -> tuple[int, dict | None]:
         from dataclasses import replace
 
-        from harness.commands.interleave import interleave
-        from harness.files import new_id, own_report
+        from harness.sidebyside.run import interleave
 
         o = config.getoption
         out_dir = Path(o("results_dir")) / "interleave" / "-".join(case)
         cfg = replace(config.stash[_COMPARISON], workload=case[0], decomposition=case[1], workloads_dir=str(_workloads_dir(config)),
                       results_dir=str(out_dir))
-        run_id = new_id("interleave")
-        code = interleave(cfg, out=_progress(config), session_id=run_id)
-        return code, own_report(out_dir / "report.json", run_id)  # this comparison's report only, never an earlier session's
+        made = interleave(cfg, out=_progress(config))
+        return made.exit_code, dict(made.report) or None
 
     return run
 
@@ -239,7 +237,7 @@ def pytest_runtestloop(session):
     config = session.config
     if not config.getoption("calibrate"):
         return None
-    from harness.commands.calibrate import calibrate
+    from harness.suite.calibrate import calibrate
 
     o = config.getoption
     code = 0

@@ -7,6 +7,7 @@ names every key and its type, so readers and type checkers agree on the layout.
 
 from __future__ import annotations
 
+from datetime import datetime
 from statistics import median
 from typing import Any, Literal, TypedDict
 
@@ -99,3 +100,31 @@ def headline(rec: dict) -> str:
     if rec.get("peak_reserved_bytes"):
         parts.append(f"peak reserved {rec['peak_reserved_bytes'] / 2**30:.2f} GiB")
     return ", ".join(parts)
+
+
+def parse_time(s: str | None) -> datetime | None:
+    if not s:
+        return None
+    for parse in (datetime.fromisoformat, lambda t: datetime.strptime(t, "%Y-%m-%dT%H:%M:%S%z")):
+        try:
+            return parse(s)
+        except ValueError:
+            continue
+    return None
+
+
+def exclusion(rec: dict) -> str | None:
+    """Why a run is not a point of a timing series, or None for a plain timed run."""
+    if is_census(rec):
+        return "census"
+    if rec.get("status") != "ok":
+        return f"failed ({rec.get('status')})"
+    if rec.get("inject_slowdown") or rec.get("inject_work"):
+        return "injected slowdown or work"
+    if rec.get("profile_steps"):
+        return "profiled"
+    if rec.get("phases_enabled") is False:
+        return "phases off"
+    if not rec.get("step_time_median_ms"):
+        return "no step time"
+    return None

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands import session as sess
 from harness.files import append_jsonl
 from harness.measuring import loop
 from harness.spec import Workload
+from harness.suite import session as sess
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.advise import GIB, block_steps_for, estimate_step, pairs_for, recommend, report_lines
 from harness.measuring.runner import live_processes
 from harness.spec import Workload
+from harness.workflows.advise import GIB, block_steps_for, estimate_step, pairs_for, recommend, report_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SPLITS = ["8x1", "4x2", "2x4", "1x8"]

@@ -21,13 +21,18 @@ def on(monkeypatch):
     """``on("l4")``: this machine detects that device; the command functions record their arguments instead of training."""
     calls: dict[str, dict] = {}
 
+    class Done(int):  # what the commands return: an exit code, or a result that carries one
+        exit_code = 0
+
     def fake(name):
         def record(*args, **kw):
             calls[name] = dict(kw, args=args)
-            return 0
+            return Done(0)
         return record
 
-    from harness.commands import ab, advise, calibrate, census, compare, interleave
+    from harness.sidebyside import run as interleave
+    from harness.suite import ab, calibrate, census, compare
+    from harness.workflows import advise
     for mod, name in ((calibrate, "calibrate"), (census, "census"), (ab, "ab"), (advise, "advise"), (interleave, "interleave"),
                       (compare, "baseline_update")):
         monkeypatch.setattr(mod, name, fake(name))
@@ -139,7 +144,7 @@ def test_baseline_update_records_runs_of_their_own_device(tmp_path, fake_runs, t
     (["overhead", "--micro", "1x4"], "--micro 1x4: expected DECOMP=MS,... such as 1x4=1510,4x1=394"),
 ])
 def test_bad_command_settings_are_refused_before_any_run(tmp_path, capsys, monkeypatch, argv, says):
-    from harness.commands import ab, calibrate, census
+    from harness.suite import ab, calibrate, census
 
     for mod in (ab, calibrate, census):
         monkeypatch.setattr(mod, "run_slots", lambda *a, **k: pytest.fail("a run was started"))

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.compare import UsageError, group
+from harness.errors import UsageError
+from harness.suite.compare import group
 
 RUNS = Path(__file__).parent / "data/history/cpu-e2e/run-b/rec/runs.jsonl"
 

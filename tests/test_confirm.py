@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from venvs import make_venv
 
-from harness.commands.confirm import UNCONFIRMED, confirm
-from harness.engine.config import ComparisonConfig
+from harness.sidebyside.config import ComparisonConfig
+from harness.workflows.confirm import UNCONFIRMED, confirm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ def _report(tmp_path, outcome="regression") -> Path:
 def test_the_same_environment_cannot_confirm_and_raises_no_runtime_alert(tmp_path):
     lines = []
     same = ComparisonConfig(workload="", decomposition="", python_a=sys.executable, python_b=sys.executable)
-    code = confirm(_report(tmp_path), same, results_dir=tmp_path / "c", out=lines.append)
+    code = confirm(_report(tmp_path), same, results_dir=tmp_path / "c", out=lines.append).exit_code
     got = json.loads((tmp_path / "c" / "report.json").read_text())
     runtime = {v["case"]: v for v in got["verdicts"] if v["kind"] == "runtime"}
     assert runtime["tiny-qwen3-4x1"]["outcome"] == UNCONFIRMED and "same environment" in runtime["tiny-qwen3-4x1"]["message"]
@@ -65,14 +65,14 @@ def test_a_real_slowdown_is_confirmed_and_none_is_not(tmp_path, fake_gh):
     pinned, latest = make_venv(tmp_path / "pinned"), make_venv(tmp_path / "latest")
     t = ComparisonConfig(workload="", decomposition="", python_a=pinned, python_b=latest, block_steps=2, pairs=12, launches=3)
     common = dict(workloads_dir=ROOT / "workloads", out=lambda _: None)
-    slow = confirm(_report(tmp_path), replace(t, inject_slowdown_b=0.6), results_dir=tmp_path / "slow", **common)
+    slow = confirm(_report(tmp_path), replace(t, inject_slowdown_b=0.6), results_dir=tmp_path / "slow", **common).exit_code
     got = json.loads((tmp_path / "slow" / "report.json").read_text())
     v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
     assert slow == 1 and v["outcome"] == "regression" and "confirmed interleaved on this machine: REGRESSION: B/A x" in v["message"]
     assert got["confirm"]["confirmed"] == ["tiny-qwen3-4x1"] and (tmp_path / "slow" / "tiny-qwen3-4x1" / "blocks.jsonl").exists()
     filed = fake_gh(json.loads(_report(tmp_path).read_text()), CONFIRM=str(tmp_path / "slow" / "report.json"))
     assert "perf regression: cpu latest runtime tiny-qwen3-4x1" in [c[c.index("--title") + 1] for c in filed if c[:2] == ["issue", "create"]]
-    flat = confirm(_report(tmp_path), replace(t, alpha=0.01), results_dir=tmp_path / "flat", **common)  # an A/A: a false alarm at most 1% of the time
+    flat = confirm(_report(tmp_path), replace(t, alpha=0.01), results_dir=tmp_path / "flat", **common).exit_code  # an A/A: a false alarm at most 1% of the time
     got = json.loads((tmp_path / "flat" / "report.json").read_text())
     v = next(v for v in got["verdicts"] if v["case"] == "tiny-qwen3-4x1")
     assert v["outcome"] == UNCONFIRMED and v["interleaved"]["outcome"] in ("pass", "inconclusive", "improvement"), v

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands import cost as cost_cmd
 from harness.commands.cli import main
 from harness.judging import census_diff
 from harness.judging import cost_fit as cf
 from harness.judging import cost_model as cm
+from harness.suite.runs import runs_of
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "baselines" / "h200" / "qwen3-1.7b-lora.json"
@@ -112,7 +112,7 @@ def test_predict_takes_a_census_diff_a_mapping_or_the_changed_census():
 
 
 def baseline_splits():
-    return cf.split_cases({k: v for (_, k), v in cost_cmd.runs_of(BASELINE).items()})
+    return cf.split_cases({k: v for (_, k), v in runs_of(BASELINE).items()})
 
 
 def test_the_h200_split_penalty_is_predicted_within_15_percent_without_its_own_ratio():
@@ -224,11 +224,11 @@ def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[d
 
 
 def finish_interleave(root: Path, ratio: float) -> dict:
-    from harness.commands.interleave import settings_of
-    from harness.engine.config import ComparisonConfig
-    from harness.engine.finish import finish
     from harness.judging import paired as pd
     from harness.judging.blocks import grouped, pairs_of
+    from harness.sidebyside.config import ComparisonConfig
+    from harness.sidebyside.finish import finish
+    from harness.sidebyside.run import settings_of
     from harness.spec import Workload
 
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")

@@ -19,9 +19,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.commands import interleave as il
-from harness.engine.launchers import warm_cpus
-from harness.engine.loop import PROGRESS
 from harness.files import read_jsonl
 from harness.judging import block_metrics as bm
 from harness.judging import blocks as blocks_mod
@@ -34,6 +31,9 @@ from harness.judging import simulate as sim
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.measuring.runner import live_processes
 from harness.reporting import interleave as rp
+from harness.sidebyside import run as il
+from harness.sidebyside.launchers import warm_cpus
+from harness.sidebyside.loop import PROGRESS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -493,7 +493,7 @@ def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
     shutil.copytree(tmp_path / "out", lost)
     (lost / "report.json").unlink()
     (lost / "report.md").unlink()
-    assert il.recover(lost, out=lambda _: None) == (1 if report["verdict"]["outcome"] == "regression" else 0)
+    assert il.recover(lost, out=lambda _: None).exit_code == (1 if report["verdict"]["outcome"] == "regression" else 0)
     again = json.loads((lost / "report.json").read_text())
     assert {k: again["verdict"][k] for k in ("outcome", "ratio", "lo", "hi", "pairs", "n_units")} == \
         {k: report["verdict"][k] for k in ("outcome", "ratio", "lo", "hi", "pairs", "n_units")}
@@ -768,7 +768,7 @@ class _CastWorker:
 
 @pytest.mark.parametrize("target, casts", [(0.05, 5.0), (0.02, 2.0 / 3.0), (0.10, 15.0)])
 def test_calibration_by_the_injections_own_clock_finds_the_amount_for_the_target(target, casts):
-    from harness.engine.inject import CALIBRATION_PROBES, CALIBRATION_ROUNDS, calibrate_injection
+    from harness.sidebyside.inject import CALIBRATION_PROBES, CALIBRATION_ROUNDS, calibrate_injection
 
     a, b = _CastWorker(4.0, seed=1), _CastWorker(4.0, seed=2)
     seen = []
@@ -802,7 +802,7 @@ def test_injected_work_keeps_its_own_clock_and_leaves_the_output_alone(kind):
 
 
 def test_injected_share_is_the_casts_against_the_rest_of_the_step():
-    from harness.engine.inject import injected_share
+    from harness.sidebyside.inject import injected_share
 
     blocks = [{"side": "b", "warmup": False, "inject_ms": 50.0, "step_times_ms": [1040.0, 1060.0]},
               {"side": "b", "warmup": True, "inject_ms": 500.0, "step_times_ms": [1500.0]},

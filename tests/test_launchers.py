@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.engine.launchers import Prestarted
 from harness.measuring.resident import WorkerDied
+from harness.sidebyside.launchers import Prestarted
 
 
 class FakeWorker:

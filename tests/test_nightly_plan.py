@@ -124,7 +124,7 @@ def test_tonights_census_of_the_case_is_handed_to_the_bisect_as_bads(tmp_path):
 
 
 def test_the_ab_gets_the_baselines_census_as_a_and_tonights_as_b(tmp_path):
-    from harness.commands.cost import side_census
+    from harness.suite.runs import side_census
 
     ab_censuses = script("ab-censuses")
     c = {"fits": True, "device": "cuda", "ops": 10.0, "kernels": 5.0}

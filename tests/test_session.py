@@ -3,8 +3,8 @@
 import pytest
 
 from harness import options as opt
-from harness.commands import session as sess
 from harness.judging import baseline as bl
+from harness.suite import session as sess
 
 
 def test_interleaved_and_reversed_order(tmp_path, tiny, make, fake_runner, clock):
@@ -122,7 +122,7 @@ def test_no_extra_runs_against_a_baseline_from_several_machines(tmp_path, tiny, 
 
 
 def test_a_census_only_session_needs_the_census_and_plans_one_look():
-    from harness.commands.session import Options
+    from harness.suite.session import Options
 
     assert Options(gpu="cpu", repeats=0, census=True).looks == 1
     with pytest.raises(ValueError, match="add --census"):

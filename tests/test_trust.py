@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from harness.commands import cli
-from harness.commands import interleave as il
-from harness.engine.config import ComparisonConfig
-from harness.engine.loop import PROGRESS, Comparison
 from harness.files import append_jsonl, read_jsonl, results_lock
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.reporting import report
+from harness.sidebyside import run as il
+from harness.sidebyside.config import ComparisonConfig
+from harness.sidebyside.loop import PROGRESS, Comparison
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,8 @@ def test_an_earlier_report_is_gone_before_a_comparison_starts(tmp_path, monkeypa
         il.interleave(cfg, out=lambda _: None)  # refused before any run: the settings are checked first
     cfg = ComparisonConfig(workload="tiny-qwen3", decomposition="4x1", gpu="cpu", results_dir=str(tmp_path), skip_same_versions=True,
                            workloads_dir=str(ROOT / "workloads"), pairs=4, launches=2)
-    assert il.interleave(cfg, out=lambda _: None) == 0  # the same versions: nothing to run, and nothing of this run to report
+    made = il.interleave(cfg, out=lambda _: None)  # the same versions: nothing to run, and nothing of this run to report
+    assert made.exit_code == 0 and made.verdict is None and "same versions" in made.reason
     assert (tmp_path / "report.json").exists()  # no run started, so the earlier report stays where it was
 
     def interrupted(*_, **__):

@@ -21,13 +21,14 @@ from venvs import make_venv
 
 from harness import exits
 from harness.commands import cli
-from harness.commands import interleave as il
-from harness.engine.config import ComparisonConfig
-from harness.engine.launchers import Plain
-from harness.engine.loop import Comparison
-from harness.files import OutsideResults, append_jsonl, own_report, write_json_atomic
+from harness.files import OutsideResults, append_jsonl, report_session, write_json_atomic
 from harness.measuring.resident import ResidentWorker, WorkerDied
 from harness.measuring.runner import live_processes
+from harness.results.comparison import ComparisonResult
+from harness.sidebyside import run as il
+from harness.sidebyside.config import ComparisonConfig
+from harness.sidebyside.launchers import Plain
+from harness.sidebyside.loop import Comparison
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -97,23 +98,23 @@ def python_b(tmp_path) -> str:
 # ---- 1. a report is read only by the run that wrote it ------------------------------------------------------------------
 def test_confirm_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, monkeypatch):
     """A rerun whose worker died, beside the earlier confirmation's report: no verdict (exit 3), never "CONFIRMED"."""
-    from harness.commands.confirm import UNCONFIRMED, confirm
+    from harness.workflows.confirm import UNCONFIRMED, confirm
 
     t = ComparisonConfig(workload="", decomposition="", python_a=sys.executable, python_b=python_b(tmp_path), cpus=(), pairs=12, launches=3,
                          block_steps=2, warmup_steps=1, prestart=False, warm_apart=False, seed=3)
     common = dict(workloads_dir=ROOT / "workloads", results_dir=tmp_path / "c", out=lambda _: None)
     stub_launcher(monkeypatch, slow_b=1.5)
-    assert confirm(suite_report(tmp_path), t, **common) == exits.REGRESSION
+    assert confirm(suite_report(tmp_path), t, **common).exit_code == exits.REGRESSION
     first = json.loads((tmp_path / "c" / "report.json").read_text())
     assert first["confirm"]["confirmed"] == ["tiny-qwen3-4x1"]
     earlier = tmp_path / "c" / "tiny-qwen3-4x1" / "report.json"
     stale = earlier.read_text()
 
-    def dies_leaving_the_dir_alone(cfg, *, out, session_id, **_):  # as a run that stops before it clears anything
-        return exits.MEASUREMENT_FAILED
+    def dies_leaving_the_dir_alone(cfg, *, out, **_):  # as a run that stops before it clears anything
+        return ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir), reason="a worker died")
 
     monkeypatch.setattr(il, "interleave", dies_leaving_the_dir_alone)
-    assert confirm(suite_report(tmp_path), t, **common) == exits.MEASUREMENT_FAILED
+    assert confirm(suite_report(tmp_path), t, **common).exit_code == exits.MEASUREMENT_FAILED
     got = json.loads((tmp_path / "c" / "report.json").read_text())
     v = got["verdicts"][0]
     assert earlier.read_text() == stale and json.loads(stale)["verdict"]["outcome"] == "regression"  # still there, not read
@@ -122,7 +123,7 @@ def test_confirm_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, mo
     assert got["confirm"]["session_id"] != first["confirm"]["session_id"] and got["session_id"] == "suite-1"
     monkeypatch.undo()
     stub_launcher(monkeypatch, die=True)  # the real comparison, its worker dead: the earlier report is gone, no verdict either
-    assert confirm(suite_report(tmp_path), t, **common) == exits.MEASUREMENT_FAILED and not earlier.exists()
+    assert confirm(suite_report(tmp_path), t, **common).exit_code == exits.MEASUREMENT_FAILED and not earlier.exists()
 
 
 def test_two_virtualenvs_of_one_interpreter_are_two_environments(tmp_path):
@@ -157,7 +158,7 @@ def test_the_nightly_confirms_a_slowdown_between_two_virtualenvs_and_opens_an_is
 
 
 def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, monkeypatch):
-    from harness.commands import advise as ad
+    from harness.workflows import advise as ad
 
     probes = {s: {"status": "ok", "step_ms": ms, "probe_ms": ms} for s, ms in (("4x1", 100.0), ("2x2", 110.0), ("1x4", 400.0))}
     monkeypatch.setattr(ad, "probe", lambda *a, **k: (probes, None))
@@ -166,7 +167,7 @@ def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, mon
     (old / "report.json").write_text(json.dumps({"session_id": "interleave-earlier", "verdict": {"outcome": "improvement", "ratio": 0.5,
                                                                                                    "lo": 0.4, "hi": 0.6, "message": "old"}}))
     (tmp_path / "out" / "report.json").write_text('{"answer": "an earlier advice"}')
-    monkeypatch.setattr(il, "interleave", lambda cfg, *, workload, out, session_id: exits.MEASUREMENT_FAILED)
+    monkeypatch.setattr(il, "interleave", lambda cfg, *, workload, out: ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir)))
     code = ad.advise(gpu="cpu", workload="tiny-qwen3", workloads_dir=ROOT / "workloads", results_dir=tmp_path / "out", census=False,
                      out=lambda _: None)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
@@ -183,22 +184,23 @@ def test_the_pytest_fixture_reads_only_its_own_comparisons_report(perf_project, 
         def test_stale(perf_interleave):
             assert perf_interleave(("tiny-qwen3", "4x1")) == (3, None)
         """)
-    monkeypatch.setattr(il, "interleave", lambda cfg, *, out, session_id: exits.MEASUREMENT_FAILED)
+    monkeypatch.setattr(il, "interleave", lambda cfg, *, out: ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir)))
     perf_project.runpytest("test_fixture.py", "--gpu=cpu", "--results-dir", "out", "-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_recover_tells_an_old_report_from_this_runs(tmp_path, monkeypatch):
     stub_launcher(monkeypatch, slow_b=1.5)
     out = tmp_path / "out"
-    assert il.interleave(cfg(tmp_path), out=lambda _: None) == exits.REGRESSION
+    made = il.interleave(cfg(tmp_path), out=lambda _: None)
+    assert made.exit_code == exits.REGRESSION and made.verdict.outcome == "regression"
     own = json.loads((out / "report.json").read_text())
     run = json.loads((out / "progress.json").read_text())["settings"]["session_id"]
-    assert own["session_id"] == run and own_report(out / "report.json", run) == own and own_report(out / "report.json", "other") is None
+    assert own["session_id"] == run and report_session(own) == run
     with pytest.raises(ValueError, match=f"already has report.json of this run \\({run}\\): the run wrote its own report"):
         il.recover(out, out=lambda _: None)
     write_json_atomic(out / "report.json", {**own, "session_id": "interleave-earlier", "verdict": {"outcome": "pass"}})
     said = []
-    assert il.recover(out, out=said.append) == exits.REGRESSION
+    assert il.recover(out, out=said.append).exit_code == exits.REGRESSION
     assert any(f"an old report (of run interleave-earlier, not this run's {run}); moved aside to report-interleave-earlier.json" in s
                for s in said), said
     again = json.loads((out / "report.json").read_text())
@@ -287,7 +289,7 @@ def test_a_failing_cleanup_still_kills_both_workers(tmp_path, monkeypatch, fault
     """progress.json cannot be written (EROFS) once both workers are up, and neither can their request files be removed;
     or killing worker A itself raises (a second Ctrl-C): worker B is killed all the same, and the first error is what the
     caller hears."""
-    from harness.engine.plan import ComparisonPlan
+    from harness.sidebyside.plan import ComparisonPlan
 
     workers = {}
     for s in "ab":

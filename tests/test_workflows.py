@@ -363,7 +363,7 @@ def test_the_comparison_defaults_are_the_nightly_settings():
     """What the nightly's A/B and confirm steps get without a tuning flag, on a runner of 16 CPUs: blocks of one step (single
     micro-batch turns where the decomposition accumulates gradients), 2 warm-up steps per side and launch, 20 launches in
     10 minutes, at most 800 pairs, both workers on the last CPU, the next launch pre-started and warmed up apart on the others."""
-    from harness.engine.config import ComparisonConfig
+    from harness.sidebyside.config import ComparisonConfig
     from harness.spec import load_workload
 
     w = load_workload(ROOT / "workloads", "qwen3-1.7b-lora")

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.engine.config import DEFAULT_THRESHOLD, ComparisonConfig
+from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.sidebyside.config import DEFAULT_THRESHOLD, ComparisonConfig
 
 STEP_BUDGET_MINUTES = 5.0  # device minutes of each interleaved step (start-up included)
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)$")
@@ -101,7 +102,7 @@ class BisectConfig:
     workloads_dir: str = "workloads"
     results_dir: str = "perf-results/bisect"
     env_cache: str | None = None
-    run_timeout: float = 1800.0
+    run_timeout: float = RUN_TIMEOUT_S
 
     def __post_init__(self):
         good, bad = self.ends()

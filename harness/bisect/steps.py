@@ -24,7 +24,7 @@ from pathlib import Path
 from harness.bisect.config import BisectConfig
 from harness.bisect.envs import EnvCache
 from harness.bisect.plan import FAILED, OK, Candidate, Measured
-from harness.files import mark_not_stored, new_id, own_report, read_jsonl
+from harness.files import mark_not_stored, read_jsonl
 from harness.judging.census_diff import normalize
 
 CensusFn = Callable[[str, Path], dict | None]  # (python, folder) -> the census run's record, or None
@@ -111,13 +111,13 @@ class Steps:
         return None
 
     def _census_run(self, python: str, folder: Path) -> dict | None:
-        from harness.commands.census import census
+        from harness.suite.census import census
 
-        census(gpu=self.cfg.gpu, workload=self.cfg.workload, decompositions=[self.cfg.decomposition], repeats=1, python=python,
-               steps=self.cfg.steps, workloads_dir=self.cfg.workloads_dir, results_dir=folder, run_timeout=self.cfg.run_timeout,
-               out=lambda s: self.out(f"    {s}"))
-        recs = read_jsonl(folder / "runs.jsonl") if (folder / "runs.jsonl").is_file() else []
-        return recs[-1] if recs else None
+        made = census(gpu=self.cfg.gpu, workload=self.cfg.workload, decompositions=[self.cfg.decomposition], repeats=1, python=python,
+                      steps=self.cfg.steps, workloads_dir=self.cfg.workloads_dir, results_dir=folder, run_timeout=self.cfg.run_timeout,
+                      out=lambda s: self.out(f"    {s}"))
+        last = made.latest(self.cfg.decomposition)
+        return dict(last) if last is not None else None
 
     # ---- interleaved comparison -------------------------------------------------------------------------
     def compare(self, good: Candidate, cand: Candidate) -> Measured:
@@ -151,11 +151,10 @@ class Steps:
         return Measured(OK, verdict["outcome"])
 
     def _compare_run(self, python_a: str, python_b: str, folder: Path) -> dict | None:
-        from harness.commands.interleave import interleave
+        from harness.sidebyside.run import interleave
 
-        sid = new_id("interleave")
-        interleave(self.cfg.comparison(python_a, python_b, str(folder)), out=lambda s: self.out(f"    {s}"), session_id=sid)
-        return own_report(folder / "report.json", sid)
+        made = interleave(self.cfg.comparison(python_a, python_b, str(folder)), out=lambda s: self.out(f"    {s}"))
+        return dict(made.report) or None
 
     def _over_budget(self, kind: str) -> str | None:
         """Why a step of ``kind`` may not start (it would end past the budget), or None."""

@@ -21,10 +21,9 @@ def run(a) -> int:
     from harness.bisect import report
     from harness.bisect.config import BisectConfig
     from harness.bisect.search import bisect
-    from harness.commands.cli import _here
-    from harness.engine.config import DEFAULT_THRESHOLD, parse_sets
+    from harness.sidebyside.config import DEFAULT_THRESHOLD, parse_sets
 
-    a = _here(a)
+    a = opt.here(a)
     cfg = BisectConfig(workload=a.workload, decomposition=a.decomposition, good=a.good, bad=a.bad, python=a.python, checkout=a.checkout,
                        package=a.package, wheels=a.wheels, index_url=a.index_url, no_index=a.no_index,
                        move_deps=a.move_deps, packages=tuple(p for p in re.split(r"[\s,]+", a.packages or "") if p), gpu=a.gpu, steps=a.steps,

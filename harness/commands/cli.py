@@ -13,7 +13,7 @@ import sys
 
 from harness import exits
 from harness import options as opt
-from harness.commands.compare import UsageError
+from harness.errors import UsageError
 from harness.judging import baseline as bl
 from harness.judging.thresholds import INTERLEAVED
 from harness.measuring.resident import WorkerDied
@@ -22,16 +22,16 @@ from harness.spec import SpecError
 
 
 def _cmd_baseline_update(a) -> int:
-    from harness.commands.compare import baseline_update
+    from harness.suite.compare import baseline_update
 
-    a = _here(a, this_machine=False)
+    a = opt.here(a, this_machine=False)
     return baseline_update(a.results_dirs, gpu=a.gpu, workload=a.workload, baselines_dir=a.baselines_dir, min_repeats=a.min_repeats, note=a.note)
 
 
 def _cmd_advise(a) -> int:
-    from harness.commands.advise import advise
+    from harness.workflows.advise import advise
 
-    a = _here(a)
+    a = opt.here(a)
     return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
                   block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else 0.05,
                   threshold=a.threshold if a.threshold is not None else INTERLEAVED, census=not a.no_census, screen=a.screen, cpus=a.cpus,
@@ -39,24 +39,24 @@ def _cmd_advise(a) -> int:
 
 
 def _cmd_confirm(a) -> int:
-    from harness.commands.confirm import confirm
+    from harness.workflows.confirm import confirm
 
-    template = opt.comparison_config(vars(_here(a)), workload="", decomposition="")
-    return confirm(a.report, template, workloads_dir=a.workloads_dir, results_dir=a.results_dir)
+    template = opt.comparison_config(vars(opt.here(a)), workload="", decomposition="")
+    return confirm(a.report, template, workloads_dir=a.workloads_dir, results_dir=a.results_dir).exit_code
 
 
 def _cmd_compare(a) -> int:
-    from harness.commands.compare import compare
+    from harness.suite.compare import compare
 
-    return compare(a.a, a.b, alpha=a.alpha, threshold=a.threshold, markdown=a.markdown, allow_gpu_mismatch=a.allow_gpu_mismatch)
+    return compare(a.a, a.b, alpha=a.alpha, threshold=a.threshold, markdown=a.markdown, allow_gpu_mismatch=a.allow_gpu_mismatch).exit_code
 
 
 def _cmd_report(a) -> int:
-    from harness.commands.compare import write_report
+    from harness.suite.compare import write_report
 
-    a = _here(a)
+    a = opt.here(a)
     return write_report(a.results_dirs, baseline=a.baseline, baselines_dir=a.baselines_dir, out_dir=a.out, alpha=a.alpha,
-                        threshold=a.threshold, allow_gpu_mismatch=a.allow_gpu_mismatch)
+                        threshold=a.threshold, allow_gpu_mismatch=a.allow_gpu_mismatch).exit_code
 
 
 def _cmd_overhead(a) -> int:
@@ -72,40 +72,40 @@ def _cmd_overhead(a) -> int:
     missing = [f"--{k}" for k in ("gpu", "workload", "decomposition") if not getattr(a, k)]
     if missing:
         raise UsageError(f"overhead needs {', '.join(missing)} (or --micro)")
-    a = _here(a)
+    a = opt.here(a)
     return measure(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, pairs=a.pairs, steps=a.steps,
                    workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 
 def _cmd_calibrate(a) -> int:
-    from harness.commands.calibrate import calibrate
+    from harness.suite.calibrate import calibrate
 
-    a = _here(a)
+    a = opt.here(a)
     return calibrate(gpu=a.gpu, workload=a.workload, repeats=a.repeats, slowdown=a.slowdown, steps=a.steps, workloads_dir=a.workloads_dir,
                      results_dir=a.results_dir, run_timeout=a.run_timeout)
 
 
 def _cmd_ab(a) -> int:
-    from harness.commands.ab import ab
+    from harness.suite.ab import ab
 
-    a = _here(a)
+    a = opt.here(a)
     return ab(gpu=a.gpu, workload=a.workload, python_a=a.python_a, python_b=a.python_b, decompositions=a.decomposition,
               repeats=a.repeats, steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout,
-              inject_slowdown_b=a.inject_slowdown_b, skip_same_versions=a.skip_same_versions, alpha=a.alpha, threshold=a.threshold)
+              inject_slowdown_b=a.inject_slowdown_b, skip_same_versions=a.skip_same_versions, alpha=a.alpha, threshold=a.threshold).exit_code
 
 
 def _cmd_census(a) -> int:
-    from harness.commands.census import census
+    from harness.suite.census import census
 
-    a = _here(a)
+    a = opt.here(a)
     return census(gpu=a.gpu, workload=a.workload, decompositions=a.decomposition, repeats=a.repeats, python=a.python, inject_work=a.inject_work,
-                  steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
+                  steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout).exit_code
 
 
 def _cmd_doctor(a) -> int:
     from harness.commands.doctor import doctor
 
-    a = _here(a)
+    a = opt.here(a)
     return doctor(workloads_dir=a.workloads_dir, baselines_dir=a.baselines_dir, workflow=opt.in_project(opt.InProject(".github/workflows/nightly.yml")),
                   as_json=a.json)
 
@@ -131,32 +131,17 @@ def _cmd_store_alerts(a) -> int:
 def _cmd_interleave(a) -> int:
     import os
 
-    from harness.commands.interleave import interleave
+    from harness.sidebyside.run import interleave
 
-    a = _here(a)
+    a = opt.here(a)
     cfg = opt.comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=a.gpu)
-    return interleave(cfg, faults=os.environ.get("HARNESS_FAULTS"))
-
-
-def _here(a, this_machine: bool = True):
-    """The parsed options as a command uses them, checked before it makes any run: relative default paths are the
-    project's (:func:`harness.options.in_project`); ``--gpu auto`` is the detected device, and for a command that makes
-    runs here (``this_machine``) another name must be it (or ``cpu``), as in the pytest plugin."""
-    from harness.measuring.env import detect_gpu, resolve_gpu
-
-    for key in ("workloads_dir", "results_dir", "baselines_dir"):
-        if getattr(a, key, None) is not None:
-            setattr(a, key, str(opt.in_project(getattr(a, key))))
-    if getattr(a, "gpu", None):
-        detected = detect_gpu()
-        a.gpu = resolve_gpu(a.gpu, detected) if this_machine else (detected if a.gpu.lower() == "auto" else a.gpu.lower())
-    return a
+    return interleave(cfg, faults=os.environ.get("HARNESS_FAULTS")).exit_code
 
 
 def _cmd_recover(a) -> int:
-    from harness.commands.interleave import recover
+    from harness.sidebyside.run import recover
 
-    return recover(a.results_dir)
+    return recover(a.results_dir).exit_code
 
 
 DESCRIPTION = ("The suite's commands beside `pytest perftests`: check this machine (doctor); compare two environments side by side "

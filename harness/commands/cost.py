@@ -12,47 +12,14 @@ A PATH is a results dir (its ``runs.jsonl``: census runs give the work, timed ru
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from statistics import median
 
-from harness.commands.compare import UsageError
+from harness.errors import UsageError
 from harness.judging import census_diff
 from harness.judging import cost_fit as cf
 from harness.judging import cost_model as cm
-
-
-def runs_of(path: str | Path) -> dict[tuple[str, str], list[dict]]:
-    """Run records by (workload, split) from a results dir or a baseline file; census entries of a baseline become
-    census runs, its runs timed runs."""
-    p = Path(path)
-    if p.is_file():
-        try:
-            data = json.loads(p.read_text())
-            name = data["workload"]["name"]
-            return {(name, k): [dict(r, census=None, decomposition=v["decomposition"]) for r in v["runs"]]
-                    + [dict(c, step_time_median_ms=None, decomposition=v["decomposition"]) for c in v.get("census") or []]
-                    for k, v in data["decompositions"].items()}
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
-            raise UsageError(f"{p}: not a baseline file (no workload.name and decompositions); pass a baseline JSON or a results dir") from None
-    from harness.commands.compare import records
-
-    out: dict[tuple[str, str], list[dict]] = {}
-    for r in records([str(p)]):
-        if r.get("status", "ok") == "ok" and r.get("decomposition_id"):
-            out.setdefault((r["workload"], r["decomposition_id"]), []).append(r)
-    if not out:
-        raise UsageError(f"{p}: no finished runs in its runs.jsonl")
-    return out
-
-
-def merged(paths: list[str]) -> dict[tuple[str, str], list[dict]]:
-    out: dict[tuple[str, str], list[dict]] = {}
-    for path in paths:
-        for key, runs in runs_of(path).items():
-            out.setdefault(key, []).extend(runs)
-    return out
+from harness.suite.runs import census_of, merged, runs_of
 
 
 def _splits(runs: dict[tuple[str, str], list[dict]], workload: str) -> list[cf.SplitCase]:
@@ -103,19 +70,15 @@ def _timing(runs: dict, key) -> float | None:
     return median(steps) if steps else None
 
 
-def _census(runs: dict, key) -> dict | None:
-    return next((r["census"] for r in runs.get(key, []) if r.get("census") and r["census"].get("fits")), None)
-
-
 def diff_report(a: str, b: str, timing: list[str] | None = None, idle_ms=None, out: Callable[[str], None] = print) -> int:
     """``cost --diff A B``: the predicted step change of each case whose census differs."""
     ra, rb = runs_of(a), runs_of(b)
     rt = merged(timing) if timing else ra
-    keys = sorted(k for k in ra if _census(ra, k) and _census(rb, k))
+    keys = sorted(k for k in ra if census_of(ra, k) and census_of(rb, k))
     if not keys:
         raise UsageError(f"{a} and {b}: no case has a census on both sides; run `python -m harness census` in each environment")
     for key in keys:
-        base, cur = _census(ra, key), _census(rb, key)
+        base, cur = census_of(ra, key), census_of(rb, key)
         step = _timing(rt, key) or (None if timing else _timing(rb, key))
         d = census_diff.diff(base, cur)
         head = f"{key[0]} {key[1]}"
@@ -127,31 +90,6 @@ def diff_report(a: str, b: str, timing: list[str] | None = None, idle_ms=None, o
         p = cm.predict(base, {"step_ms": step, "idle_ms": idle_ms}, cm.Delta.between(base, cur), cal)
         out(f"  {p.line()}; step {step:.1f} ms; " + (f"calibrated on {', '.join(cal.names)}" if cal else "no calibration: every host-cost mix"))
     return 0
-
-
-CENSUS_DIRS = {"a": "census-a", "b": "census-b"}  # where an interleaved comparison looks for each side's census runs
-
-
-def side_census(path: Path, workload: str, decomposition: str) -> dict | None:
-    """The first usable census of ``workload``'s ``decomposition`` in the results dir ``path``, or None."""
-    if not (path / "runs.jsonl").is_file():
-        return None
-    try:
-        return _census(runs_of(path), (workload, decomposition))
-    except UsageError:
-        return None
-
-
-def interleave_prediction(root: Path, settings: dict, step_ms_a, verdict: dict | None) -> dict:
-    """The cost model's prediction beside the measured change of an interleaved comparison in ``root``
-    (:func:`harness.judging.cost_model.beside_measured`), from the census runs of each side in ``root/census-a`` and
-    ``root/census-b`` (``python -m harness census --python PY --results-dir ...``); or ``{"reason"}``."""
-    decs = {"a": settings["decomposition"], "b": settings.get("decomposition_b") or settings["decomposition"]}
-    found = {s: side_census(root / d, settings["workload"], decs[s]) for s, d in CENSUS_DIRS.items()}
-    if not any(found.values()):
-        return {"reason": f"no prediction: no census of either side in {root / CENSUS_DIRS['a']} or {root / CENSUS_DIRS['b']} (make them with "
-                          "`python -m harness census --python PY --results-dir DIR` before the comparison)"}
-    return cm.beside_measured(found["a"], found["b"], step_ms_a, verdict)
 
 
 def idle_range(text: str | None):

@@ -15,11 +15,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.commands.compare import UsageError, command_line
+from harness.errors import UsageError
 from harness.files import read_records
 from harness.judging import changepoints
 from harness.reporting import history as hist
 from harness.reporting import history_page
+from harness.suite.compare import command_line
 
 _LABEL = re.compile(r"^([A-Za-z0-9_.-]+)=(.+)$")
 

@@ -14,11 +14,12 @@ from harness.exits import MEASUREMENT_FAILED
 from harness.files import ensure_dir, new_id
 from harness.judging.stats import log_ratio
 from harness.measuring.loop import FreshSide, run_slots, schedule
+from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.spec import load_workload
 
 
 def measure(*, gpu: str, workload: str, decomposition: str, pairs: int = 5, steps: int | None = None,
-            workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/overhead", run_timeout: float = 1800.0,
+            workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/overhead", run_timeout: float = RUN_TIMEOUT_S,
             out: Callable[[str], None] = print) -> int:
     w = load_workload(workloads_dir, workload, steps)
     d = w.decomposition(decomposition)

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.commands.compare import UsageError
+from harness.errors import UsageError
 from harness.files import write_json_atomic
 from harness.store import open_store
 from harness.store import runs as store_runs

@@ -1,7 +1,7 @@
 """The verdict of block-interleaved comparisons on one machine (``python -m harness interleave``): the paired check and
 the plan of its launches and looks. Pure; no I/O.
 
-Design (``harness.commands.interleave`` makes the data; the statistics live in :mod:`harness.judging.block_metrics`,
+Design (``harness.sidebyside.run`` makes the data; the statistics live in :mod:`harness.judging.block_metrics`,
 :mod:`harness.judging.pair_estimates`, :mod:`harness.judging.launches` and :mod:`harness.judging.planning`):
 
 * **The pair.** Two resident workers, A and B, take turns running blocks of k

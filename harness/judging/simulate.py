@@ -61,7 +61,7 @@ def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base
     """Simulate ``trials`` sessions of ``cases`` comparisons, all with true slowdown ``ratio``.
 
     With ``max_repeats``, inconclusive comparisons get ``n_cur`` more runs per look, and alpha is
-    split over the planned looks, as :class:`harness.commands.session.PerfSession` does. With
+    split over the planned looks, as :class:`harness.suite.session.PerfSession` does. With
     ``noise.base_leases >= 2`` the baseline's runs are grouped by machine, as a baseline store records
     them, so the machine is the unit (``by_machine=False`` pools them: the run-level test).
     """

@@ -1,6 +1,6 @@
 """When an interleaved comparison stops: a conclusive look, the planned pairs, or the budget (start-up included).
 
-:class:`StopRule` is passed to the command's loop (:mod:`harness.engine.loop`), and the simulation of the verdict's
+:class:`StopRule` is passed to the command's loop (:mod:`harness.sidebyside.loop`), and the simulation of the verdict's
 false alarms and power (:func:`harness.judging.simulate.simulate_interleave`) stops by the same rule.
 """
 

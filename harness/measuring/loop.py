@@ -1,9 +1,9 @@
-"""The one interleaved run loop: any set of sides x cases x repeats, in the chosen order, with progress.
+"""The fresh-run loop: any set of sides x cases x repeats, each run a fresh worker process, in the chosen order, with progress.
 
 A *side* says how its runs are made and where they are recorded: the plain session, the two
 environments of ``ab`` (A, B), the groups of ``calibrate`` (A, A', S), phases on and off of
 ``overhead``. Every side makes fresh-process runs (:class:`FreshSide`); side-by-side comparisons on
-resident workers have their own loop (:mod:`harness.engine.loop`).
+resident workers have their own loop (:mod:`harness.sidebyside.loop`).
 
 :func:`schedule` lays out the slots, :func:`run_slots` executes them in order, stopping before a
 slot when ``stop`` says so (``--budget-minutes``); the records it returns are already in each side's

@@ -22,12 +22,15 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.exits import Terminated
 from harness.files import append_jsonl, make_dir, new_id, refuse_link, write_json_atomic
 from harness.measuring import lifeline
 from harness.measuring.worker import EXIT_OK
 from harness.spec import Decomposition, Workload
 
 STDERR_TAIL = 3000
+
+RUN_TIMEOUT_S = 1800.0  # the wall-clock limit of one run (seconds) when nobody says another: it is stopped and recorded as timed out
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,6 @@ def log_tail(path: Path, n: int = STDERR_TAIL) -> str:
     except OSError:
         return ""
     return data.decode(errors="replace")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C so that the same cleanup runs; the command line and a pytest session
-    then exit 143, not Ctrl-C's 130 (:mod:`harness.exits`)."""
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from statistics import median
 
 from harness.judging.census_diff import normalize
 from harness.judging.changepoints import ALPHA, MIN_SIZE, PENALTY_K, ChangePoint, detect
-from harness.record import is_census
+from harness.record import exclusion, is_census, parse_time
 from harness.spec import changed_fields
 
 TRACKED = ("python", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
@@ -37,34 +37,6 @@ SPEC = "workload spec"  # the workload hash, tracked like a version
 # ---------------------------------------------------------------------------------------------
 # Reading
 # ---------------------------------------------------------------------------------------------
-def parse_time(s: str | None) -> datetime | None:
-    if not s:
-        return None
-    for parse in (datetime.fromisoformat, lambda t: datetime.strptime(t, "%Y-%m-%dT%H:%M:%S%z")):
-        try:
-            return parse(s)
-        except ValueError:
-            continue
-    return None
-
-
-def exclusion(rec: dict) -> str | None:
-    """Why a run is not a point of a timing series, or None for a plain timed run."""
-    if is_census(rec):
-        return "census"
-    if rec.get("status") != "ok":
-        return f"failed ({rec.get('status')})"
-    if rec.get("inject_slowdown") or rec.get("inject_work"):
-        return "injected slowdown or work"
-    if rec.get("profile_steps"):
-        return "profiled"
-    if rec.get("phases_enabled") is False:
-        return "phases off"
-    if not rec.get("step_time_median_ms"):
-        return "no step time"
-    return None
-
-
 def _positive(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 

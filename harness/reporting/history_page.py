@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 
 from harness.files import write_atomic
-from harness.reporting.history import SPEC, change_text, parse_time
+from harness.record import parse_time
+from harness.reporting.history import SPEC, change_text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from harness.judging import baseline as bl
 from harness.judging import census_diff
 from harness.judging.stats import Sample
 from harness.record import PHASES, median_phases, run_phases
+from harness.results import formats
 
 GIB = 2**30
 
@@ -289,7 +290,7 @@ def write(data: dict, results_dir: str | Path) -> list[Path]:
     d = Path(results_dir)
     md = markdown(data)
     paths = [d / "report.json", d / "report.md"]
-    write_atomic(paths[0], json.dumps(data, indent=1, default=str))
+    write_atomic(paths[0], json.dumps(formats.SUITE_REPORT.stamp(data), indent=1, default=str))
     write_atomic(paths[1], md)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:

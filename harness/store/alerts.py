@@ -22,7 +22,7 @@ from statistics import fmean
 
 from harness.judging.census_diff import NAMED, verdict
 from harness.judging.judge import CENSUS_TOLERANCES
-from harness.reporting.history import parse_time
+from harness.record import parse_time
 from harness.store import alert_text
 from harness.store import environment as envs
 from harness.store.shifts import DEFAULT_RULE, Shift, ShiftRule, find

@@ -16,8 +16,7 @@ from statistics import median
 
 from harness.files import NOT_STORED, read_jsonl
 from harness.judging.census_diff import normalize
-from harness.record import is_census, run_phases
-from harness.reporting.history import exclusion
+from harness.record import exclusion, is_census, run_phases
 from harness.store.record import SCHEMA, dumps
 
 LIMIT_BYTES = 50_000  # at most this much per session file, so that 3 GPUs x 2 tracks x a year stay near 100 MB

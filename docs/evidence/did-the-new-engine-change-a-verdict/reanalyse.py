@@ -3,7 +3,7 @@
 import pathlib
 import sys
 
-from harness.commands.interleave import reanalyse
+from harness.sidebyside.run import reanalyse
 
 root = pathlib.Path(sys.argv[1])
 for b in sorted(root.glob("docs/results/**/blocks.jsonl")):

@@ -67,7 +67,7 @@ from pathlib import Path
 
 from harness.files import make_dir, new_id, write_json_atomic
 from harness.measuring import lifeline
-from harness.measuring.runner import kill_group, log_tail, worker_environ
+from harness.measuring.runner import RUN_TIMEOUT_S, kill_group, log_tail, worker_environ
 from harness.spec import Decomposition, Workload
 
 STOP_GRACE_S = 60.0  # how long close() waits for a clean stop before it kills the group
@@ -103,7 +103,7 @@ class ResidentWorker:
 
     def __init__(self, name: str, workload: Workload, decomposition: Decomposition, work_dir: str | Path, *, gpu: str,
                  launch: int = 1, python: str | None = None, phases: bool = True, inject_slowdown: float = 0.0, inject_work: int = 0,
-                 fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = 1800.0,
+                 fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = RUN_TIMEOUT_S,
                  hold_cpus: list[int] | None = None, inject_kind: str = "casts", warm_cpus: list[int] | None = None):
         self.name, self.workload, self.decomposition, self.gpu, self.launch = name, workload, decomposition, gpu, launch
         self.python, self.phases, self.inject_slowdown, self.inject_work, self.fault = python, phases, inject_slowdown, inject_work, fault

@@ -12,7 +12,7 @@ import time
 import torch
 
 from harness.measuring.callbacks import CudaClock, GpuSampler, MeasureCallback
-from harness.measuring.resident.child import Channel, canary, host_cpu_times, pin
+from harness.measuring.resident.channel import Channel, canary, host_cpu_times, pin
 
 
 class BlockGate(MeasureCallback):

@@ -18,7 +18,7 @@ from harness.files import ensure_dir, new_id, read_records
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.measuring.loop import FreshSide, Slot, run_slots, schedule
-from harness.measuring.runner import parse_faults
+from harness.measuring.runner import RUN_TIMEOUT_S, parse_faults
 from harness.record import is_census
 from harness.spec import Workload
 
@@ -34,7 +34,7 @@ class Options:
     repeats: int = 5
     max_repeats: int | None = None
     order: str = "interleaved"
-    timeout_s: float = 1800.0
+    timeout_s: float = RUN_TIMEOUT_S
     inject_slowdown: float = 0.0
     inject_work: int = 0
     census: bool = False  # one census run per case after the timed runs (with repeats 0: a census-only session)

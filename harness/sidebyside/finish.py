@@ -8,9 +8,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.commands.cost import interleave_prediction
-from harness.engine.inject import injected_share
-from harness.engine.loop import PROGRESS
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
 from harness.exits import REGRESSION as EXIT_REGRESSION
 from harness.files import read_records, report_session, write_atomic, write_json_atomic
@@ -19,6 +16,11 @@ from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem
 from harness.judging.budget_plan import plan_for
 from harness.judging.cost_model import beside_line
 from harness.reporting.interleave import markdown, report_lines, where_line
+from harness.results import formats
+from harness.results.comparison import ComparisonResult
+from harness.sidebyside.inject import injected_share
+from harness.sidebyside.loop import PROGRESS
+from harness.suite.runs import interleave_prediction
 
 # what recover reads of progress.json's settings itself (the rest is the report's)
 RECOVER_SETTINGS = ("session_id", "alpha", "threshold", "looks", "metric", "drop_first_step", "test", "unit", "launches", "gpu")
@@ -26,9 +28,9 @@ RECOVER_SETTINGS = ("session_id", "alpha", "threshold", "looks", "metric", "drop
 
 def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, launch_info: list[dict], blocks: list[dict],
             groups: list[list[float]], verdict, check: pd.PairedCheck, case: str, wall: float, cpu: float | None, calibrated: bool,
-            out: Callable[[str], None], recovered: dict | None = None) -> int:
+            out: Callable[[str], None], recovered: dict | None = None) -> ComparisonResult:
     """The report of a comparison, from what it measured: the verdict (a last look at the pairs made where the run stopped
-    between looks), the analysis, the timing and the plan; printed, and written to report.json and report.md."""
+    between looks), the analysis, the timing and the plan; printed, written to report.json and report.md, and returned."""
     n_pairs = sum(map(len, groups))
     if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
         # a budget stop between looks: this last look replaces the next planned one, so alpha per look still holds
@@ -62,18 +64,19 @@ def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, lau
     lines = report_lines(report) + [beside_line(report["prediction"])]
     for ln in lines:
         out(ln)
-    write_json_atomic(root / "report.json", report)
+    result = ComparisonResult(EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report)
+    write_json_atomic(root / "report.json", result.to_json())
     write_atomic(root / "report.md", markdown(report, lines))
-    return EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0
+    return result
 
 
-def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> int:
+def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> ComparisonResult:
     """Judge a comparison that stopped before writing its report (the machine lost, a kill -9, a job's timeout) from what
     its results dir kept: every block (``blocks.jsonl``, appended as measured) and the settings and launches
     (``progress.json``, rewritten at each launch's start and end). The verdict is a last look at the complete pairs kept,
     as after a budget stop, so alpha per look holds; the report says what was recovered. Writes report.json and report.md,
-    never over a report the run wrote itself; an earlier run's report there is moved aside. Exit code as the run's: 1 on a
-    regression, else 0."""
+    never over a report the run wrote itself; an earlier run's report there is moved aside. Its exit code as the run's: 1 on
+    a regression, else 0."""
     root = Path(results_dir)
     if not (root / "blocks.jsonl").exists():
         raise ValueError(f"no blocks.jsonl in {root}: not the results dir of an interleave run (its --results-dir)")
@@ -125,9 +128,11 @@ def read_progress(path: Path) -> dict:
     it is unreadable or of another shape (its settings lost: the kept blocks cannot be judged without them)."""
     fix = "its settings are lost, so the kept blocks cannot be judged; rerun the comparison in a fresh --results-dir"
     try:
-        prog = json.loads(path.read_text())
+        prog = formats.PROGRESS.read(json.loads(path.read_text()), str(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
+    except formats.FormatError as exc:
+        raise ValueError(f"{exc}; {fix}") from None
     settings = prog.get("settings") if isinstance(prog, dict) else None
     launches = prog.get("launches") if isinstance(prog, dict) else None
     bad = ("it is not an object" if not isinstance(prog, dict) else
@@ -160,7 +165,7 @@ def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first:
     """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step policy, test or unit
     (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
     root = Path(results_dir)
-    rep = json.loads((root / "report.json").read_text())
+    rep = ComparisonResult.read(root).report
     s = rep["settings"]
     blocks, skipped = read_blocks(root / "blocks.jsonl", s["session_id"])  # a torn or malformed line left out, and named
     out = analyse(blocks, alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=metric,

@@ -1,7 +1,7 @@
 """The loop of an interleaved comparison: launches of two resident workers, pairs of turns, one block record per turn.
 
-:class:`Comparison` runs a :class:`~harness.engine.plan.ComparisonPlan` with a launcher (:mod:`harness.engine.launchers`)
-and asks a :class:`~harness.engine.stop.StopRule` before each launch and pair and after each pair. Every block is appended
+:class:`Comparison` runs a :class:`~harness.sidebyside.plan.ComparisonPlan` with a launcher (:mod:`harness.sidebyside.launchers`)
+and asks a :class:`~harness.sidebyside.stop.StopRule` before each launch and pair and after each pair. Every block is appended
 at once to ``blocks.jsonl``; ``progress.json`` (settings and launches) is rewritten at each launch's start and end, so that
 ``recover`` can judge a comparison that never wrote its report.
 """
@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
-from harness.engine import inject
-from harness.engine.launchers import SIDES, Plain, each
-from harness.engine.plan import ComparisonPlan
 from harness.files import append_jsonl, write_json_atomic
 from harness.judging import block_metrics as bm
 from harness.judging import paired as pd
 from harness.judging.blocks import merge_units, sd
 from harness.judging.stopping import Progress, StopRule
 from harness.reporting.interleave import calibration_text, pct
+from harness.results import formats
+from harness.sidebyside import inject
+from harness.sidebyside.launchers import SIDES, Plain, each
+from harness.sidebyside.plan import ComparisonPlan
 
 PROGRESS = "progress.json"  # settings and launches so far, rewritten at each launch's start and end (recover)
 READY_KEYS = ("timing_s", "host_probe", "cuda", "cpus", "torch_threads", "malloc", "startup_wall_s", "inject_work_layers", "prestarted")
@@ -49,8 +50,9 @@ class Comparison:
 
     # ---- records -----------------------------------------------------------------------------------------
     def save_progress(self) -> None:
-        write_json_atomic(self.root / PROGRESS, {"case": self.case, "t_start": self.progress.t_start, "settings": self.settings,
-                                                 "orders": list(self.plan.orders), "launches": self.progress.launches})
+        write_json_atomic(self.root / PROGRESS, formats.PROGRESS.stamp({
+            "case": self.case, "t_start": self.progress.t_start, "settings": self.settings, "orders": list(self.plan.orders),
+            "launches": self.progress.launches}))
 
     def record(self, side: str, launch: int, rep: dict, amount: float | None = None, **where) -> dict:
         """Append one block of ``side`` to ``blocks.jsonl`` and keep it."""

@@ -9,7 +9,7 @@
    is left behind. A split's step is estimated from its probe (:func:`estimate_step`): a probe of a whole ``1 x 64``
    step would take 64 micro-batches, and the time per micro-batch does not depend on how many are accumulated.
 3. **Compare** the splits that fit: the fastest by the estimates (F) against each other split S, block-interleaved on two
-   resident workers that train the real splits (:func:`harness.commands.interleave.interleave` with ``decomposition_b``;
+   resident workers that train the real splits (:func:`harness.sidebyside.run.interleave` with ``decomposition_b``;
    blocks of about ``--block-seconds``), each comparison stopping at its first conclusive look or at its share of
    ``--budget-minutes``. Both sides train the same effective batch per optimizer step, so the ratio of step times is the
    ratio of throughput. The nearest split is always compared; a split beyond it estimated more than ``--screen`` times
@@ -39,11 +39,11 @@ from pathlib import Path
 from statistics import median
 
 from harness import exits
-from harness.engine.config import ComparisonConfig
-from harness.files import ensure_dir, new_id, own_report, refuse_link, write_atomic, write_json_atomic
+from harness.files import ensure_dir, new_id, refuse_link, write_atomic, write_json_atomic
 from harness.judging.census_diff import window_plan
 from harness.judging.thresholds import INTERLEAVED
-from harness.measuring.runner import RunRequest, run_one
+from harness.measuring.runner import RUN_TIMEOUT_S, RunRequest, run_one
+from harness.sidebyside.config import ComparisonConfig
 from harness.spec import Decomposition, Workload, load_workload
 
 GIB = 1024**3
@@ -173,11 +173,11 @@ def toml_lines(w: Workload, rec: str, gpu: str, note: str) -> str:
 def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minutes: float = 10.0, probe_steps: int = 3,
            block_seconds: float = 0.8, pairs: int = 200, launches: int = 2, alpha: float = 0.05, threshold: float = INTERLEAVED,
            census: bool = True, screen: float = 1.5, cpus: list[int] | None = None, memory_limit_micro: int | None = None,
-           workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/advise", run_timeout: float = 1800.0,
+           workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/advise", run_timeout: float = RUN_TIMEOUT_S,
            out: Callable[[str], None] = print) -> int:
     """Run the advice (module docstring); ``memory_limit_micro`` (test-only) makes splits with a larger micro-batch run out of
     memory at their first step, as a GPU too small for them would."""
-    from harness.commands.interleave import interleave
+    from harness.sidebyside.run import interleave
 
     t0 = time.time()
     if budget_minutes <= 0:
@@ -221,13 +221,12 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
                                look_every=max(2, n // 8), budget_minutes=share, alpha=alpha, threshold=threshold, cpus=tuple(cpus or ()),
                                warmup_steps=max(w.measure.warmup_steps, 1), results_dir=str(root / f"{s}-vs-{fastest}"), run_timeout=run_timeout)
         refuse_link(root / f"{s}-vs-{fastest}")
-        run = new_id("interleave")
-        code = interleave(cfg, workload=w, out=lambda line: out(f"  {line}"), session_id=run)
-        if code == exits.MEASUREMENT_FAILED:
+        made = interleave(cfg, workload=w, out=lambda line: out(f"  {line}"))
+        if made.exit_code == exits.MEASUREMENT_FAILED:
             failed.append(s)
-        v = (own_report(root / f"{s}-vs-{fastest}" / "report.json", run) or {}).get("verdict") or {}  # this run's, never an earlier one
+        v = made.verdict.to_json() if made.verdict is not None else {}
         compared[s] = {"outcome": v.get("outcome", "inconclusive"), "ratio": v.get("ratio"), "lo": v.get("lo"), "hi": v.get("hi"),
-                       "message": v.get("message", f"no verdict from this run (exit code {code})"), "block_steps": k}
+                       "message": v.get("message", f"no verdict from this run (exit code {made.exit_code})"), "block_steps": k}
     answer = recommend(splits, probes, compared, fastest)
     report = {"workload": w.name, "gpu": gpu, "effective_batch": w.effective_batch, "splits": splits, "probes": probes, "fastest_probe": fastest,
               "compared": compared, "answer": answer, "threshold": threshold, "alpha": alpha, "budget_minutes": budget_minutes, "screen": screen,

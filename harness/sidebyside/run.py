@@ -3,15 +3,15 @@
 Two resident workers (:mod:`harness.measuring.resident`), one per side, build their trainers once and then take turns: a
 **pair** is one block of each side, in an order drawn per pair, and only one side trains at a time. The pairs are spread
 over launches (both workers closed and started again), so that the launch is the unit of the verdict
-(:mod:`harness.judging.paired`). Every setting is a field of :class:`~harness.engine.config.ComparisonConfig`, whose
-defaults are the nightly's; the engine is :mod:`harness.engine` (plan, launchers, loop, stop rule).
+(:mod:`harness.judging.paired`). Every setting is a field of :class:`~harness.sidebyside.config.ComparisonConfig`, whose
+defaults are the nightly's; the engine is :mod:`harness.sidebyside` (plan, launchers, loop, stop rule).
 
 Every block is appended at once to ``<results-dir>/blocks.jsonl`` and the settings and launches to ``progress.json``, so
 ``python -m harness recover DIR`` can judge a run that never wrote its report. At the end: the verdict, the interval, the
 minimum detectable slowdown, the launch check and the time spent; ``report.json`` and ``report.md``. Exit code 1 on a
 regression, 3 when a worker died (one ``error:`` line), 2 on bad input, 130 on Ctrl-C and 143 on SIGTERM (the workers killed first),
 else 0. When the two sides do not fit on the device at once, the comparison falls back to fresh-process runs
-(:mod:`harness.engine.fallback`).
+(:mod:`harness.sidebyside.fallback`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.engine import inject
-from harness.engine.config import ComparisonConfig
-from harness.engine.fallback import fresh_fallback
-from harness.engine.finish import EXIT_WORKER_DIED, finish, reanalyse, recover  # noqa: F401  (the command's API)
-from harness.engine.launchers import WorkerFactory, launcher_for
-from harness.engine.loop import PROGRESS, Comparison
-from harness.engine.plan import ComparisonPlan
 from harness.files import ensure_dir, new_id, refuse_link, results_lock
 from harness.judging import launches as la
 from harness.judging import paired as pd
@@ -38,6 +31,14 @@ from harness.judging.stopping import StopRule
 from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import parse_faults, sigterm_as_interrupt
+from harness.results.comparison import ComparisonResult
+from harness.sidebyside import inject
+from harness.sidebyside.config import ComparisonConfig
+from harness.sidebyside.fallback import fresh_fallback
+from harness.sidebyside.finish import EXIT_WORKER_DIED, finish, reanalyse, recover  # noqa: F401  (the command's API)
+from harness.sidebyside.launchers import WorkerFactory, launcher_for
+from harness.sidebyside.loop import PROGRESS, Comparison
+from harness.sidebyside.plan import ComparisonPlan
 from harness.spec import Workload, load_workload
 
 
@@ -84,10 +85,11 @@ def announce(s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, bl
 
 
 def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, faults: str | None = None, out: Callable[[str], None] = print,
-               session_id: str | None = None) -> int:
-    """Run the comparison ``cfg`` asks for (module docstring); ``workload``: the spec itself instead of ``cfg.workload``'s file.
+               session_id: str | None = None) -> ComparisonResult:
+    """Run the comparison ``cfg`` asks for (module docstring) and return its result; ``workload``: the spec itself instead of
+    ``cfg.workload``'s file.
     ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
-    ``session_id``: the id this run's report will carry, so that a caller reads only its own (:func:`harness.files.own_report`)."""
+    ``session_id``: the id this run's report will carry (default: a new one)."""
     w = workload or load_workload(cfg.workloads_dir, cfg.workload)
     decs = {"a": w.decomposition(cfg.decomposition), "b": w.decomposition(cfg.decomposition_b or cfg.decomposition)}
     cfg = cfg.resolved(decs["a"].grad_accum, decs["b"] == decs["a"])
@@ -95,8 +97,9 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
     py = {"a": interpreter(cfg.python_a, "a"), "b": interpreter(cfg.python_b, "b")}
     injected = cfg.inject_slowdown_b or cfg.inject_work_b or cfg.inject_work_b_percent
     if cfg.skip_same_versions and not injected and (same := same_versions(py["a"], py["b"])):
-        out(f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)")
-        return 0
+        why = f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)"
+        out(why)
+        return ComparisonResult(0, Path(cfg.results_dir), reason=why)
     seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31)
     plan = ComparisonPlan.make(cfg.pairs, cfg.launches, cfg.look_every, cfg.block_steps, cfg.grain, decs["a"].grad_accum, seed)
     settings = settings_of(cfg, w, decs, py, seed, plan.schedule.looks, session_id)
@@ -107,7 +110,7 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
 
 
 def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, plan: ComparisonPlan, settings: dict, check: pd.PairedCheck,
-         root: Path, faults: str | None, given_workload: bool, out: Callable[[str], None]) -> int:
+         root: Path, faults: str | None, given_workload: bool, out: Callable[[str], None]) -> ComparisonResult:
     """The comparison in its locked results dir: an earlier run's report is removed first, so that no reader takes it
     for this run's."""
     t_start, cpu_start = time.time(), children_cpu()
@@ -132,7 +135,7 @@ def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, pl
                                   workloads_dir=cfg.workloads_dir, run_timeout=cfg.run_timeout, inject_slowdown_b=cfg.inject_slowdown_b,
                                   inject_work_b=cfg.inject_work_b, out=out)
         out(f"error: {exc}")
-        return EXIT_WORKER_DIED
+        return ComparisonResult(EXIT_WORKER_DIED, root, reason=str(exc))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
         out(f"interrupted ({exc or 'Ctrl-C'}): workers killed; {len(comparison.blocks)} block(s) kept in {root / 'blocks.jsonl'}")
         exc.said = True  # the command line adds no second line

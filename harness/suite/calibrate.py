@@ -20,6 +20,7 @@ from harness.judging.baseline import default_thresholds
 from harness.judging.simulate import min_detectable_slowdown
 from harness.judging.stats import RuntimeCheck
 from harness.measuring.loop import FreshSide, run_slots, schedule
+from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.spec import load_workload
 
 
@@ -31,7 +32,7 @@ def pooled_log_cv(a: list[float], b: list[float]) -> float:
 
 
 def calibrate(*, gpu: str, workload: str, repeats: int = 5, slowdown: float = 0.10, steps: int | None = None,
-              workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/calibrate", run_timeout: float = 1800.0,
+              workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/calibrate", run_timeout: float = RUN_TIMEOUT_S,
               out: Callable[[str], None] = print) -> int:
     if repeats < 2:
         raise ValueError(f"--repeats must be at least 2 (a CV needs two runs per group), got {repeats}")

@@ -18,6 +18,8 @@ from harness.files import ensure_dir, new_id
 from harness.judging import census_diff
 from harness.judging.judge import CENSUS_TOLERANCES
 from harness.measuring.loop import FreshSide, run_slots, schedule
+from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.results.runs import Runs
 from harness.spec import load_workload
 
 
@@ -65,13 +67,14 @@ def determinism(censuses: list[dict]) -> list[str]:
 
 def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, repeats: int = 1, python: str | None = None,
            inject_work: int = 0, steps: int | None = None, workloads_dir: str | Path = "workloads",
-           results_dir: str | Path = "perf-results/census", run_timeout: float = 1800.0, out: Callable[[str], None] = print) -> int:
-    """Make ``repeats`` census runs of each decomposition; returns 1 if a run failed."""
+           results_dir: str | Path = "perf-results/census", run_timeout: float = RUN_TIMEOUT_S, out: Callable[[str], None] = print) -> Runs:
+    """Make ``repeats`` census runs of each decomposition and return them; its exit code is 3 when a run failed."""
     from harness.measuring.interpreters import interpreter
 
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
-    side = FreshSide("census", ensure_dir(results_dir), new_id("census"), python=interpreter(python, "a", "--python") if python else None,
+    session = new_id("census")
+    side = FreshSide("census", ensure_dir(results_dir), session, python=interpreter(python, "a", "--python") if python else None,
                      inject_work=inject_work, census=True)
     ran = run_slots(schedule([side], [(w, d) for d in decs], repeats), timeout_s=run_timeout, gpu=gpu, progress=out)
     by: dict[str, list[dict]] = {}
@@ -83,4 +86,5 @@ def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, 
     for d, cs in by.items():
         for line in determinism(cs):
             out(f"{w.name}-{d}: {line}")
-    return MEASUREMENT_FAILED if any(r["status"] != "ok" for r in ran.records) else 0
+    failed = any(r["status"] != "ok" for r in ran.records)
+    return Runs(session, w.name, tuple(ran.records), MEASUREMENT_FAILED if failed else 0)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.engine.config import ComparisonConfig
 from harness.measuring.resident import ResidentWorker, WorkerDied
+from harness.sidebyside.config import ComparisonConfig
 from harness.spec import Decomposition, Workload
 
 SIDES = ("a", "b")

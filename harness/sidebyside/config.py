@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from harness.judging.thresholds import INTERLEAVED
+from harness.measuring.runner import RUN_TIMEOUT_S
 
 AUTO = "auto"
 GRAINS = ("step", "micro", AUTO)
@@ -63,7 +64,7 @@ class ComparisonConfig:
     skip_same_versions: bool = False
     workloads_dir: str = "workloads"
     results_dir: str = "perf-results/interleave"
-    run_timeout: float = 1800.0
+    run_timeout: float = RUN_TIMEOUT_S
     # research knobs
     block_steps: int | str = AUTO
     grain: str = AUTO

@@ -11,15 +11,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.files import read_records, write_atomic
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.reporting import report
+from harness.results.suite_report import SuiteReport
 from harness.spec import Workload, changed_fields
-
-
-class UsageError(Exception):
-    pass
 
 
 def command_line() -> str:
@@ -113,9 +111,9 @@ def against(a: list[str], b: list[str], alpha: float | None = None, threshold: f
 
 
 def compare(a: list[str], b: list[str], *, alpha: float | None = None, threshold: float | None = None, markdown: str | None = None,
-            allow_gpu_mismatch: bool = False, out_dir: str | Path | None = None, out: Callable[[str], None] = print) -> int:
+            allow_gpu_mismatch: bool = False, out_dir: str | Path | None = None, out: Callable[[str], None] = print) -> SuiteReport:
     """Print B judged against A; with ``out_dir`` also write the full report there (report.json, report.md, job summary).
-    Returns 1 on a regression or failed check, else 0."""
+    Returns the report; its exit code is 1 on a regression or failed check, else 0."""
     judge = against(a, b, alpha, threshold, allow_gpu_mismatch)
     data = report.build(judge, command=command_line())
     out(f"A (baseline): {', '.join(a)}\nB (current):  {', '.join(b)}")
@@ -124,12 +122,12 @@ def compare(a: list[str], b: list[str], *, alpha: float | None = None, threshold
         write_atomic(markdown, report.markdown(data))
     if out_dir:
         out("wrote " + ", ".join(map(str, report.write(data, out_dir))))
-    return 1 if any(v.failed for v in judge.all()) else 0
+    return SuiteReport(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)
 
 
 def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, baselines_dir: str = "baselines", out_dir: str | None = None,
                  alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False,
-                 out: Callable[[str], None] = print) -> int:
+                 out: Callable[[str], None] = print) -> SuiteReport:
     """report.md, report.json and plots for RESULTS_DIR(s), against ``baseline`` (results dirs or a file) or the stored baselines."""
     skipped: list[str] = []
     if baseline:
@@ -156,7 +154,7 @@ def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, 
         out(f"plots skipped: {exc}")
     out("\n".join(report.terminal_lines(data)))
     out("wrote " + ", ".join(map(str, paths)))
-    return 0
+    return SuiteReport(data, exit_code=0)
 
 
 def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | None = None, baselines_dir: str = "baselines",

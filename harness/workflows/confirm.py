@@ -17,8 +17,7 @@ Outcomes, per runtime regression of the report:
   library change, a stored-baseline regression is the machine, its driver or noise; it stays on the
   history page, without an alert.
 
-Each comparison is judged by its own report only: one that carries the id of the run confirm started
-(:func:`harness.files.own_report`); an earlier run's report in the case's folder is never read as this one's.
+Each comparison is judged by the result its call returns; an earlier run's report in the case's folder is never read.
 
 Every other verdict (memory, ordering, equivalence, work, failed runs) is kept as it is. The result is
 written as ``<results-dir>/report.json`` in the report's own format, for the regression-issue script (an earlier
@@ -34,20 +33,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness import exits
-from harness.engine.config import ComparisonConfig
-from harness.files import ensure_dir, new_id, own_report, refuse_link, write_json_atomic
+from harness.files import ensure_dir, new_id, refuse_link, write_json_atomic
+from harness.results import formats
+from harness.results.comparison import ComparisonResult
+from harness.results.suite_report import SuiteReport
+from harness.results.verdict import FAILING
+from harness.sidebyside.config import ComparisonConfig
 
 UNCONFIRMED = "unconfirmed"
 
 
-def confirm(report: str | Path, template: ComparisonConfig | None = None, *, workloads_dir: str | Path = "workloads",
-            results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print) -> int:
-    """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring), each case with the
-    settings of ``template`` (its workload and decomposition are the case's; default: the defaults)."""
-    from harness.commands.interleave import interleave
-    from harness.measuring.interpreters import environment, interpreter
-
-    path = Path(report)
+def read_suite_report(path: Path) -> SuiteReport:
+    """The suite report to confirm; ValueError, one line naming the file, for anything else."""
     if not path.is_file():
         raise ValueError(f"{path}: no such report; pass the report.json of a suite session (pytest perftests ... --results-dir DIR)")
     try:
@@ -56,55 +53,75 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
         raise ValueError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list) or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
-    from harness.measuring.env import detect_gpu, resolve_gpu
+    try:
+        return SuiteReport(formats.SUITE_REPORT.read(data, str(path)), path=path)
+    except formats.FormatError as exc:
+        raise ValueError(str(exc)) from None
 
+
+def judged(v: dict, made: ComparisonResult, case_dir: Path, out: Callable[[str], None]) -> dict:
+    """The stored-baseline verdict ``v`` once its interleaved comparison ``made`` has measured it."""
+    iv = made.verdict.to_json() if made.verdict is not None else {
+        "outcome": "none", "message": f"no interleaved verdict from this run (exit code {made.exit_code}); see {case_dir}"}
+    if iv["outcome"] == "regression":
+        out(f"  {v['case']}: CONFIRMED: {iv['message']}")
+        return {**v, "interleaved": iv, "message": f"{v['message']}; confirmed interleaved on this machine: {iv['message']}"}
+    out(f"  {v['case']}: unconfirmed: {iv['message']}")
+    return {**v, "outcome": UNCONFIRMED, "stored_message": v["message"], "interleaved": iv,
+            "message": f"{v['message']}; unconfirmed: interleaved on this machine {iv['message']}; no alert"}
+
+
+def same_environment(v: dict, out: Callable[[str], None]) -> dict:
+    """``v`` when A and B are one environment: nothing here can confirm it."""
+    out(f"  {v['case']}: unconfirmed (A and B are the same environment)")
+    return {**v, "outcome": UNCONFIRMED, "stored_message": v["message"],
+            "message": f"{v['message']}; unconfirmed: A and B are the same environment, so nothing on this machine can "
+                       "confirm it (without a library change it is the machine, its driver or noise); no alert"}
+
+
+def confirm(report: str | Path, template: ComparisonConfig | None = None, *, workloads_dir: str | Path = "workloads",
+            results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print) -> SuiteReport:
+    """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring), each case with the
+    settings of ``template`` (its workload and decomposition are the case's; default: the defaults). Returns the confirmed
+    report, as written to ``results_dir/report.json``."""
+    from harness.measuring.env import detect_gpu, resolve_gpu
+    from harness.measuring.interpreters import environment, interpreter
+    from harness.sidebyside.run import interleave
+
+    path = Path(report)
+    data = dict(read_suite_report(path).data)
     try:  # the report's regressions are re-measured here: on its GPU, never on another
         gpu = resolve_gpu(data.get("gpu") or "auto", detect_gpu())
     except ValueError as exc:
         raise ValueError(f"{path}: a report of {data.get('gpu')} cannot be confirmed here ({exc})") from None
     root = ensure_dir(results_dir)
-    (root / "report.json").unlink(missing_ok=True)  # an earlier confirmation's: never read as this one's, whatever stops this
+    (root / "report.json").unlink(missing_ok=True)  # an earlier confirmation's: never taken for this one's, whatever stops this
     template = template or ComparisonConfig(workload="", decomposition="")
     pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
     cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
     todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
     out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
     same = bool(todo) and environment(pa, "a").same_as(environment(pb, "b"))  # the prefix and the distributions, not the binary
-    verdicts, confirmed, failed = [], [], []
+    verdicts, failed = [], []
     for v in data["verdicts"]:
-        if v not in todo:
-            verdicts.append(v)
-            continue
-        if same:
-            verdicts.append({**v, "outcome": UNCONFIRMED, "stored_message": v["message"],
-                             "message": f"{v['message']}; unconfirmed: A and B are the same environment, so nothing on this machine can "
-                                        "confirm it (without a library change it is the machine, its driver or noise); no alert"})
-            out(f"  {v['case']}: unconfirmed (A and B are the same environment)")
+        if v not in todo or same:
+            verdicts.append(same_environment(v, out) if v in todo else v)
             continue
         workload, dec = cases[v["case"]]
         case_dir = root / v["case"]
         refuse_link(case_dir)
-        cfg = replace(template, gpu=gpu, workload=workload, decomposition=dec, python_a=pa, python_b=pb,
-                      workloads_dir=str(workloads_dir), results_dir=str(case_dir))
-        run = new_id("interleave")
-        code = interleave(cfg, out=out, session_id=run)
-        if code == exits.MEASUREMENT_FAILED:
+        made = interleave(replace(template, gpu=gpu, workload=workload, decomposition=dec, python_a=pa, python_b=pb,
+                                  workloads_dir=str(workloads_dir), results_dir=str(case_dir)), out=out)
+        if made.exit_code == exits.MEASUREMENT_FAILED:
             failed.append(v["case"])
-        got = own_report(case_dir / "report.json", run) or {}  # this run's report only, never an earlier one left there
-        iv = got.get("verdict") or {"outcome": "none", "message": f"no interleaved verdict from this run (exit code {code}); see {case_dir}"}
-        if iv["outcome"] == "regression":
-            verdicts.append({**v, "interleaved": iv, "message": f"{v['message']}; confirmed interleaved on this machine: {iv['message']}"})
-            confirmed.append(v["case"])
-            out(f"  {v['case']}: CONFIRMED: {iv['message']}")
-        else:
-            verdicts.append({**v, "outcome": UNCONFIRMED, "stored_message": v["message"], "interleaved": iv,
-                             "message": f"{v['message']}; unconfirmed: interleaved on this machine {iv['message']}; no alert"})
-            out(f"  {v['case']}: unconfirmed: {iv['message']}")
+        verdicts.append(judged(v, made, case_dir, out))
+    confirmed = [v["case"] for v in verdicts if "interleaved" in v and v["outcome"] == "regression"]
     result = {**data, "verdicts": verdicts, "confirm": {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same,
                                                        "regressions": [v["case"] for v in todo], "confirmed": confirmed,
                                                        "failed": failed, "session_id": new_id("confirm")}}
-    write_json_atomic(root / "report.json", result)
-    failing = [v for v in verdicts if v.get("outcome") in ("regression", "fail")]
+    failing = [v for v in verdicts if v.get("outcome") in FAILING]
+    done = SuiteReport(result, exits.REGRESSION if failing else exits.MEASUREMENT_FAILED if failed else exits.OK, root / "report.json")
+    write_json_atomic(root / "report.json", done.to_json())
     out(f"{len(confirmed)} of {len(todo)} runtime regression(s) confirmed; {len(failing)} failing verdict(s) remain"
         + (f"; the comparison of {', '.join(failed)} failed to measure" if failed else "") + f"; wrote {root / 'report.json'}")
-    return exits.REGRESSION if failing else exits.MEASUREMENT_FAILED if failed else exits.OK
+    return done

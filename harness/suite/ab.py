@@ -17,12 +17,14 @@ from pathlib import Path
 from harness.files import ensure_dir, new_id
 from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.loop import FreshSide, run_slots, schedule
+from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.results.suite_report import SuiteReport
 from harness.spec import load_workload
 
 
 def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None = None, decompositions: list[str] | None = None,
                repeats: int = 5, steps: int | None = None, workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/ab",
-               run_timeout: float = 1800.0, inject_slowdown_b: float = 0.0, inject_work_b: int = 0, skip_same_versions: bool = False,
+               run_timeout: float = RUN_TIMEOUT_S, inject_slowdown_b: float = 0.0, inject_work_b: int = 0, skip_same_versions: bool = False,
                out: Callable[[str], None] = print) -> tuple[Path, Path] | None:
     """Make the interleaved runs; return the results dirs of A and B, or None when ``skip_same_versions``
     finds nothing to compare (both sides have the same versions: no release since the pins)."""
@@ -47,13 +49,13 @@ def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None =
     return root / "a", root / "b"
 
 
-def ab(*, alpha: float | None = None, threshold: float | None = None, out: Callable[[str], None] = print, **rounds) -> int:
+def ab(*, alpha: float | None = None, threshold: float | None = None, out: Callable[[str], None] = print, **rounds) -> SuiteReport:
     """``python -m harness ab``: the interleaved runs, then B judged against A (``compare``), the full report in the results dir.
-    Exit code as ``compare``: 1 on a regression."""
-    from harness.commands.compare import compare
+    Returns that report (exit code as ``compare``: 1 on a regression); an empty one when there was nothing to compare."""
+    from harness.suite.compare import compare
 
     dirs = run_rounds(out=out, **rounds)
     if dirs is None:
-        return 0
+        return SuiteReport({"verdicts": []}, exit_code=0)
     a, b = dirs
     return compare([str(a)], [str(b)], alpha=alpha, threshold=threshold, out_dir=rounds.get("results_dir", "perf-results/ab"), out=out)
