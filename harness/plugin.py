@@ -16,7 +16,7 @@ import pytest
 
 from harness import options as opt
 from harness.commands.session import Options, PerfSession
-from harness.exits import TERMINATED
+from harness.exits import BAD_INPUT, TERMINATED
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.measuring.runner import Terminated
 from harness.spec import SpecError, Workload, load_workloads
@@ -198,6 +198,7 @@ def perf_session(request) -> PerfSession:
     cases = sorted(dict.fromkeys(cases), key=order.__getitem__)
     opts = config.stash[_OPTIONS]
     s = PerfSession(opts, ws, cases, progress=_progress(config))
+    _refuse_before_training(config, s)
     config.stash[_SESSION] = s
     budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
     s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}{budget}, "
@@ -208,6 +209,24 @@ def perf_session(request) -> PerfSession:
         return s.run()
     except ValueError as exc:  # an unwritable results dir, a --resume of other settings
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _refuse_before_training(config, s: PerfSession) -> None:
+    """Before the session's first run: hold its results dir's lock until pytest ends (a second session or command there is
+    refused at once, naming this one, with one line and exit 2)."""
+    from contextlib import ExitStack
+
+    from harness.files import InUse, ensure_dir, results_lock
+
+    o = s.options
+    lock = ExitStack()
+    try:
+        lock.enter_context(results_lock(ensure_dir(o.results_dir)))
+    except InUse as exc:
+        pytest.exit(str(exc), returncode=BAD_INPUT)
+    except ValueError as exc:  # an unwritable results dir, a lock file linked out of it
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    config.add_cleanup(lock.close)  # after the terminal summary has written the report
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,9 @@
 """A verdict the user can trust: no torn record, no second run in one results dir, no report of an earlier run, and an
 interrupt that stops whoever called the comparison."""
 
+import contextlib
 import html
+import io
 import json
 import os
 import shutil
@@ -17,6 +19,7 @@ from harness.engine.loop import PROGRESS, Comparison
 from harness.files import append_jsonl, read_jsonl, results_lock
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
+from harness.measuring import loop
 from harness.reporting import report
 from harness.spec import Workload
 
@@ -37,7 +40,7 @@ def test_a_short_write_is_an_error_and_leaves_no_torn_line(tmp_path, monkeypatch
 
 def test_a_second_run_in_the_same_results_dir_is_refused(tmp_path):
     with results_lock(tmp_path):
-        with pytest.raises(ValueError, match="in use by another run; give this one its own --results-dir"):
+        with pytest.raises(ValueError, match=f"in use by another run \\(held by pid {os.getpid()}, since .*\\); wait for it, or give this one its own --results-dir"):
             with results_lock(tmp_path):
                 pass
     with results_lock(tmp_path):  # released: the next run may use it
@@ -249,3 +252,71 @@ def test_resume_skips_and_names_a_record_of_the_wrong_shape(tmp_path, make):
     calls = []
     s = make(times, calls, repeats=1, resume=True).run()
     assert calls == [("4x1", 1)] and any(f"run {recs[-1]['run_id']!r} lacks its session, case" in n for n in s.notes)
+
+
+# ---- one writer per results dir -----------------------------------------------------------------------------------------
+SESSION = ("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "-p", "no:cacheprovider")
+
+
+def test_a_pytest_session_is_refused_at_once_where_another_run_writes(perf_project, fake_runner):
+    """Two sessions in one --results-dir both ran (two sessions in one runs.jsonl): the second is refused before any run,
+    with one line naming the holder, exit 2, and what the first wrote is left as it was."""
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    out = perf_project.path / "out"
+    out.mkdir()
+    (out / "runs.jsonl").write_text('{"run_id": "the-other-session"}\n')
+    with results_lock(out):  # the other session, in its training
+        res = perf_project.runpytest(*SESSION)
+    text = res.stdout.str()
+    assert res.ret == 2 and calls == [], text
+    assert f"is in use by another run (held by pid {os.getpid()}" in text and "give this one its own --results-dir" in text
+    assert (out / "runs.jsonl").read_text() == '{"run_id": "the-other-session"}\n' and not (out / "report.json").exists()
+    assert perf_project.runpytest(*SESSION).ret in (0, 1) and len(calls) == 3  # released: the next session runs
+
+
+def test_no_command_writes_beside_a_pytest_session_and_a_comparison_never_replaces_its_report(perf_project, fake_runner, monkeypatch, capsys):
+    """While a session trains, ``interleave`` and ``report`` into its results dir are refused at once (exit 2, naming it);
+    after it, an interleaved comparison there is refused rather than replacing the session's report.json."""
+    calls, beside = [], []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    run_one = loop.run_one
+    out = perf_project.path / "out"
+    interleave = ["interleave", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--workloads-dir",
+                  str(ROOT / "workloads"), "--results-dir", str(out)]
+    monkeypatch.setattr(il, "launcher_for", lambda factory: pytest.fail("a worker started"))
+
+    def while_training(*args):
+        if not beside:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                beside.extend((cli.main(interleave), cli.main(["report", str(out), "--baselines-dir", str(out / "none")]), err))
+        return run_one(*args)
+
+    monkeypatch.setattr(loop, "run_one", while_training)
+    res = perf_project.runpytest(*SESSION)
+    assert res.ret in (0, 1) and len(calls) == 3 and beside[:2] == [2, 2], res.stdout.str()
+    err = beside[2].getvalue()
+    assert err.count(f"{out} is in use by another run (held by pid {os.getpid()}") == 2, err
+    session_report = (out / "report.json").read_text()
+    assert json.loads(session_report)["rows"] and len(read_jsonl(out / "runs.jsonl")) == 3
+    assert cli.main(interleave) == 2
+    err = capsys.readouterr().err
+    assert "report.json is the report of another command (run " in err and "never replaces it" in err and err.count("\n") == 1
+    assert (out / "report.json").read_text() == session_report
+
+
+def test_baseline_update_and_store_add_are_refused_where_another_one_writes(tmp_path, tiny, fake_runs, capsys):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "runs.jsonl").write_text("".join(json.dumps(dict(r, workload_spec=tiny.to_dict())) + "\n" for r in fake_runs(tiny, [100, 101, 99, 100, 102])))
+    store, gpu_dir = tmp_path / "store", tmp_path / "baselines" / "cpu"
+    gpu_dir.mkdir(parents=True)
+    for held, args in ((gpu_dir, ["baseline", "update", str(d), "--gpu", "cpu", "--baselines-dir", str(tmp_path / "baselines")]),
+                       (store, ["store", "add", str(d), "--store", str(store)])):
+        held.mkdir(exist_ok=True)
+        with results_lock(held):
+            assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert f"{held} is in use by another run (held by pid {os.getpid()}" in err and err.count("\n") == 1
+        assert not [p for p in held.rglob("*") if p.name != ".lock"]  # nothing written
+        assert cli.main(args) == 0  # released

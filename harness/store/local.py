@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.files import atomic_path
+from harness.files import atomic_path, ensure_dir, results_lock
 from harness.store.record import SUFFIX, RecordError, loads, relpath, session_of, slug
 from harness.store.record import dumps as record_bytes
 
@@ -70,7 +70,9 @@ class DirStore:
         return out
 
     def add(self, records: list[dict]) -> list[Added]:
-        return self.write(records)
+        """:meth:`write` under the store's lock: a second ``store add`` into this directory is refused at once, naming this one."""
+        with results_lock(ensure_dir(self.root, "--store"), "rerun this one when it has ended"):
+            return self.write(records)
 
     def records(self, warn=print) -> Iterator[dict]:
         """Every stored record, upgraded to the current schema; a file that cannot be read is skipped with a warning."""
