@@ -213,12 +213,16 @@ def perf_session(request) -> PerfSession:
 
 def _refuse_before_training(config, s: PerfSession) -> None:
     """Before the session's first run: hold its results dir's lock until pytest ends (a second session or command there is
-    refused at once, naming this one, with one line and exit 2)."""
+    refused at once, naming this one), and refuse a broken stored baseline; each with one line and exit 2 (bad input)."""
     from contextlib import ExitStack
 
     from harness.files import InUse, ensure_dir, results_lock
+    from harness.judging.baseline import BadBaseline
 
     o = s.options
+    bad = [] if o.update_baselines else [b for b in s.baselines.values() if isinstance(b, BadBaseline)]
+    if bad:  # --update-baselines replaces it; any other session would judge nothing against it
+        pytest.exit(f"bad baseline: {bad[0]}", returncode=BAD_INPUT)
     lock = ExitStack()
     try:
         lock.enter_context(results_lock(ensure_dir(o.results_dir)))

@@ -134,6 +134,9 @@ def test_a_baseline_with_a_bad_value_is_refused_naming_its_file_and_key(tmp_path
     assert cli.main(["compare", str(path), str(current)]) == 2  # bad input: one line, no verdict
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and said in err and "Traceback" not in err
+    assert cli.main(["report", str(current), "--baselines-dir", str(tmp_path / "baselines")]) == 2  # it gave "fail" verdicts and exit 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and said in err and not (current / "report.json").exists()
     verdicts = Judge({tiny.name: tiny}, ((tiny.name, "2x2"),), (), load_baselines(tmp_path / "baselines", "cpu", {tiny.name: tiny}),
                      gpu="cpu").runtime  # the pytest session: the case fails with that line, it is not skipped
     assert verdicts[f"{tiny.name}-2x2"].outcome == "fail" and said in verdicts[f"{tiny.name}-2x2"].message
@@ -320,3 +323,32 @@ def test_baseline_update_and_store_add_are_refused_where_another_one_writes(tmp_
         assert f"{held} is in use by another run (held by pid {os.getpid()}" in err and err.count("\n") == 1
         assert not [p for p in held.rglob("*") if p.name != ".lock"]  # nothing written
         assert cli.main(args) == 0  # released
+
+
+# ---- exit codes as documented ---------------------------------------------------------------------------------------------
+def test_the_report_command_exits_1_on_a_regression_and_0_on_a_pass(tmp_path, tiny, fake_runs, capsys):
+    data, path, current = _stored_baseline(tmp_path, tiny, fake_runs)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    report_cmd = ["report", str(current), "--baselines-dir", str(tmp_path / "baselines")]
+    assert cli.main(report_cmd) == 0
+    slow = [dict(r, run_id="slow-" + r["run_id"], workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [140, 141, 139])]
+    (current / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in slow))
+    assert cli.main(report_cmd) == 1  # docs/exit-codes.md: 1 on a regression; it was 0
+    rep = json.loads((current / "report.json").read_text())
+    assert any(v["outcome"] == "regression" for v in rep["verdicts"]) and "REGRESSION" in capsys.readouterr().out
+
+
+def test_a_pytest_session_against_a_broken_baseline_is_exit_2_before_any_run(perf_project, fake_runner, tiny, fake_runs):
+    """It trained every case and then failed the runtime checks (exit 1); the baseline is refused first, naming its file and key."""
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    data = bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd")
+    data["thresholds"]["runtime"] = float("nan")
+    path = bl.path_for(perf_project.path / "baselines", "cpu", tiny.name)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    res = perf_project.runpytest(*SESSION)
+    text = res.stdout.str()
+    assert res.ret == 2 and calls == [] and "thresholds.runtime is nan" in text and str(path) in text, text
+    assert not (perf_project.path / "out" / "runs.jsonl").exists()

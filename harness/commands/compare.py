@@ -129,7 +129,8 @@ def compare(a: list[str], b: list[str], *, alpha: float | None = None, threshold
 
 def write_report(results_dirs: list[str], *, out_dir: str | None = None, **judging) -> int:
     """report.md, report.json and plots for RESULTS_DIR(s) (:func:`_write_report`), in ``out_dir`` (default: the first
-    results dir) under its lock: refused at once while a session or another command writes there."""
+    results dir) under its lock: refused at once while a session or another command writes there. Exit 1 on a regression
+    or a failed check (docs/exit-codes.md), else 0."""
     dest = Path(out_dir or results_dirs[0])
     if out_dir is None and not dest.is_dir():
         records(results_dirs[:1])  # no such results dir: said as for any other
@@ -154,6 +155,8 @@ def _write_report(results_dirs: list[str], dest: Path, *, baseline: list[str] | 
         for name, base in baselines.items():  # a report of the very runs a baseline was recorded from compares nothing
             if isinstance(base, bl.Baseline) and ids & {r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]}:
                 baselines[name] = bl.MissingBaseline(f"these runs of {name} are its baseline ({base.path}); not compared with themselves")
+        if bad := [b for b in baselines.values() if isinstance(b, bl.BadBaseline)]:
+            raise bad[0]  # bad input, as in compare and a pytest session: no verdict against it
         judge = judge_of(groups, baselines, gpu, alpha, threshold)
     data = report.build(judge, command=command_line(), notes=tuple(f"{line}: a record lost on disk, not counted" for line in skipped))
     paths = report.write(data, dest)
@@ -165,7 +168,7 @@ def _write_report(results_dirs: list[str], dest: Path, *, baseline: list[str] | 
         out(f"plots skipped: {exc}")
     out("\n".join(report.terminal_lines(data)))
     out("wrote " + ", ".join(map(str, paths)))
-    return 0
+    return 1 if any(v.failed for v in judge.all()) else 0  # docs/exit-codes.md: 1 on a regression or a failed check
 
 
 def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | None = None, baselines_dir: str = "baselines",
