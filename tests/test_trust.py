@@ -2,6 +2,8 @@
 interrupt that stops whoever called the comparison."""
 
 import contextlib
+import copy
+import gzip
 import html
 import io
 import json
@@ -22,6 +24,8 @@ from harness.judging.judge import Judge, load_baselines
 from harness.measuring import loop
 from harness.reporting import report
 from harness.spec import Workload
+from harness.store import record as rec_mod
+from harness.store.summary import records_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -352,3 +356,74 @@ def test_a_pytest_session_against_a_broken_baseline_is_exit_2_before_any_run(per
     text = res.stdout.str()
     assert res.ret == 2 and calls == [] and "thresholds.runtime is nan" in text and str(path) in text, text
     assert not (perf_project.path / "out" / "runs.jsonl").exists()
+
+
+# ---- a store record is untrusted input ------------------------------------------------------------------------------------
+NIGHT = ROOT / "tests" / "data" / "history" / "h200" / "lease3-4-fresh-checkout"
+
+
+def _spoiled(rec: dict, how: str) -> bytes:
+    """A record file as someone with push access to the store's branch might leave it."""
+    if how == "nan-median":
+        rec["cases"][0]["runs"][0]["median_ms"] = float("nan")
+    elif how == "cases-a-string":
+        rec["cases"] = "oops"
+    elif how == "a-case-without-runs":
+        del rec["cases"][1]["runs"]
+    elif how == "a-count-a-string":
+        rec["cases"][0]["step_time_ms"]["median"] = "fast"
+    elif how == "huge":
+        rec["pad"] = " " * (rec_mod.MAX_RECORD_BYTES + 1)
+    return gzip.compress(json.dumps(rec).encode())  # json.dumps writes NaN as it is
+
+
+SPOILED = {"nan-median": "a non-finite number (NaN)", "cases-a-string": "cases is a str, not a list",
+           "a-case-without-runs": "cases[1].runs is missing", "a-count-a-string": "cases[0].step_time_ms holds a value that is not a number",
+           "huge": "unpacks to more than 1 MiB"}
+
+
+def test_a_bad_record_in_the_store_is_named_and_left_out_and_the_page_and_alerts_are_still_made(tmp_path, monkeypatch, capsys):
+    """``cases: "oops"`` or a case without runs ended history and alerts with exit 4 (an AttributeError), a NaN with exit 2,
+    every night; a gzip that unpacks to a GB took its size in memory. Each is now one warning naming its file, and the rest
+    is drawn and judged."""
+    from harness.store import DirStore
+
+    monkeypatch.setattr(rec_mod, "MAX_RECORD_BYTES", 2**20)  # a small bound: the test need not unpack gigabytes
+    base = records_of(NIGHT, track="pinned")[0]
+    st = tmp_path / "store"
+    good = [dict(copy.deepcopy(base), session_id=f"night-{i}", started_at=f"2027-01-0{i + 1}T02:00:00+0000") for i in range(3)]
+    DirStore(st).add(good)
+    for i, how in enumerate(SPOILED):
+        bad = dict(copy.deepcopy(base), session_id=f"bad-{how}")
+        (st / "h200" / "pinned" / f"2027-02-0{i + 1}-bad-{how}.json.gz").write_bytes(_spoiled(bad, how))
+    assert cli.main(["history", "--store", str(st), "--out", str(tmp_path / "page")]) == 0
+    out = capsys.readouterr().out
+    for how, said in SPOILED.items():
+        assert sum(f"bad-{how}.json.gz" in line and said in line for line in out.splitlines() if line.startswith("warning: ")) == 1, (how, out)
+    data = json.loads((tmp_path / "page" / "history.json").read_text())
+    assert data["series"] and all(set(s["sessions"]) == {"night-0", "night-1", "night-2"} for s in data["series"] if s["sessions"])
+    assert cli.main(["store", "alerts", "--store", str(st), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("warning: ") == len(SPOILED) and json.loads(out[out.index("{"):])["sessions"] == 3
+
+
+def test_store_add_keeps_the_session_and_names_the_run_with_a_nan(tmp_path, capsys):
+    """One NaN median lost the whole night ("Out of range float values are not JSON compliant", no file named)."""
+    from harness.store import DirStore
+
+    d = tmp_path / "night"
+    shutil.copytree(NIGHT, d)
+    recs = read_jsonl(d / "runs.jsonl")
+    recs[3]["step_time_median_ms"] = float("nan")
+    recs[5]["train_runtime_s"] = float("inf")
+    (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    st = tmp_path / "store"
+    assert cli.main(["store", "add", str(d), "--store", str(st)]) == 0
+    out = capsys.readouterr().out
+    assert f"run {recs[3]['run_id']}: median_ms is nan; left out of the stored session" in out
+    assert f"run {recs[5]['run_id']}: train_runtime_s is inf; left out" in out
+    files = list(st.rglob("*.json.gz"))
+    assert len(files) == 1
+    json.loads(gzip.decompress(files[0].read_bytes()), parse_constant=lambda c: pytest.fail(f"{c} in the stored record"))  # valid JSON
+    (stored,) = DirStore(st).records()
+    assert sum(len(c["runs"]) for c in stored["cases"]) == len(recs) - 2

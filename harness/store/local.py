@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.files import atomic_path, ensure_dir, results_lock
-from harness.store.record import SUFFIX, RecordError, loads, relpath, session_of, slug
+from harness.store.record import MAX_RECORD_BYTES, SUFFIX, RecordError, loads, relpath, session_of, slug
 from harness.store.record import dumps as record_bytes
 
 
@@ -75,9 +75,12 @@ class DirStore:
             return self.write(records)
 
     def records(self, warn=print) -> Iterator[dict]:
-        """Every stored record, upgraded to the current schema; a file that cannot be read is skipped with a warning."""
+        """Every stored record, upgraded to the current schema and checked; a file that cannot be read or used (too big, of
+        the wrong shape, a NaN in it: :func:`harness.store.record.loads`) is skipped with one warning line naming it."""
         for p in self.files():
             try:
+                if p.stat().st_size > MAX_RECORD_BYTES:  # never read whole: it is no record of store add
+                    raise RecordError(f"{p}: {p.stat().st_size >> 20} MiB, not a session record of store add; remove it or add the session again")
                 yield loads(p.read_bytes(), str(p))
             except (OSError, RecordError) as exc:
                 warn(f"warning: {exc}")
