@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import types
 import typing
@@ -95,6 +96,23 @@ def describe(tp: Any, rules: dict[str, Any]) -> str:
     return noun
 
 
+INT_BITS = 64  # the integers of a TOML file: a value beyond them is no setting but a typo (a step count that never ends)
+
+
+def out_of_range(value: Any, key: str = "") -> str | None:
+    """The first value at or below ``value`` (tables and lists walked) that no workload key takes: a NaN or infinite number,
+    or an integer beyond :data:`INT_BITS` bits; as ``train.learning_rate is nan, not a finite number``. None when none."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{key or 'a value'} is {value}, not a finite number"
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2 ** (INT_BITS - 1)) <= value < 2 ** (INT_BITS - 1):
+        return f"{key or 'a value'} is an integer of {value.bit_length()} bits, beyond the {INT_BITS} of a TOML integer"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for k, v in items:
+        if why := out_of_range(v, f"{key}[{k}]" if isinstance(k, int) else f"{key}.{k}" if key else str(k)):
+            return why
+    return None
+
+
 def _fails_rules(value: Any, rules: dict[str, Any]) -> bool:
     if value is None:
         return False
@@ -116,6 +134,8 @@ def check_fields(obj: Any, section: str) -> None:
     for f in dataclasses.fields(obj):
         value, tp = getattr(obj, f.name), hints[f.name]
         key = f.metadata.get("key") or (f"{section}.{f.name}" if section else f.name)
+        if (why := out_of_range(value, key)) is not None:
+            raise SpecError(f"{why}; give a finite value in range")
         if not _matches(value, tp) or _fails_rules(value, dict(f.metadata)):
             raise SpecError(f"{key} must be {describe(tp, dict(f.metadata))}, got {value!r}")
         if float in _options(tp) and int not in _options(tp) and isinstance(value, int):

@@ -23,7 +23,7 @@ from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.measuring import loop
 from harness.reporting import report
-from harness.spec import Workload
+from harness.spec import SpecError, Workload
 from harness.store import record as rec_mod
 from harness.store.summary import records_of
 
@@ -427,3 +427,34 @@ def test_store_add_keeps_the_session_and_names_the_run_with_a_nan(tmp_path, caps
     json.loads(gzip.decompress(files[0].read_bytes()), parse_constant=lambda c: pytest.fail(f"{c} in the stored record"))  # valid JSON
     (stored,) = DirStore(st).records()
     assert sum(len(c["runs"]) for c in stored["cases"]) == len(recs) - 2
+
+
+# ---- workload values are finite and in range at load ----------------------------------------------------------------------
+OUT_OF_RANGE = {  # what passed the load: nan and inf crashed the run (NaN left in runs.jsonl), the 77-bit step count trained to the timeout
+    "learning-rate-nan": ("learning_rate = 2e-4", "learning_rate = nan", "train.learning_rate is nan, not a finite number"),
+    "learning-rate-inf": ("learning_rate = 2e-4", "learning_rate = inf", "train.learning_rate is inf, not a finite number"),
+    "dropout-nan": ("dropout = 0.0", "dropout = nan", "lora.dropout is nan, not a finite number"),
+    "steps-beyond-64-bits": ("max_steps = 20", "max_steps = 99999999999999999999999", "train.max_steps is an integer of 77 bits"),
+    "length-minus-inf": ("max_length = 128", "max_length = -inf", "train.max_length is -inf, not a finite number"),
+    "rope-theta-inf": ("rope_theta = 1000000.0", "rope_theta = inf", "model.config.rope_theta is inf, not a finite number"),
+}
+
+
+@pytest.mark.parametrize("case", list(OUT_OF_RANGE))
+def test_a_workload_value_that_is_not_finite_or_out_of_range_is_refused_at_load(tmp_path, capsys, case):
+    old, new, said = OUT_OF_RANGE[case]
+    text = (ROOT / "workloads" / "tiny-qwen3.toml").read_text()
+    assert old in text
+    wdir = tmp_path / "workloads"
+    wdir.mkdir()
+    (wdir / "tiny-qwen3.toml").write_text(text.replace(old, new))
+    args = ["census", "--gpu", "cpu", "--workload", "tiny-qwen3", "--workloads-dir", str(wdir), "--results-dir", str(tmp_path / "out")]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(wdir / "tiny-qwen3.toml") in err and said in err, err
+    assert not (tmp_path / "out").exists()  # refused before any run
+
+
+def test_an_override_beyond_64_bits_is_refused_as_well():
+    with pytest.raises(SpecError, match="train.max_steps is an integer of 71 bits, beyond the 64 of a TOML integer"):  # --steps
+        Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").with_overrides(max_steps=2**70)
