@@ -17,6 +17,8 @@ import types
 import typing
 from typing import Any
 
+from harness.values import first_bad
+
 _NOUNS = {str: "a string", bool: "true or false", int: "an integer", float: "a number", dict: "a table"}
 
 
@@ -99,18 +101,18 @@ def describe(tp: Any, rules: dict[str, Any]) -> str:
 INT_BITS = 64  # the integers of a TOML file: a value beyond them is no setting but a typo (a step count that never ends)
 
 
-def out_of_range(value: Any, key: str = "") -> str | None:
-    """The first value at or below ``value`` (tables and lists walked) that no workload key takes: a NaN or infinite number,
-    or an integer beyond :data:`INT_BITS` bits; as ``train.learning_rate is nan, not a finite number``. None when none."""
+def _out_of_range(value: Any, key: str) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"{key or 'a value'} is {value}, not a finite number"
     if isinstance(value, int) and not isinstance(value, bool) and not -(2 ** (INT_BITS - 1)) <= value < 2 ** (INT_BITS - 1):
         return f"{key or 'a value'} is an integer of {value.bit_length()} bits, beyond the {INT_BITS} of a TOML integer"
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
-    for k, v in items:
-        if why := out_of_range(v, f"{key}[{k}]" if isinstance(k, int) else f"{key}.{k}" if key else str(k)):
-            return why
     return None
+
+
+def out_of_range(value: Any, key: str = "") -> str | None:
+    """The first value at or below ``value`` (tables and lists walked) that no workload key takes: a NaN or infinite number,
+    or an integer beyond :data:`INT_BITS` bits; as ``train.learning_rate is nan, not a finite number``. None when none."""
+    return first_bad(value, _out_of_range, key)
 
 
 def _fails_rules(value: Any, rules: dict[str, Any]) -> bool:

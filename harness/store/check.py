@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+from harness.values import first_bad
+
 _TEXT = (str, type(None))
 _NUMBER = (int, float, type(None))
 # per case and per run: the keys the readers take, and the types they must have (None: the key may be absent)
@@ -88,12 +90,10 @@ def problem(rec: dict) -> str | None:
     return None
 
 
+def _nan(value, key: str) -> str | None:
+    return f"{key or 'value'} is {value}" if isinstance(value, float) and not math.isfinite(value) else None
+
+
 def non_finite(obj, where: str = "") -> str | None:
     """The first NaN or infinite number in ``obj`` (dicts and lists walked), as ``median_ms is nan``; None when none."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return f"{where or 'value'} is {obj}"
-    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (list, tuple)) else ()
-    for k, v in items:
-        if why := non_finite(v, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else str(k)):
-            return why
-    return None
+    return first_bad(obj, _nan, where)
