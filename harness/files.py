@@ -118,12 +118,16 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (fsynced before the rename)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+    """Write ``text`` to ``path`` atomically (fsynced before the rename). An OSError (a full disk) names ``path``, not the
+    temporary file or nothing."""
+    try:
+        with atomic_path(path) as tmp:
+            with open(tmp, "w") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
 def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:

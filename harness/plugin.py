@@ -212,11 +212,12 @@ def perf_session(request) -> PerfSession:
 
 
 def _refuse_before_training(config, s: PerfSession) -> None:
-    """Before the session's first run: hold its results dir's lock until pytest ends (a second session or command there is
-    refused at once, naming this one), and refuse a broken stored baseline; each with one line and exit 2 (bad input)."""
+    """Before the session's first run: refuse a broken stored baseline, hold the results dir's lock until pytest ends (a
+    second session or command there is refused at once, naming this one), and refuse a report or runs.jsonl linked out of
+    the results dir; each with one line and exit 2 (bad input)."""
     from contextlib import ExitStack
 
-    from harness.files import InUse, ensure_dir, results_lock
+    from harness.files import InUse, OutsideResults, ensure_dir, refuse_link, results_lock
     from harness.judging.baseline import BadBaseline
 
     o = s.options
@@ -226,9 +227,12 @@ def _refuse_before_training(config, s: PerfSession) -> None:
     lock = ExitStack()
     try:
         lock.enter_context(results_lock(ensure_dir(o.results_dir)))
-    except InUse as exc:
+        for name in ("report.json", "report.md", "runs.jsonl"):  # refused now, not after the training
+            refuse_link(o.results_dir / name)
+    except (InUse, OutsideResults) as exc:
+        lock.close()
         pytest.exit(str(exc), returncode=BAD_INPUT)
-    except ValueError as exc:  # an unwritable results dir, a lock file linked out of it
+    except ValueError as exc:  # an unwritable results dir
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     config.add_cleanup(lock.close)  # after the terminal summary has written the report
 
@@ -321,7 +325,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     from harness.reporting.report import terminal_summary
 
-    terminal_summary(terminalreporter, s)
+    try:
+        terminal_summary(terminalreporter, s)
+    except OSError as exc:  # a full disk, a read-only results dir: one line, and the session fails; the runs are kept
+        terminalreporter.write_line(f"error: the report was not written: {exc.filename or s.options.results_dir}: {exc.strerror or exc}; "
+                                    f"the runs are kept in {s.options.results_dir / 'runs.jsonl'}: make room, then python -m harness report "
+                                    f"{s.options.results_dir}")
+        session = getattr(terminalreporter, "_session", None)  # pytest returns its exitstatus after this hook
+        if session is not None and session.exitstatus == 0:
+            session.exitstatus = 1
 
 
 @pytest.hookimpl(optionalhook=True)

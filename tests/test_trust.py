@@ -3,6 +3,7 @@ interrupt that stops whoever called the comparison."""
 
 import contextlib
 import copy
+import errno
 import gzip
 import html
 import io
@@ -458,3 +459,49 @@ def test_a_workload_value_that_is_not_finite_or_out_of_range_is_refused_at_load(
 def test_an_override_beyond_64_bits_is_refused_as_well():
     with pytest.raises(SpecError, match="train.max_steps is an integer of 71 bits, beyond the 64 of a TOML integer"):  # --steps
         Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").with_overrides(max_steps=2**70)
+
+
+# ---- a full disk, a report linked out of the results dir ------------------------------------------------------------------
+def _full_disk_for_reports(monkeypatch) -> None:
+    """fsync fails with ENOSPC for the temporary files of report.json and report.md (runs.jsonl is still written)."""
+    real = os.fsync
+
+    def fsync(fd):
+        if "/.report." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the file of a descriptor through /proc")
+def test_a_full_disk_names_the_report_and_ends_the_session_without_a_traceback(perf_project, fake_runner, monkeypatch, capsys, tiny, fake_runs):
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    _full_disk_for_reports(monkeypatch)
+    res = perf_project.runpytest(*SESSION)
+    text, out = res.stdout.str(), perf_project.path / "out"
+    assert res.ret == 1 and "Traceback" not in text and "INTERNALERROR" not in text, text
+    assert "error: the report was not written: out/report.json: No space left on device; the runs are kept in out/runs.jsonl" in text
+    assert len(read_jsonl(out / "runs.jsonl")) == 3 and not (out / "report.json").exists()
+    d = perf_project.path / "d"  # the report command on the same disk: it said "I/O error" without the file
+    d.mkdir()
+    (d / "runs.jsonl").write_text("".join(json.dumps(dict(r, workload_spec=tiny.to_dict())) + "\n" for r in fake_runs(tiny, [100, 101])))
+    assert cli.main(["report", str(d), "--baselines-dir", str(d / "none")]) == 4
+    err = capsys.readouterr().err
+    assert f"error: I/O error: {d / 'report.json'}: No space left on device" in err and err.count("\n") == 1
+
+
+def test_a_report_linked_out_of_the_results_dir_is_refused_before_any_run(perf_project, fake_runner, tmp_path):
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.md").write_text("keep me\n")
+    (perf_project.path / "out").mkdir()
+    (perf_project.path / "out" / "report.md").symlink_to(outside / "victim.md")
+    res = perf_project.runpytest(*SESSION)
+    text = res.stdout.str()
+    assert res.ret == 2 and calls == [] and "Traceback" not in text, text
+    assert "report.md is a symbolic link to" in text and "results are written only inside their results dir" in text
+    assert (outside / "victim.md").read_text() == "keep me\n"
