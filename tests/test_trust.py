@@ -419,6 +419,7 @@ def test_store_add_keeps_the_session_and_names_the_run_with_a_nan(tmp_path, caps
     recs[5]["train_runtime_s"] = float("inf")
     (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     st = tmp_path / "store"
+    st.mkdir()
     assert cli.main(["store", "add", str(d), "--store", str(st)]) == 0
     out = capsys.readouterr().out
     assert f"run {recs[3]['run_id']}: median_ms is nan; left out of the stored session" in out
@@ -505,3 +506,26 @@ def test_a_report_linked_out_of_the_results_dir_is_refused_before_any_run(perf_p
     assert res.ret == 2 and calls == [] and "Traceback" not in text, text
     assert "report.md is a symbolic link to" in text and "results are written only inside their results dir" in text
     assert (outside / "victim.md").read_text() == "keep me\n"
+
+
+# ---- --store and store add take what they were meant to ---------------------------------------------------------------
+@pytest.mark.parametrize("value", ["--upload-pack=touch pwned", "github.com/org/repo", "no-such-store"])
+def test_a_store_that_is_neither_a_git_url_nor_an_existing_directory_is_refused(tmp_path, monkeypatch, capsys, value):
+    """It silently became a new local folder of that name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "night").mkdir()
+    shutil.copy(NIGHT / "runs.jsonl", tmp_path / "night" / "runs.jsonl")
+    for args in (["store", "add", "night", f"--store={value}"], ["store", "alerts", f"--store={value}"], ["history", f"--store={value}"]):
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--store {value}: not a git URL" in err and "no such directory" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["night"]  # nothing made
+
+
+def test_store_add_of_the_root_folder_is_bounded(tmp_path, capsys):
+    """``store add /`` walked the whole filesystem, reading every runs.jsonl on the machine."""
+    (tmp_path / "store").mkdir()
+    assert cli.main(["store", "add", "/", "--store", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "/: more than 10000 folders at or below it, not a results dir" in err
+    assert list((tmp_path / "store").iterdir()) == []

@@ -10,6 +10,7 @@ session, the one with the most timed runs. No torch here: the history job reads 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
@@ -199,10 +200,26 @@ def _not_stored(path: Path, root: Path) -> bool:
     return any((root / d / NOT_STORED).exists() for d in path.relative_to(root).parents if d != Path("."))
 
 
+MAX_FOLDERS = 10_000  # a results dir holds a few hundred at most; `store add /` would read every runs.jsonl of the machine
+
+
+def _found(root: Path, name: str) -> list[Path]:
+    """Every file ``name`` at or below ``root`` (links to folders not followed); ValueError with one line past
+    :data:`MAX_FOLDERS` folders, where ``root`` is no results dir."""
+    out, folders = [], 0
+    for here, dirs, files in os.walk(root):
+        folders += 1
+        if folders > MAX_FOLDERS:
+            raise ValueError(f"{root}: more than {MAX_FOLDERS} folders at or below it, not a results dir; pass the --results-dir of a session")
+        dirs.sort()
+        out += [Path(here) / name] if name in files else []
+    return sorted(out)
+
+
 def _reports(root: Path) -> list[tuple[str, dict]]:
     """Every readable ``report.json`` at or below ``root``, by path relative to it (a broken one is skipped with a warning)."""
     out = []
-    for p in sorted(root.rglob("report.json")):
+    for p in _found(root, "report.json"):
         try:
             data = json.loads(p.read_text())
         except (OSError, ValueError) as exc:
@@ -221,7 +238,7 @@ def records_of(results_dir: str | Path, *, track: str = "", runner: str = "", im
     if not root.is_dir():
         raise ValueError(f"{root}: not a directory; pass a results dir (the --results-dir of a session)")
     runs, where = [], {}
-    for f in sorted(f for f in root.rglob("runs.jsonl") if not _not_stored(f, root)):
+    for f in (f for f in _found(root, "runs.jsonl") if not _not_stored(f, root)):
         rel = f.parent.relative_to(root).as_posix()
         for r in read_jsonl(f):
             if (why := unstorable(r, rel)) is not None:  # the session is stored without it
