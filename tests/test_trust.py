@@ -9,7 +9,9 @@ import html
 import io
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -529,3 +531,30 @@ def test_store_add_of_the_root_folder_is_bounded(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "/: more than 10000 folders at or below it, not a results dir" in err
     assert list((tmp_path / "store").iterdir()) == []
+
+
+# ---- the workflows' inputs ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [".", "..", "../baselines", "h200/../l4", "published", "l4 ", " l4", "L4", ""])
+def test_check_gpu_name_refuses_a_path_a_folder_that_is_no_gpu_and_a_padded_name(name):
+    res = subprocess.run([sys.executable, str(ROOT / ".github" / "scripts" / "check-gpu-name.py"), name, "--repeats", "5"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stdout.startswith("::error::gpu ") and res.stdout.count("\n") == 1, res.stdout + res.stderr
+
+
+def test_check_gpu_name_still_takes_a_detected_name_and_a_gpu_with_baselines():
+    for name in ("l4", "h200", "t4"):
+        res = subprocess.run([sys.executable, str(ROOT / ".github" / "scripts" / "check-gpu-name.py"), name], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the workflow's steps run in bash")
+def test_the_nightly_splits_its_list_inputs_without_globbing_them(tmp_path):
+    """``for w in $PERF_WORKLOADS`` expanded a ``*`` to the files of the checkout."""
+    text = (ROOT / ".github" / "workflows" / "nightly.yml").read_text()
+    assert not re.search(r"for \w+ in \$", text), "an unquoted loop over a variable"
+    (tmp_path / "a-file").write_text("")
+    loop = next(line.strip() for line in text.splitlines() if 'read -ra names <<< "$PERF_WORKLOADS"' in line).split("#")[0]
+    script = f'{loop}\nworkloads=()\nfor w in "${{names[@]}}"; do workloads+=(--workload "$w"); done\nprintf "%s\\n" "${{workloads[@]}}"'
+    res = subprocess.run(["bash", "-c", script], cwd=tmp_path, env={**os.environ, "PERF_WORKLOADS": "tiny-qwen3 * qwen3-1.7b-lora"},
+                         capture_output=True, text=True, timeout=60)
+    assert res.stdout.split() == ["--workload", "tiny-qwen3", "--workload", "*", "--workload", "qwen3-1.7b-lora"], res.stdout
