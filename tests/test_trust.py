@@ -558,3 +558,17 @@ def test_the_nightly_splits_its_list_inputs_without_globbing_them(tmp_path):
     res = subprocess.run(["bash", "-c", script], cwd=tmp_path, env={**os.environ, "PERF_WORKLOADS": "tiny-qwen3 * qwen3-1.7b-lora"},
                          capture_output=True, text=True, timeout=60)
     assert res.stdout.split() == ["--workload", "tiny-qwen3", "--workload", "*", "--workload", "qwen3-1.7b-lora"], res.stdout
+
+
+def test_recover_names_and_leaves_out_a_block_with_phases_ms_an_empty_list(tmp_path, capsys):
+    """``phases_ms: []`` was taken silently (and a non-empty list was an AttributeError where the phases are read)."""
+    root = tmp_path / "run"
+    _interleave_dir(root)
+    lines = (root / "blocks.jsonl").read_text().splitlines()
+    lines[4] = json.dumps(dict(json.loads(lines[4]), phases_ms=[]))
+    lines[7] = json.dumps(dict(json.loads(lines[7]), phases_ms=[1.0]))
+    (root / "blocks.jsonl").write_text("\n".join(lines) + "\n")
+    assert cli.main(["recover", str(root)]) == 0
+    out, rep = capsys.readouterr().out, json.loads((root / "report.json").read_text())
+    said = [s for s in rep["recovered"]["skipped"] if "phases_ms is [" in s and "not an object of per-step times per phase" in s]
+    assert len(said) == 2 and all(s in out for s in said) and rep["recovered"]["pairs"] == 4
