@@ -572,3 +572,19 @@ def test_recover_names_and_leaves_out_a_block_with_phases_ms_an_empty_list(tmp_p
     out, rep = capsys.readouterr().out, json.loads((root / "report.json").read_text())
     said = [s for s in rep["recovered"]["skipped"] if "phases_ms is [" in s and "not an object of per-step times per phase" in s]
     assert len(said) == 2 and all(s in out for s in said) and rep["recovered"]["pairs"] == 4
+
+
+def test_cost_diff_of_censuses_of_two_workload_specs_warns(tmp_path, capsys):
+    """It predicted a step change from the diff of two specs' censuses without a word."""
+    lease = ROOT / "tests" / "data" / "history" / "census-h200" / "lease-b"
+    shutil.copytree(lease / "a", tmp_path / "a")
+    shutil.copytree(lease / "b", tmp_path / "b")
+    runs = [dict(r, workload_hash="0123456789abcdef") for r in read_jsonl(tmp_path / "b" / "runs.jsonl")]
+    (tmp_path / "b" / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    timing = str(ROOT / "baselines" / "h200" / "qwen3-1.7b-lora.json")
+    assert cli.main(["cost", "--diff", str(tmp_path / "a"), str(tmp_path / "b"), "--timing", timing]) == 0
+    out = capsys.readouterr().out
+    warned = [ln for ln in out.splitlines() if ln.startswith("warning: ") and "different workload specs (hash c738c0c7db03583b != 0123456789abcdef)" in ln]
+    assert len(warned) == out.count("predicted ") == 3, out
+    assert cli.main(["cost", "--diff", str(lease / "a"), str(lease / "b"), "--timing", timing]) == 0  # one spec: no warning
+    assert "warning" not in capsys.readouterr().out
