@@ -37,6 +37,10 @@ def new_id(prefix: str = "") -> str:
     return f"{prefix}-{stamp}" if prefix else stamp
 
 
+class InUse(ValueError):
+    """A results dir that another command holds (:func:`results_lock`): this one is refused before it writes anything."""
+
+
 class OutsideResults(ValueError):
     """A path in a results dir that is a symbolic link out of it: results are written only inside their results dir."""
 
@@ -104,12 +108,16 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (fsynced before the rename)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+    """Write ``text`` to ``path`` atomically (fsynced before the rename). An OSError (a full disk) names ``path``, not the
+    temporary file or nothing."""
+    try:
+        with atomic_path(path) as tmp:
+            with open(tmp, "w") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
 def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:
@@ -136,17 +144,32 @@ def append_jsonl(path: str | Path, record: dict) -> None:
 
 
 @contextmanager
-def results_lock(root: str | Path) -> Iterator[None]:
-    """Hold ``root/.lock`` while a command writes into ``root``; a second command on the same folder is refused at once."""
-    fd = _open_inside(Path(root) / ".lock", os.O_WRONLY)
+def results_lock(root: str | Path, fix: str = "give this one its own --results-dir") -> Iterator[None]:
+    """Hold ``root/.lock`` while a command writes into ``root``; a second command on the same folder is refused at once,
+    with one line naming the holder (its pid and command line, which the holder writes into the lock file) and ``fix``."""
+    fd = _open_inside(Path(root) / ".lock", os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ValueError(f"{root} is in use by another run; give this one its own --results-dir") from None
+            raise InUse(f"{root} is in use by another run ({_holder(fd)}); wait for it, or {fix}") from None
+        _claim(fd)
         yield
     finally:
         os.close(fd)
+
+
+def _claim(fd: int) -> None:
+    """Write who holds the lock into its file (one line), for the message of a command refused beside it."""
+    argv = " ".join(sys.argv)[:300].replace("\n", " ")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}: {argv}\n".encode(), 0)
+
+
+def _holder(fd: int) -> str:
+    """The holder as its lock file names it (:func:`_claim`); 'holder unknown' when it wrote nothing yet."""
+    text = os.pread(fd, 400, 0).decode("utf-8", errors="replace").strip().splitlines()
+    return f"held by {text[0]}" if text else "holder unknown"
 
 
 def read_records(path: str | Path) -> tuple[list[dict], list[str]]:

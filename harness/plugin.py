@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import options as opt
-from harness.exits import TERMINATED, Terminated
+from harness.exits import BAD_INPUT, TERMINATED, Terminated
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.spec import SpecError, Workload, load_workloads
 from harness.suite.session import Options, PerfSession
@@ -197,6 +197,7 @@ def perf_session(request) -> PerfSession:
     cases = sorted(dict.fromkeys(cases), key=order.__getitem__)
     opts = config.stash[_OPTIONS]
     s = PerfSession(opts, ws, cases, progress=_progress(config))
+    _refuse_before_training(config, s)
     config.stash[_SESSION] = s
     budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
     s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}{budget}, "
@@ -207,6 +208,32 @@ def perf_session(request) -> PerfSession:
         return s.run()
     except ValueError as exc:  # an unwritable results dir, a --resume of other settings
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _refuse_before_training(config, s: PerfSession) -> None:
+    """Before the session's first run: refuse a broken stored baseline, hold the results dir's lock until pytest ends (a
+    second session or command there is refused at once, naming this one), and refuse a report or runs.jsonl linked out of
+    the results dir; each with one line and exit 2 (bad input)."""
+    from contextlib import ExitStack
+
+    from harness.files import InUse, OutsideResults, ensure_dir, refuse_link, results_lock
+    from harness.judging.baseline import BadBaseline
+
+    o = s.options
+    bad = [] if o.update_baselines else [b for b in s.baselines.values() if isinstance(b, BadBaseline)]
+    if bad:  # --update-baselines replaces it; any other session would judge nothing against it
+        pytest.exit(f"bad baseline: {bad[0]}", returncode=BAD_INPUT)
+    lock = ExitStack()
+    try:
+        lock.enter_context(results_lock(ensure_dir(o.results_dir)))
+        for name in ("report.json", "report.md", "runs.jsonl"):  # refused now, not after the training
+            refuse_link(o.results_dir / name)
+    except (InUse, OutsideResults) as exc:
+        lock.close()
+        pytest.exit(str(exc), returncode=BAD_INPUT)
+    except ValueError as exc:  # an unwritable results dir
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    config.add_cleanup(lock.close)  # after the terminal summary has written the report
 
 
 @pytest.fixture(scope="session")
@@ -296,7 +323,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     from harness.reporting.report import terminal_summary
 
-    terminal_summary(terminalreporter, s)
+    try:
+        terminal_summary(terminalreporter, s)
+    except OSError as exc:  # a full disk, a read-only results dir: one line, and the session fails; the runs are kept
+        terminalreporter.write_line(f"error: the report was not written: {exc.filename or s.options.results_dir}: {exc.strerror or exc}; "
+                                    f"the runs are kept in {s.options.results_dir / 'runs.jsonl'}: make room, then python -m harness report "
+                                    f"{s.options.results_dir}")
+        session = getattr(terminalreporter, "_session", None)  # pytest returns its exitstatus after this hook
+        if session is not None and session.exitstatus == 0:
+            session.exitstatus = 1
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.spec_fields import SpecError, check_fields, opt, req
+from harness.spec_fields import SpecError, check_fields, opt, out_of_range, req
 from harness.spec_sections import (
     DATA_SOURCES,
     INITS,
@@ -103,6 +103,8 @@ class Workload:
         """A workload from its TOML tables; ``where`` (the file) heads every error line."""
         _check(isinstance(data, dict), f"{where or 'workload'}: expected a table of workload keys")
         where = where or f"workload {data.get('name', '?')}"
+        if (why := out_of_range(data)) is not None:  # nan, inf and a 100-bit step count all parse as TOML
+            raise SpecError(f"{where}: {why}; give a finite value in range")
         data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
         known = [f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions")] + ["batch"]
         for key in data:

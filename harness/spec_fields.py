@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import types
 import typing
 from typing import Any
+
+from harness.values import first_bad
 
 _NOUNS = {str: "a string", bool: "true or false", int: "an integer", float: "a number", dict: "a table"}
 
@@ -95,6 +98,23 @@ def describe(tp: Any, rules: dict[str, Any]) -> str:
     return noun
 
 
+INT_BITS = 64  # the integers of a TOML file: a value beyond them is no setting but a typo (a step count that never ends)
+
+
+def _out_of_range(value: Any, key: str) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{key or 'a value'} is {value}, not a finite number"
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2 ** (INT_BITS - 1)) <= value < 2 ** (INT_BITS - 1):
+        return f"{key or 'a value'} is an integer of {value.bit_length()} bits, beyond the {INT_BITS} of a TOML integer"
+    return None
+
+
+def out_of_range(value: Any, key: str = "") -> str | None:
+    """The first value at or below ``value`` (tables and lists walked) that no workload key takes: a NaN or infinite number,
+    or an integer beyond :data:`INT_BITS` bits; as ``train.learning_rate is nan, not a finite number``. None when none."""
+    return first_bad(value, _out_of_range, key)
+
+
 def _fails_rules(value: Any, rules: dict[str, Any]) -> bool:
     if value is None:
         return False
@@ -116,6 +136,8 @@ def check_fields(obj: Any, section: str) -> None:
     for f in dataclasses.fields(obj):
         value, tp = getattr(obj, f.name), hints[f.name]
         key = f.metadata.get("key") or (f"{section}.{f.name}" if section else f.name)
+        if (why := out_of_range(value, key)) is not None:
+            raise SpecError(f"{why}; give a finite value in range")
         if not _matches(value, tp) or _fails_rules(value, dict(f.metadata)):
             raise SpecError(f"{key} must be {describe(tp, dict(f.metadata))}, got {value!r}")
         if float in _options(tp) and int not in _options(tp) and isinstance(value, int):

@@ -1,10 +1,17 @@
 """A verdict the user can trust: no torn record, no second run in one results dir, no report of an earlier run, and an
 interrupt that stops whoever called the comparison."""
 
+import contextlib
+import copy
+import errno
+import gzip
 import html
+import io
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,11 +21,14 @@ from harness.commands import cli
 from harness.files import append_jsonl, read_jsonl, results_lock
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
+from harness.measuring import loop
 from harness.reporting import report
 from harness.sidebyside import run as il
 from harness.sidebyside.config import ComparisonConfig
 from harness.sidebyside.loop import PROGRESS, Comparison
-from harness.spec import Workload
+from harness.spec import SpecError, Workload
+from harness.store import record as rec_mod
+from harness.store.summary import records_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +47,7 @@ def test_a_short_write_is_an_error_and_leaves_no_torn_line(tmp_path, monkeypatch
 
 def test_a_second_run_in_the_same_results_dir_is_refused(tmp_path):
     with results_lock(tmp_path):
-        with pytest.raises(ValueError, match="in use by another run; give this one its own --results-dir"):
+        with pytest.raises(ValueError, match=f"in use by another run \\(held by pid {os.getpid()}, since .*\\); wait for it, or give this one its own --results-dir"):
             with results_lock(tmp_path):
                 pass
     with results_lock(tmp_path):  # released: the next run may use it
@@ -132,6 +142,9 @@ def test_a_baseline_with_a_bad_value_is_refused_naming_its_file_and_key(tmp_path
     assert cli.main(["compare", str(path), str(current)]) == 2  # bad input: one line, no verdict
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(path) in err and said in err and "Traceback" not in err
+    assert cli.main(["report", str(current), "--baselines-dir", str(tmp_path / "baselines")]) == 2  # it gave "fail" verdicts and exit 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and said in err and not (current / "report.json").exists()
     verdicts = Judge({tiny.name: tiny}, ((tiny.name, "2x2"),), (), load_baselines(tmp_path / "baselines", "cpu", {tiny.name: tiny}),
                      gpu="cpu").runtime  # the pytest session: the case fails with that line, it is not skipped
     assert verdicts[f"{tiny.name}-2x2"].outcome == "fail" and said in verdicts[f"{tiny.name}-2x2"].message
@@ -250,3 +263,329 @@ def test_resume_skips_and_names_a_record_of_the_wrong_shape(tmp_path, make):
     calls = []
     s = make(times, calls, repeats=1, resume=True).run()
     assert calls == [("4x1", 1)] and any(f"run {recs[-1]['run_id']!r} lacks its session, case" in n for n in s.notes)
+
+
+# ---- one writer per results dir -----------------------------------------------------------------------------------------
+SESSION = ("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "-p", "no:cacheprovider")
+
+
+def test_a_pytest_session_is_refused_at_once_where_another_run_writes(perf_project, fake_runner):
+    """Two sessions in one --results-dir both ran (two sessions in one runs.jsonl): the second is refused before any run,
+    with one line naming the holder, exit 2, and what the first wrote is left as it was."""
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    out = perf_project.path / "out"
+    out.mkdir()
+    (out / "runs.jsonl").write_text('{"run_id": "the-other-session"}\n')
+    with results_lock(out):  # the other session, in its training
+        res = perf_project.runpytest(*SESSION)
+    text = res.stdout.str()
+    assert res.ret == 2 and calls == [], text
+    assert f"is in use by another run (held by pid {os.getpid()}" in text and "give this one its own --results-dir" in text
+    assert (out / "runs.jsonl").read_text() == '{"run_id": "the-other-session"}\n' and not (out / "report.json").exists()
+    assert perf_project.runpytest(*SESSION).ret in (0, 1) and len(calls) == 3  # released: the next session runs
+
+
+def test_no_command_writes_beside_a_pytest_session_and_a_comparison_never_replaces_its_report(perf_project, fake_runner, monkeypatch, capsys):
+    """While a session trains, ``interleave`` and ``report`` into its results dir are refused at once (exit 2, naming it);
+    after it, an interleaved comparison there is refused rather than replacing the session's report.json."""
+    calls, beside = [], []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    run_one = loop.run_one
+    out = perf_project.path / "out"
+    interleave = ["interleave", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--workloads-dir",
+                  str(ROOT / "workloads"), "--results-dir", str(out)]
+    monkeypatch.setattr(il, "launcher_for", lambda factory: pytest.fail("a worker started"))
+
+    def while_training(*args):
+        if not beside:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                beside.extend((cli.main(interleave), cli.main(["report", str(out), "--baselines-dir", str(out / "none")]), err))
+        return run_one(*args)
+
+    monkeypatch.setattr(loop, "run_one", while_training)
+    res = perf_project.runpytest(*SESSION)
+    assert res.ret in (0, 1) and len(calls) == 3 and beside[:2] == [2, 2], res.stdout.str()
+    err = beside[2].getvalue()
+    assert err.count(f"{out} is in use by another run (held by pid {os.getpid()}") == 2, err
+    session_report = (out / "report.json").read_text()
+    assert json.loads(session_report)["rows"] and len(read_jsonl(out / "runs.jsonl")) == 3
+    assert cli.main(interleave) == 2
+    err = capsys.readouterr().err
+    assert "report.json is the report of another command (run " in err and "never replaces it" in err and err.count("\n") == 1
+    assert (out / "report.json").read_text() == session_report
+
+
+def test_baseline_update_and_store_add_are_refused_where_another_one_writes(tmp_path, tiny, fake_runs, capsys):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "runs.jsonl").write_text("".join(json.dumps(dict(r, workload_spec=tiny.to_dict())) + "\n" for r in fake_runs(tiny, [100, 101, 99, 100, 102])))
+    store, gpu_dir = tmp_path / "store", tmp_path / "baselines" / "cpu"
+    gpu_dir.mkdir(parents=True)
+    for held, args in ((gpu_dir, ["baseline", "update", str(d), "--gpu", "cpu", "--baselines-dir", str(tmp_path / "baselines")]),
+                       (store, ["store", "add", str(d), "--store", str(store)])):
+        held.mkdir(exist_ok=True)
+        with results_lock(held):
+            assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert f"{held} is in use by another run (held by pid {os.getpid()}" in err and err.count("\n") == 1
+        assert not [p for p in held.rglob("*") if p.name != ".lock"]  # nothing written
+        assert cli.main(args) == 0  # released
+
+
+# ---- exit codes as documented ---------------------------------------------------------------------------------------------
+def test_the_report_command_exits_1_on_a_regression_and_0_on_a_pass(tmp_path, tiny, fake_runs, capsys):
+    data, path, current = _stored_baseline(tmp_path, tiny, fake_runs)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    report_cmd = ["report", str(current), "--baselines-dir", str(tmp_path / "baselines")]
+    assert cli.main(report_cmd) == 0
+    slow = [dict(r, run_id="slow-" + r["run_id"], workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [140, 141, 139])]
+    (current / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in slow))
+    assert cli.main(report_cmd) == 1  # docs/exit-codes.md: 1 on a regression; it was 0
+    rep = json.loads((current / "report.json").read_text())
+    assert any(v["outcome"] == "regression" for v in rep["verdicts"]) and "REGRESSION" in capsys.readouterr().out
+
+
+def test_a_pytest_session_against_a_broken_baseline_is_exit_2_before_any_run(perf_project, fake_runner, tiny, fake_runs):
+    """It trained every case and then failed the runtime checks (exit 1); the baseline is refused first, naming its file and key."""
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    data = bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd")
+    data["thresholds"]["runtime"] = float("nan")
+    path = bl.path_for(perf_project.path / "baselines", "cpu", tiny.name)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data))
+    res = perf_project.runpytest(*SESSION)
+    text = res.stdout.str()
+    assert res.ret == 2 and calls == [] and "thresholds.runtime is nan" in text and str(path) in text, text
+    assert not (perf_project.path / "out" / "runs.jsonl").exists()
+
+
+# ---- a store record is untrusted input ------------------------------------------------------------------------------------
+NIGHT = ROOT / "tests" / "data" / "history" / "h200" / "lease3-4-fresh-checkout"
+
+
+def _spoiled(rec: dict, how: str) -> bytes:
+    """A record file as someone with push access to the store's branch might leave it."""
+    if how == "nan-median":
+        rec["cases"][0]["runs"][0]["median_ms"] = float("nan")
+    elif how == "cases-a-string":
+        rec["cases"] = "oops"
+    elif how == "a-case-without-runs":
+        del rec["cases"][1]["runs"]
+    elif how == "a-count-a-string":
+        rec["cases"][0]["step_time_ms"]["median"] = "fast"
+    elif how == "huge":
+        rec["pad"] = " " * (rec_mod.MAX_RECORD_BYTES + 1)
+    return gzip.compress(json.dumps(rec).encode())  # json.dumps writes NaN as it is
+
+
+SPOILED = {"nan-median": "a non-finite number (NaN)", "cases-a-string": "cases is a str, not a list",
+           "a-case-without-runs": "cases[1].runs is missing", "a-count-a-string": "cases[0].step_time_ms holds a value that is not a number",
+           "huge": "unpacks to more than 1 MiB"}
+
+
+def test_a_bad_record_in_the_store_is_named_and_left_out_and_the_page_and_alerts_are_still_made(tmp_path, monkeypatch, capsys):
+    """``cases: "oops"`` or a case without runs ended history and alerts with exit 4 (an AttributeError), a NaN with exit 2,
+    every night; a gzip that unpacks to a GB took its size in memory. Each is now one warning naming its file, and the rest
+    is drawn and judged."""
+    from harness.store import DirStore
+
+    monkeypatch.setattr(rec_mod, "MAX_RECORD_BYTES", 2**20)  # a small bound: the test need not unpack gigabytes
+    base = records_of(NIGHT, track="pinned")[0]
+    st = tmp_path / "store"
+    good = [dict(copy.deepcopy(base), session_id=f"night-{i}", started_at=f"2027-01-0{i + 1}T02:00:00+0000") for i in range(3)]
+    DirStore(st).add(good)
+    for i, how in enumerate(SPOILED):
+        bad = dict(copy.deepcopy(base), session_id=f"bad-{how}")
+        (st / "h200" / "pinned" / f"2027-02-0{i + 1}-bad-{how}.json.gz").write_bytes(_spoiled(bad, how))
+    assert cli.main(["history", "--store", str(st), "--out", str(tmp_path / "page")]) == 0
+    out = capsys.readouterr().out
+    for how, said in SPOILED.items():
+        assert sum(f"bad-{how}.json.gz" in line and said in line for line in out.splitlines() if line.startswith("warning: ")) == 1, (how, out)
+    data = json.loads((tmp_path / "page" / "history.json").read_text())
+    assert data["series"] and all(set(s["sessions"]) == {"night-0", "night-1", "night-2"} for s in data["series"] if s["sessions"])
+    assert cli.main(["store", "alerts", "--store", str(st), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("warning: ") == len(SPOILED) and json.loads(out[out.index("{"):])["sessions"] == 3
+
+
+def test_store_add_keeps_the_session_and_names_the_run_with_a_nan(tmp_path, capsys):
+    """One NaN median lost the whole night ("Out of range float values are not JSON compliant", no file named)."""
+    from harness.store import DirStore
+
+    d = tmp_path / "night"
+    shutil.copytree(NIGHT, d)
+    recs = read_jsonl(d / "runs.jsonl")
+    recs[3]["step_time_median_ms"] = float("nan")
+    recs[5]["train_runtime_s"] = float("inf")
+    (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    st = tmp_path / "store"
+    st.mkdir()
+    assert cli.main(["store", "add", str(d), "--store", str(st)]) == 0
+    out = capsys.readouterr().out
+    assert f"run {recs[3]['run_id']}: median_ms is nan; left out of the stored session" in out
+    assert f"run {recs[5]['run_id']}: train_runtime_s is inf; left out" in out
+    files = list(st.rglob("*.json.gz"))
+    assert len(files) == 1
+    json.loads(gzip.decompress(files[0].read_bytes()), parse_constant=lambda c: pytest.fail(f"{c} in the stored record"))  # valid JSON
+    (stored,) = DirStore(st).records()
+    assert sum(len(c["runs"]) for c in stored["cases"]) == len(recs) - 2
+
+
+# ---- workload values are finite and in range at load ----------------------------------------------------------------------
+OUT_OF_RANGE = {  # what passed the load: nan and inf crashed the run (NaN left in runs.jsonl), the 77-bit step count trained to the timeout
+    "learning-rate-nan": ("learning_rate = 2e-4", "learning_rate = nan", "train.learning_rate is nan, not a finite number"),
+    "learning-rate-inf": ("learning_rate = 2e-4", "learning_rate = inf", "train.learning_rate is inf, not a finite number"),
+    "dropout-nan": ("dropout = 0.0", "dropout = nan", "lora.dropout is nan, not a finite number"),
+    "steps-beyond-64-bits": ("max_steps = 20", "max_steps = 99999999999999999999999", "train.max_steps is an integer of 77 bits"),
+    "length-minus-inf": ("max_length = 128", "max_length = -inf", "train.max_length is -inf, not a finite number"),
+    "rope-theta-inf": ("rope_theta = 1000000.0", "rope_theta = inf", "model.config.rope_theta is inf, not a finite number"),
+}
+
+
+@pytest.mark.parametrize("case", list(OUT_OF_RANGE))
+def test_a_workload_value_that_is_not_finite_or_out_of_range_is_refused_at_load(tmp_path, capsys, case):
+    old, new, said = OUT_OF_RANGE[case]
+    text = (ROOT / "workloads" / "tiny-qwen3.toml").read_text()
+    assert old in text
+    wdir = tmp_path / "workloads"
+    wdir.mkdir()
+    (wdir / "tiny-qwen3.toml").write_text(text.replace(old, new))
+    args = ["census", "--gpu", "cpu", "--workload", "tiny-qwen3", "--workloads-dir", str(wdir), "--results-dir", str(tmp_path / "out")]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(wdir / "tiny-qwen3.toml") in err and said in err, err
+    assert not (tmp_path / "out").exists()  # refused before any run
+
+
+def test_an_override_beyond_64_bits_is_refused_as_well():
+    with pytest.raises(SpecError, match="train.max_steps is an integer of 71 bits, beyond the 64 of a TOML integer"):  # --steps
+        Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").with_overrides(max_steps=2**70)
+
+
+# ---- a full disk, a report linked out of the results dir ------------------------------------------------------------------
+def _full_disk_for_reports(monkeypatch) -> None:
+    """fsync fails with ENOSPC for the temporary files of report.json and report.md (runs.jsonl is still written)."""
+    real = os.fsync
+
+    def fsync(fd):
+        if "/.report." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the file of a descriptor through /proc")
+def test_a_full_disk_names_the_report_and_ends_the_session_without_a_traceback(perf_project, fake_runner, monkeypatch, capsys, tiny, fake_runs):
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    _full_disk_for_reports(monkeypatch)
+    res = perf_project.runpytest(*SESSION)
+    text, out = res.stdout.str(), perf_project.path / "out"
+    assert res.ret == 1 and "Traceback" not in text and "INTERNALERROR" not in text, text
+    assert "error: the report was not written: out/report.json: No space left on device; the runs are kept in out/runs.jsonl" in text
+    assert len(read_jsonl(out / "runs.jsonl")) == 3 and not (out / "report.json").exists()
+    d = perf_project.path / "d"  # the report command on the same disk: it said "I/O error" without the file
+    d.mkdir()
+    (d / "runs.jsonl").write_text("".join(json.dumps(dict(r, workload_spec=tiny.to_dict())) + "\n" for r in fake_runs(tiny, [100, 101])))
+    assert cli.main(["report", str(d), "--baselines-dir", str(d / "none")]) == 4
+    err = capsys.readouterr().err
+    assert f"error: I/O error: {d / 'report.json'}: No space left on device" in err and err.count("\n") == 1
+
+
+def test_a_report_linked_out_of_the_results_dir_is_refused_before_any_run(perf_project, fake_runner, tmp_path):
+    calls = []
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.md").write_text("keep me\n")
+    (perf_project.path / "out").mkdir()
+    (perf_project.path / "out" / "report.md").symlink_to(outside / "victim.md")
+    res = perf_project.runpytest(*SESSION)
+    text = res.stdout.str()
+    assert res.ret == 2 and calls == [] and "Traceback" not in text, text
+    assert "report.md is a symbolic link to" in text and "results are written only inside their results dir" in text
+    assert (outside / "victim.md").read_text() == "keep me\n"
+
+
+# ---- --store and store add take what they were meant to ---------------------------------------------------------------
+@pytest.mark.parametrize("value", ["--upload-pack=touch pwned", "github.com/org/repo", "no-such-store"])
+def test_a_store_that_is_neither_a_git_url_nor_an_existing_directory_is_refused(tmp_path, monkeypatch, capsys, value):
+    """It silently became a new local folder of that name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "night").mkdir()
+    shutil.copy(NIGHT / "runs.jsonl", tmp_path / "night" / "runs.jsonl")
+    for args in (["store", "add", "night", f"--store={value}"], ["store", "alerts", f"--store={value}"], ["history", f"--store={value}"]):
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--store {value}: not a git URL" in err and "no such directory" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["night"]  # nothing made
+
+
+def test_store_add_of_the_root_folder_is_bounded(tmp_path, capsys):
+    """``store add /`` walked the whole filesystem, reading every runs.jsonl on the machine."""
+    (tmp_path / "store").mkdir()
+    assert cli.main(["store", "add", "/", "--store", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "/: more than 10000 folders at or below it, not a results dir" in err
+    assert list((tmp_path / "store").iterdir()) == []
+
+
+# ---- the workflows' inputs ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [".", "..", "../baselines", "h200/../l4", "published", "l4 ", " l4", "L4", ""])
+def test_check_gpu_name_refuses_a_path_a_folder_that_is_no_gpu_and_a_padded_name(name):
+    res = subprocess.run([sys.executable, str(ROOT / ".github" / "scripts" / "check-gpu-name.py"), name, "--repeats", "5"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stdout.startswith("::error::gpu ") and res.stdout.count("\n") == 1, res.stdout + res.stderr
+
+
+def test_check_gpu_name_still_takes_a_detected_name_and_a_gpu_with_baselines():
+    for name in ("l4", "h200", "t4"):
+        res = subprocess.run([sys.executable, str(ROOT / ".github" / "scripts" / "check-gpu-name.py"), name], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="the workflow's steps run in bash")
+def test_the_nightly_splits_its_list_inputs_without_globbing_them(tmp_path):
+    """``for w in $PERF_WORKLOADS`` expanded a ``*`` to the files of the checkout."""
+    text = (ROOT / ".github" / "workflows" / "nightly.yml").read_text()
+    assert not re.search(r"for \w+ in \$", text), "an unquoted loop over a variable"
+    (tmp_path / "a-file").write_text("")
+    loop = next(line.strip() for line in text.splitlines() if 'read -ra names <<< "$PERF_WORKLOADS"' in line).split("#")[0]
+    script = f'{loop}\nworkloads=()\nfor w in "${{names[@]}}"; do workloads+=(--workload "$w"); done\nprintf "%s\\n" "${{workloads[@]}}"'
+    res = subprocess.run(["bash", "-c", script], cwd=tmp_path, env={**os.environ, "PERF_WORKLOADS": "tiny-qwen3 * qwen3-1.7b-lora"},
+                         capture_output=True, text=True, timeout=60)
+    assert res.stdout.split() == ["--workload", "tiny-qwen3", "--workload", "*", "--workload", "qwen3-1.7b-lora"], res.stdout
+
+
+def test_recover_names_and_leaves_out_a_block_with_phases_ms_an_empty_list(tmp_path, capsys):
+    """``phases_ms: []`` was taken silently (and a non-empty list was an AttributeError where the phases are read)."""
+    root = tmp_path / "run"
+    _interleave_dir(root)
+    lines = (root / "blocks.jsonl").read_text().splitlines()
+    lines[4] = json.dumps(dict(json.loads(lines[4]), phases_ms=[]))
+    lines[7] = json.dumps(dict(json.loads(lines[7]), phases_ms=[1.0]))
+    (root / "blocks.jsonl").write_text("\n".join(lines) + "\n")
+    assert cli.main(["recover", str(root)]) == 0
+    out, rep = capsys.readouterr().out, json.loads((root / "report.json").read_text())
+    said = [s for s in rep["recovered"]["skipped"] if "phases_ms is [" in s and "not an object of per-step times per phase" in s]
+    assert len(said) == 2 and all(s in out for s in said) and rep["recovered"]["pairs"] == 4
+
+
+def test_cost_diff_of_censuses_of_two_workload_specs_warns(tmp_path, capsys):
+    """It predicted a step change from the diff of two specs' censuses without a word."""
+    lease = ROOT / "tests" / "data" / "history" / "census-h200" / "lease-b"
+    shutil.copytree(lease / "a", tmp_path / "a")
+    shutil.copytree(lease / "b", tmp_path / "b")
+    runs = [dict(r, workload_hash="0123456789abcdef") for r in read_jsonl(tmp_path / "b" / "runs.jsonl")]
+    (tmp_path / "b" / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    timing = str(ROOT / "baselines" / "h200" / "qwen3-1.7b-lora.json")
+    assert cli.main(["cost", "--diff", str(tmp_path / "a"), str(tmp_path / "b"), "--timing", timing]) == 0
+    out = capsys.readouterr().out
+    warned = [ln for ln in out.splitlines() if ln.startswith("warning: ") and "different workload specs (hash c738c0c7db03583b != 0123456789abcdef)" in ln]
+    assert len(warned) == out.count("predicted ") == 3, out
+    assert cli.main(["cost", "--diff", str(lease / "a"), str(lease / "b"), "--timing", timing]) == 0  # one spec: no warning
+    assert "warning" not in capsys.readouterr().out

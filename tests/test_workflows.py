@@ -196,7 +196,7 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     run = " ".join(ab["run"].split())
     assert "matrix.env != 'pinned'" in ab["if"] and "steps.plan.outputs.versions == 'differ'" in ab["if"] and "!cancelled()" in ab["if"]
     assert "-m harness interleave" in run and '--python-a .tox/pinned/bin/python --python-b ".tox/$PERF_ENV/bin/python"' in run
-    assert '--budget-minutes "$AB_BUDGET"' in run and 'for dec in $AB_DECOMPOSITIONS' in run and '--results-dir "perf-results/ab/$dec"' in run
+    assert '--budget-minutes "$AB_BUDGET"' in run and 'read -ra decs <<< "$AB_DECOMPOSITIONS"' in run and 'for dec in "${decs[@]}"' in run and '--results-dir "perf-results/ab/$dec"' in run
     assert not [f for f in TUNING_FLAGS if f in run.split()], run  # the defaults are the nightly's settings
     issues = steps["Open or update regression issues (A/B)"]
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]

@@ -12,11 +12,14 @@ Stdlib only, no torch: it runs on a hosted runner.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MIN_REPEATS = 5  # harness.judging.baseline.MIN_REPEATS: the fewest runs per decomposition a baseline is recorded from
+SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")  # what short_gpu_name gives: no path (., .., /), no space, no capital
+NOT_GPUS = ("published",)  # folders of baselines/ that hold no GPU's baselines (published figures and their script)
 
 
 def known_names() -> list[str]:
@@ -30,7 +33,10 @@ def known_names() -> list[str]:
 def problem(name: str, repeats: str | None, baselines: Path = ROOT / "baselines") -> str | None:
     """None when ``name`` (and ``repeats``) may start the job; else the one line that says what is wrong and what to do."""
     known = known_names()
-    if name not in known and not (name and (baselines / name).is_dir()):
+    if not SLUG.fullmatch(name) or name in NOT_GPUS:
+        return (f"gpu {name!r} is not a GPU name (lower-case letters, digits, - and _, as `python -m harness doctor` prints it; "
+                f"not {', '.join(NOT_GPUS)}); give the suffix of the runner's gpu-<name> label")
+    if name not in known and not (baselines / name).is_dir():
         return (f"gpu {name!r} is not a name the harness detects ({', '.join(known)}) and baselines/{name}/ does not exist; give the "
                 "suffix of the runner's gpu-<name> label as `python -m harness doctor` prints it on that runner")
     if repeats is not None and (not repeats.isdigit() or int(repeats) < MIN_REPEATS):
@@ -43,11 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("name")
     p.add_argument("--repeats", help="the runs per decomposition the job will record from")
     a = p.parse_args(argv)
-    msg = problem(a.name.strip(), a.repeats)
+    msg = problem(a.name, a.repeats)  # as given: "l4 " is no runner's label
     if msg:
         print(f"::error::{msg}")
         return 2
-    print(f"gpu {a.name.strip()!r}: the job runs on the runner labelled gpu-{a.name.strip()}")
+    print(f"gpu {a.name!r}: the job runs on the runner labelled gpu-{a.name}")
     return 0
 
 

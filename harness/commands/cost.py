@@ -70,6 +70,16 @@ def _timing(runs: dict, key) -> float | None:
     return median(steps) if steps else None
 
 
+def _spec_warning(ra: dict, rb: dict, key) -> str | None:
+    """One line when the censuses of a case were made of two workload specs (their hashes differ): then the diff counts a
+    change of the workload, not of the environment, and the prediction says nothing of either."""
+    ha, hb = ({r.get("workload_hash") for r in runs.get(key, []) if r.get("census") and r["census"].get("fits")} for runs in (ra, rb))
+    if ha and hb and ha != hb:
+        return (f"warning: {key[0]} {key[1]}: A and B are censuses of different workload specs (hash {', '.join(sorted(map(str, ha)))} != "
+                f"{', '.join(sorted(map(str, hb)))}): the diff counts a change of the workload; compare censuses of one spec")
+    return None
+
+
 def diff_report(a: str, b: str, timing: list[str] | None = None, idle_ms=None, out: Callable[[str], None] = print) -> int:
     """``cost --diff A B``: the predicted step change of each case whose census differs."""
     ra, rb = runs_of(a), runs_of(b)
@@ -82,6 +92,8 @@ def diff_report(a: str, b: str, timing: list[str] | None = None, idle_ms=None, o
         step = _timing(rt, key) or (None if timing else _timing(rb, key))
         d = census_diff.diff(base, cur)
         head = f"{key[0]} {key[1]}"
+        if (warning := _spec_warning(ra, rb, key)) is not None:
+            out(warning)
         if step is None:
             raise UsageError(f"{head}: no timed run in {' '.join(timing) if timing else f'{a} or {b}'}; the model needs the case's step time "
                              "(pass --timing with a results dir or baseline file that has timed runs)")

@@ -46,6 +46,11 @@ class MissingBaseline(BaselineError):
     pass
 
 
+class BadBaseline(BaselineError):
+    """A stored baseline that is broken (unreadable, another schema, a key missing, a bad value, filed under another GPU): bad
+    input, refused before any run, unlike one that is missing or of another version of its workload."""
+
+
 def path_for(root: str | Path, gpu: str, workload: str) -> Path:
     return Path(root) / gpu / f"{workload}.json"
 
@@ -119,17 +124,17 @@ def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"baseline {path} is unreadable ({type(exc).__name__}: {exc}); restore it from git or record a new one") from None
+        raise BadBaseline(f"baseline {path} is unreadable ({type(exc).__name__}: {exc}); restore it from git or record a new one") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise BaselineError(f"baseline {path} has schema {got!r}, this suite reads schema {SCHEMA}; record a new one with --update-baselines")
+        raise BadBaseline(f"baseline {path} has schema {got!r}, this suite reads schema {SCHEMA}; record a new one with --update-baselines")
     for key in ("gpu", "workload", "provenance", "decompositions"):
         if key not in data:
-            raise BaselineError(f"baseline {path} lacks '{key}'; restore it from git or record a new one")
+            raise BadBaseline(f"baseline {path} lacks '{key}'; restore it from git or record a new one")
     if (why := problem(data)) is not None:
-        raise BaselineError(f"baseline {path}: {why}; correct it, restore it from git or record a new one with --update-baselines")
+        raise BadBaseline(f"baseline {path}: {why}; correct it, restore it from git or record a new one with --update-baselines")
     if data["gpu"] != gpu:
-        raise BaselineError(f"baseline {path} was recorded on {data['gpu']!r}, not {gpu!r}; move it to baselines/{data['gpu']}/ or record one on {gpu}")
+        raise BadBaseline(f"baseline {path} was recorded on {data['gpu']!r}, not {gpu!r}; move it to baselines/{data['gpu']}/ or record one on {gpu}")
     if data["workload"].get("hash") != workload.hash:
         diff = changed_fields(data["workload"].get("spec", {}), workload.to_dict())
         raise BaselineError(f"baseline {path} is for another version of {workload.name} (hash {data['workload'].get('hash')} != {workload.hash}): "

@@ -26,6 +26,11 @@ def _whole(x, lo: int = 0) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= lo
 
 
+def _phases(ph) -> bool:
+    """A block's ``phases_ms``: per phase, a list of its per-step times (finite); where in the step B's time moved reads it."""
+    return isinstance(ph, dict) and bool(ph) and all(isinstance(v, list) and all(_finite(x) for x in v) for v in ph.values())
+
+
 def block_problem(r: dict) -> str | None:
     """Why a block record cannot be judged (a key the analysis reads missing, of the wrong type or not finite), or None.
     Readers of a stored ``blocks.jsonl`` (``recover``) leave such a record out and name it, instead of a traceback."""
@@ -43,7 +48,9 @@ def block_problem(r: dict) -> str | None:
                                      and (r["gpu"].get("throttle_reasons") is None or _whole(r["gpu"]["throttle_reasons"]))),
             "gpu is not an object of finite readings"),
            (r.get("unit") is None or all(_whole(r.get(k), 1) for k in ("unit", "units", "micro_per_step")),
-            "unit, units or micro_per_step is not a whole number >= 1")]
+            "unit, units or micro_per_step is not a whole number >= 1"),
+           (r.get("phases_ms") is None or _phases(r["phases_ms"]),
+            f"phases_ms is {str(r.get('phases_ms'))[:40]}, not an object of per-step times per phase")]
     return next((text for ok, text in why if not ok), None)
 
 

@@ -16,6 +16,7 @@ else 0. When the two sides do not fit on the device at once, the comparison fall
 
 from __future__ import annotations
 
+import json
 import random
 import resource
 import time
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.files import ensure_dir, new_id, refuse_link, results_lock
+from harness.files import ensure_dir, new_id, refuse_link, report_session, results_lock
 from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
@@ -109,11 +110,28 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
         return _run(cfg, w, decs, case, py, plan, settings, check, root, faults, workload is not None, out)
 
 
+def other_commands_report(root: Path) -> str | None:
+    """The run id of a report in ``root`` that another command wrote (a pytest session's, a confirmation's: it has cases, or
+    an id that is not an interleaved comparison's); None when there is none, or it is an earlier comparison's or unreadable
+    (both removed before this run starts, so that no reader takes them for its report)."""
+    try:
+        data = json.loads((root / "report.json").read_text())
+        sid = report_session(data)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(data, dict) or (isinstance(sid, str) and sid.startswith("interleave")) or (sid is None and not data.get("rows")):
+        return None
+    return str(sid or "unknown")
+
+
 def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, plan: ComparisonPlan, settings: dict, check: pd.PairedCheck,
          root: Path, faults: str | None, given_workload: bool, out: Callable[[str], None]) -> ComparisonResult:
     """The comparison in its locked results dir: an earlier run's report is removed first, so that no reader takes it
     for this run's."""
     t_start, cpu_start = time.time(), children_cpu()
+    if (theirs := other_commands_report(root)) is not None:
+        raise ValueError(f"{root / 'report.json'} is the report of another command (run {theirs}): an interleaved comparison never replaces "
+                         "it; give the comparison its own --results-dir")
     for name in ("report.json", "report.md"):
         (root / name).unlink(missing_ok=True)
     for name in ("blocks.jsonl", PROGRESS, "work"):  # before any worker starts: results are written inside the results dir only

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.files import atomic_path
-from harness.store.record import SUFFIX, RecordError, loads, relpath, session_of, slug
+from harness.files import atomic_path, ensure_dir, results_lock
+from harness.store.record import MAX_RECORD_BYTES, SUFFIX, RecordError, loads, relpath, session_of, slug
 from harness.store.record import dumps as record_bytes
 
 
@@ -70,12 +70,17 @@ class DirStore:
         return out
 
     def add(self, records: list[dict]) -> list[Added]:
-        return self.write(records)
+        """:meth:`write` under the store's lock: a second ``store add`` into this directory is refused at once, naming this one."""
+        with results_lock(ensure_dir(self.root, "--store"), "rerun this one when it has ended"):
+            return self.write(records)
 
     def records(self, warn=print) -> Iterator[dict]:
-        """Every stored record, upgraded to the current schema; a file that cannot be read is skipped with a warning."""
+        """Every stored record, upgraded to the current schema and checked; a file that cannot be read or used (too big, of
+        the wrong shape, a NaN in it: :func:`harness.store.record.loads`) is skipped with one warning line naming it."""
         for p in self.files():
             try:
+                if p.stat().st_size > MAX_RECORD_BYTES:  # never read whole: it is no record of store add
+                    raise RecordError(f"{p}: {p.stat().st_size >> 20} MiB, not a session record of store add; remove it or add the session again")
                 yield loads(p.read_bytes(), str(p))
             except (OSError, RecordError) as exc:
                 warn(f"warning: {exc}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -81,10 +82,38 @@ def dumps(rec: dict) -> bytes:
     return buf.getvalue()
 
 
+MAX_RECORD_BYTES = 16 * 2**20  # a record's JSON, unpacked: far above what store add writes (it fits a session in 50 kB gzipped)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"a non-finite number ({name}) in it")
+
+
+def _finite(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"a number out of range ({text[:20]}) in it")
+    return x
+
+
 def loads(data: bytes, where: str = "record") -> dict:
-    """A record from its file content, upgraded to the current schema."""
+    """A record from its file content, upgraded to the current schema and checked (:func:`harness.store.check.problem`):
+    unpacked to at most :data:`MAX_RECORD_BYTES`, no NaN or infinite number, every key its readers take of the right shape.
+    Raises :class:`RecordError` with one line naming ``where`` otherwise."""
+    from harness.store.check import problem
+
     try:
-        rec = json.loads(gzip.decompress(data))
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+            text = fh.read(MAX_RECORD_BYTES + 1)
+        if len(text) > MAX_RECORD_BYTES:
+            raise RecordError(f"{where}: unpacks to more than {MAX_RECORD_BYTES >> 20} MiB, not a session record of store add; remove it "
+                              "or add the session again")
+        rec = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (OSError, EOFError, ValueError) as exc:
+        if isinstance(exc, RecordError):
+            raise
         raise RecordError(f"{where}: not a gzipped JSON session record ({exc}); remove it or add the session again") from None
-    return upgrade(rec, where)
+    rec = upgrade(rec, where)
+    if (why := problem(rec)) is not None:
+        raise RecordError(f"{where}: {why}; the readers leave it out: remove it or add the session again")
+    return rec

@@ -10,6 +10,7 @@ session, the one with the most timed runs. No torch here: the history job reads 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
@@ -17,6 +18,7 @@ from statistics import median
 from harness.files import NOT_STORED, read_jsonl
 from harness.judging.census_diff import normalize
 from harness.record import exclusion, is_census, run_phases
+from harness.store.check import non_finite
 from harness.store.record import SCHEMA, dumps
 
 LIMIT_BYTES = 50_000  # at most this much per session file, so that 3 GPUs x 2 tracks x a year stay near 100 MB
@@ -58,6 +60,17 @@ def run_entry(rec: dict, where: str) -> dict:
     if prof.get("kernel_ms_per_step") is not None:
         e["kernel_ms"] = prof["kernel_ms_per_step"]
     return {k: v for k, v in e.items() if v is not None}
+
+
+def unstorable(rec: dict, where: str) -> str | None:
+    """Why a run cannot be stored, or None: a NaN or infinite figure (a store record is JSON, which holds none) or a key of
+    the wrong type in what :func:`run_entry` keeps of it."""
+    try:
+        entry = run_entry(rec, where)
+        census = normalize(rec["census"]) if is_census(rec) else None
+    except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
+        return f"unreadable ({type(exc).__name__}: {str(exc)[:100]})"
+    return non_finite(entry) or non_finite(census, "census")
 
 
 def _summary(values: list[float]) -> dict | None:
@@ -128,7 +141,7 @@ def verdicts_of(reports: list[tuple[str, dict]]) -> list[dict]:
             e = {"source": source, "kind": v.get("kind"), "case": v.get("case"), "outcome": v.get("outcome"),
                  "message": str(v.get("message") or "")[:MESSAGE_CHARS]}
             if v.get("kind") == "interleaved":
-                e.update({k: single.get(k) for k in ("ratio", "lo", "hi", "pairs") if single.get(k) is not None})
+                e.update({k: single.get(k) for k in ("ratio", "lo", "hi", "pairs") if single.get(k) is not None and not non_finite(single.get(k))})
             out.append(e)
     return out
 
@@ -186,10 +199,26 @@ def _not_stored(path: Path, root: Path) -> bool:
     return any((root / d / NOT_STORED).exists() for d in path.relative_to(root).parents if d != Path("."))
 
 
+MAX_FOLDERS = 10_000  # a results dir holds a few hundred at most; `store add /` would read every runs.jsonl of the machine
+
+
+def _found(root: Path, name: str) -> list[Path]:
+    """Every file ``name`` at or below ``root`` (links to folders not followed); ValueError with one line past
+    :data:`MAX_FOLDERS` folders, where ``root`` is no results dir."""
+    out, folders = [], 0
+    for here, dirs, files in os.walk(root):
+        folders += 1
+        if folders > MAX_FOLDERS:
+            raise ValueError(f"{root}: more than {MAX_FOLDERS} folders at or below it, not a results dir; pass the --results-dir of a session")
+        dirs.sort()
+        out += [Path(here) / name] if name in files else []
+    return sorted(out)
+
+
 def _reports(root: Path) -> list[tuple[str, dict]]:
     """Every readable ``report.json`` at or below ``root``, by path relative to it (a broken one is skipped with a warning)."""
     out = []
-    for p in sorted(root.rglob("report.json")):
+    for p in _found(root, "report.json"):
         try:
             data = json.loads(p.read_text())
         except (OSError, ValueError) as exc:
@@ -208,9 +237,12 @@ def records_of(results_dir: str | Path, *, track: str = "", runner: str = "", im
     if not root.is_dir():
         raise ValueError(f"{root}: not a directory; pass a results dir (the --results-dir of a session)")
     runs, where = [], {}
-    for f in sorted(f for f in root.rglob("runs.jsonl") if not _not_stored(f, root)):
+    for f in (f for f in _found(root, "runs.jsonl") if not _not_stored(f, root)):
         rel = f.parent.relative_to(root).as_posix()
         for r in read_jsonl(f):
+            if (why := unstorable(r, rel)) is not None:  # the session is stored without it
+                print(f"warning: {f}: run {r.get('run_id')}: {why}; left out of the stored session")
+                continue
             runs.append(r)
             where[id(r)] = root.name if rel == "." else f"{root.name}/{rel}"
     if not runs:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.files import read_records, write_atomic
+from harness.files import ensure_dir, read_records, results_lock, write_atomic
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.reporting import report
@@ -125,10 +125,22 @@ def compare(a: list[str], b: list[str], *, alpha: float | None = None, threshold
     return SuiteReport(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)
 
 
-def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, baselines_dir: str = "baselines", out_dir: str | None = None,
-                 alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False,
-                 out: Callable[[str], None] = print) -> SuiteReport:
-    """report.md, report.json and plots for RESULTS_DIR(s), against ``baseline`` (results dirs or a file) or the stored baselines."""
+def write_report(results_dirs: list[str], *, out_dir: str | None = None, **judging) -> SuiteReport:
+    """report.md, report.json and plots for RESULTS_DIR(s) (:func:`_write_report`), in ``out_dir`` (default: the first
+    results dir) under its lock: refused at once while a session or another command writes there. Exit 1 on a regression
+    or a failed check (docs/exit-codes.md), else 0: the report's exit code."""
+    dest = Path(out_dir or results_dirs[0])
+    if out_dir is None and not dest.is_dir():
+        records(results_dirs[:1])  # no such results dir: said as for any other
+    dest.mkdir(parents=True, exist_ok=True)
+    with results_lock(dest):
+        return _write_report(results_dirs, dest, **judging)
+
+
+def _write_report(results_dirs: list[str], dest: Path, *, baseline: list[str] | None = None, baselines_dir: str = "baselines",
+                  alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False,
+                  out: Callable[[str], None] = print) -> SuiteReport:
+    """report.md, report.json and plots in ``dest``, against ``baseline`` (results dirs or a file) or the stored baselines."""
     skipped: list[str] = []
     if baseline:
         judge = against(baseline, results_dirs, alpha, threshold, allow_gpu_mismatch)
@@ -141,10 +153,10 @@ def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, 
         for name, base in baselines.items():  # a report of the very runs a baseline was recorded from compares nothing
             if isinstance(base, bl.Baseline) and ids & {r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]}:
                 baselines[name] = bl.MissingBaseline(f"these runs of {name} are its baseline ({base.path}); not compared with themselves")
+        if bad := [b for b in baselines.values() if isinstance(b, bl.BadBaseline)]:
+            raise bad[0]  # bad input, as in compare and a pytest session: no verdict against it
         judge = judge_of(groups, baselines, gpu, alpha, threshold)
     data = report.build(judge, command=command_line(), notes=tuple(f"{line}: a record lost on disk, not counted" for line in skipped))
-    dest = Path(out_dir or results_dirs[0])
-    dest.mkdir(parents=True, exist_ok=True)
     paths = report.write(data, dest)
     try:
         from harness.reporting import plots
@@ -154,7 +166,7 @@ def write_report(results_dirs: list[str], *, baseline: list[str] | None = None, 
         out(f"plots skipped: {exc}")
     out("\n".join(report.terminal_lines(data)))
     out("wrote " + ", ".join(map(str, paths)))
-    return SuiteReport(data, exit_code=0)
+    return SuiteReport(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)  # docs/exit-codes.md: 1 on a regression or a failed check
 
 
 def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | None = None, baselines_dir: str = "baselines",
@@ -178,9 +190,10 @@ def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | 
         w, rs = groups[name]
         datas.append(bl.from_runs(w, gpu, rs, command_line(), note=note or "", min_repeats=min_repeats))
     staged = []
-    for data in datas:
-        path = bl.path_for(baselines_dir, gpu, data["workload"]["name"])
-        staged.append((path, bl.read_any(path), data))
-        bl.write(baselines_dir, data)
+    with results_lock(ensure_dir(Path(baselines_dir) / gpu, "--baselines-dir"), "rerun this one when it has ended"):  # two updates of one GPU's baselines: one at a time
+        for data in datas:
+            path = bl.path_for(baselines_dir, gpu, data["workload"]["name"])
+            staged.append((path, bl.read_any(path), data))
+            bl.write(baselines_dir, data)
     out("\n".join(report.baseline_table(staged)))
     return 0
