@@ -36,7 +36,8 @@ from harness.spec_sections import (
 )
 
 __all__ = ["DATA_SOURCES", "INITS", "PRECISIONS", "DataSpec", "Decomposition", "LoraSpec", "MeasureSpec", "ModelSpec",
-           "QuantizationSpec", "SpecError", "TrainSpec", "Workload", "changed_fields", "flatten", "load_workload", "load_workloads"]
+           "QuantizationSpec", "SpecError", "TrainSpec", "Workload", "Loaded", "changed_fields", "flatten", "load_each", "load_workload",
+           "load_workloads"]
 
 # Fields that do not change what a run computes, so they stay out of the hash. The model enters as its resolved
 # architecture (:meth:`ModelSpec.architecture`): random and pretrained weights of one architecture run the same kernels
@@ -138,7 +139,22 @@ class Workload:
             raise SpecError(f"workload file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
-        return cls.from_dict(raw, where=str(path))
+        return cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
+
+    def with_data_digest(self, where: str) -> Workload:
+        """A copy whose local data carries its content digest (``data.digest``, hashed); a digest the file gives pins the
+        data and is checked. Synthetic and hub data are returned as they are."""
+        if self.data.source != "local":
+            return self
+        from harness.inputs import data_digest, short
+
+        try:
+            found = data_digest(self.data.id)
+        except SpecError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        _check(self.data.digest in (None, found), f"{where}: data.digest pins {short(self.data.digest)} but {self.data.id} now holds "
+               f"{short(found)}: restore the data, or remove data.digest to take the new content")
+        return dataclasses.replace(self, data=dataclasses.replace(self.data, digest=found))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -147,6 +163,8 @@ class Workload:
         out["devices"] = list(self.devices)
         if out["quantization"] is None:  # no [quantization] table: plain LoRA
             del out["quantization"]
+        if out["data"]["digest"] is None:  # no local data file
+            del out["data"]["digest"]
         return out
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:
@@ -218,7 +236,16 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Timing-relevant fields that differ between two ``Workload.to_dict()`` dicts, as ``field: old -> new``."""
     a, b = _timing(old), _timing(new)
-    return [f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [_change(k, a, b) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _change(key: str, a: dict[str, Any], b: dict[str, Any]) -> str:
+    """One changed field as ``field: old -> new``; the data's digest names the data file whose content changed."""
+    if key == "data.digest" and a.get("data.id") == b.get("data.id"):
+        from harness.inputs import short
+
+        return f"data.digest: the content of {b.get('data.id')} changed ({short(a.get(key))} -> {short(b.get(key))})"
+    return f"{key}: {a.get(key, '<absent>')!r} -> {b.get(key, '<absent>')!r}"
 
 
 def _timing(spec: dict[str, Any]) -> dict[str, Any]:
@@ -229,14 +256,38 @@ def _timing(spec: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in flatten(spec).items() if not _excluded(k) or k.startswith("model.config.") or k == "model.model_type"}
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """The workload files of a folder: those that load, by name, with their files; and the one line of each that does not."""
+
+    workloads: dict[str, Workload]
+    files: dict[str, Path]
+    broken: dict[Path, str]
+
+
+def load_each(directory: str | Path) -> Loaded:
+    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its error
+    line in ``broken`` and the others load."""
+    found: dict[str, Workload] = {}
+    files: dict[str, Path] = {}
+    broken: dict[Path, str] = {}
+    for path in sorted(Path(directory).glob("*.toml")):
+        try:
+            w = Workload.load(path)
+            _check(w.name not in found, f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one")
+        except SpecError as exc:
+            broken[path] = str(exc)
+            continue
+        found[w.name], files[w.name] = w, path
+    return Loaded(found, files, broken)
+
+
 def load_workloads(directory: str | Path) -> dict[str, Workload]:
     """Every ``*.toml`` in ``directory``, by name. Raises SpecError on the first bad file or a repeated name."""
-    found: dict[str, Workload] = {}
-    for path in sorted(Path(directory).glob("*.toml")):
-        w = Workload.load(path)
-        _check(w.name not in found, f"{path}: workload name {w.name!r} is used twice")
-        found[w.name] = w
-    return found
+    loaded = load_each(directory)
+    for line in loaded.broken.values():
+        raise SpecError(line)
+    return loaded.workloads
 
 
 def load_workload(directory: str | Path, name: str, steps: int | None = None) -> Workload:
