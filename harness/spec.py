@@ -122,7 +122,11 @@ class Workload:
         data["effective_batch"] = batch.get("effective")
         decs = batch.get("decompositions")
         _check(isinstance(decs, list), f"{where}: batch.decompositions must be a list such as ['1x4', '2x2'], got {decs!r}")
-        data["decompositions"] = tuple(Decomposition.parse(d) if isinstance(d, str) else _build(Decomposition, d, where, "batch") for d in decs)
+        try:
+            data["decompositions"] = tuple(Decomposition.parse(d) if isinstance(d, str) else _build(Decomposition, d, where, "batch") for d in decs)
+        except SpecError as exc:
+            line = str(exc)
+            raise SpecError(line if line.startswith(f"{where}: ") else f"{where}: {line}") from None
         if isinstance(data.get("devices"), list):
             data["devices"] = tuple(data["devices"])
         try:

@@ -107,6 +107,12 @@ def test_a_baseline_of_another_hash_is_refused_before_any_run(perf_project, tiny
     assert recording.ret == 0, recording.stdout.str()  # recording a new baseline is the way out
 
 
+def test_the_missing_baseline_hint_is_a_command_that_records_one(tmp_path, tiny):
+    with pytest.raises(bl.MissingBaseline) as err:
+        bl.load(tmp_path, "cpu", tiny)
+    assert "`pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 5 --census --update-baselines`" in str(err.value)
+
+
 def test_the_worker_refuses_data_edited_after_loading(tmp_path):
     from harness.measuring.build import check_digest
 
