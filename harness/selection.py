@@ -76,15 +76,8 @@ def select(r: Request) -> Selection:
     """The workloads of request ``r``; raises SpecError for a named workload that is unknown or broken."""
     loaded = load_each(r.workloads_dir)
     if r.names:
-        unknown = [n for n in r.names if n not in loaded.workloads]
-        for n in unknown:
-            for path, line in loaded.broken.items():
-                if path.stem == n:
-                    raise SpecError(line)
-        if unknown:
-            others = f"; {len(loaded.broken)} file(s) do not load, first: {next(iter(loaded.broken.values()))}" if loaded.broken else ""
-            raise SpecError(f"--workload {', '.join(unknown)}: no such workload in {r.workloads_dir}; known: {', '.join(loaded.workloads)}{others}")
-        chosen, broken = {n: loaded.workloads[n] for n in r.names}, {}
+        chosen = loaded.pick(r.names, lambda unknown: f"--workload {', '.join(unknown)}: no such workload in {r.workloads_dir}")
+        broken = {}
     else:
         chosen = {n: w for n, w in loaded.workloads.items() if w.runs_on(r.gpu)}
         broken = dict(loaded.broken)

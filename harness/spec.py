@@ -268,6 +268,17 @@ class Loaded:
     files: dict[str, Path]
     broken: dict[Path, str]
 
+    def pick(self, names: tuple[str, ...], unknown_head) -> dict[str, Workload]:
+        """The workloads ``names``, whatever the other files hold. A name that is not here raises SpecError: the line of its
+        own file (``NAME.toml``) where that does not load, else ``unknown_head(names not here)``, the known names and the
+        first file that does not load."""
+        unknown = [n for n in names if n not in self.workloads]
+        for path, line in self.broken.items():
+            _check(path.stem not in unknown, line)
+        others = f"; {len(self.broken)} file(s) do not load, first: {next(iter(self.broken.values()))}" if self.broken else ""
+        _check(not unknown, f"{unknown_head(unknown)}; known: {', '.join(self.workloads)}{others}")
+        return {n: self.workloads[n] for n in names}
+
 
 def load_each(directory: str | Path) -> Loaded:
     """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its error
@@ -295,7 +306,7 @@ def load_workloads(directory: str | Path) -> dict[str, Workload]:
 
 
 def load_workload(directory: str | Path, name: str, steps: int | None = None) -> Workload:
-    """The workload ``name`` from ``directory``, with ``--steps`` applied. Raises SpecError naming the known ones."""
-    found = load_workloads(directory)
-    _check(name in found, f"no workload {name!r} in {directory}; known: {', '.join(found)}")
-    return found[name].with_overrides(max_steps=steps)
+    """The workload ``name`` from ``directory``, with ``--steps`` applied; another file's mistake does not stop it. Raises
+    SpecError with the line of ``name``'s own file when that does not load, else naming the known ones."""
+    w = load_each(directory).pick((name,), lambda unknown: f"no workload {name!r} in {directory}")[name]
+    return w.with_overrides(max_steps=steps)

@@ -126,6 +126,20 @@ def test_the_worker_refuses_data_edited_after_loading(tmp_path):
         check_digest(w)
 
 
+@pytest.mark.slow
+def test_a_run_on_local_data_records_the_digest_it_trained_on(tmp_path):
+    import dataclasses
+
+    from harness.measuring.runner import RunRequest, run_one
+
+    w = mine(tmp_path, CHATS * 2)
+    w = dataclasses.replace(w.with_overrides(max_steps=2), measure=dataclasses.replace(w.measure, warmup_steps=1),
+                            decompositions=w.decompositions[-1:])
+    rec = run_one(RunRequest(w, w.decompositions[0], 1), tmp_path / "out", "s", 300, "cpu")
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["data_digest"] == w.data.digest == rec["workload_spec"]["data"]["digest"]
+
+
 # ---- every input checked before any training ---------------------------------------------------------------------
 @pytest.mark.parametrize("rows, extra, expected", [
     ([CHATS[0], "not an object"], "", r"chat.jsonl line 2 is a JSON str, not an object of columns"),
@@ -244,6 +258,18 @@ def test_a_typo_in_another_file_does_not_block_a_named_workload(perf_project):
     assert "typo" not in result.stdout.str()
     named = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "typo", "--collect-only")
     assert named.ret == 2 and any("bad workload:" in ln and "unknown field 'rank' in [lora]" in ln for ln in named.outlines)
+
+
+def test_a_command_loads_its_workload_beside_a_broken_file(tmp_path):
+    from harness.spec import load_workload
+
+    (tmp_path / "tiny-qwen3.toml").write_text(TINY)
+    (tmp_path / "typo.toml").write_text(TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8"))
+    assert load_workload(tmp_path, "tiny-qwen3", steps=4).train.max_steps == 4
+    with pytest.raises(SpecError, match=r"typo.toml: unknown field 'rank' in \[lora\]"):
+        load_workload(tmp_path, "typo")
+    with pytest.raises(SpecError, match=r"no workload 'nope' in .*; known: tiny-qwen3; 1 file\(s\) do not load, first: .*typo.toml"):
+        load_workload(tmp_path, "nope")
 
 
 def test_without_a_filter_the_broken_workload_is_one_item_and_one_summary_line(perf_project):
