@@ -17,13 +17,14 @@ import pytest
 from harness import options as opt
 from harness.exits import BAD_INPUT, TERMINATED, Terminated
 from harness.measuring.env import detect_gpu, resolve_gpu
-from harness.spec import SpecError, Workload, load_workloads
+from harness.spec import SpecError, Workload
 from harness.suite.session import Options, PerfSession
 
 _GPU = pytest.StashKey[str]()
 _WORKLOADS = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[PerfSession]()
 _OPTIONS = pytest.StashKey[Options]()
+_BROKEN = pytest.StashKey[dict]()  # workload file -> its one line: not run, one failed item each (harness.broken)
 _COMPARISON = pytest.StashKey[object]()  # the interleaved comparison's ComparisonConfig, its case left blank
 
 
@@ -38,6 +39,9 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     config.stash[_GPU] = gpu
     config.pluginmanager.register(SigtermStops(), "harness-sigterm")
+    from harness.broken import BadInputExit
+
+    config.pluginmanager.register(BadInputExit(), "harness-bad-input")
     config.addinivalue_line("markers", "perf: a performance case of the harness")
     config.addinivalue_line("markers", "slow: a self-test that makes real training runs (deselect with -m 'not slow')")
     o = config.getoption
@@ -100,30 +104,23 @@ def _workloads_dir(config) -> Path:
 
 
 def _workloads(config) -> dict[str, Workload]:
-    """Workloads selected for this session (loaded once). SpecError becomes one collection-error line."""
+    """Workloads selected for this session (loaded and checked once, :mod:`harness.suite.selection`). A SpecError (a workload
+    named with --workload that is broken) becomes one collection-error line; without --workload a broken workload is
+    set aside (``_BROKEN``) and reported as one failed item of its own."""
     if _WORKLOADS in config.stash:
         return config.stash[_WORKLOADS]
-    wdir = _workloads_dir(config)
-    gpu = config.stash[_GPU]
+    from harness.suite.selection import Request, select
+
+    o = config.getoption
+    checked = not (o("update_baselines") or o("calibrate"))  # recording replaces a baseline of another hash
     try:
-        found = load_workloads(wdir)
-        names = config.getoption("workload")
-        if names:
-            unknown = [n for n in names if n not in found]
-            if unknown:
-                raise SpecError(f"--workload {', '.join(unknown)}: no such workload in {wdir}; known: {', '.join(found)}")
-            chosen = {n: found[n] for n in names}
-        else:
-            chosen = {n: w for n, w in found.items() if w.runs_on(gpu)}
-        steps = config.getoption("steps")
-        chosen = {n: w.with_overrides(max_steps=steps) for n, w in chosen.items()}
-        for w in chosen.values():
-            w.check_device(gpu)  # e.g. [quantization] without bitsandbytes or on the CPU: refused before any run
+        chosen = select(Request(_workloads_dir(config), config.stash[_GPU], tuple(o("workload") or ()), o("steps"),
+                                config.stash[_OPTIONS].baselines_dir if checked else None))
     except SpecError as exc:
         config.stash[_WORKLOADS] = exc
         raise
-    config.stash[_WORKLOADS] = chosen
-    return chosen
+    config.stash[_WORKLOADS], config.stash[_BROKEN] = chosen.chosen, chosen.broken
+    return chosen.chosen
 
 
 def pytest_generate_tests(metafunc):
@@ -145,7 +142,8 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("perf_workload", list(ws), ids=list(ws))
 
 
-def pytest_collection_modifyitems(config, items):
+@pytest.hookimpl(trylast=True)  # after -k and -m: a broken workload is always reported
+def pytest_collection_modifyitems(session, config, items):
     updating, census = config.getoption("update_baselines"), config.getoption("census")  # test_interleaved needs --interleave-python-b
     keep, drop = [], []
     for item in items:
@@ -159,6 +157,10 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    if config.stash.get(_BROKEN, None):
+        from harness.broken import items_for
+
+        items += items_for(config.stash[_BROKEN], session)
 
 
 def _progress(config):
@@ -196,7 +198,8 @@ def perf_session(request) -> PerfSession:
     order = {(w.name, d.id): i for i, (w, d) in enumerate((w, d) for w in ws.values() for d in w.decompositions)}
     cases = sorted(dict.fromkeys(cases), key=order.__getitem__)
     opts = config.stash[_OPTIONS]
-    s = PerfSession(opts, ws, cases, progress=_progress(config))
+    s = PerfSession(opts, ws, cases, progress=_progress(config),
+                    notes=[f"not run, bad workload: {line}" for line in config.stash.get(_BROKEN, {}).values()])
     _refuse_before_training(config, s)
     config.stash[_SESSION] = s
     budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
@@ -320,6 +323,10 @@ class SigtermStops:
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = config.stash.get(_SESSION, None)
     if s is None or not s.executed:
+        if config.stash.get(_BROKEN, None):
+            terminalreporter.section("perf summary")
+            for line in config.stash[_BROKEN].values():
+                terminalreporter.write_line(f"not run, bad workload: {line}")
         return
     from harness.reporting.report import terminal_summary
 

@@ -59,6 +59,7 @@ class RunRecord(TypedDict, total=False):
     gpu_samples: list[dict] | None
     profile: dict | None
     inject_work_fired: dict | None  # with inject_work: how often the extra work ran
+    data_digest: str | None  # local data: the sha256 of the file (or folder) trained on, also the spec's data.digest
     census: dict | None  # a census run's counts of the work per optimizer step (docs/measurement.md, Census)
     host_probe: dict
     env: dict[str, Any]

@@ -36,7 +36,8 @@ from harness.spec_sections import (
 )
 
 __all__ = ["DATA_SOURCES", "INITS", "PRECISIONS", "DataSpec", "Decomposition", "LoraSpec", "MeasureSpec", "ModelSpec",
-           "QuantizationSpec", "SpecError", "TrainSpec", "Workload", "changed_fields", "flatten", "load_workload", "load_workloads"]
+           "QuantizationSpec", "SpecError", "TrainSpec", "Workload", "Loaded", "changed_fields", "flatten", "load_each", "load_workload",
+           "load_workloads"]
 
 # Fields that do not change what a run computes, so they stay out of the hash. The model enters as its resolved
 # architecture (:meth:`ModelSpec.architecture`): random and pretrained weights of one architecture run the same kernels
@@ -123,7 +124,11 @@ class Workload:
         data["effective_batch"] = batch.get("effective")
         decs = batch.get("decompositions")
         _check(isinstance(decs, list), f"{where}: batch.decompositions must be a list such as ['1x4', '2x2'], got {decs!r}")
-        data["decompositions"] = tuple(Decomposition.parse(d) if isinstance(d, str) else _build(Decomposition, d, where, "batch") for d in decs)
+        try:
+            data["decompositions"] = tuple(Decomposition.parse(d) if isinstance(d, str) else _build(Decomposition, d, where, "batch") for d in decs)
+        except SpecError as exc:
+            line = str(exc)
+            raise SpecError(line if line.startswith(f"{where}: ") else f"{where}: {line}") from None
         if isinstance(data.get("devices"), list):
             data["devices"] = tuple(data["devices"])
         try:
@@ -140,7 +145,22 @@ class Workload:
             raise SpecError(f"workload file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
-        return cls.from_dict(raw, where=str(path))
+        return cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
+
+    def with_data_digest(self, where: str) -> Workload:
+        """A copy whose local data carries its content digest (``data.digest``, hashed); a digest the file gives pins the
+        data and is checked. Synthetic and hub data are returned as they are."""
+        if self.data.source != "local":
+            return self
+        from harness.inputs import data_digest, short
+
+        try:
+            found = data_digest(self.data.id)
+        except SpecError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        _check(self.data.digest in (None, found), f"{where}: data.digest pins {short(self.data.digest)} but {self.data.id} now holds "
+               f"{short(found)}: restore the data, or remove data.digest to take the new content")
+        return dataclasses.replace(self, data=dataclasses.replace(self.data, digest=found))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -149,6 +169,8 @@ class Workload:
         out["devices"] = list(self.devices)
         if out["quantization"] is None:  # no [quantization] table: plain LoRA
             del out["quantization"]
+        if out["data"]["digest"] is None:  # no local data file
+            del out["data"]["digest"]
         return out
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:
@@ -220,7 +242,16 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Timing-relevant fields that differ between two ``Workload.to_dict()`` dicts, as ``field: old -> new``."""
     a, b = _timing(old), _timing(new)
-    return [f"{k}: {a.get(k, '<absent>')!r} -> {b.get(k, '<absent>')!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return [_change(k, a, b) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _change(key: str, a: dict[str, Any], b: dict[str, Any]) -> str:
+    """One changed field as ``field: old -> new``; the data's digest names the data file whose content changed."""
+    if key == "data.digest" and a.get("data.id") == b.get("data.id"):
+        from harness.inputs import short
+
+        return f"data.digest: the content of {b.get('data.id')} changed ({short(a.get(key))} -> {short(b.get(key))})"
+    return f"{key}: {a.get(key, '<absent>')!r} -> {b.get(key, '<absent>')!r}"
 
 
 def _timing(spec: dict[str, Any]) -> dict[str, Any]:
@@ -231,18 +262,53 @@ def _timing(spec: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in flatten(spec).items() if not _excluded(k) or k.startswith("model.config.") or k == "model.model_type"}
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """The workload files of a folder: those that load, by name, with their files; and the one line of each that does not."""
+
+    workloads: dict[str, Workload]
+    files: dict[str, Path]
+    broken: dict[Path, str]
+
+    def pick(self, names: tuple[str, ...], unknown_head) -> dict[str, Workload]:
+        """The workloads ``names``, whatever the other files hold. A name that is not here raises SpecError: the line of its
+        own file (``NAME.toml``) where that does not load, else ``unknown_head(names not here)``, the known names and the
+        first file that does not load."""
+        unknown = [n for n in names if n not in self.workloads]
+        for path, line in self.broken.items():
+            _check(path.stem not in unknown, line)
+        others = f"; {len(self.broken)} file(s) do not load, first: {next(iter(self.broken.values()))}" if self.broken else ""
+        _check(not unknown, f"{unknown_head(unknown)}; known: {', '.join(self.workloads)}{others}")
+        return {n: self.workloads[n] for n in names}
+
+
+def load_each(directory: str | Path) -> Loaded:
+    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its error
+    line in ``broken`` and the others load."""
+    found: dict[str, Workload] = {}
+    files: dict[str, Path] = {}
+    broken: dict[Path, str] = {}
+    for path in sorted(Path(directory).glob("*.toml")):
+        try:
+            w = Workload.load(path)
+            _check(w.name not in found, f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one")
+        except SpecError as exc:
+            broken[path] = str(exc)
+            continue
+        found[w.name], files[w.name] = w, path
+    return Loaded(found, files, broken)
+
+
 def load_workloads(directory: str | Path) -> dict[str, Workload]:
     """Every ``*.toml`` in ``directory``, by name. Raises SpecError on the first bad file or a repeated name."""
-    found: dict[str, Workload] = {}
-    for path in sorted(Path(directory).glob("*.toml")):
-        w = Workload.load(path)
-        _check(w.name not in found, f"{path}: workload name {w.name!r} is used twice")
-        found[w.name] = w
-    return found
+    loaded = load_each(directory)
+    for line in loaded.broken.values():
+        raise SpecError(line)
+    return loaded.workloads
 
 
 def load_workload(directory: str | Path, name: str, steps: int | None = None) -> Workload:
-    """The workload ``name`` from ``directory``, with ``--steps`` applied. Raises SpecError naming the known ones."""
-    found = load_workloads(directory)
-    _check(name in found, f"no workload {name!r} in {directory}; known: {', '.join(found)}")
-    return found[name].with_overrides(max_steps=steps)
+    """The workload ``name`` from ``directory``, with ``--steps`` applied; another file's mistake does not stop it. Raises
+    SpecError with the line of ``name``'s own file when that does not load, else naming the known ones."""
+    w = load_each(directory).pick((name,), lambda unknown: f"no workload {name!r} in {directory}")[name]
+    return w.with_overrides(max_steps=steps)

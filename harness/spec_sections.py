@@ -84,9 +84,13 @@ class DataSpec:
     chat_template: str | bool = opt(True, what="true, false or a Jinja template string")
     text_column: str | None = opt(None, nonempty=True)
     messages_column: str | None = opt(None, nonempty=True)
+    # local data only: the content's sha256 (harness.inputs.data_digest), written by Workload.load; hashed, so that an
+    # edited data file is another workload. Absent from to_dict() when None: other sources keep their hashes.
+    digest: str | None = opt(None, pattern=r"sha256:[0-9a-f]{64}", what="'sha256:' and 64 hex digits, as the loader writes it")
 
     def __post_init__(self):
         check_fields(self, "data")
+        _check(self.digest is None or self.source == "local", "data.digest fingerprints a local data file: remove it, or set data.source = 'local'")
         _check(self.source == "synthetic" or bool(self.id), f"data.source = {self.source!r} needs data.id (a hub dataset id or a local path)")
         _check(self.source != "synthetic" or self.id is None, "data.id names a hub or local dataset: set data.source = 'hub' or 'local', or remove it")
         _check(self.name is None or self.source == "hub", "data.name (a subset) applies to hub datasets only: set data.source = 'hub' or remove it")

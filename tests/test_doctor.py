@@ -97,5 +97,6 @@ def test_a_workload_that_does_not_load_is_one_line_and_exit_2(tmp_path):
     lines: list[str] = []
     assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, workflow=NIGHTLY, out=lines.append) == 2
     text = "\n".join(lines).splitlines()
-    assert any(ln.startswith(f"workloads ({tmp_path}): cannot load them: ") and "bad.toml" in ln for ln in text)
+    assert f"workloads ({tmp_path}): 1 cannot run (BROKEN below), the others can" in text
+    assert any(ln.startswith("  bad.toml: BROKEN, not run: ") and "bad.toml" in ln for ln in text)
     assert any(ln.strip().startswith("HF_TOKEN") for ln in text)  # the rest is still said

@@ -161,10 +161,10 @@ def test_baseline_then_aa_then_injected_slowdown(cut_splits, p):
     assert worse.ret == 1
     worse.stdout.fnmatch_lines([f"*tiny-qwen3-{p.splits[0]}*regression*", "*REGRESSION: steady-state median step time x*"])
 
-    if p.other_steps:  # The same baseline at another step count is refused, naming the field that changed.
+    if p.other_steps:  # The same baseline at another step count is refused before any run, naming the field that changed.
         other = perf_project.runpytest_subprocess(*common, "--results-dir", "other", "--steps", "6", "--repeats", "1", "-k", "runtime and 4x1")
         other.stdout.fnmatch_lines([f"*is for another version of tiny-qwen3*train.max_steps: {p.steps} -> 6*"])
-        assert other.ret == 1
+        assert other.ret == 2 and not (perf_project.path / "other" / "runs.jsonl").exists()
 
 
 @pytest.mark.slow

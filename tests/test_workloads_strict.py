@@ -69,6 +69,7 @@ def pretrained(hub_id: str, config: bool = True) -> str:
     ('precision = "fp32"', 'precision = "fp8"', "train.precision must be one of 'fp16', 'bf16', 'fp32', got 'fp8'"),
     ("[lora]\n", "[lora]\nrank = 8\n", "unknown field 'rank' in [lora]; known: r, alpha"),
     ("[data]\n", "[data]\nsplits = 'x'\n", "unknown field 'splits' in [data]; did you mean data.split?"),
+    ('decompositions = ["1x4", "2x2", "4x1"]', 'decompositions = ["1x4", "2*2"]', "batch.decompositions: '2*2' is not MICROxGA or MICROxGAxWORLD"),
 ])
 def test_a_bad_value_is_one_line_naming_file_and_key(tmp_path, old, new, expected):
     line = refusal(write(tmp_path, edited(old, new)))

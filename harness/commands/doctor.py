@@ -4,8 +4,8 @@ It prints the detected GPU and the runner label to give it (``gpu-<name>``, the 
 :func:`harness.measuring.env.detect_gpu` makes it, which is what ``--gpu auto`` resolves to), the driver, CUDA,
 torch and library versions, the workloads that would run here and which of them have a baseline for this GPU,
 what the nightly (.github/workflows/nightly.yml) would do here tonight, and what is missing. It makes no run
-and writes nothing; what it cannot check from here, it says so. Exit 0, or 2 when a workload file does not load (its
-line is in the output).
+and writes nothing; what it cannot check from here, it says so. Exit 0, or 2 when a workload cannot run (a file that does
+not load, or a local data file or model folder that does not pass; one line each in the output).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from harness.judging import baseline as bl
 from harness.measuring.env import detect_gpu, gpu_names, versions
-from harness.spec import SpecError, load_workloads
+from harness.spec import SpecError, load_each
 
 LIBRARIES = ("transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes")
 TOOLS = {"gh": "the nightly's issue, pull-request and history steps", "jq": "the nightly's regression-issue script",
@@ -78,11 +78,25 @@ def machine() -> dict:
             "cuda_driver": cuda_driver, "torch_cuda": torch_cuda, "python": soft["python"], "torch": soft.get("torch"), "libraries": libs}
 
 
-def workloads_here(workloads_dir: Path, baselines_dir: Path, gpu: str) -> list[dict]:
+def workloads_here(workloads_dir: Path, baselines_dir: Path, gpu: str, broken: dict | None = None) -> list[dict]:
     """Every workload: whether the suite selects it here (its ``devices``), its baseline for this GPU, and what it needs
-    from the hub. Raises SpecError for a workload file that does not load."""
+    from the hub. A workload file that does not load, or whose inputs on disk do not pass (:mod:`harness.inputs`), goes
+    into ``broken`` (file -> its one line) and the others are listed; without ``broken``, the first raises SpecError."""
+    from harness.suite.selection import inputs_problem
+
     out = []
-    for name, w in load_workloads(workloads_dir).items():
+    loaded = load_each(workloads_dir)
+    found = dict(loaded.broken)
+    for name, w in loaded.workloads.items():
+        if (line := inputs_problem(w, loaded.files[name])) is not None:
+            found[loaded.files[name]] = line
+    if found and broken is None:
+        raise SpecError(next(iter(found.values())))
+    if broken is not None:
+        broken.update(found)
+    for name, w in loaded.workloads.items():
+        if loaded.files[name] in found:
+            continue
         try:
             bl.load(baselines_dir, gpu, w)
             baseline = "ok"
@@ -166,13 +180,14 @@ def missing(workloads: list[dict]) -> dict:
 
 
 def facts(workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | Path) -> dict:
-    """Everything doctor says; ``workloads_error`` is the one line of a workload file that does not load (then no workloads)."""
+    """Everything doctor says; ``broken`` lists each workload file that cannot run with its one line (``workloads_error`` is
+    the first of them), ``workloads`` the others."""
     m = machine()
-    try:
-        ws, error = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"]), None
-    except SpecError as exc:
-        ws, error = [], str(exc)
-    return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "workloads_error": error, "nightly": nightly(Path(workflow), m["gpu"], ws),
+    broken: dict = {}
+    ws = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"], broken)
+    error = next(iter(broken.values()), None)
+    return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "workloads_error": error,
+            "broken": [{"file": str(p), "line": line} for p, line in broken.items()], "nightly": nightly(Path(workflow), m["gpu"], ws),
             "missing": missing(ws)}
 
 
@@ -190,7 +205,8 @@ def text(f: dict) -> list[str]:
     cuda = f"torch built for CUDA {f['torch_cuda']}" if f["torch_cuda"] else "torch is a CPU build"
     lines.append(f"driver: {f['driver'] or 'none'}; CUDA: {cuda}" + (f", the driver supports up to {f['cuda_driver']}" if f["cuda_driver"] else ""))
     lines.append(f"python {f['python']}, torch {_version(f['torch'])}; " + ", ".join(f"{k} {_version(v)}" for k, v in f["libraries"].items()))
-    lines.append(f"workloads ({f['workloads_dir']}):" + (f" cannot load them: {f['workloads_error']}" if f["workloads_error"] else ""))
+    lines.append(f"workloads ({f['workloads_dir']}):" + (f" {len(f['broken'])} cannot run (BROKEN below), the others can" if f["broken"] else ""))
+    lines += [f"  {Path(b['file']).name}: BROKEN, not run: {b['line']}" for b in f["broken"]]
     for w in f["workloads"]:
         where = "runs here" if w["runs_here"] else f"not selected here (devices {w['devices']}; run it by name with --workload)"
         base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {f['gpu']}"}.get(w["baseline"], f"baseline {w['baseline']}")

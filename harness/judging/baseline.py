@@ -119,8 +119,8 @@ def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
     """Load and check the baseline of ``workload`` on ``gpu``. Raises :class:`BaselineError`."""
     path = path_for(root, gpu, workload.name)
     if not path.exists():
-        raise MissingBaseline(f"no baseline for {workload.name} on {gpu} ({path}); record one with "
-                              f"`pytest perftests --gpu={gpu} --update-baselines` (at least {MIN_REPEATS} repeats)")
+        raise MissingBaseline(f"no baseline for {workload.name} on {gpu} ({path}); record one with `pytest perftests --gpu={gpu} "
+                              f"--workload {workload.name} --repeats {MIN_REPEATS} --census --update-baselines`")
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -146,6 +146,8 @@ def build_dataset(w: Workload, tokenizer):
         high = min(w.architecture()["config"].get("vocab_size", 32000), len(tokenizer)) if w.model.init == "random" else len(tokenizer)
         ids = torch.randint(low, max(high, low + 1), (d.num_samples, w.train.max_length), generator=gen)
         return datasets.Dataset.from_dict({"input_ids": ids.tolist()})
+    if d.source == "local":
+        check_digest(w)
     try:
         path = Path(d.id).expanduser()
         if d.source == "local" and path.is_dir() and (path / "dataset_dict.json").exists():
@@ -154,6 +156,8 @@ def build_dataset(w: Workload, tokenizer):
             ds = datasets.load_from_disk(str(path))
         elif d.source == "local" and path.is_file():
             ds = datasets.load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path), split="train")
+        elif d.source == "local":  # a folder of data files, read by datasets' folder builder; never the hub
+            ds = datasets.load_dataset(str(path), split=d.split)
         else:
             ds = datasets.load_dataset(d.id, d.name, split=d.split)
     except _hub_errors() as exc:
@@ -164,6 +168,18 @@ def build_dataset(w: Workload, tokenizer):
     if d.num_samples > len(ds):
         raise ValueError(f"data.num_samples = {d.num_samples} but {d.id!r} split {d.split!r} has only {len(ds)} rows; lower data.num_samples")
     return ds.select(range(d.num_samples))
+
+
+def check_digest(w: Workload) -> None:
+    """The local data is the one the workload was hashed with: ``data.digest``, where it has one, is the file's content
+    now (an edit during a session would otherwise train on other data under the same hash). A missing file is a
+    SpecError too: nothing falls through to the hub for a local source."""
+    from harness.inputs import data_digest, short
+
+    found = data_digest(w.data.id)
+    if w.data.digest is not None and found != w.data.digest:
+        raise SpecError(f"{w.name}: data.digest: {w.data.id} changed since the workload was loaded ({short(w.data.digest)} -> "
+                        f"{short(found)}); restore it, or rerun to take the new content")
 
 
 def select_columns(ds, w: Workload):

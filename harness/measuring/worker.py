@@ -192,6 +192,7 @@ def train(req: dict, timing: dict) -> dict:
         "host_probe": b.probe,
         "env": worker_env(b.trainer.model),
         "census": census.result if census is not None else None,
+        "data_digest": w.data.digest,  # local data: the content trained on (build.check_digest compared it); else None
         "inject_work_fired": {"calls": inject.fired, "layers": inject.layers, "casts_per_call": inject.n,
                               "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None}
                              if inject is not None else None,

@@ -1,0 +1,308 @@
+"""A user's own inputs: a local JSONL is part of the work (its digest is in the hash, so an edited file is refused against
+the old baseline, naming the data), every local input is checked at collection (exit 2, one line, no hub call), and a
+broken workload file is a failure of its own while the other workloads run."""
+
+import json
+import re
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.inputs import check_inputs, data_digest, digest
+from harness.judging import baseline as bl
+from harness.spec import SpecError, Workload
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = (ROOT / "workloads" / "tiny-qwen3.toml").read_text()
+CHATS = [{"messages": [{"role": "user", "content": f"w{i} w2"}, {"role": "assistant", "content": "w3 w4"}]} for i in range(6)]
+
+
+def local_toml(data: Path, name: str = "mine", extra: str = "") -> str:
+    """tiny-qwen3 renamed, on local data ``data``."""
+    text = re.sub(r"\[data\]\n.*?\n\n", f'[data]\nsource = "local"\nid = "{data}"\nnum_samples = 4\n{extra}\n', TINY, flags=re.S)
+    return text.replace('name = "tiny-qwen3"', f'name = "{name}"')
+
+
+def jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def mine(tmp_path, rows=CHATS, extra: str = "") -> Workload:
+    data = jsonl(tmp_path / "chat.jsonl", rows)
+    path = tmp_path / "mine.toml"
+    path.write_text(local_toml(data, extra=extra))
+    return Workload.load(path)
+
+
+# ---- the data in the work ----------------------------------------------------------------------------------------
+def test_a_local_files_digest_enters_the_hash(tmp_path):
+    w = mine(tmp_path)
+    assert w.data.digest == data_digest(str(tmp_path / "chat.jsonl")) and w.data.digest.startswith("sha256:")
+    assert w.to_dict()["data"]["digest"] == w.data.digest
+    assert Workload.from_dict(w.to_dict()).hash == w.hash  # what the worker rebuilds from its request
+    shorter = [{"messages": [m | {"content": "w3"} for m in r["messages"]]} for r in CHATS]
+    assert mine(tmp_path, shorter).hash != w.hash
+    tiny = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
+    assert "digest" not in tiny.to_dict()["data"] and tiny.data.digest is None  # synthetic: no file, hash unchanged
+
+
+def test_a_pinned_digest_refuses_other_content(tmp_path):
+    w = mine(tmp_path)
+    pinned = local_toml(tmp_path / "chat.jsonl", extra=f'digest = "{w.data.digest}"\n')
+    (tmp_path / "pinned.toml").write_text(pinned)
+    assert Workload.load(tmp_path / "pinned.toml").hash == w.hash
+    jsonl(tmp_path / "chat.jsonl", CHATS[:5])
+    with pytest.raises(SpecError, match=r"pinned.toml: data.digest pins sha256:[0-9a-f]{12} but .*chat.jsonl now holds"):
+        Workload.load(tmp_path / "pinned.toml")
+
+
+def test_a_folders_digest_ignores_the_cache_files_datasets_writes(tmp_path):
+    import datasets
+
+    folder = tmp_path / "saved"
+    datasets.Dataset.from_list(CHATS).save_to_disk(str(folder))
+    before = digest(folder)
+    (folder / "cache-0123abcd.arrow").write_bytes(b"indices")
+    assert digest(folder) == before
+    (folder / "extra.txt").write_text("more")
+    assert digest(folder) != before
+
+
+def test_an_edited_jsonl_under_a_recorded_baseline_is_refused_naming_the_data(tmp_path, fake_runs):
+    w = mine(tmp_path)
+    bl.write(tmp_path / "baselines", bl.from_runs(w, "cpu", fake_runs(w, [100] * 5), "cmd"))
+    assert bl.load(tmp_path / "baselines", "cpu", w).data["workload"]["spec"]["data"]["digest"] == w.data.digest
+    shorter = [{"messages": [m | {"content": "w3"} for m in r["messages"]]} for r in CHATS]
+    edited = mine(tmp_path, shorter)
+    with pytest.raises(bl.BaselineError) as err:
+        bl.load(tmp_path / "baselines", "cpu", edited)
+    line = str(err.value)
+    assert f"data.digest: the content of {tmp_path / 'chat.jsonl'} changed (sha256:" in line and "\n" not in line, line
+    assert "train." not in line and "model." not in line  # the data alone changed
+
+
+def test_an_edited_jsonl_is_refused_at_collection_not_judged(perf_project, fake_runs):
+    data = jsonl(perf_project.path / "chat.jsonl", CHATS)
+    (perf_project.path / "workloads" / "mine.toml").write_text(local_toml(data))
+    w = Workload.load(perf_project.path / "workloads" / "mine.toml")
+    bl.write(perf_project.path / "baselines", bl.from_runs(w, "cpu", fake_runs(w, [100] * 5), "cmd"))
+    ok = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider")
+    assert ok.ret == 0, ok.stdout.str()
+    jsonl(data, CHATS[:5])
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider")
+    assert result.ret == 2
+    lines = [ln for ln in result.outlines if ln.startswith("bad workload:")]
+    assert lines and "is for another version of mine" in lines[0] and f"data.digest: the content of {data} changed" in lines[0], lines
+
+
+def test_a_baseline_of_another_hash_is_refused_before_any_run(perf_project, tiny, fake_runs):
+    bl.write(perf_project.path / "baselines", bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "cmd"))
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--steps", "6", "--results-dir", "out")
+    assert result.ret == 2 and not (perf_project.path / "out" / "runs.jsonl").exists()
+    result.stdout.fnmatch_lines(["*bad workload: baseline * is for another version of tiny-qwen3*train.max_steps: 20 -> 6*"])
+    recording = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--steps", "6", "--update-baselines", "--collect-only")
+    assert recording.ret == 0, recording.stdout.str()  # recording a new baseline is the way out
+
+
+def test_the_missing_baseline_hint_is_a_command_that_records_one(tmp_path, tiny):
+    with pytest.raises(bl.MissingBaseline) as err:
+        bl.load(tmp_path, "cpu", tiny)
+    assert "`pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 5 --census --update-baselines`" in str(err.value)
+
+
+def test_the_worker_refuses_data_edited_after_loading(tmp_path):
+    from harness.measuring.build import check_digest
+
+    w = mine(tmp_path)
+    check_digest(w)
+    jsonl(tmp_path / "chat.jsonl", CHATS[:5])
+    with pytest.raises(SpecError, match=r"mine: data.digest: .*chat.jsonl changed since the workload was loaded"):
+        check_digest(w)
+    (tmp_path / "chat.jsonl").unlink()
+    with pytest.raises(SpecError, match=r"data.id = .*chat.jsonl': no such file or folder"):
+        check_digest(w)
+
+
+@pytest.mark.slow
+def test_a_run_on_local_data_records_the_digest_it_trained_on(tmp_path):
+    import dataclasses
+
+    from harness.measuring.runner import RunRequest, run_one
+
+    w = mine(tmp_path, CHATS * 2)
+    w = dataclasses.replace(w.with_overrides(max_steps=2), measure=dataclasses.replace(w.measure, warmup_steps=1),
+                            decompositions=w.decompositions[-1:])
+    rec = run_one(RunRequest(w, w.decompositions[0], 1), tmp_path / "out", "s", 300, "cpu")
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["data_digest"] == w.data.digest == rec["workload_spec"]["data"]["digest"]
+
+
+# ---- every input checked before any training ---------------------------------------------------------------------
+@pytest.mark.parametrize("rows, extra, expected", [
+    ([CHATS[0], "not an object"], "", r"chat.jsonl line 2 is a JSON str, not an object of columns"),
+    (CHATS, 'messages_column = "conversation"\n', r"data.messages_column = 'conversation' is not a column of .*chat.jsonl \(its columns: messages\)"),
+    (CHATS[:1] + [{"text": "w1"}], "", r"data.num_samples = 4 but .*chat.jsonl has only 2 rows"),
+    ([{"body": "w1"}] * 6, "", r"data.messages_column: .*chat.jsonl has none of the columns TRL reads \(messages, text, prompt\), only body"),
+    (CHATS, "chat_template = \"{{ messages[5]['content'] }}\"\n", r"data.chat_template cannot render the first conversation of .*chat.jsonl "
+     r"\(UndefinedError: list object has no element 5\)"),
+    (CHATS, "chat_template = \"{{ messages[0]['text'] }}\"\n", r"data.chat_template renders the first conversation of .*chat.jsonl as empty text"),
+])
+def test_bad_local_data_is_one_line_naming_the_file_and_the_key(tmp_path, rows, extra, expected):
+    w = mine(tmp_path, rows, extra)
+    with pytest.raises(SpecError) as err:
+        check_inputs(w)
+    assert re.search(expected, str(err.value)) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_line_that_is_not_json_names_its_line(tmp_path):
+    w = mine(tmp_path)
+    with (tmp_path / "chat.jsonl").open("a") as fh:
+        fh.write('{"messages": [\n')
+    with pytest.raises(SpecError, match=r"chat.jsonl line 7 is not JSON"):
+        check_inputs(w)
+
+
+def test_a_local_model_folder_is_checked(tmp_path):
+    from harness.inputs import check_model
+    from harness.spec_sections import ModelSpec
+
+    def spec(hub_id):  # a stand-in of [model]: check_model reads init and hub_id only
+        return type("M", (), {"init": "pretrained", "hub_id": hub_id})()
+
+    with pytest.raises(SpecError, match=r"model.hub_id = '.*/nowhere': no such folder"):
+        check_model(spec(str(tmp_path / "nowhere")))
+    (tmp_path / "model").mkdir()
+    with pytest.raises(SpecError, match=r"model.hub_id = '.*/model': .*config.json is missing"):
+        check_model(spec(str(tmp_path / "model")))
+    (tmp_path / "model" / "config.json").write_text("{not json")
+    with pytest.raises(SpecError, match=r"config.json is not valid JSON"):
+        check_model(spec(str(tmp_path / "model")))
+    check_model(spec("Qwen/Qwen3-1.7B"))  # a hub id: left to the worker
+    check_model(ModelSpec(model_type="qwen3"))  # random weights: nothing to read
+
+
+class Listener:
+    """A TCP port that stands for the hub (HF_ENDPOINT): it counts the connections it gets."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.connections, self.stop = 0, False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    listener = Listener()
+    monkeypatch.setenv("HF_ENDPOINT", listener.endpoint)
+    yield listener
+    listener.close()
+
+
+@pytest.mark.parametrize("case", ["missing file", "wrong column", "bad template"])
+@pytest.mark.parametrize("offline", [True, False], ids=["offline", "hub-endpoint"])
+def test_bad_local_input_exits_2_at_collection_without_the_hub(perf_project, hub, monkeypatch, case, offline):
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    (perf_project.path / "data").mkdir()
+    data = jsonl(perf_project.path / "data" / "chat.jsonl", CHATS)
+    extra, expected = {"missing file": ("", "data.id = 'data/gone.jsonl': no such file or folder"),
+                       "wrong column": ('messages_column = "conversation"\n', "data.messages_column = 'conversation' is not a column"),
+                       "bad template": ("chat_template = \"{{ messages[0]['content'] + 1 }}\"\n", "data.chat_template cannot render")}[case]
+    text = local_toml(Path("data/gone.jsonl") if case == "missing file" else data.relative_to(perf_project.path), extra=extra)
+    (perf_project.path / "workloads" / "mine.toml").write_text(text)
+    for args in (("--workload", "mine"), ()):
+        result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--collect-only", "-p", "no:cacheprovider", *args, timeout=300)
+        assert result.ret == 2, result.stdout.str()
+        out = result.stdout.str()
+        assert f"{perf_project.path / 'workloads' / 'mine.toml'}: " in out and expected in out, out
+        assert "Traceback" not in out
+    assert hub.connections == 0
+
+
+# ---- a broken workload is its own failure ------------------------------------------------------------------------
+def broken(perf_project) -> Path:
+    path = perf_project.path / "workloads" / "typo.toml"
+    path.write_text(TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8"))
+    return path
+
+
+def test_a_typo_in_another_file_does_not_block_a_named_workload(perf_project):
+    broken(perf_project)
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "tiny-qwen3", "--collect-only", "-q")
+    assert result.ret == 0, result.stdout.str()
+    assert "typo" not in result.stdout.str()
+    named = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "typo", "--collect-only")
+    assert named.ret == 2 and any("bad workload:" in ln and "unknown field 'rank' in [lora]" in ln for ln in named.outlines)
+
+
+def test_a_command_loads_its_workload_beside_a_broken_file(tmp_path):
+    from harness.spec import load_workload
+
+    (tmp_path / "tiny-qwen3.toml").write_text(TINY)
+    (tmp_path / "typo.toml").write_text(TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8"))
+    assert load_workload(tmp_path, "tiny-qwen3", steps=4).train.max_steps == 4
+    with pytest.raises(SpecError, match=r"typo.toml: unknown field 'rank' in \[lora\]"):
+        load_workload(tmp_path, "typo")
+    with pytest.raises(SpecError, match=r"no workload 'nope' in .*; known: tiny-qwen3; 1 file\(s\) do not load, first: .*typo.toml"):
+        load_workload(tmp_path, "nope")
+
+
+def test_without_a_filter_the_broken_workload_is_one_item_and_one_summary_line(perf_project):
+    path = broken(perf_project)
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--collect-only", "-q")
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*test_run[[]tiny-qwen3-1x4[]]*", "workloads/typo.toml::bad-workload",
+                                 f"not run, bad workload: {path}: unknown field 'rank' in [[]lora]*"])
+
+
+@pytest.mark.slow
+def test_the_other_workloads_run_beside_a_broken_one(cut_splits):
+    perf_project = cut_splits(("4x1",))
+    path = broken(perf_project)
+    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--repeats", "1", "--steps", "4", "-p", "no:cacheprovider")
+    assert result.ret == 2, result.stdout.str()  # the broken file is bad input; the run itself passed
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1 and outcomes["passed"] >= 1, outcomes
+    result.stdout.fnmatch_lines([f"*note: not run, bad workload: {path}: unknown field 'rank'*", "FAILED workloads/typo.toml::bad-workload*"])
+    report = (perf_project.path / "perf-results" / "report.md").read_text()
+    assert f"not run, bad workload: {path}" in report
+
+
+def test_doctor_lists_each_broken_workload_in_one_line_and_the_others(tmp_path):
+    from harness.commands import doctor as doc
+
+    (tmp_path / "tiny-qwen3.toml").write_text(TINY)
+    (tmp_path / "typo.toml").write_text(TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8"))
+    (tmp_path / "gone.toml").write_text(local_toml(tmp_path / "gone.jsonl", name="gone"))
+    lines: list[str] = []
+    assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, workflow=tmp_path / "none.yml", out=lines.append) == 2
+    text = "\n".join(lines).splitlines()
+    assert f"workloads ({tmp_path}): 2 cannot run (BROKEN below), the others can" in text
+    assert any(ln.startswith("  typo.toml: BROKEN, not run: ") and "unknown field 'rank'" in ln for ln in text), text
+    assert any(ln.startswith("  gone.toml: BROKEN, not run: ") and "data.id = " in ln and "no such file" in ln for ln in text), text
+    assert any(ln.startswith("  tiny-qwen3: runs here") for ln in text), text
