@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -172,10 +172,12 @@ def _holder(fd: int) -> str:
     return f"held by {text[0]}" if text else "holder unknown"
 
 
-def read_records(path: str | Path) -> tuple[list[dict], list[str]]:
+def read_records(path: str | Path, upgrade: Callable[[dict, str], dict] | None = None) -> tuple[list[dict], list[str]]:
     """The records of a JSON-lines file (runs.jsonl, blocks.jsonl) and one line per line skipped, naming the file and line:
     a torn last line (a writer killed mid-record), a line that is not JSON, or JSON that is not an object. A missing file has
-    none. Readers put the skipped lines in their report, so that a record lost on disk is said where the numbers are read."""
+    none. Readers put the skipped lines in their report, so that a record lost on disk is said where the numbers are read.
+    ``upgrade(record, where)``: the record at its format's current version (``harness.results.formats``); a record it
+    refuses with a ValueError (a newer format) is skipped and named too."""
     out: list[dict] = []
     skipped: list[str] = []
     if not Path(path).exists():
@@ -195,6 +197,12 @@ def read_records(path: str | Path) -> tuple[list[dict], list[str]]:
         if not isinstance(rec, dict):
             skipped.append(f"{path}:{n}: a JSON {type(rec).__name__}, not a record; skipped")
             continue
+        if upgrade is not None:
+            try:
+                rec = upgrade(rec, f"{path}:{n}")
+            except ValueError as exc:
+                skipped.append(f"{exc}; skipped")
+                continue
         out.append(rec)
     return out, skipped
 

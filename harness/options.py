@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.judging.thresholds import CHANGE_ALPHA
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.sidebyside.config import DEFAULT_BUDGET_MINUTES, cpu_list, defaults_text
 
@@ -173,7 +174,7 @@ RESUME = Opt(("--resume",), "resume", "continue the last session in --results-di
 HISTORY_OUT = Opt(("--out",), "out_dir", "folder of the page: index.html (data embedded as JSON), history.json, one PNG per series",
                   default="perf-history")
 CHANGE_ALPHA = Opt(("--alpha",), "alpha", "false-alarm rate of the change points of one series (Holm over its candidates)",
-                   type=parse_alpha, default=0.05)
+                   type=parse_alpha, default=CHANGE_ALPHA)
 PENALTY = Opt(("--penalty",), "penalty", "k of the PELT penalty k * sigma^2 * log(n) on log session medians (3: modified BIC)",
               type=parse_positive_float, default=3.0)
 # interleave: A against B on this machine, block-interleaved (harness.sidebyside.run); every other setting is a field of

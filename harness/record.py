@@ -16,6 +16,7 @@ STATUS = Literal["ok", "oom", "crash", "timeout", "error"]
 
 
 class RunRecord(TypedDict, total=False):
+    format: int  # the record's format version (harness.results.formats.RUN); absent in records written before it
     # identity, written by the runner
     run_id: str
     session_id: str

@@ -15,6 +15,11 @@ from harness.suite import session as sess
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The pytest sessions a self-test starts are no xdist workers, even when the self-tests are spread over CPUs (-n): a
+# session that believed it was one would turn pytest-benchmark off and write no benchmark JSON.
+for _name in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
+    os.environ.pop(_name)
+
 
 @pytest.fixture
 def perf_project(pytester, monkeypatch):

@@ -223,10 +223,22 @@ def test_lora_flops_per_token_by_hand():
         cd.lora_flops_per_token({**TINY, "num_experts": 8}, 8)
 
 
+@pytest.mark.parametrize("name, model", [
+    ("NVIDIA H200", "H200 SXM"), ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H100 PCIe", "H100 PCIe"),
+    ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA L4", "L4"), ("Tesla T4", "T4"), ("l4", "L4"),
+    ("h100", None), ("h200", None), ("NVIDIA GeForce RTX 4090", None), ("cpu", None), (None, None)])
+def test_peak_flops_come_from_one_table_by_the_full_name(name, model):
+    """Each variant of a short name has its own peak (the H100 PCIe is not the SXM); a short name of several models, or a GPU
+    the table does not know, has none: its MFU is said to be unknown, never computed against another GPU's peak."""
+    from harness.judging import peak_flops
+
+    got = peak_flops.peak(name)
+    assert (got[0] if got else None) == model
+
+
 def test_mfu():
-    assert cd.H200_DENSE_FP16_FLOPS == 989.5e12
-    assert cd.mfu(989.5e12 * 0.5, 1.0) == pytest.approx(0.5)
-    assert cd.mfu(1e12, 0.0) is None
+    assert cd.mfu(989.5e12 * 0.5, 1.0, 989.5e12) == pytest.approx(0.5)
+    assert cd.mfu(1e12, 0.0, 989.5e12) is None
 
 
 def test_the_pure_module_does_not_import_torch():

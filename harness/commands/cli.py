@@ -15,10 +15,11 @@ from harness import exits
 from harness import options as opt
 from harness.errors import UsageError
 from harness.judging import baseline as bl
-from harness.judging.thresholds import INTERLEAVED
+from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import sigterm_as_interrupt
 from harness.spec import SpecError
+from harness.store.shifts import DEFAULT_RULE
 
 
 def _cmd_baseline_update(a) -> int:
@@ -33,7 +34,7 @@ def _cmd_advise(a) -> int:
 
     a = opt.here(a)
     return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
-                  block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else 0.05,
+                  block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else ALPHA,
                   threshold=a.threshold if a.threshold is not None else INTERLEAVED, census=not a.no_census, screen=a.screen, cpus=a.cpus,
                   memory_limit_micro=a.memory_limit_micro, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
 
@@ -226,7 +227,7 @@ def _store_commands(sub) -> None:
     al.add_argument("--new", action="store_true", help="only the alerts that each series' newest session raised")
     al.add_argument("--json", action="store_true", help="alerts and notes as JSON")
     al.add_argument("--issues", metavar="FILE", help="also write the alerts of --gpu as a report for .github/scripts/regression-issues.sh")
-    al.add_argument("--alpha", type=float, default=0.05, help="expected false timing alerts of one series in 365 nights")
+    al.add_argument("--alpha", type=float, default=DEFAULT_RULE.alpha, help="expected false timing alerts of one series in 365 nights")
     al.set_defaults(fn=_cmd_store_alerts)
 
 

@@ -15,7 +15,7 @@ from harness.store import open_store
 from harness.store import runs as store_runs
 from harness.store.alerts import find_alerts, issues_report, lines
 from harness.store.git import GitStoreError
-from harness.store.shifts import ShiftRule
+from harness.store.shifts import DEFAULT_RULE, ShiftRule
 from harness.store.summary import records_of
 
 
@@ -80,7 +80,7 @@ def history_input(store: str, cache: str | None = None, out: Callable[[str], Non
 
 
 def store_alerts(*, store: str, cache: str | None = None, new_only: bool = False, gpu: str | None = None, track: str | None = None,
-                 as_json: bool = False, issues: str | None = None, alpha: float = 0.05, out: Callable[[str], None] = print) -> int:
+                 as_json: bool = False, issues: str | None = None, alpha: float = DEFAULT_RULE.alpha, out: Callable[[str], None] = print) -> int:
     """Print the store's environment alerts and notes (as JSON with ``as_json``); ``issues``: also write the alerts of ``gpu``
     as a report for ``.github/scripts/regression-issues.sh``. Exit 0 either way (an alert is news, not a failure here)."""
     recs = [r for r in store_records(store, cache, out) if (gpu is None or r["gpu"] == gpu) and (track is None or (r.get("track") or "") == track)]

@@ -17,11 +17,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-# NVIDIA H200 (SXM) dense FP16/BF16 Tensor Core peak. The datasheet
-# (https://www.nvidia.com/en-us/data-center/h200/, "H200 SXM": "FP16 Tensor Core 1,979 TFLOPS*",
-# "* With sparsity") gives the 2:4-sparse figure; dense is half of it. H200 NVL is lower (1,671 sparse).
-H200_DENSE_FP16_FLOPS = 989.5e12
-
 COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
 GROUPS = ("syncs", "alloc")  # dicts of per-step counters
 NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
@@ -351,7 +346,7 @@ def lora_flops_per_token(model_cfg: dict, r: int, target_modules="all-linear", c
     return lora_flops_parts(model_cfg, r, target_modules, checkpointing, seq_len)["total"]
 
 
-def mfu(flops_per_step: float, step_time_s: float, peak_flops: float = H200_DENSE_FP16_FLOPS) -> float | None:
+def mfu(flops_per_step: float, step_time_s: float, peak_flops: float) -> float | None:
     """Model FLOPs utilisation: ``flops_per_step / (step_time_s * peak_flops)``."""
     if not step_time_s or step_time_s <= 0 or not math.isfinite(step_time_s):
         return None

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from statistics import median
 
 from harness.judging.stats import holm, log_ratio
+from harness.judging.thresholds import CHANGE_ALPHA
 
 PENALTY_K = 3.0
-ALPHA = 0.05
+ALPHA = CHANGE_ALPHA
 MIN_SIZE = 2
 INSTALL = "pip install ruptures (or pip install -e . from the repository)"
 

@@ -28,6 +28,7 @@ from harness.judging.stats import (
     holm,
     smallest_flagged,
 )
+from harness.judging.thresholds import ALPHA
 from harness.record import is_census
 from harness.spec import Workload
 
@@ -214,7 +215,7 @@ class Judge:
                 est[f"{w}-{d}"] = (estimate(groups, cur, t["alpha"]), groups)
                 thr[f"{w}-{d}"], alpha[f"{w}-{d}"] = t["kernel_time"], t["alpha"]
         names = list(est)
-        a = min(alpha.values(), default=0.05)
+        a = min(alpha.values(), default=ALPHA)
         flagged = dict(zip(names, holm([est[c][0].p_above(1 + thr[c]) for c in names], a)))
         return {c: (est[c][0], flagged[c], smallest_flagged(est[c][1], a / len(names), thr[c]) if len(est[c][1]) >= 2 else None, thr[c])
                 for c in names}

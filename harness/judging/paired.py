@@ -62,7 +62,7 @@ from functools import cached_property
 from harness.judging.launches import LAUNCH_ALPHA, LaunchCheck, launch_check, launch_estimate
 from harness.judging.pair_estimates import PairedEstimate, RankEstimate, paired_estimate, rank_estimate
 from harness.judging.stats import Verdict, fmt_ratio, sd
-from harness.judging.thresholds import INTERLEAVED
+from harness.judging.thresholds import ALPHA, INTERLEAVED
 
 TESTS = ("rank", "t")  # of the pair unit: Wilcoxon signed-rank with Hodges–Lehmann (default), or the t test
 UNITS = ("launch", "pair")  # of replication: the launch (two-stage, the default), or the pair (pooled, launch effect screened)
@@ -125,7 +125,7 @@ class PairedCheck:
     ``alpha`` is the family-wise false-alarm rate over all ``looks``; each look tests at ``alpha / looks``.
     """
 
-    alpha: float = 0.05
+    alpha: float = ALPHA
     threshold: float = INTERLEAVED
     looks: int = 1
     launch_alpha: float = LAUNCH_ALPHA

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats as _st
 
 from harness.judging.stats import RuntimeCheck
-from harness.judging.thresholds import INTERLEAVED
+from harness.judging.thresholds import ALPHA, INTERLEAVED
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class SimResult:
 
 
 def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base: int = 5, n_cur: int = 5,
-             alpha: float = 0.05, threshold: float = 0.05, cases: int = 3, max_repeats: int | None = None,
+             alpha: float = ALPHA, threshold: float = 0.05, cases: int = 3, max_repeats: int | None = None,
              seed: int = 0, by_machine: bool = True) -> SimResult:
     """Simulate ``trials`` sessions of ``cases`` comparisons, all with true slowdown ``ratio``.
 
@@ -167,7 +167,7 @@ class InterleaveSim:
 
 
 def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int = 60, launches: int = 2, look_every: int | None = None,
-                        alpha: float = 0.05, threshold: float = INTERLEAVED, seed: int = 0, launch_alpha: float | None = None,
+                        alpha: float = ALPHA, threshold: float = INTERLEAVED, seed: int = 0, launch_alpha: float | None = None,
                         test: str = "rank", unit: str | None = None) -> InterleaveSim:
     """Simulate ``trials`` interleaved comparisons with true ratio B/A ``ratio``, through the command's own plan
     (:class:`harness.judging.paired.Plan`) and verdict (:class:`harness.judging.paired.PairedCheck`): looks every

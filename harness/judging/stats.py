@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import fmean, median, stdev
 
+from harness.judging.thresholds import ALPHA
+
 # scipy is imported in the functions that use it: importing it costs seconds, and the commands that only read or write
 # files (``store add``, every ``--help``) import this module through the judge without computing a t quantile
 
@@ -255,7 +257,7 @@ def fmt_ratio(r: float, lo: float, hi: float) -> str:
 class RuntimeCheck:
     """Runtime regression strategy: Welch ratio per case, Holm over the cases of one session."""
 
-    alpha: float = 0.05
+    alpha: float = ALPHA
     threshold: float = 0.05  # practical threshold delta: regression means slower than 1 + delta
 
     def decide(self, cases: dict[str, tuple[Sequence[float], Sequence[float]]], metric: dict[str, str] | None = None,
@@ -302,7 +304,7 @@ class OrderingCheck:
     Holm-corrected over the asserted pairs. Pairs the baseline cannot tell apart are ties, not asserted.
     """
 
-    alpha: float = 0.05
+    alpha: float = ALPHA
 
     def decide(self, workload: str, base: dict[str, Sequence[float]], cur: dict[str, Sequence[float]]) -> list[Verdict]:
         ids = [d for d in base if d in cur]

@@ -1,4 +1,7 @@
 """The practical threshold of a side-by-side (interleaved) comparison: B is called slower only when it is confidently
-more than this much slower than A. Stored-baseline thresholds live with the baselines (:mod:`harness.judging.baseline`)."""
+more than this much slower than A; and the false-alarm rates every verdict and change point uses by default.
+Stored-baseline thresholds live with the baselines (:mod:`harness.judging.baseline`)."""
 
 INTERLEAVED = 0.02  # +2%
+ALPHA = 0.05  # the false-alarm rate of a verdict (of a session's family of verdicts, Holm-corrected), unless a baseline says another
+CHANGE_ALPHA = 0.05  # the false-alarm rate of the change points of one series of the history

@@ -26,6 +26,7 @@ from harness.exits import Terminated
 from harness.files import append_jsonl, make_dir, new_id, refuse_link, write_json_atomic
 from harness.measuring import lifeline
 from harness.measuring.worker import EXIT_OK
+from harness.results import formats
 from harness.spec import Decomposition, Workload
 
 STDERR_TAIL = 3000
@@ -164,8 +165,9 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     if record["status"] != "ok":
         record["stderr_tail"] = log_tail(log_path)
     record["log"] = str(log_path)
+    record = formats.RUN.stamp(record)
     if req.series:
-        record["series"] = _series_records(req, record)
+        record["series"] = [formats.RUN.stamp(r) for r in _series_records(req, record)]
         for r in record["series"]:
             append_jsonl(results_dir / "runs.jsonl", r)
     else:

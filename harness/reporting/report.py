@@ -12,7 +12,7 @@ from statistics import median
 
 from harness.files import write_atomic
 from harness.judging import baseline as bl
-from harness.judging import census_diff
+from harness.judging import census_diff, peak_flops
 from harness.judging.stats import Sample
 from harness.record import PHASES, median_phases, run_phases
 from harness.results import formats
@@ -73,13 +73,11 @@ def _where_text(row: dict, top: int | None = None) -> str:
     return head + ", ".join(f"{p} {_moved(d, r, ' ms')}" for p, d, r in where(row)[:top]) + tail
 
 
-PEAK_FLOPS = {"h200": census_diff.H200_DENSE_FP16_FLOPS, "h100": census_diff.H200_DENSE_FP16_FLOPS}  # Hopper SXM, dense fp16/bf16
-
-
 def diagnosis(census: dict, step_ms: float | None, workload, gpu: str) -> dict:
     """What limits the step, from a census and the median step time: GPU busy fraction (kernel time / step
     time), kernel launches per sample, host time per launch (step time / launches), host-bound (GPU busy
-    below 50%) or GPU-bound (80% or more), and MFU from LoRA-correct FLOPs (docs/measurement.md)."""
+    below 50%) or GPU-bound (80% or more), and MFU from LoRA-correct FLOPs against ``gpu``'s peak (its full name, or a
+    short name of one model: :mod:`harness.judging.peak_flops`; none for a GPU the table does not know)."""
     out: dict = {"step_ms": step_ms, "kernel_ms": census.get("kernel_ms"), "kernels": census.get("kernels"), "ops": census.get("ops")}
     samples = workload.effective_batch
     if census.get("kernels"):
@@ -93,8 +91,10 @@ def diagnosis(census: dict, step_ms: float | None, workload, gpu: str) -> dict:
         fpt = census_diff.lora_flops_per_token(workload.architecture()["config"], lo.r, lo.target_modules, workload.train.gradient_checkpointing,
                                                workload.train.max_length)
         out["flops_per_step"] = fpt * samples * workload.train.max_length
-        if step_ms and gpu in PEAK_FLOPS:
-            out["mfu"] = census_diff.mfu(out["flops_per_step"], step_ms / 1000, PEAK_FLOPS[gpu])
+        known = peak_flops.peak(gpu)
+        out["peak_flops_of"] = known[0] if known else None
+        if step_ms and known:
+            out["mfu"] = census_diff.mfu(out["flops_per_step"], step_ms / 1000, known[1])
     except (KeyError, ValueError, TypeError):
         pass
     return out
@@ -112,6 +112,8 @@ def diagnosis_text(d: dict) -> str:
         parts.append(f"{d['ops']:,.0f} aten ops per step")
     if d.get("mfu") is not None:
         parts.append(f"MFU {d['mfu']:.1%} (LoRA-correct FLOPs)")
+    elif d.get("flops_per_step") and d.get("gpu_busy") is not None and d.get("peak_flops_of") is None:  # a GPU the table lacks
+        parts.append("MFU unknown (no peak FLOPS known for this GPU)")
     return "; ".join(parts)
 
 
@@ -154,6 +156,7 @@ def build(judge, session_id: str = "", command: str = "", inject_slowdown: float
             "ratio_lo": (v.details.get("lo") if v else None), "ratio_hi": (v.details.get("hi") if v else None),
             "step_traces_ms": [r["step_times_ms"] for r in ok], "warmup_steps": wl.measure.warmup_steps,
         })
+    gpu_name = next((r["env"]["gpu"] for r in judge.records if (r.get("env") or {}).get("gpu")), judge.gpu)  # the full name: its peak
     for row in rows:  # the phase split as one line, for report.json readers (the regression-issue script)
         row["where"] = _where_text(row) if row["phases_ms"] and row["baseline_phases_ms"] else None
         cs = judge.censuses(row["workload"], row["decomposition"])
@@ -161,7 +164,7 @@ def build(judge, session_id: str = "", command: str = "", inject_slowdown: float
         row["work"] = {"outcome": wv.outcome, "lines": wv.details.get("lines", [])} if wv is not None else None
         if cs:
             step = (row["step_time_ms"] or row["baseline_step_time_ms"] or {}).get("median")
-            row["diagnosis"] = diagnosis(cs[0], step, judge.workloads[row["workload"]], judge.gpu)
+            row["diagnosis"] = diagnosis(cs[0], step, judge.workloads[row["workload"]], gpu_name)
             row["census"] = {k: cs[0].get(k) for k in ("ops", "kernels", "kernel_ms", "cpu_op_ms", "python_calls", "syncs", "alloc",
                                                          "attention_backend", "steps")}
         else:

@@ -149,7 +149,7 @@ def read_progress(path: Path) -> dict:
 def read_blocks(path: Path, session: str) -> tuple[list[dict], list[str]]:
     """The blocks of ``session`` in a ``blocks.jsonl``, and one line per line left out, naming the file and line: a torn or
     malformed line, or a record of the wrong shape (:func:`harness.judging.blocks.block_problem`)."""
-    blocks, skipped = read_records(path)
+    blocks, skipped = read_records(path, formats.BLOCK.read)
     keep = []
     for b in blocks:
         if b.get("session_id") != session:

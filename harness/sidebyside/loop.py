@@ -64,7 +64,7 @@ class Comparison:
             rec["inject_work"] = amount
         if rep.get("inject_ms") is not None:
             rec["inject_ms"] = rep["inject_ms"]
-        append_jsonl(self.root / "blocks.jsonl", rec)
+        append_jsonl(self.root / "blocks.jsonl", formats.BLOCK.stamp(rec))
         self.blocks.append(rec)
         return rec
 

@@ -16,6 +16,7 @@ from harness.files import ensure_dir, read_records, results_lock, write_atomic
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.reporting import report
+from harness.results import formats
 from harness.results.suite_report import SuiteReport
 from harness.spec import Workload, changed_fields
 
@@ -35,7 +36,7 @@ def records(dirs: list[str], skipped: list[str] | None = None) -> list[dict]:
         seen.add(Path(d).resolve())
         if not (Path(d) / "runs.jsonl").exists():
             raise UsageError(f"{d}: no runs.jsonl here; pass a --results-dir of an earlier session")
-        recs, lost = read_records(Path(d) / "runs.jsonl")
+        recs, lost = read_records(Path(d) / "runs.jsonl", formats.RUN.read)
         if skipped is not None:
             skipped += lost
         else:

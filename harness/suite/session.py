@@ -20,6 +20,7 @@ from harness.judging.judge import Judge, load_baselines
 from harness.measuring.loop import FreshSide, Slot, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S, parse_faults
 from harness.record import is_census
+from harness.results import formats
 from harness.spec import Workload
 
 
@@ -179,7 +180,7 @@ class PerfSession:
         """
         o = self.options
         path = Path(o.results_dir) / "runs.jsonl"
-        recs, skipped = read_records(path)
+        recs, skipped = read_records(path, formats.RUN.read)
         whole = [all(isinstance(r.get(k), str) for k in ("session_id", "workload", "decomposition_id", "status"))
                  and isinstance(r.get("repeat"), int) for r in recs]  # what resuming reads of a record
         skipped += [f"{path}: run {r.get('run_id')!r} lacks its session, case, repeat or status; skipped" for r, ok in zip(recs, whole) if not ok]

@@ -41,7 +41,7 @@ from statistics import median
 from harness import exits
 from harness.files import ensure_dir, new_id, refuse_link, write_atomic, write_json_atomic
 from harness.judging.census_diff import window_plan
-from harness.judging.thresholds import INTERLEAVED
+from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S, RunRequest, run_one
 from harness.sidebyside.config import ComparisonConfig
 from harness.spec import Decomposition, Workload, load_workload
@@ -171,7 +171,7 @@ def toml_lines(w: Workload, rec: str, gpu: str, note: str) -> str:
 
 
 def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minutes: float = 10.0, probe_steps: int = 3,
-           block_seconds: float = 0.8, pairs: int = 200, launches: int = 2, alpha: float = 0.05, threshold: float = INTERLEAVED,
+           block_seconds: float = 0.8, pairs: int = 200, launches: int = 2, alpha: float = ALPHA, threshold: float = INTERLEAVED,
            census: bool = True, screen: float = 1.5, cpus: list[int] | None = None, memory_limit_micro: int | None = None,
            workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/advise", run_timeout: float = RUN_TIMEOUT_S,
            out: Callable[[str], None] = print) -> int:

@@ -3,7 +3,10 @@
 import pathlib
 import sys
 
-from harness.sidebyside.run import reanalyse
+try:
+    from harness.sidebyside.finish import reanalyse
+except ImportError:  # the code before the typed core (2026-12-04) kept it in the interleave command's module
+    from harness.commands.interleave import reanalyse
 
 root = pathlib.Path(sys.argv[1])
 for b in sorted(root.glob("docs/results/**/blocks.jsonl")):
