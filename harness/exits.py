@@ -7,6 +7,7 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 import traceback
@@ -50,5 +51,6 @@ def suite_error_line(exc: BaseException, command: str) -> str:
     if isinstance(exc, OSError):
         what = exc.strerror or str(exc)
         path = f" {exc.filename}" if exc.filename else ""
-        return f"error: I/O error:{path}: {what}; check that the results dir is writable and the disk has room ({where})"
+        folder = os.path.dirname(exc.filename) if isinstance(exc.filename, str) and exc.filename else None
+        return f"error: I/O error:{path}: {what}; check that {folder or 'the results dir'} is writable and its disk has room ({where})"
     return f"error: unexpected {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else '(no message)'}; a bug of the suite, please report it ({where})"

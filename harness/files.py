@@ -10,6 +10,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -226,3 +227,15 @@ def ensure_dir(path: str | Path, what: str = "--results-dir") -> Path:
     except OSError as exc:
         raise ValueError(f"{what} {path}: cannot write there ({type(exc).__name__}: {exc.strerror or exc}); pass a writable directory") from None
     return path
+
+
+def slug(text: str, *, keep: str = "._-", fill: str = "_", strip: str = "._", width: int | None = None, empty: str = "_") -> str:
+    """A file-name-safe form of ``text``: letters, digits and the characters of ``keep``; each run of anything else
+    becomes ``fill``; ``strip`` is trimmed off both ends, then the rest cut to ``width``; ``empty`` when nothing is left."""
+    out = re.sub(f"[^A-Za-z0-9{re.escape(keep)}]+", fill, text).strip(strip)
+    return (out[:width] if width else out) or empty
+
+
+def cache_dir(name: str) -> Path:
+    """The folder ``name`` in the user's cache (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / name

@@ -589,3 +589,29 @@ def test_cost_diff_of_censuses_of_two_workload_specs_warns(tmp_path, capsys):
     assert len(warned) == out.count("predicted ") == 3, out
     assert cli.main(["cost", "--diff", str(lease / "a"), str(lease / "b"), "--timing", timing]) == 0  # one spec: no warning
     assert "warning" not in capsys.readouterr().out
+
+
+def test_a_bisect_of_a_package_or_release_that_is_not_there_is_bad_input_before_any_environment(tmp_path, capsys):
+    """A misspelt package or version is exit 2 with one line, not a bisection that fails to install its ends (exit 3)."""
+    from harness.commands import cli as command_line
+
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    for v in ("1.0", "1.1"):
+        (wheels / f"lorafx-{v}-py3-none-any.whl").write_bytes(b"")
+    argv = ["bisect", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--results-dir", str(tmp_path / "r"),
+            "--wheels", str(wheels), "--env-cache", str(tmp_path / "envs")]
+    assert command_line.main(argv + ["--good", "nosuchpkg==1.0", "--bad", "nosuchpkg==1.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "nosuchpkg==1.0: not a release in the wheels in" in err and "no release of that name" in err
+    assert command_line.main(argv + ["--good", "lorafx==1.0", "--bad", "lorafx==1.7"]) == 2
+    assert "lorafx==1.7: not a release" in capsys.readouterr().err and not (tmp_path / "envs").exists()
+
+
+def test_an_io_error_names_the_folder_it_happened_in_not_the_results_dir():
+    """A read-only environment cache (or any folder) is named as such; the results dir is blamed only when no file is known."""
+    from harness import exits
+
+    line = exits.suite_error_line(PermissionError(13, "Permission denied", "/ro/cache/harness-bisect/env-1"), "bisect")
+    assert "/ro/cache/harness-bisect/env-1: Permission denied; check that /ro/cache/harness-bisect is writable" in line
+    assert "results dir" in exits.suite_error_line(OSError(28, "No space left on device"), "report")

@@ -52,15 +52,41 @@ def test_a_format_upgrades_old_files_and_refuses_newer_ones():
         formats.Format("gap", 2, {0: lambda d: d})
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "data").rglob("report.json")))
-def test_committed_reports_of_today_load_through_their_format(path):
-    data = json.loads(path.read_text())
-    if "settings" in data:  # an interleaved comparison's
-        made = ComparisonResult.from_json(data, path.parent, where=str(path))
-        assert made.to_json()["format"] == formats.COMPARISON.version and (made.verdict is None or made.verdict.outcome)
-    else:
-        report = SuiteReport.from_json(data, str(path))
-        assert report.exit_code in (0, 1) and report.to_json()["format"] == formats.SUITE_REPORT.version
+def _committed_files():
+    """Every report, progress file and first run and block record of the evidence data committed under docs/evidence."""
+    import gzip
+
+    for archive in sorted((ROOT / "docs" / "evidence").glob("*/*.jsonl.gz")):
+        seen = set()
+        with gzip.open(archive, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                name = rec["file"].rsplit("/", 1)[-1]
+                if name in ("report.json", "progress.json") and "json" in rec:
+                    yield archive.parent.name, name, rec["json"]
+                elif name in ("runs.jsonl", "blocks.jsonl") and "record" in rec and rec["file"] not in seen:
+                    seen.add(rec["file"])
+                    yield archive.parent.name, name, rec["record"]
+
+
+def test_the_committed_files_of_today_load_through_their_formats():
+    """Files written before the format key existed are version 0: each loads, upgraded, as the type it is."""
+    counts = {}
+    for page, name, data in _committed_files():
+        where = f"{page}: {name}"
+        if name == "progress.json":
+            assert formats.PROGRESS.read(data, where)["format"] == formats.PROGRESS.version
+        elif name == "runs.jsonl":
+            assert formats.RUN.read(data, where)["format"] == formats.RUN.version
+        elif name == "blocks.jsonl":
+            assert formats.BLOCK.read(data, where)["format"] == formats.BLOCK.version
+        elif "settings" in data:  # an interleaved comparison's report
+            made = ComparisonResult.from_json(data, ".", where=where)
+            assert made.to_json()["format"] == formats.COMPARISON.version and (made.verdict is None or made.verdict.outcome)
+        elif "verdicts" in data:
+            assert SuiteReport.from_json(data, where).exit_code in (0, 1)
+        counts[name] = counts.get(name, 0) + 1
+    assert min(counts.get(k, 0) for k in ("report.json", "progress.json", "runs.jsonl", "blocks.jsonl")) >= 10, counts
 
 
 def test_a_verdict_keeps_every_key_it_was_written_with():
@@ -68,3 +94,30 @@ def test_a_verdict_keeps_every_key_it_was_written_with():
     v = Verdict.from_json(raw)
     assert v.failed and v.ratio == 1.05 and v.interval == (1.02, 1.08) and v.to_json() == raw
     assert Verdict.from_json(None) is None and Verdict.from_json({"message": "no outcome"}) is None
+
+
+def _resolves(ref: str) -> bool:
+    import importlib
+
+    parts = ref.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+def test_every_dotted_name_the_code_and_the_docs_give_exists():
+    """A docstring or a page that names ``harness.x.y`` names something that is there (no stale references)."""
+    import re
+
+    texts = [*sorted((ROOT / "harness").rglob("*.py")), *sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    refs = {m for p in texts for m in re.findall(r"\bharness(?:\.[A-Za-z_][A-Za-z0-9_]*)+", p.read_text())}
+    missing = sorted(r for r in refs if not _resolves(r))
+    assert not missing, f"names that do not exist: {missing}"

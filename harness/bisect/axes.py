@@ -79,7 +79,25 @@ def resolve(cfg: BisectConfig, envs: ev.EnvCache) -> Range:
     start = Candidate(tuple(Install(n, v) for n, v in sorted(gp.items())))
     end = Candidate(tuple(Install(n, v) for n, v in sorted(bp.items())))
     moved, _ = differing(gp, bp)
+    for package, a, b in moved:  # a misspelt name or version is bad input, said before any environment is built
+        _known(cfg, envs, package, [v for v in (a, b) if v])
     return Range("releases", start, end, [_axis(cfg, envs, start, p, a, b) for p, a, b in moved])
+
+
+def _known(cfg: BisectConfig, envs: ev.EnvCache, package: str, versions: list[str]) -> None:
+    """Raise ValueError (one line) when a version of ``package`` that an end names is not among its releases."""
+    from packaging.version import InvalidVersion, Version
+
+    listed = releases_of(cfg, envs, package)
+    try:
+        have = {Version(v) for v in listed}
+        missing = [v for v in versions if Version(v) not in have]
+    except InvalidVersion as exc:
+        raise ValueError(f"release {exc}: not a version; name releases as name==1.2.3") from None
+    if missing:
+        where = f"the wheels in {cfg.wheel_dir}" if cfg.wheel_dir else "the package index"
+        seen = f"its releases there end with {', '.join(listed[-4:])}" if listed else "no release of that name is there"
+        raise ValueError(f"{package}=={missing[0]}: not a release in {where} ({seen}); check the name and the version")
 
 
 def _axis(cfg: BisectConfig, envs: ev.EnvCache, start: Candidate, package: str, good: str, bad: str) -> Axis:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from harness.bisect.config import canonical
 from harness.bisect.plan import OK, UNINSTALLABLE, Candidate, Install, Measured
+from harness.files import cache_dir
 
 _DESCRIBE = r"""
 import importlib.metadata as md, json, re, site, sys
@@ -68,7 +69,7 @@ def last_line(text: str, width: int = 300) -> str:
 
 
 def default_cache() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "harness-bisect"
+    return cache_dir("harness-bisect")
 
 
 class EnvCache:

@@ -16,11 +16,11 @@ that cannot be installed. A step is expected to take as long as the longest of i
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import files
 from harness.bisect.config import BisectConfig
 from harness.bisect.envs import EnvCache
 from harness.bisect.plan import FAILED, OK, Candidate, Measured
@@ -32,7 +32,8 @@ CompareFn = Callable[[str, str, Path], dict | None]  # (python A, python B, fold
 
 
 def slug(text: str, width: int = 40) -> str:
-    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")[:width] or "base"
+    """A candidate's label as a folder name: at most ``width`` characters."""
+    return files.slug(text, keep=".+-", strip="_", width=width, empty="base")
 
 
 def census_folder(root: str | Path, label: str, python: str) -> Path:

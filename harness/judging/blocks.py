@@ -101,11 +101,6 @@ def grouped(pairs: list[dict], metric: str = DEFAULT_METRIC, drop_first: bool = 
     return [out[k] for k in sorted(out)]
 
 
-def sd(xs: list[float]) -> float | None:
-    """The sample sd of ``xs`` (:func:`stats.sd`), None below two values."""
-    return stats.sd(xs) if len(xs) >= 2 else None
-
-
 
 CLOCK_EVENT_ROUTINE = 0x1 | 0x2  # NVML clock-event reasons that are no slowdown: the GPU idle, application clocks
 
@@ -149,7 +144,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
     v = check.decide(groups)
     d = [x for g in groups for x in g]
     n = len(d)
-    sigma = sd(d)
+    sigma = stats.sd(d, None)
     u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
     u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
     comp = la.launch_components(groups, check.summary if v.details["unit"] == "launch" and check.summary in la.SUMMARIES else "hl")
@@ -157,7 +152,7 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
     for how in bm.METRICS:
         for drop in (False, True):
             dd = [x for g in grouped(pairs, how, drop) for x in g]
-            variants[f"{how}{'-drop-first' if drop else ''}"] = {"sigma": sd(dd), "ratio": math.exp(fmean(dd))}
+            variants[f"{how}{'-drop-first' if drop else ''}"] = {"sigma": stats.sd(dd, None), "ratio": math.exp(fmean(dd))}
     resume = {}
     grain = "micro" if any(p["a"].get("micro_per_step") for p in pairs) else "step"
     for s in SIDES if grain == "step" else ():  # at the micro grain every micro-batch follows a wait: no first step to single out

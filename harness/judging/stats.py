@@ -74,11 +74,12 @@ class Sample:
         return len(self.values)
 
 
-def sd(xs: Sequence[float]) -> float:
+def sd(xs: Sequence[float], short: float | None = math.nan) -> float | None:
     """The sample standard deviation of ``xs`` (n - 1 in the denominator), the spread of log ratios that the t tests
-    use; nan below two values, so that it flows through arithmetic where a verdict would need two units."""
+    use. Below two values it is ``short``: nan by default, so that it flows through arithmetic where a verdict would need
+    two units; None where it is reported (a report's JSON has no nan)."""
     if len(xs) < 2:
-        return float("nan")
+        return short
     m = fmean(xs)
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 

@@ -54,10 +54,6 @@ class RunRequest:
                 "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
                 "profile_steps": self.profile_steps, "census": self.census, "timed_steps": self.timed_steps}
 
-    @property
-    def case_id(self) -> str:
-        return f"{self.workload.name}-{self.decomposition.id}"
-
 
 def parse_faults(text: str | None) -> dict[tuple[str, int], str]:
     """``HARNESS_FAULTS="1x4#1=sigkill@2;2x2#1=oom@1"`` -> {(decomp, repeat): fault}; test-only fault injection."""

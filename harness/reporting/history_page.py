@@ -8,9 +8,9 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
 from pathlib import Path
 
+from harness import files
 from harness.files import write_atomic
 from harness.record import parse_time
 from harness.reporting.history import SPEC, change_text
@@ -20,7 +20,8 @@ from harness.reporting.history import SPEC, change_text
 # Rendering
 # ---------------------------------------------------------------------------------------------
 def slug(key: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-") or "series"
+    """A series key as a file name of the page's folder."""
+    return files.slug(key, fill="-", strip="-", empty="series")
 
 
 def _machine_label(m: str) -> str:

@@ -1,4 +1,4 @@
-"""matplotlib PNGs from a report data dict (:func:`harness.report.build`): written next to report.md."""
+"""matplotlib PNGs from a report data dict (:func:`harness.reporting.report.build`): written next to report.md."""
 
 from __future__ import annotations
 

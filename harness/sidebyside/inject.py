@@ -16,10 +16,6 @@ CALIBRATION_ROUNDS = 2  # rounds per probe: the injection's own clock needs few
 CALIBRATION_PROBES = 3  # 4 units, then twice the amount that the measured curve puts at the target
 
 
-def _amount(inject: float | None) -> dict:
-    return {} if inject is None else {"inject": inject}
-
-
 def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None,
                         kind: str = "host") -> dict:
     """The amount of injected work per LoRA forward (fractional; units of host work, or casts with ``kind="casts"``:

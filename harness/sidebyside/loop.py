@@ -1,7 +1,7 @@
 """The loop of an interleaved comparison: launches of two resident workers, pairs of turns, one block record per turn.
 
 :class:`Comparison` runs a :class:`~harness.sidebyside.plan.ComparisonPlan` with a launcher (:mod:`harness.sidebyside.launchers`)
-and asks a :class:`~harness.sidebyside.stop.StopRule` before each launch and pair and after each pair. Every block is appended
+and asks a :class:`~harness.judging.stopping.StopRule` before each launch and pair and after each pair. Every block is appended
 at once to ``blocks.jsonl``; ``progress.json`` (settings and launches) is rewritten at each launch's start and end, so that
 ``recover`` can judge a comparison that never wrote its report.
 """
@@ -18,7 +18,8 @@ from statistics import fmean
 from harness.files import append_jsonl, write_json_atomic
 from harness.judging import block_metrics as bm
 from harness.judging import paired as pd
-from harness.judging.blocks import merge_units, sd
+from harness.judging.blocks import merge_units
+from harness.judging.stats import sd
 from harness.judging.stopping import Progress, StopRule
 from harness.reporting.interleave import calibration_text, pct
 from harness.results import formats
@@ -169,7 +170,7 @@ class Comparison:
             return v.outcome in pd.CONCLUSIVE
         if n % 10 == 0:
             d = [x for g in p.groups for x in g]
-            self.out(f"[{n}/{self.plan.schedule.pairs}] launch {launch}: B/A so far x{math.exp(fmean(d)):.4f}, pair sigma {pct(sd(d))}")
+            self.out(f"[{n}/{self.plan.schedule.pairs}] launch {launch}: B/A so far x{math.exp(fmean(d)):.4f}, pair sigma {pct(sd(d, None))}")
         return False
 
     def calibrate(self, workers: dict, launch: int) -> None:

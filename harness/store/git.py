@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.files import cache_dir
 from harness.store.local import Added, DirStore
 
 BRANCH = "perf-results"
@@ -33,8 +34,7 @@ class GitStoreError(RuntimeError):
 
 
 def default_cache(url: str) -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "harness-store"
-    return base / hashlib.sha1(url.encode()).hexdigest()[:16]
+    return cache_dir("harness-store") / hashlib.sha1(url.encode()).hexdigest()[:16]
 
 
 class GitStore:

@@ -19,9 +19,10 @@ import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+from harness.files import slug
+
 SCHEMA = 1
 SUFFIX = ".json.gz"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 NO_TRACK = "default"  # the folder of sessions added without --track
 
 
@@ -53,11 +54,6 @@ def upgrade(rec: dict, where: str = "record") -> dict:
         rec = UPGRADES[version](rec)
         version = rec["schema"]
     return rec
-
-
-def slug(text: str) -> str:
-    """A file-name-safe form of a name: letters, digits, ``.``, ``_`` and ``-``; anything else becomes ``_``."""
-    return _UNSAFE.sub("_", text).strip("._") or "_"
 
 
 def relpath(rec: dict) -> str:
