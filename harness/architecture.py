@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.errors import BadInput
+
 # Keys of a config.json that do not change what training computes: the weights' origin, the tokenizer's special ids,
 # what the forward returns, the cache (training runs without it) and the dtype (train.precision sets it).
 NOT_ARCHITECTURE = frozenset({
@@ -31,7 +33,7 @@ NOT_ARCHITECTURE = frozenset({
 })
 
 
-class ArchitectureError(ValueError):
+class ArchitectureError(BadInput):
     """The architecture keys are wrong; ``str(err)`` is one line without the file name (the caller adds it)."""
 
 

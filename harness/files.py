@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.errors import BadInput
+
 # A folder of a results dir holding this file keeps runs that are not the session's own: other environments (a bisect's
 # candidates) or copies (an A/B's censuses). `store add` leaves such a folder out, so that a night stays one session.
 NOT_STORED = ".not-stored"
@@ -38,11 +40,11 @@ def new_id(prefix: str = "") -> str:
     return f"{prefix}-{stamp}" if prefix else stamp
 
 
-class InUse(ValueError):
+class InUse(BadInput):
     """A results dir that another command holds (:func:`results_lock`): this one is refused before it writes anything."""
 
 
-class OutsideResults(ValueError):
+class OutsideResults(BadInput):
     """A path in a results dir that is a symbolic link out of it: results are written only inside their results dir."""
 
 
@@ -225,7 +227,7 @@ def ensure_dir(path: str | Path, what: str = "--results-dir") -> Path:
         probe.touch()
         probe.unlink()
     except OSError as exc:
-        raise ValueError(f"{what} {path}: cannot write there ({type(exc).__name__}: {exc.strerror or exc}); pass a writable directory") from None
+        raise BadInput(f"{what} {path}: cannot write there ({type(exc).__name__}: {exc.strerror or exc}); pass a writable directory") from None
     return path
 
 

@@ -17,12 +17,13 @@ import types
 import typing
 from typing import Any
 
+from harness.errors import BadInput
 from harness.values import first_bad
 
 _NOUNS = {str: "a string", bool: "true or false", int: "an integer", float: "a number", dict: "a table"}
 
 
-class SpecError(ValueError):
+class SpecError(BadInput):
     """A workload file or override is invalid. ``str(err)`` is one line for the user."""
 
 

@@ -21,6 +21,7 @@ from venvs import make_venv
 
 from harness import exits
 from harness.commands import cli
+from harness.errors import BadInput
 from harness.files import OutsideResults, append_jsonl, report_session, write_json_atomic
 from harness.measuring.resident import ResidentWorker, WorkerDied
 from harness.measuring.runner import live_processes
@@ -210,7 +211,9 @@ def test_recover_tells_an_old_report_from_this_runs(tmp_path, monkeypatch):
 
 # ---- 2. exit codes ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("raised, code, says", [
-    (ValueError("--pairs must be positive"), exits.BAD_INPUT, "error: --pairs must be positive"),
+    (BadInput("--pairs must be positive"), exits.BAD_INPUT, "error: --pairs must be positive"),
+    # a ValueError the suite did not raise as a refusal (a library's, or a bug) is the suite's own error, not bad input
+    (ValueError("math domain error"), exits.SUITE_ERROR, "error: unexpected ValueError: math domain error; a bug of the suite"),
     (WorkerDied("resident worker B (launch 2) during block 3: it was killed by SIGKILL (full log: w.log)"), exits.MEASUREMENT_FAILED,
      "error: resident worker B (launch 2) during block 3"),
     (OSError(errno.EROFS, "Read-only file system", "out/blocks.jsonl"), exits.SUITE_ERROR, "error: I/O error: out/blocks.jsonl: Read-only"),

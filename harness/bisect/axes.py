@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from harness.bisect import envs as ev
 from harness.bisect.config import BisectConfig, canonical
 from harness.bisect.plan import Candidate, Install, differing, release_ladder
+from harness.errors import BadInput
 
 
 @dataclass
@@ -93,11 +94,11 @@ def _known(cfg: BisectConfig, envs: ev.EnvCache, package: str, versions: list[st
         have = {Version(v) for v in listed}
         missing = [v for v in versions if Version(v) not in have]
     except InvalidVersion as exc:
-        raise ValueError(f"release {exc}: not a version; name releases as name==1.2.3") from None
+        raise BadInput(f"release {exc}: not a version; name releases as name==1.2.3") from None
     if missing:
         where = f"the wheels in {cfg.wheel_dir}" if cfg.wheel_dir else "the package index"
         seen = f"its releases there end with {', '.join(listed[-4:])}" if listed else "no release of that name is there"
-        raise ValueError(f"{package}=={missing[0]}: not a release in {where} ({seen}); check the name and the version")
+        raise BadInput(f"{package}=={missing[0]}: not a release in {where} ({seen}); check the name and the version")
 
 
 def _axis(cfg: BisectConfig, envs: ev.EnvCache, start: Candidate, package: str, good: str, bad: str) -> Axis:

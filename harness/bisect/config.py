@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.sidebyside.config import DEFAULT_THRESHOLD, ComparisonConfig
 
@@ -40,26 +41,26 @@ def parse_end(text: str, flag: str, checkout: str | None) -> End:
     text = text.strip()
     if checkout:
         if not text or text.startswith("-"):
-            raise ValueError(f"{flag} {text!r}: with --checkout, name a commit of {checkout} (a hash, a tag or a branch)")
+            raise BadInput(f"{flag} {text!r}: with --checkout, name a commit of {checkout} (a hash, a tag or a branch)")
         return End("commit", text)
     if text.endswith(".whl"):
         from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
         if not os.path.isfile(text):
-            raise ValueError(f"{flag} {text}: no such wheel file")
+            raise BadInput(f"{flag} {text}: no such wheel file")
         try:
             name, version = parse_wheel_filename(os.path.basename(text))[:2]
         except InvalidWheelFilename:
-            raise ValueError(f"{flag} {text}: not a wheel's file name (name-version-tags.whl)") from None
+            raise BadInput(f"{flag} {text}: not a wheel's file name (name-version-tags.whl)") from None
         return End("pins", text, ((str(name), str(version)),), str(Path(text).resolve().parent))
     if os.sep in text or os.path.isfile(text):
         if not (os.path.isfile(text) and os.access(text, os.X_OK)):
-            raise ValueError(f"{flag} {text}: not an executable Python; pass an interpreter such as .tox/latest/bin/python, or name==version")
+            raise BadInput(f"{flag} {text}: not an executable Python; pass an interpreter such as .tox/latest/bin/python, or name==version")
         return End("python", text)
     pins = [p for p in re.split(r"[\s,]+", text) if p]
     bad = [p for p in pins if not _PIN.match(p)]
     if not pins or bad:
-        raise ValueError(f"{flag} {text!r}: expected an interpreter, a wheel file, or releases as name==version (e.g. transformers==5.17.0)")
+        raise BadInput(f"{flag} {text!r}: expected an interpreter, a wheel file, or releases as name==version (e.g. transformers==5.17.0)")
     return End("pins", text, tuple((m.group(1), m.group(2)) for m in map(_PIN.match, pins)))
 
 
@@ -107,25 +108,25 @@ class BisectConfig:
     def __post_init__(self):
         good, bad = self.ends()
         if good.kind != bad.kind:
-            raise ValueError(f"--good is {_kind(good)} but --bad is {_kind(bad)}: give both ends the same way")
+            raise BadInput(f"--good is {_kind(good)} but --bad is {_kind(bad)}: give both ends the same way")
         if good.text == bad.text:
-            raise ValueError(f"--good and --bad are both {good.text}: nothing lies between them")
+            raise BadInput(f"--good and --bad are both {good.text}: nothing lies between them")
         if good.kind == "pins" and {canonical(n) for n, _ in good.pins} != {canonical(n) for n, _ in bad.pins}:
-            raise ValueError(f"--good {good.text!r} and --bad {bad.text!r} name other packages: name the same packages at both ends")
+            raise BadInput(f"--good {good.text!r} and --bad {bad.text!r} name other packages: name the same packages at both ends")
         if self.checkout and not os.path.isdir(os.path.join(self.checkout, ".git")) and not os.path.isfile(os.path.join(self.checkout, ".git")):
-            raise ValueError(f"--checkout {self.checkout}: not a git checkout (no .git); pass the folder of a clone")
+            raise BadInput(f"--checkout {self.checkout}: not a git checkout (no .git); pass the folder of a clone")
         if self.wheels and not os.path.isdir(self.wheels):
-            raise ValueError(f"--wheels {self.wheels}: no such folder; pass the folder the wheels were downloaded to (pip download -d)")
+            raise BadInput(f"--wheels {self.wheels}: no such folder; pass the folder the wheels were downloaded to (pip download -d)")
         if self.python and not (os.path.isfile(self.python) and os.access(self.python, os.X_OK)):
-            raise ValueError(f"--python {self.python}: not an executable Python; pass e.g. .venv/bin/python")
+            raise BadInput(f"--python {self.python}: not an executable Python; pass e.g. .venv/bin/python")
         if self.packages and good.kind != "python":
-            raise ValueError("--packages chooses among the packages that differ between two interpreters; with releases or commits, name them in --good and --bad")
+            raise BadInput("--packages chooses among the packages that differ between two interpreters; with releases or commits, name them in --good and --bad")
         if self.python and good.kind == "python":
-            raise ValueError("--python names the base environment of releases or commits; with interpreters as ends, good's is the base")
+            raise BadInput("--python names the base environment of releases or commits; with interpreters as ends, good's is the base")
         if not self.step_budget_minutes > 0:
-            raise ValueError(f"--step-budget-minutes must be positive, got {self.step_budget_minutes}")
+            raise BadInput(f"--step-budget-minutes must be positive, got {self.step_budget_minutes}")
         if self.budget_minutes is not None and not self.budget_minutes > 0:
-            raise ValueError(f"--budget-minutes must be positive, got {self.budget_minutes}")
+            raise BadInput(f"--budget-minutes must be positive, got {self.budget_minutes}")
         self.comparison("a", "b")  # the comparison's knobs are checked now, before any run
 
     def ends(self) -> tuple[End, End]:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from harness.bisect.config import canonical
 from harness.bisect.plan import OK, UNINSTALLABLE, Candidate, Install, Measured
+from harness.errors import BadInput
 from harness.files import cache_dir
 
 _DESCRIBE = r"""
@@ -51,7 +52,7 @@ def describe(python: str) -> dict:
     ``dists`` (canonical name -> version). Raises ValueError (one line) when it cannot run."""
     proc = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True, timeout=300)
     if proc.returncode:
-        raise ValueError(f"{python}: cannot list its packages ({last_line(proc.stderr)}); pass a working interpreter")
+        raise BadInput(f"{python}: cannot list its packages ({last_line(proc.stderr)}); pass a working interpreter")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -124,7 +125,7 @@ class EnvCache:
         self.out(f"  building the environment of {label} in {home}")
         venv = subprocess.run([self.base_python, "-m", "venv", "--without-pip", str(home / "env")], capture_output=True, text=True)
         if venv.returncode:
-            raise ValueError(f"cannot make a venv with {self.base_python} ({last_line(venv.stderr)}); install the venv module")
+            raise BadInput(f"cannot make a venv with {self.base_python} ({last_line(venv.stderr)}); install the venv module")
         purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], capture_output=True,
                                  text=True, check=True).stdout.strip()
         lines = [f"import site; site.addsitedir({d!r})" for d in self.base["site"]]
@@ -187,7 +188,7 @@ def index_releases(package: str, python: str, index_url: str | None = None) -> l
     proc = subprocess.run(cmd + (["--index-url", index_url] if index_url else []), capture_output=True, text=True, timeout=600)
     found = re.search(r"Available versions:\s*(.+)", proc.stdout)
     if proc.returncode or not found:
-        raise ValueError(f"cannot list the releases of {package} ({last_line(proc.stderr or proc.stdout)}); offline, pass --wheels DIR")
+        raise BadInput(f"cannot list the releases of {package} ({last_line(proc.stderr or proc.stdout)}); offline, pass --wheels DIR")
     return [v.strip() for v in found.group(1).split(",") if v.strip()]
 
 
@@ -195,7 +196,7 @@ def _git(repo: str | Path, *args: str, binary: bool = False):
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary, timeout=600)
     if proc.returncode:
         err = proc.stderr.decode(errors="replace") if binary else proc.stderr
-        raise ValueError(f"git {' '.join(args[:2])} in {repo}: {last_line(err)}")
+        raise BadInput(f"git {' '.join(args[:2])} in {repo}: {last_line(err)}")
     return proc.stdout
 
 
@@ -203,7 +204,7 @@ def commits(repo: str | Path, good: str, bad: str) -> list[str]:
     """The commits from ``good`` to ``bad`` (full hashes, both included), along the first parents of ``bad``."""
     g, b = (_git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}").strip() for rev in (good, bad))
     if subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", g, b]).returncode:
-        raise ValueError(f"--good {good} is not an ancestor of --bad {bad} in {repo}: pass the older commit as --good")
+        raise BadInput(f"--good {good} is not an ancestor of --bad {bad} in {repo}: pass the older commit as --good")
     return [g] + _git(repo, "rev-list", "--first-parent", "--reverse", f"{g}..{b}").split()
 
 

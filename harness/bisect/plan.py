@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import BadInput
+
 OK, UNINSTALLABLE, FAILED = "ok", "uninstallable", "failed"
 KINDS = ("release", "commit", "wheel")
 
@@ -41,9 +43,9 @@ class Install:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"install kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+            raise BadInput(f"install kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         if self.kind != "release" and not self.source:
-            raise ValueError(f"a {self.kind} install needs its source (a file or a checkout)")
+            raise BadInput(f"a {self.kind} install needs its source (a file or a checkout)")
 
     @property
     def label(self) -> str:
@@ -99,7 +101,7 @@ def release_ladder(versions: Iterable[str], good: str, bad: str) -> list[str]:
         g, b = Version(good), Version(bad)
         parsed = {Version(v): v for v in versions}
     except InvalidVersion as exc:
-        raise ValueError(f"release {exc}: not a version; name releases as name==1.2.3") from None
+        raise BadInput(f"release {exc}: not a version; name releases as name==1.2.3") from None
     lo, hi = min(g, b), max(g, b)
     pre = g.is_prerelease or b.is_prerelease
     inside = sorted(v for v in parsed if lo < v < hi and (pre or not v.is_prerelease))

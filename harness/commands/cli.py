@@ -13,12 +13,11 @@ import sys
 
 from harness import exits
 from harness import options as opt
-from harness.errors import UsageError
+from harness.errors import BadInput, UsageError
 from harness.judging import baseline as bl
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import sigterm_as_interrupt
-from harness.spec import SpecError
 from harness.store.shifts import DEFAULT_RULE
 
 
@@ -287,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sigterm_as_interrupt():  # a SIGTERM anywhere in the command ends it as Ctrl-C does: its workers killed first
             return args.fn(args)
-    except (UsageError, SpecError, bl.BaselineError, ValueError) as exc:
+    except (BadInput, bl.BaselineError) as exc:  # a refused input, said in one line; any other ValueError is the suite's own
         print(f"error: {exc}", file=sys.stderr)
         return exits.BAD_INPUT
     except WorkerDied as exc:  # a worker died where the command judges nothing of what it kept

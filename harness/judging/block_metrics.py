@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean, median
 
+from harness.errors import BadInput
 from harness.judging.pair_estimates import paired_estimate
 from harness.judging.stats import sd
 from harness.record import PHASES
@@ -22,17 +23,17 @@ def block_metric(step_times_ms: Sequence[float], how: str = "median", drop_first
     ``drop_first`` (and the block has more than one). The mean counts every spike, the median ignores a minority of slow
     steps, the min all but the fastest step: it sees a slowdown only where every step of the block has it."""
     if how not in METRICS:
-        raise ValueError(f"block metric must be one of {', '.join(METRICS)}, got {how!r}")
+        raise BadInput(f"block metric must be one of {', '.join(METRICS)}, got {how!r}")
     xs = list(step_times_ms[1:] if drop_first and len(step_times_ms) > 1 else step_times_ms)
     if not xs or any(x <= 0 for x in xs):
-        raise ValueError("block_metric needs positive step times")
+        raise BadInput("block_metric needs positive step times")
     return fmean(xs) if how == "mean" else median(xs) if how == "median" else min(xs)
 
 
 def log_ratios(a: Sequence[float], b: Sequence[float]) -> list[float]:
     """Per-pair log(b / a) of the pairs' block metrics."""
     if len(a) != len(b):
-        raise ValueError(f"log_ratios needs as many A as B values, got {len(a)} and {len(b)}")
+        raise BadInput(f"log_ratios needs as many A as B values, got {len(a)} and {len(b)}")
     return [math.log(y / x) for x, y in zip(a, b)]
 
 

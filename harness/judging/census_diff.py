@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import BadInput
+
 COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
 GROUPS = ("syncs", "alloc")  # dicts of per-step counters
 NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
@@ -325,7 +327,7 @@ def lora_flops_parts(model_cfg: dict, r: int, target_modules, checkpointing: boo
     (``2 P_layers + 2 P_lora + attn``, without the LM head).
     """
     if model_cfg.get("num_experts") or model_cfg.get("num_local_experts"):
-        raise ValueError("lora_flops_per_token counts dense decoders only; this config has experts")
+        raise BadInput("lora_flops_per_token counts dense decoders only; this config has experts")
     layers = model_cfg["num_hidden_layers"]
     lin = _linears(model_cfg)
     p_layers = layers * sum(i * o for _, i, o in lin)

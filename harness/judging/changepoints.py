@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
 
+from harness.errors import BadInput
 from harness.judging.stats import holm, log_ratio
 from harness.judging.thresholds import CHANGE_ALPHA
 
@@ -36,7 +37,7 @@ MIN_SIZE = 2
 INSTALL = "pip install ruptures (or pip install -e . from the repository)"
 
 
-class ChangePointError(ValueError):
+class ChangePointError(BadInput):
     """A series that change points cannot be searched in (a value that is not positive)."""
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median, stdev
 
+from harness.errors import BadInput
 from harness.judging.cost_model import EQUAL, Case, Mix, Work, change, simplex
 
 CHI2_95 = 3.84  # the 95% point of chi-square with 1 degree of freedom: a profile-likelihood interval
@@ -39,7 +40,7 @@ class Observation:
 
     def __post_init__(self):
         if not (self.ratio > 0 and self.log_se > 0 and math.isfinite(self.ratio) and math.isfinite(self.log_se)):
-            raise ValueError(f"observation {self.name}: ratio and log_se must be positive numbers")
+            raise BadInput(f"observation {self.name}: ratio and log_se must be positive numbers")
 
     def predicted(self, mix: Mix, idle: float | None = None) -> float:
         lo, hi = self.base.idle_range()
@@ -102,7 +103,7 @@ class SplitCase:
 
     def __post_init__(self):
         if not self.steps_ms or min(self.steps_ms) <= 0:
-            raise ValueError(f"split {self.split}: needs at least one timed run with a positive step time")
+            raise BadInput(f"split {self.split}: needs at least one timed run with a positive step time")
 
     @property
     def step_ms(self) -> float:

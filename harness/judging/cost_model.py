@@ -23,6 +23,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from harness.errors import BadInput
+
 COUNTS = ("python_calls", "ops", "kernels")  # the host work, in the order of a Mix's shares
 LABELS = {"python_calls": "Python calls", "ops": "aten ops", "kernels": "kernel launches"}
 
@@ -41,7 +43,7 @@ class Work:
     def __post_init__(self):
         bad = [k for k in (*COUNTS, "kernel_ms") if not (math.isfinite(getattr(self, k)) and getattr(self, k) >= 0)]
         if bad or self.micro_batches < 1:
-            raise ValueError(f"census work: {', '.join(bad) or 'micro_batches'} must be a finite count >= 0 (micro-batches >= 1)")
+            raise BadInput(f"census work: {', '.join(bad) or 'micro_batches'} must be a finite count >= 0 (micro-batches >= 1)")
 
     @classmethod
     def of(cls, census: Mapping, micro_batches: int | None = None) -> Work:
@@ -51,7 +53,7 @@ class Work:
 
         c = normalize(dict(census)) or {}
         if not c.get("fits", True) or c.get("ops") is None:
-            raise ValueError(f"census: no usable counts ({c.get('reason') or 'no ops counted'}); run a census whose window fits")
+            raise BadInput(f"census: no usable counts ({c.get('reason') or 'no ops counted'}); run a census whose window fits")
         g = micro_batches or ((c.get("config") or {}).get("args") or {}).get("gradient_accumulation_steps") or 1
         return cls(python_calls=float(c.get("python_calls") or 0.0), ops=float(c["ops"]), kernels=float(c.get("kernels") or 0.0),
                    kernel_ms=float(c.get("kernel_ms") or 0.0), micro_batches=int(g))
@@ -82,7 +84,7 @@ class Delta:
 
     def __post_init__(self):
         if not all(math.isfinite(getattr(self, k)) for k in (*COUNTS, "kernel_ms", "host_ms")):
-            raise ValueError("census diff: every change must be a finite number")
+            raise BadInput("census diff: every change must be a finite number")
 
     @classmethod
     def between(cls, base: Mapping, cur: Mapping) -> Delta:
@@ -99,10 +101,10 @@ class Delta:
         if isinstance(diff, Mapping):
             unknown = set(diff) - {*COUNTS, "kernel_ms", "host_ms"}
             if unknown:
-                raise ValueError(f"census diff: unknown keys {sorted(unknown)}; use {', '.join((*COUNTS, 'kernel_ms', 'host_ms'))}")
+                raise BadInput(f"census diff: unknown keys {sorted(unknown)}; use {', '.join((*COUNTS, 'kernel_ms', 'host_ms'))}")
             return cls(**{k: float(v) for k, v in diff.items()})
         if diff.missing:
-            raise ValueError(f"census diff: not comparable ({'; '.join(diff.missing)})")
+            raise BadInput(f"census diff: not comparable ({'; '.join(diff.missing)})")
         out = {k: c.delta for k, c in diff.counters.items()}
         tb, tc, _ = diff.time_total or (None, None, None)
         if diff.time_key == "kernel_ms" and tb is not None and tc is not None:
@@ -121,7 +123,7 @@ class Mix:
     def __post_init__(self):
         s = self.shares()
         if min(s) < -1e-12 or abs(sum(s) - 1.0) > 1e-6:
-            raise ValueError(f"host-cost mix {s}: shares must be >= 0 and sum to 1")
+            raise BadInput(f"host-cost mix {s}: shares must be >= 0 and sum to 1")
 
     def shares(self) -> tuple[float, float, float]:
         return (self.python_calls, self.ops, self.kernels)
@@ -165,9 +167,9 @@ class Case:
 
     def __post_init__(self):
         if not (math.isfinite(self.step_ms) and self.step_ms > 0):
-            raise ValueError(f"case timing: step_ms must be a positive number, got {self.step_ms}")
+            raise BadInput(f"case timing: step_ms must be a positive number, got {self.step_ms}")
         if self.idle_ms is not None and not (0 <= self.idle_ms[0] <= self.idle_ms[1]):
-            raise ValueError(f"idle_ms {self.idle_ms}: expected 0 <= LO <= HI (ms per micro-batch)")
+            raise BadInput(f"idle_ms {self.idle_ms}: expected 0 <= LO <= HI (ms per micro-batch)")
 
     @property
     def busy(self) -> float:
@@ -242,7 +244,7 @@ def change(case: Case, work: Work, mix: Mix, idle: float, host0: float, extra_ho
     """(total, host part) of the modelled change from ``case`` to ``work``, as fractions of the modelled step."""
     t0 = step_ms(case, mix, case.work, 0.0, idle, host0)
     if t0 <= 0:
-        raise ValueError("the modelled step of the case is 0 ms (no host work counted and no device work); nothing to scale a change by")
+        raise BadInput("the modelled step of the case is 0 ms (no host work counted and no device work); nothing to scale a change by")
     t1 = step_ms(case, mix, work, extra_host_ms, idle, host0)
     host_only = replace(work, kernel_ms=case.work.kernel_ms, micro_batches=case.work.micro_batches)
     return t1 / t0 - 1.0, step_ms(case, mix, host_only, extra_host_ms, idle, host0) / t0 - 1.0
@@ -254,7 +256,7 @@ def predict_work(case: Case, work: Work, calibration=None, extra_host_ms: float 
     possible, the point is the equal mix and the interval is the mixes' range alone."""
     best, feasible = (calibration.best, calibration.feasible) if calibration is not None else (EQUAL, tuple(simplex(0.05)))
     if not any(case.work.counts()) and not case.work.on_device:
-        raise ValueError("census: no Python calls, aten ops or launches counted and no device work; run a census whose window fits")
+        raise BadInput("census: no Python calls, aten ops or launches counted and no device work; run a census whose window fits")
     if calibration is not None and calibration.idle_ms is not None and case.idle_ms is None and case.work.on_device:
         case = replace(case, idle_ms=calibration.idle_ms)
     i_lo, i_hi = case.idle_range()
@@ -276,7 +278,7 @@ def predict(case_census: Mapping, case_timing, diff, calibration=None) -> Predic
     timing = case_timing if isinstance(case_timing, Mapping) else {"step_ms": case_timing}
     step = timing.get("step_ms", timing.get("step_time_median_ms"))
     if step is None:
-        raise ValueError("case timing: no step_ms; pass the case's median step time in ms")
+        raise BadInput("case timing: no step_ms; pass the case's median step time in ms")
     idle = timing.get("idle_ms")
     case = Case(Work.of(case_census), float(step), tuple(idle) if idle is not None else None)
     if isinstance(diff, Mapping) and "ops" in diff and ("fits" in diff or "ops_by_name" in diff):

@@ -12,6 +12,7 @@ from statistics import fmean
 
 from scipy import stats as _st
 
+from harness.errors import BadInput
 from harness.judging.pair_estimates import PairedEstimate, hodges_lehmann, rank_estimate
 from harness.judging.stats import sd
 
@@ -82,10 +83,10 @@ def launch_estimate(groups: Sequence[Sequence[float]], alpha: float, summary: st
     Hodges–Lehmann estimate); t with L - 1 df over the L summaries. Valid whatever the launch-to-launch variance; wide
     when L is small."""
     if summary not in SUMMARIES:
-        raise ValueError(f"launch summary must be one of {', '.join(SUMMARIES)}, got {summary!r}")
+        raise BadInput(f"launch summary must be one of {', '.join(SUMMARIES)}, got {summary!r}")
     means = [SUMMARIES[summary](g) for g in groups if len(g)]
     if len(means) < 1:
-        raise ValueError("launch_estimate needs at least one launch with pairs")
+        raise BadInput("launch_estimate needs at least one launch with pairs")
     return PairedEstimate(fmean(means), sd(means), len(means), alpha, "launch",
                           sum(len(g) for g in groups))
 

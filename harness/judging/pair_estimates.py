@@ -15,6 +15,7 @@ from statistics import fmean, median
 
 from scipy import stats as _st
 
+from harness.errors import BadInput
 from harness.judging.stats import sd
 
 
@@ -76,7 +77,7 @@ class PairedEstimate:
 def paired_estimate(d: Sequence[float], alpha: float) -> PairedEstimate:
     """The pair as the unit: mean and sd of the pair log ratios ``d`` (t with n - 1 df)."""
     if not d:
-        raise ValueError("paired_estimate needs at least one pair")
+        raise BadInput("paired_estimate needs at least one pair")
     return PairedEstimate(fmean(d), sd(d), len(d), alpha, "pair", len(d))
 
 
@@ -158,7 +159,7 @@ class RankEstimate:
 def rank_estimate(d: Sequence[float], alpha: float) -> RankEstimate:
     """The pair as the unit, by ranks (:class:`RankEstimate`): Wilcoxon signed-rank, Hodges–Lehmann estimate and interval."""
     if not d:
-        raise ValueError("rank_estimate needs at least one pair")
+        raise BadInput("rank_estimate needs at least one pair")
     x = sorted(d)
     walsh = sorted((x[i] + x[j]) / 2 for i in range(len(x)) for j in range(i, len(x)))
     return RankEstimate(tuple(walsh), len(x), alpha)
@@ -167,6 +168,6 @@ def rank_estimate(d: Sequence[float], alpha: float) -> RankEstimate:
 def hodges_lehmann(d: Sequence[float]) -> float:
     """The Hodges–Lehmann estimate of the centre of ``d``: the median of the Walsh averages (d_i + d_j)/2, i <= j."""
     if not d:
-        raise ValueError("hodges_lehmann needs at least one value")
+        raise BadInput("hodges_lehmann needs at least one value")
     x = list(d)
     return median((x[i] + x[j]) / 2 for i in range(len(x)) for j in range(i, len(x)))

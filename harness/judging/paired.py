@@ -59,6 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from harness.errors import BadInput
 from harness.judging.launches import LAUNCH_ALPHA, LaunchCheck, launch_check, launch_estimate
 from harness.judging.pair_estimates import PairedEstimate, RankEstimate, paired_estimate, rank_estimate
 from harness.judging.stats import Verdict, fmt_ratio, sd
@@ -86,12 +87,12 @@ class Plan:
 
     def __post_init__(self):
         if self.launches < 1:
-            raise ValueError(f"--launches must be at least 1, got {self.launches}")
+            raise BadInput(f"--launches must be at least 1, got {self.launches}")
         if self.pairs < 2 * self.launches:
-            raise ValueError(f"--pairs {self.pairs} is too few for {self.launches} launches: every launch needs at least 2 pairs "
+            raise BadInput(f"--pairs {self.pairs} is too few for {self.launches} launches: every launch needs at least 2 pairs "
                              f"(pass --pairs {2 * self.launches} or more)")
         if self.look_every is not None and self.look_every < 1:
-            raise ValueError(f"--look-every must be at least 1, got {self.look_every}")
+            raise BadInput(f"--look-every must be at least 1, got {self.look_every}")
 
     @cached_property
     def starts(self) -> tuple[int, ...]:
@@ -134,9 +135,9 @@ class PairedCheck:
 
     def __post_init__(self):
         if self.test not in TESTS:
-            raise ValueError(f"--test must be one of {', '.join(TESTS)}, got {self.test!r}")
+            raise BadInput(f"--test must be one of {', '.join(TESTS)}, got {self.test!r}")
         if self.unit not in UNITS:
-            raise ValueError(f"--unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+            raise BadInput(f"--unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
 
     @property
     def summary(self) -> str:

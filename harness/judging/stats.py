@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from statistics import fmean, median, stdev
 
+from harness.errors import BadInput
 from harness.judging.thresholds import ALPHA
 
 # scipy is imported in the functions that use it: importing it costs seconds, and the commands that only read or write
@@ -142,7 +143,7 @@ class RatioEstimate:
 def log_ratio(base: Sequence[float], cur: Sequence[float], alpha: float) -> RatioEstimate:
     """Welch's t on log values. With fewer than two values on a side the interval is undefined (df = 0)."""
     if min(len(base), len(cur)) < 1 or any(v <= 0 for v in (*base, *cur)):
-        raise ValueError("log_ratio needs positive values on both sides")
+        raise BadInput("log_ratio needs positive values on both sides")
     lb, lc = [math.log(v) for v in base], [math.log(v) for v in cur]
     d = fmean(lc) - fmean(lb)
     if len(lb) < 2 or len(lc) < 2:
@@ -168,7 +169,7 @@ def machine_ratio(groups: Sequence[Sequence[float]], cur: Sequence[float], alpha
     """
     groups = [g for g in groups if len(g)]
     if len(groups) < 2 or not cur or any(v <= 0 for g in (*groups, cur) for v in g):
-        raise ValueError("machine_ratio needs positive values from at least two baseline machines and the session")
+        raise BadInput("machine_ratio needs positive values from at least two baseline machines and the session")
     means = [fmean(math.log(v) for v in g) for g in groups]
     k = len(means)
     d = fmean(math.log(v) for v in cur) - fmean(means)

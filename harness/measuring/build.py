@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from harness.errors import BadInput
 from harness.spec import Decomposition, SpecError, Workload
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
@@ -166,7 +167,7 @@ def build_dataset(w: Workload, tokenizer):
     if d.shuffle_seed is not None:
         ds = ds.shuffle(seed=d.shuffle_seed)
     if d.num_samples > len(ds):
-        raise ValueError(f"data.num_samples = {d.num_samples} but {d.id!r} split {d.split!r} has only {len(ds)} rows; lower data.num_samples")
+        raise BadInput(f"data.num_samples = {d.num_samples} but {d.id!r} split {d.split!r} has only {len(ds)} rows; lower data.num_samples")
     return ds.select(range(d.num_samples))
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import TrainerCallback
 
+from harness.errors import BadInput
 from harness.record import PHASES
 
 
@@ -192,7 +193,7 @@ def _parse_fault(text: str | None):
         return None, None
     kind, _, step = text.partition("@")
     if kind not in ("oom", "sigkill", "hang", "crash"):
-        raise ValueError(f"HARNESS_FAULT: unknown fault {kind!r}; use oom, sigkill, hang or crash, with @STEP")
+        raise BadInput(f"HARNESS_FAULT: unknown fault {kind!r}; use oom, sigkill, hang or crash, with @STEP")
     return kind, int(step or 1)
 
 

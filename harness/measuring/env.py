@@ -9,6 +9,8 @@ import re
 import shutil
 import subprocess
 
+from harness.errors import BadInput
+
 # Short names for GPU marketing names, checked in order (first match wins).
 _SHORT = [
     ("h200", r"\bH200\b"), ("h100", r"\bH100\b"), ("h800", r"\bH800\b"), ("gh200", r"\bGH200\b"), ("b200", r"\bB200\b"),
@@ -135,5 +137,5 @@ def resolve_gpu(want: str, detected: str) -> str:
         return detected
     if want != "cpu" and want != detected:
         hint = f"--gpu={detected} or --gpu=auto" if detected != "cpu" else "--gpu=cpu on this machine, or on a machine with that GPU"
-        raise ValueError(f"--gpu={want} but this machine has {detected}; run with {hint}")
+        raise BadInput(f"--gpu={want} but this machine has {detected}; run with {hint}")
     return want

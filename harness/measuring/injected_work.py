@@ -9,6 +9,8 @@ import time
 
 import torch
 
+from harness.errors import BadInput
+
 
 class InjectWork:
     """Test-only extra work (``inject_work`` = N): a forward hook on every peft ``LoraLayer`` (the wrapped
@@ -40,7 +42,7 @@ class InjectWork:
         from peft.tuners.lora import LoraLayer
 
         if kind not in ("casts", "host"):
-            raise ValueError(f"inject kind must be casts or host, got {kind!r}")
+            raise BadInput(f"inject kind must be casts or host, got {kind!r}")
         self.n, self.fired, self._carry, self.keep, self.spent_s, self.kind = float(n), 0, 0.0, keep, 0.0, kind
         self._buffers: dict = {}
         self.handles = [m.register_forward_hook(self._hook) for m in model.modules() if isinstance(m, LoraLayer)]

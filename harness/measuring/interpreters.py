@@ -14,6 +14,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from harness.errors import BadInput
+
 # Run by the interpreter being asked, so that it reports what it would import, PYTHONPATH included.
 _PROBE = (
     "import importlib.metadata as m, json, os, sys\n"
@@ -32,7 +34,7 @@ def interpreter(path: str | None, side: str, flag: str | None = None) -> str:
     else:
         found = shutil.which(path)
     if not found:
-        raise ValueError(f"{flag or '--python-' + side} {path}: not an executable Python; pass e.g. .tox/latest/bin/python")
+        raise BadInput(f"{flag or '--python-' + side} {path}: not an executable Python; pass e.g. .tox/latest/bin/python")
     return found
 
 
@@ -54,10 +56,10 @@ def environment(python: str, side: str) -> Environment:
     try:
         proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ValueError(f"--python-{side} {python}: cannot start it ({exc})") from None
+        raise BadInput(f"--python-{side} {python}: cannot start it ({exc})") from None
     if proc.returncode:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ValueError(f"--python-{side} {python}: cannot list its environment ({last})")
+        raise BadInput(f"--python-{side} {python}: cannot list its environment ({last})")
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     return Environment(python, data["prefix"], tuple((name, version) for name, version in data["distributions"]))
 
@@ -69,7 +71,7 @@ def side_versions(python: str, side: str) -> dict[str, str | None]:
     proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
     if proc.returncode:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise ValueError(f"--python-{side} {python}: cannot report its versions ({last}); "
+        raise BadInput(f"--python-{side} {python}: cannot report its versions ({last}); "
                          "install this project into that environment (tox does)")
     return json.loads(proc.stdout.strip().splitlines()[-1])  # the last line: anything a library prints on import comes before
 

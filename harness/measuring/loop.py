@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from harness.errors import BadInput
 from harness.files import new_id
 from harness.measuring.runner import RunRequest, run_one
 from harness.record import headline
@@ -80,7 +81,7 @@ def schedule(sides: Sequence[Side], cases: Sequence[tuple[Workload, Decompositio
     * ``alternate``: even rounds take the sides in reverse (A B, B A, ...: ABBA), so slow drift lands on both.
     """
     if order not in ORDERS:
-        raise ValueError(f"--order must be one of {', '.join(ORDERS)}, got {order!r}")
+        raise BadInput(f"--order must be one of {', '.join(ORDERS)}, got {order!r}")
     seq = list(cases) if order == "interleaved" else list(reversed(cases))
     out = []
     for r in range(first_repeat, first_repeat + repeats):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from harness.errors import BadInput
 from harness.files import write_json_atomic
 
 EXIT_OK, EXIT_OOM, EXIT_ERROR = 0, 3, 4
@@ -128,7 +129,7 @@ def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
 
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     if dec.world_size != world:
-        raise ValueError(f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, this one is 1 of {world} "
+        raise BadInput(f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, this one is 1 of {world} "
                          "(the runner starts world sizes > 1 with torchrun)")
     cuda = torch.cuda.is_available() and not req.get("force_cpu")
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -136,7 +137,7 @@ def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
         torch.cuda.set_device(local)
     device = torch.device(f"cuda:{local}" if cuda and world > 1 else "cuda" if cuda else "cpu")
     if not cuda and w.train.precision == "fp16":
-        raise ValueError(f"{w.name}: precision fp16 needs a GPU; use fp32 or bf16 for CPU workloads")
+        raise BadInput(f"{w.name}: precision fp16 needs a GPU; use fp32 or bf16 for CPU workloads")
     if not cuda and w.train.cpu_threads:
         torch.set_num_threads(w.train.cpu_threads)
     return cuda, device, rank

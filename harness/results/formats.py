@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from harness.errors import BadInput
+
 KEY = "format"
 
 
-class FormatError(ValueError):
+class FormatError(BadInput):
     """An object this harness cannot read: another kind of file, or a newer version of its format."""
 
 
@@ -33,7 +35,7 @@ class Format:
     def __post_init__(self):
         missing = [v for v in range(self.version) if v not in self.upgrades]
         if missing:
-            raise ValueError(f"format {self.name}: no upgrade from version(s) {missing}")
+            raise BadInput(f"format {self.name}: no upgrade from version(s) {missing}")
 
     def stamp(self, obj: Mapping) -> dict:
         """``obj`` with this format's current version, as it is written."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from harness.errors import BadInput
+
 FAILING = ("regression", "fail")  # the outcomes that fail a check (exit code 1)
 
 
@@ -21,7 +23,7 @@ class Verdict:
 
     def __post_init__(self):
         if not isinstance(self.outcome, str) or not self.outcome:
-            raise ValueError(f"a verdict needs an outcome, got {self.outcome!r}")
+            raise BadInput(f"a verdict needs an outcome, got {self.outcome!r}")
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
     @property

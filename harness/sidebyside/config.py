@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from harness.errors import BadInput
 from harness.judging.thresholds import INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S
 
@@ -93,7 +94,7 @@ class ComparisonConfig:
         if isinstance(self.cpus, list):
             object.__setattr__(self, "cpus", tuple(self.cpus))
         for problem in _problems(self):
-            raise ValueError(problem)
+            raise BadInput(problem)
 
     # ---- what "auto" resolves to -------------------------------------------------------------
     def resolved(self, grad_accum: int, same_split: bool = True, available: list[int] | None = None) -> ComparisonConfig:
@@ -102,25 +103,25 @@ class ComparisonConfig:
         affinity)."""
         grain = ("micro" if grad_accum > 1 and same_split else "step") if self.grain == AUTO else self.grain
         if grain == "micro" and (grad_accum < 2 or not same_split):
-            raise ValueError("grain=micro needs one decomposition with gradient accumulation (grad-accum > 1): use the default grain")
+            raise BadInput("grain=micro needs one decomposition with gradient accumulation (grad-accum > 1): use the default grain")
         block_steps = AUTO_BLOCK_STEPS if self.block_steps == AUTO else self.block_steps
         launches = self.launches
         if launches == AUTO:
             launches = max(MIN_LAUNCHES, round(LAUNCHES_PER_MINUTE * self.budget_minutes)) if self.budget_minutes else 6
             launches = min(launches, self.pairs // 2)  # a pair cap below 2 pairs per launch means fewer launches
         if self.pairs < 2 * launches:
-            raise ValueError(f"pairs={self.pairs} is too few for {launches} launches: every launch needs at least 2 pairs "
+            raise BadInput(f"pairs={self.pairs} is too few for {launches} launches: every launch needs at least 2 pairs "
                              f"(set pairs to {2 * launches} or more)")
         cpus_all = sorted(available if available is not None else os.sched_getaffinity(0))
         cpus = ((cpus_all[-1],) if len(cpus_all) > 1 else ()) if self.cpus == AUTO else self.cpus
         spare = [c for c in cpus_all if c not in cpus]
         prestart = bool(cpus and spare) if self.prestart == AUTO else self.prestart
         if prestart and not (cpus and spare):
-            raise ValueError(f"prestart needs cpus and CPUs outside them to import the next launch's workers on (this process may use "
+            raise BadInput(f"prestart needs cpus and CPUs outside them to import the next launch's workers on (this process may use "
                              f"{cpus_all}): set cpus to fewer of them")
         warm_apart = prestart if self.warm_apart == AUTO else self.warm_apart
         if warm_apart and not prestart:
-            raise ValueError("warm_apart needs prestart: only a pre-started launch has CPUs outside cpus to warm up on")
+            raise BadInput("warm_apart needs prestart: only a pre-started launch has CPUs outside cpus to warm up on")
         return replace(self, grain=grain, block_steps=block_steps, launches=launches, cpus=cpus, prestart=prestart, warm_apart=warm_apart,
                        unit=self.unit or ("launch" if launches >= MIN_LAUNCHES else "pair"), spare_cpus=tuple(spare) if prestart else ())
 
@@ -179,7 +180,7 @@ def _bool(text: str) -> bool:
         return True
     if text.lower() in ("0", "false", "no", "off"):
         return False
-    raise ValueError(text)
+    raise BadInput(text)
 
 
 _CONVERT = {"cpus": cpu_list, "prestart": _bool, "warm_apart": _bool, "drop_first_step": _bool, "malloc_default": _bool, "phases": _bool,
@@ -195,7 +196,7 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
         key, sep, text = item.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or key not in RESEARCH + TEST_ONLY:
-            raise ValueError(f"--set takes key=value with a key among {', '.join(RESEARCH)}; got {item!r}")
+            raise BadInput(f"--set takes key=value with a key among {', '.join(RESEARCH)}; got {item!r}")
         text = text.strip()
         if key == "cpus" and text in ("", "none"):
             out[key] = ()
@@ -206,7 +207,7 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
         try:
             out[key] = _CONVERT[key](text)
         except ValueError:
-            raise ValueError(f"--set {key}: cannot read {text!r}") from None
+            raise BadInput(f"--set {key}: cannot read {text!r}") from None
     return out
 
 

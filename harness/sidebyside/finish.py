@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
 from harness.exits import REGRESSION as EXIT_REGRESSION
 from harness.files import read_records, report_session, write_atomic, write_json_atomic
@@ -79,9 +80,9 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> C
     a regression, else 0."""
     root = Path(results_dir)
     if not (root / "blocks.jsonl").exists():
-        raise ValueError(f"no blocks.jsonl in {root}: not the results dir of an interleave run (its --results-dir)")
+        raise BadInput(f"no blocks.jsonl in {root}: not the results dir of an interleave run (its --results-dir)")
     if not (root / PROGRESS).exists():
-        raise ValueError(f"no {PROGRESS} in {root}: it was written by a harness older than recover; judge its blocks.jsonl with "
+        raise BadInput(f"no {PROGRESS} in {root}: it was written by a harness older than recover; judge its blocks.jsonl with "
                          "harness.judging.blocks.analyse and the run's settings")
     prog = read_progress(root / PROGRESS)
     settings, launch_info = prog["settings"], prog["launches"]
@@ -115,7 +116,7 @@ def set_aside_old_report(root: Path, session: str, out: Callable[[str], None]) -
     except (OSError, ValueError):
         theirs = None
     if theirs == session:
-        raise ValueError(f"{root} already has report.json of this run ({session}): the run wrote its own report, nothing to recover")
+        raise BadInput(f"{root} already has report.json of this run ({session}): the run wrote its own report, nothing to recover")
     aside = root / f"report-{theirs or 'unreadable'}.json"
     os.replace(path, aside)
     if (root / "report.md").exists():
@@ -130,9 +131,9 @@ def read_progress(path: Path) -> dict:
     try:
         prog = formats.PROGRESS.read(json.loads(path.read_text()), str(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
+        raise BadInput(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
     except formats.FormatError as exc:
-        raise ValueError(f"{exc}; {fix}") from None
+        raise BadInput(f"{exc}; {fix}") from None
     settings = prog.get("settings") if isinstance(prog, dict) else None
     launches = prog.get("launches") if isinstance(prog, dict) else None
     bad = ("it is not an object" if not isinstance(prog, dict) else
@@ -142,7 +143,7 @@ def read_progress(path: Path) -> dict:
            "'t_start' is not a number" if not isinstance(prog.get("t_start"), (int, float)) else
            "'case' or 'orders' is missing" if not isinstance(prog.get("case"), str) or not isinstance(prog.get("orders"), list) else None)
     if bad:
-        raise ValueError(f"{path}: {bad}; {fix}")
+        raise BadInput(f"{path}: {bad}; {fix}")
     return prog
 
 

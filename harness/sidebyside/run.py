@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.files import ensure_dir, new_id, refuse_link, report_session, results_lock
 from harness.judging import launches as la
 from harness.judging import paired as pd
@@ -130,7 +131,7 @@ def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, pl
     for this run's."""
     t_start, cpu_start = time.time(), children_cpu()
     if (theirs := other_commands_report(root)) is not None:
-        raise ValueError(f"{root / 'report.json'} is the report of another command (run {theirs}): an interleaved comparison never replaces "
+        raise BadInput(f"{root / 'report.json'} is the report of another command (run {theirs}): an interleaved comparison never replaces "
                          "it; give the comparison its own --results-dir")
     for name in ("report.json", "report.md"):
         (root / name).unlink(missing_ok=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.store.git import GitStore
 from harness.store.local import DirStore
 
@@ -28,11 +29,11 @@ def is_git(spec: str) -> bool:
 def open_store(spec: str, cache: str | None = None) -> DirStore | GitStore:
     """The store ``--store`` names: a :class:`GitStore` (cache clone at ``cache``) or a :class:`DirStore`."""
     if not spec:
-        raise ValueError("--store is empty; pass a directory or a git URL for the results store")
+        raise BadInput("--store is empty; pass a directory or a git URL for the results store")
     if is_git(spec):
         url = spec if _URL.match(spec) or not Path(spec).exists() else str(Path(spec).resolve())
         return GitStore(url, cache)
     if not Path(spec).is_dir():  # e.g. github.com/org/repo or --upload-pack=...: no local folder of that name was meant
-        raise ValueError(f"--store {spec}: not a git URL (https://, ssh://, file://, git@host:path) and no such directory, so no session "
+        raise BadInput(f"--store {spec}: not a git URL (https://, ssh://, file://, git@host:path) and no such directory, so no session "
                          f"stored there; pass a git URL, or create the directory first for a local store")
     return DirStore(spec)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.files import atomic_path, ensure_dir, results_lock
 from harness.store.record import MAX_RECORD_BYTES, SUFFIX, RecordError, loads, relpath, session_of, slug
 from harness.store.record import dumps as record_bytes
@@ -32,7 +33,7 @@ class DirStore:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
-            raise ValueError(f"--store {self.root}: a file, not a directory; pass a directory (or a git URL) for the store")
+            raise BadInput(f"--store {self.root}: a file, not a directory; pass a directory (or a git URL) for the store")
 
     def __str__(self) -> str:
         return str(self.root)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+from harness.errors import BadInput
 from harness.files import slug
 
 SCHEMA = 1
@@ -26,7 +27,7 @@ SUFFIX = ".json.gz"
 NO_TRACK = "default"  # the folder of sessions added without --track
 
 
-class RecordError(ValueError):
+class RecordError(BadInput):
     """A file that is not a session record this harness can read."""
 
 
@@ -82,13 +83,13 @@ MAX_RECORD_BYTES = 16 * 2**20  # a record's JSON, unpacked: far above what store
 
 
 def _no_constant(name: str):
-    raise ValueError(f"a non-finite number ({name}) in it")
+    raise BadInput(f"a non-finite number ({name}) in it")
 
 
 def _finite(text: str) -> float:
     x = float(text)
     if not math.isfinite(x):
-        raise ValueError(f"a number out of range ({text[:20]}) in it")
+        raise BadInput(f"a number out of range ({text[:20]}) in it")
     return x
 
 

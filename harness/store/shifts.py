@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from statistics import fmean, stdev
 
+from harness.errors import BadInput
+
 
 @dataclass(frozen=True)
 class ShiftRule:
@@ -45,14 +47,14 @@ class ShiftRule:
 
     def __post_init__(self):
         if not 0 < self.alpha < 1:
-            raise ValueError(f"shift rule: alpha must be in (0, 1), got {self.alpha}; pass e.g. 0.05")
+            raise BadInput(f"shift rule: alpha must be in (0, 1), got {self.alpha}; pass e.g. 0.05")
         if self.nights < 2:
-            raise ValueError(f"shift rule: nights must be at least 2 (one night proves nothing), got {self.nights}")
+            raise BadInput(f"shift rule: nights must be at least 2 (one night proves nothing), got {self.nights}")
         if self.horizon < 1 or self.min_reference < 3 or self.reference < self.min_reference:
-            raise ValueError(f"shift rule: need horizon >= 1 and 3 <= min_reference <= reference, got {self.horizon}, "
+            raise BadInput(f"shift rule: need horizon >= 1 and 3 <= min_reference <= reference, got {self.horizon}, "
                              f"{self.min_reference}, {self.reference}")
         if not self.sigma_floor >= 0:
-            raise ValueError(f"shift rule: sigma_floor must be >= 0, got {self.sigma_floor}")
+            raise BadInput(f"shift rule: sigma_floor must be >= 0, got {self.sigma_floor}")
 
 
 DEFAULT_RULE = ShiftRule()

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from statistics import median
 
+from harness.errors import BadInput
 from harness.files import NOT_STORED, read_jsonl
 from harness.judging.census_diff import normalize
 from harness.record import exclusion, is_census, run_phases
@@ -209,7 +210,7 @@ def _found(root: Path, name: str) -> list[Path]:
     for here, dirs, files in os.walk(root):
         folders += 1
         if folders > MAX_FOLDERS:
-            raise ValueError(f"{root}: more than {MAX_FOLDERS} folders at or below it, not a results dir; pass the --results-dir of a session")
+            raise BadInput(f"{root}: more than {MAX_FOLDERS} folders at or below it, not a results dir; pass the --results-dir of a session")
         dirs.sort()
         out += [Path(here) / name] if name in files else []
     return sorted(out)
@@ -235,7 +236,7 @@ def records_of(results_dir: str | Path, *, track: str = "", runner: str = "", im
     Raises ValueError with one line when there is no run to store."""
     root = Path(results_dir)
     if not root.is_dir():
-        raise ValueError(f"{root}: not a directory; pass a results dir (the --results-dir of a session)")
+        raise BadInput(f"{root}: not a directory; pass a results dir (the --results-dir of a session)")
     runs, where = [], {}
     for f in (f for f in _found(root, "runs.jsonl") if not _not_stored(f, root)):
         rel = f.parent.relative_to(root).as_posix()
@@ -246,7 +247,7 @@ def records_of(results_dir: str | Path, *, track: str = "", runner: str = "", im
             runs.append(r)
             where[id(r)] = root.name if rel == "." else f"{root.name}/{rel}"
     if not runs:
-        raise ValueError(f"{root}: no runs.jsonl with a run here or below; pass the --results-dir of a session that made runs")
+        raise BadInput(f"{root}: no runs.jsonl with a run here or below; pass the --results-dir of a session that made runs")
     sessions: dict[str, list[dict]] = {}
     for r in runs:
         sessions.setdefault(r.get("session_id") or f"dir-{where[id(r)]}", []).append(r)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.files import ensure_dir, new_id
 from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.loop import FreshSide, run_slots, schedule
@@ -31,7 +32,7 @@ def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None =
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
     if repeats < 2:
-        raise ValueError(f"--repeats must be at least 2 (the test needs two runs per side), got {repeats}")
+        raise BadInput(f"--repeats must be at least 2 (the test needs two runs per side), got {repeats}")
     pa, pb = interpreter(python_a, "a"), interpreter(python_b, "b")
     if skip_same_versions and not inject_slowdown_b and not inject_work_b and (same := same_versions(pa, pb)):
         msg = f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import variance
 
+from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED
 from harness.files import ensure_dir, new_id
 from harness.judging.baseline import default_thresholds
@@ -35,7 +36,7 @@ def calibrate(*, gpu: str, workload: str, repeats: int = 5, slowdown: float = 0.
               workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/calibrate", run_timeout: float = RUN_TIMEOUT_S,
               out: Callable[[str], None] = print) -> int:
     if repeats < 2:
-        raise ValueError(f"--repeats must be at least 2 (a CV needs two runs per group), got {repeats}")
+        raise BadInput(f"--repeats must be at least 2 (a CV needs two runs per group), got {repeats}")
     w = load_workload(workloads_dir, workload, steps)
     t = default_thresholds(gpu)
     root, session = ensure_dir(results_dir), new_id("calibrate")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.spec import SpecError, Workload, load_each
 
 
@@ -29,7 +30,7 @@ class Request:
 
     def __post_init__(self):
         if not self.gpu:
-            raise ValueError("a workload selection needs the GPU it is for ('cpu' or a GPU's short name)")
+            raise BadInput("a workload selection needs the GPU it is for ('cpu' or a GPU's short name)")
         if self.steps is not None and self.steps < 1:
             raise SpecError(f"--steps must be positive, got {self.steps}")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.files import ensure_dir, new_id, read_records
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
@@ -52,11 +53,11 @@ class Options:
 
     def __post_init__(self):
         if self.repeats == 0 and not self.census:
-            raise ValueError("--repeats 0 makes no timed run: add --census for a census-only session, or give --repeats 1 or more")
+            raise BadInput("--repeats 0 makes no timed run: add --census for a census-only session, or give --repeats 1 or more")
         if self.repeats == 0 and (self.max_repeats or self.update_baselines):
-            raise ValueError("--repeats 0 (a census-only session) takes neither --max-repeats nor --update-baselines, which need timed runs")
+            raise BadInput("--repeats 0 (a census-only session) takes neither --max-repeats nor --update-baselines, which need timed runs")
         if self.max_repeats is not None and self.max_repeats < self.repeats:
-            raise ValueError(f"--max-repeats ({self.max_repeats}) must be >= --repeats ({self.repeats})")
+            raise BadInput(f"--max-repeats ({self.max_repeats}) must be >= --repeats ({self.repeats})")
 
     @property
     def looks(self) -> int:
@@ -204,7 +205,7 @@ class PerfSession:
                 ("phases", r.get("phases_enabled", True), o.phases),
                 ("--profile-steps", r.get("profile_steps") or 0, o.profile_steps)) if a != b]
             if (r["workload"], r["decomposition_id"]) in selected and diffs:
-                raise ValueError(f"--resume: session {last} in {o.results_dir} ran {r['workload']}-{r['decomposition_id']} with other settings "
+                raise BadInput(f"--resume: session {last} in {o.results_dir} ran {r['workload']}-{r['decomposition_id']} with other settings "
                                  f"({'; '.join(diffs)}); rerun with its settings, or without --resume in a fresh --results-dir")
         self.session_id = last
         self.records = [r for r in theirs if (r["workload"], r["decomposition_id"]) in selected]

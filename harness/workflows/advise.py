@@ -39,6 +39,7 @@ from pathlib import Path
 from statistics import median
 
 from harness import exits
+from harness.errors import BadInput
 from harness.files import ensure_dir, new_id, refuse_link, write_atomic, write_json_atomic
 from harness.judging.census_diff import window_plan
 from harness.judging.thresholds import ALPHA, INTERLEAVED
@@ -181,9 +182,9 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
 
     t0 = time.time()
     if budget_minutes <= 0:
-        raise ValueError(f"--budget-minutes must be positive, got {budget_minutes}")
+        raise BadInput(f"--budget-minutes must be positive, got {budget_minutes}")
     if screen <= 1:
-        raise ValueError(f"--screen must be above 1 (a ratio of estimated step times), got {screen}")
+        raise BadInput(f"--screen must be above 1 (a ratio of estimated step times), got {screen}")
     base = load_workload(workloads_dir, workload)
     w = base.with_splits(effective)
     splits = [d.id for d in w.decompositions]

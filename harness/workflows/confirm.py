@@ -33,6 +33,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness import exits
+from harness.errors import BadInput
 from harness.files import ensure_dir, new_id, refuse_link, write_json_atomic
 from harness.results import formats
 from harness.results.comparison import ComparisonResult
@@ -46,17 +47,17 @@ UNCONFIRMED = "unconfirmed"
 def read_suite_report(path: Path) -> SuiteReport:
     """The suite report to confirm; ValueError, one line naming the file, for anything else."""
     if not path.is_file():
-        raise ValueError(f"{path}: no such report; pass the report.json of a suite session (pytest perftests ... --results-dir DIR)")
+        raise BadInput(f"{path}: no such report; pass the report.json of a suite session (pytest perftests ... --results-dir DIR)")
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+        raise BadInput(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list) or not isinstance(data.get("rows"), list):
-        raise ValueError(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
+        raise BadInput(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
     try:
         return SuiteReport(formats.SUITE_REPORT.read(data, str(path)), path=path)
     except formats.FormatError as exc:
-        raise ValueError(str(exc)) from None
+        raise BadInput(str(exc)) from None
 
 
 def judged(v: dict, made: ComparisonResult, case_dir: Path, out: Callable[[str], None]) -> dict:
@@ -93,7 +94,7 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
     try:  # the report's regressions are re-measured here: on its GPU, never on another
         gpu = resolve_gpu(data.get("gpu") or "auto", detect_gpu())
     except ValueError as exc:
-        raise ValueError(f"{path}: a report of {data.get('gpu')} cannot be confirmed here ({exc})") from None
+        raise BadInput(f"{path}: a report of {data.get('gpu')} cannot be confirmed here ({exc})") from None
     root = ensure_dir(results_dir)
     (root / "report.json").unlink(missing_ok=True)  # an earlier confirmation's: never taken for this one's, whatever stops this
     template = template or ComparisonConfig(workload="", decomposition="")

@@ -65,6 +65,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.errors import BadInput
 from harness.files import make_dir, new_id, write_json_atomic
 from harness.measuring import lifeline
 from harness.measuring.runner import RUN_TIMEOUT_S, kill_group, log_tail, worker_environ
@@ -203,7 +204,7 @@ class ResidentWorker:
     def send_block(self, k: int, inject: float | None = None, micro: bool = False) -> None:
         """Start a block (:meth:`block`) without waiting for it: two workers warming up apart run theirs at once."""
         if k < 1:
-            raise ValueError(f"block needs k >= 1, got {k}")
+            raise BadInput(f"block needs k >= 1, got {k}")
         self.wait_ready()
         self._guarded(lambda: self._send({"cmd": "block", "k": int(k)} | ({"inject": float(inject)} if inject is not None else {})
                                          | ({"micro": True} if micro else {}), f"before block {self.blocks + 1}"))

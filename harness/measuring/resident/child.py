@@ -16,6 +16,7 @@ import tempfile
 import time
 import traceback
 
+from harness.errors import BadInput
 from harness.measuring.resident import STABLE_MALLOC
 from harness.measuring.resident.channel import Channel, pin
 
@@ -40,7 +41,7 @@ def _hold(req: dict, chan: Channel, timing: dict, t_main: float) -> float | None
     if msg is None or msg.get("cmd") == "stop":  # the parent is gone, or needs no further launch
         return None
     if msg.get("cmd") != "go":
-        raise ValueError(f"resident worker: unknown command {msg!r} while held; expected go or stop")
+        raise BadInput(f"resident worker: unknown command {msg!r} while held; expected go or stop")
     timing["held_s"] = time.time() - t_main - timing["preload_s"]
     return time.time()
 

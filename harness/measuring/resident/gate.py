@@ -11,6 +11,7 @@ import time
 
 import torch
 
+from harness.errors import BadInput
 from harness.measuring.callbacks import CudaClock, GpuSampler, MeasureCallback
 from harness.measuring.resident.channel import Channel, canary, host_cpu_times, pin
 
@@ -103,10 +104,10 @@ class BlockGate(MeasureCallback):
             control.should_training_stop = True
             return
         if msg.get("cmd") != "block" or int(msg.get("k", 0)) < 1:
-            raise ValueError(f"resident worker: unknown command {msg!r}; expected block with k >= 1, pin, or stop")
+            raise BadInput(f"resident worker: unknown command {msg!r}; expected block with k >= 1, pin, or stop")
         if msg.get("inject") is not None:  # the amount of injected work for this block (calibrated by the parent)
             if self.inject is None:
-                raise ValueError("resident worker: a block asks for injected work, but this worker was started without it")
+                raise BadInput("resident worker: a block asks for injected work, but this worker was started without it")
             self.inject.n, self.inject.keep = float(msg["inject"]), True
         self._k = self.left = int(msg["k"])
         was_micro, self.micro = self.micro, bool(msg.get("micro"))
