@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.bisect.config import STEP_BUDGET_MINUTES
 from harness.judging.thresholds import CHANGE_ALPHA
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.sidebyside.config import DEFAULT_BUDGET_MINUTES, cpu_list, defaults_text
+from harness.store.shifts import DEFAULT_RULE
 
 
 def _parser(name: str, convert: Callable[[str], Any], ok: Callable[[Any], bool], expected: str, rule: str) -> Callable[[str], Any]:
@@ -89,6 +91,8 @@ class Opt:
     action: str | None = None
     choices: tuple[str, ...] | None = None
     hidden: bool = False  # test-only: accepted, kept out of --help
+    nargs: int | str | None = None
+    metavar: str | tuple[str, ...] | None = None
 
     def kwargs(self, default: Any = _UNSET, required: bool = False) -> dict[str, Any]:
         default = self.default if default is _UNSET else default
@@ -104,6 +108,10 @@ class Opt:
             kw.update(type=self.type, default=default)
         if self.choices:
             kw["choices"] = self.choices
+        if self.nargs is not None:
+            kw["nargs"] = self.nargs
+        if self.metavar is not None:
+            kw["metavar"] = self.metavar
         if required:
             kw["required"] = True
             kw.pop("default", None)
@@ -114,7 +122,7 @@ def prefixed(prefix: str, opts: tuple[Opt, ...], **help_for: str) -> tuple[Opt, 
     """The same options under a prefix (pytest-benchmark's ``add_*_options(addoption, prefix=...)``): ``--block-steps``
     becomes ``--interleave-block-steps``, dest ``interleave_block_steps``; ``help_for`` replaces a help text by dest."""
     return tuple(Opt(tuple(f"--{prefix}-{f[2:]}" for f in o.flags), f"{prefix.replace('-', '_')}_{o.dest}", help_for.get(o.dest, o.help), o.type,
-                     o.default, o.action, o.choices, o.hidden) for o in opts)
+                     o.default, o.action, o.choices, o.hidden, o.nargs, o.metavar) for o in opts)
 
 
 def add(add_option: Callable[..., Any], opts: tuple[Opt, ...], defaults: dict[str, Any] | None = None,
@@ -258,6 +266,59 @@ JUDGE = (ALPHA, THRESHOLD)
 SESSION = (GPU, REPEATS, MAX_REPEATS, *RUN, BASELINES_DIR, WORKLOADS, ORDER, UPDATE_BASELINES, CENSUS, INJECT_SLOWDOWN, INJECT_WORK, NO_PHASES,
            PROFILE_STEPS, *JUDGE, CALIBRATE, FAIL_INCONCLUSIVE, REQUIRE_BASELINE, BUDGET_MINUTES, RESUME, *INTERLEAVE_SESSION)
 HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY)
+
+
+# ---- bisect: the range and where its releases come from (harness.bisect.config.BisectConfig) ------------------------
+GOOD = Opt(("--good",), "good", "the good end: an interpreter, name==version (several: space- or comma-separated), a wheel file, "
+           "or with --checkout a commit")
+BAD = Opt(("--bad",), "bad", "the bad end, given as --good is")
+BASE_PYTHON = Opt(("--python",), "python", "the base environment the releases or commits are installed on (default: this interpreter)")
+WHEELS = Opt(("--wheels",), "wheels", "install releases from this wheel directory alone (pip --no-index --find-links), and list "
+             "them from it", metavar="DIR")
+INDEX_URL = Opt(("--index-url",), "index_url", "the package index to install and list releases from (default: pip's)")
+NO_INDEX = Opt(("--no-index",), "no_index", "install nothing from an index (offline; a checkout builds with the base's tools)",
+               action="store_true")
+MOVE_DEPS = Opt(("--move-deps",), "move_deps", "let a release bring its dependencies at other versions than the base environment's "
+                "(default: such a release is reported as not installable beside the others)", action="store_true")
+PACKAGES = Opt(("--packages",), "packages", "with interpreters as ends: try only these of the packages that moved (comma-separated), "
+               "e.g. transformers,trl,peft,accelerate,datasets; the others are named in the report")
+CHECKOUT = Opt(("--checkout",), "checkout", "a git checkout of a pure-Python package: --good and --bad are commits of it", metavar="REPO")
+PACKAGE = Opt(("--package",), "package", "with --checkout: its distribution name, where pyproject.toml and setup.py do not say it")
+CENSUS_ONLY = Opt(("--census-only",), "census_only", "census runs only: where no count changed, say so without timing", action="store_true")
+STEP_BUDGET = Opt(("--step-budget-minutes",), "step_budget_minutes", "device minutes of each interleaved comparison, start-up included",
+                  type=parse_positive_float, default=STEP_BUDGET_MINUTES)
+BISECT_BUDGET = Opt(("--budget-minutes",), "budget_minutes", "device minutes of the whole bisection: no step is started that would "
+                    "end past them, and the answer is the range left (default: no limit)", type=parse_positive_float)
+ENV_CACHE = Opt(("--env-cache",), "env_cache", "where the environments are built and kept (default: $XDG_CACHE_HOME/harness-bisect)",
+                metavar="DIR")
+BISECT = (GOOD, BAD, BASE_PYTHON, WHEELS, INDEX_URL, NO_INDEX, MOVE_DEPS, PACKAGES, CHECKOUT, PACKAGE, CENSUS_ONLY, STEP_BUDGET,
+          BISECT_BUDGET, ENV_CACHE)
+
+# ---- cost: the cost model of a census (harness.judging.cost_model) ------------------------------------------------------
+COST = (Opt(("--census",), "census", "results dirs or baseline files whose censuses and timed runs to model", nargs="+", metavar="PATH"),
+        Opt(("--diff",), "diff", "predict the step change from A's census to B's (results dirs or baseline files)", nargs=2,
+            metavar=("A", "B")),
+        Opt(("--timing",), "timing", "with --diff: take the step times and the calibration from these instead of A", nargs="+",
+            metavar="PATH"),
+        Opt(("--idle-ms",), "idle_ms", "the device path's idle time per micro-batch, LO,HI in ms, measured on GPU-bound steps "
+            "(default: unknown)"))
+
+# ---- the results store (harness.store) and doctor ---------------------------------------------------------------------
+STORE = Opt(("--store",), "store", "the results store: a directory, or a git URL or repository path (branch perf-results); docs/store.md")
+STORE_CACHE = Opt(("--cache",), "cache", "where a git store's branch is cloned (default: one folder per URL under "
+                  "$XDG_CACHE_HOME/harness-store)")
+STORE_ADD = (Opt(("--track",), "track", "the environment the sessions ran in, e.g. pinned or latest (default: none)", default=""),
+             Opt(("--runner",), "runner", "the runner's name (default: $RUNNER_NAME)"),
+             Opt(("--image",), "image", "the container image digest the sessions ran in (default: $PERF_IMAGE)"))
+STORE_ALERTS = (Opt(("--gpu",), "gpu", "only this GPU's sessions"), Opt(("--track",), "track", "only this track's sessions"),
+                Opt(("--new",), "new", "only the alerts that each series' newest session raised", action="store_true"),
+                Opt(("--json",), "json", "alerts and notes as JSON", action="store_true"),
+                Opt(("--issues",), "issues", "also write the alerts of --gpu as a report for .github/scripts/regression-issues.sh",
+                    metavar="FILE"),
+                Opt(("--alpha",), "alpha", "expected false timing alerts of one series in 365 nights", type=float,
+                    default=DEFAULT_RULE.alpha))
+REPORT_BASELINE = Opt(("--baseline",), "baseline", BASELINE_DIRS.help, nargs="*")
+DOCTOR_JSON = Opt(("--json",), "json", "the same facts as JSON", action="store_true")
 
 
 def here(a, this_machine: bool = True):

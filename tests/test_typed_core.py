@@ -121,3 +121,17 @@ def test_every_dotted_name_the_code_and_the_docs_give_exists():
     refs = {m for p in texts for m in re.findall(r"\bharness(?:\.[A-Za-z_][A-Za-z0-9_]*)+", p.read_text())}
     missing = sorted(r for r in refs if not _resolves(r))
     assert not missing, f"names that do not exist: {missing}"
+
+
+def test_every_option_is_declared_once_in_the_options_module():
+    """The commands add their options from harness.options (``opt.add``); only positional arguments are added by hand."""
+    found = []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        if path.name == "options.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("add_argument", "addoption"):
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("-"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.value}")
+    assert not found, "options declared outside harness/options.py:\n" + "\n".join(found)

@@ -38,30 +38,10 @@ def run(a) -> int:
 
 def add_parser(sub) -> None:
     """The ``bisect`` subcommand and its options."""
-    from harness.bisect.config import STEP_BUDGET_MINUTES
-
     bp = sub.add_parser("bisect", help="which package, release or commit between a good and a bad environment changed the work of a case "
                         "(census runs) or, where the census is equal, its time (interleaved comparisons); docs/bisect.md")
     opt.add(bp.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITION), required=("workload", "decomposition"))
-    bp.add_argument("--good", required=True, help="the good end: an interpreter, name==version (several: space- or comma-separated), a wheel "
-                    "file, or with --checkout a commit")
-    bp.add_argument("--bad", required=True, help="the bad end, given as --good is")
-    bp.add_argument("--python", help="the base environment the releases or commits are installed on (default: this interpreter)")
-    bp.add_argument("--wheels", metavar="DIR", help="install releases from this wheel directory alone (pip --no-index --find-links), and list them from it")
-    bp.add_argument("--index-url", help="the package index to install and list releases from (default: pip's)")
-    bp.add_argument("--no-index", action="store_true", help="install nothing from an index (offline; a checkout builds with the base's tools)")
-    bp.add_argument("--move-deps", action="store_true", help="let a release bring its dependencies at other versions than the base "
-                    "environment's (default: such a release is reported as not installable beside the others)")
-    bp.add_argument("--packages", help="with interpreters as ends: try only these of the packages that moved (comma-separated), e.g. "
-                    "transformers,trl,peft,accelerate,datasets; the others are named in the report")
-    bp.add_argument("--checkout", metavar="REPO", help="a git checkout of a pure-Python package: --good and --bad are commits of it")
-    bp.add_argument("--package", help="with --checkout: its distribution name, where pyproject.toml and setup.py do not say it")
-    bp.add_argument("--census-only", action="store_true", help="census runs only: where no count changed, say so without timing")
-    bp.add_argument("--step-budget-minutes", type=opt.parse_positive_float, default=STEP_BUDGET_MINUTES,
-                    help="device minutes of each interleaved comparison, start-up included (default: %(default)s)")
-    bp.add_argument("--budget-minutes", type=opt.parse_positive_float, help="device minutes of the whole bisection: no step is started "
-                    "that would end past them, and the answer is the range left (default: no limit)")
-    bp.add_argument("--env-cache", metavar="DIR", help="where the environments are built and kept (default: $XDG_CACHE_HOME/harness-bisect)")
+    opt.add(bp.add_argument, opt.BISECT, required=("good", "bad"))
     opt.add(bp.add_argument, (opt.STEPS, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, opt.SET, opt.ALPHA, opt.THRESHOLD),
             defaults={"workloads_dir": opt.InProject("workloads"), "results_dir": opt.InProject("perf-results/bisect")})
     bp.set_defaults(fn=run)

@@ -18,7 +18,6 @@ from harness.judging import baseline as bl
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import sigterm_as_interrupt
-from harness.store.shifts import DEFAULT_RULE
 
 
 def _cmd_baseline_update(a) -> int:
@@ -172,7 +171,7 @@ def parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="write report.md, report.json and plots for RESULTS_DIR(s)")
     rp.add_argument("results_dirs", nargs="+")
-    rp.add_argument("--baseline", nargs="*", help=opt.BASELINE_DIRS.help)
+    opt.add(rp.add_argument, (opt.REPORT_BASELINE,))
     opt.add(rp.add_argument, (opt.BASELINES_DIR, *opt.JUDGE), defaults={"baselines_dir": opt.InProject("baselines")})
     opt.add(rp.add_argument, (opt.REPORT_OUT, opt.ALLOW_GPU_MISMATCH))
     rp.set_defaults(fn=_cmd_report)
@@ -190,7 +189,7 @@ def parser() -> argparse.ArgumentParser:
                         "versions, the workloads that run here and their baselines, what the nightly would do here, what is missing")
     opt.add(dr.add_argument, (opt.WORKLOADS_DIR, opt.BASELINES_DIR), defaults={"workloads_dir": opt.InProject("workloads"),
                                                                              "baselines_dir": opt.InProject("baselines")})
-    dr.add_argument("--json", action="store_true", help="the same facts as JSON")
+    opt.add(dr.add_argument, (opt.DOCTOR_JSON,))
     dr.set_defaults(fn=_cmd_doctor)
     _measuring_commands(sub)
     from harness.commands.cost import add_parser as cost_parser  # the cost model: harness.judging.cost_model
@@ -203,8 +202,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _store_options(add, required: bool) -> None:
-    add("--store", required=required, help="the results store: a directory, or a git URL or repository path (branch perf-results); docs/store.md")
-    add("--cache", help="where a git store's branch is cloned (default: one folder per URL under $XDG_CACHE_HOME/harness-store)")
+    opt.add(add, (opt.STORE, opt.STORE_CACHE), required=("store",) if required else ())
 
 
 def _store_commands(sub) -> None:
@@ -214,19 +212,12 @@ def _store_commands(sub) -> None:
     ad = sp.add_parser("add", help="add each session of RESULTS_DIR(s) to the store (a session stored already is stored once)")
     ad.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR")
     _store_options(ad.add_argument, required=True)
-    ad.add_argument("--track", default="", help="the environment the sessions ran in, e.g. pinned or latest (default: none)")
-    ad.add_argument("--runner", help="the runner's name (default: $RUNNER_NAME)")
-    ad.add_argument("--image", help="the container image digest the sessions ran in (default: $PERF_IMAGE)")
+    opt.add(ad.add_argument, opt.STORE_ADD)
     ad.set_defaults(fn=_cmd_store_add)
     al = sp.add_parser("alerts", help="environment regressions in the store: census counts that moved and timing shifts that held "
                        "with the library pins unchanged; environment changes with no effect as notes")
     _store_options(al.add_argument, required=True)
-    al.add_argument("--gpu", help="only this GPU's sessions")
-    al.add_argument("--track", help="only this track's sessions")
-    al.add_argument("--new", action="store_true", help="only the alerts that each series' newest session raised")
-    al.add_argument("--json", action="store_true", help="alerts and notes as JSON")
-    al.add_argument("--issues", metavar="FILE", help="also write the alerts of --gpu as a report for .github/scripts/regression-issues.sh")
-    al.add_argument("--alpha", type=float, default=DEFAULT_RULE.alpha, help="expected false timing alerts of one series in 365 nights")
+    opt.add(al.add_argument, opt.STORE_ALERTS)
     al.set_defaults(fn=_cmd_store_alerts)
 
 

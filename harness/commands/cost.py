@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from statistics import median
 
+from harness import options as opt
 from harness.errors import UsageError
 from harness.judging import census_diff
 from harness.judging import cost_fit as cf
@@ -132,8 +133,5 @@ def add_parser(sub) -> None:
     """The ``cost`` subcommand's options."""
     cp = sub.add_parser("cost", help="the cost model: host and GPU work per case and the split ratios predicted (--census), or the predicted "
                         "step change of a census diff (--diff A B); docs/cost-model.md")
-    cp.add_argument("--census", nargs="+", metavar="PATH", help="results dirs or baseline files whose censuses and timed runs to model")
-    cp.add_argument("--diff", nargs=2, metavar=("A", "B"), help="predict the step change from A's census to B's (results dirs or baseline files)")
-    cp.add_argument("--timing", nargs="+", metavar="PATH", help="with --diff: take the step times and the calibration from these instead of A")
-    cp.add_argument("--idle-ms", help="the device path's idle time per micro-batch, LO,HI in ms, measured on GPU-bound steps (default: unknown)")
+    opt.add(cp.add_argument, opt.COST)
     cp.set_defaults(fn=run)
