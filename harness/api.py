@@ -9,7 +9,7 @@ object, never the files.
 * :func:`side_by_side`: A against B interleaved on this machine -> :class:`~harness.results.comparison.ComparisonResult`
 * :func:`judge`: results dirs against the stored baselines, or against other results dirs ->
   :class:`~harness.results.suite_report.SuiteReport`
-* :func:`bisect`: the release (or commit) that changed a case's work or time -> its result
+* :func:`bisect`: the release (or commit) that changed a case's work or time -> :class:`~harness.results.bisection.Bisection`
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from harness.files import ensure_dir, new_id
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.results.bisection import Bisection
 from harness.results.comparison import ComparisonResult
 from harness.results.runs import Runs
 from harness.results.suite_report import SuiteReport
@@ -31,7 +32,7 @@ from harness.spec import load_workload
 from harness.suite import census as _census
 from harness.suite import compare as _compare
 
-__all__ = ["BisectConfig", "ComparisonConfig", "ComparisonResult", "Runs", "SuiteReport", "bisect", "census", "judge", "run_case",
+__all__ = ["Bisection", "BisectConfig", "ComparisonConfig", "ComparisonResult", "Runs", "SuiteReport", "bisect", "census", "judge", "run_case",
            "side_by_side"]
 
 def here(gpu: str = "auto") -> str:
@@ -78,7 +79,7 @@ def judge(results_dirs: Sequence[str | Path], *, against: Sequence[str | Path] |
     return _compare.write_report(dirs, baselines_dir=str(baselines_dir), out_dir=None if out_dir is None else str(out_dir), out=out)
 
 
-def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> dict:
+def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> Bisection:
     """The bisection ``config`` asks for; its report is written to ``config.results_dir``."""
     from harness.bisect import report
     from harness.bisect.search import bisect as search

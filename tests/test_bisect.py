@@ -19,6 +19,7 @@ from harness.bisect.report import markdown, summary
 from harness.bisect.search import bisect
 from harness.commands import cli
 from harness.judging import census_diff
+from harness.results.bisection import Bisection
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -288,20 +289,20 @@ def test_several_packages_each_swapped_alone_then_the_one_that_moved_bisected(tm
     cfg = config(tmp_path, good="a==1.0 b==2.0", bad="a==1.2 b==2.5", wheels=str(wheels))
     res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(effects), predict=lambda lo, hi: {"delta_pct": 1.5, "lo": 1.0, "hi": 2.0},
                  out=lambda s: None)
-    assert res["outcome"] == "changed" and res["search"] == "census"
-    assert [(p["package"], p["alone"]) for p in res["packages"]] == [("a", "unchanged"), ("b", "changed")]
-    (c,) = res["changes"]
+    assert res.outcome == "changed" and res.search == "census"
+    assert [(p["package"], p["alone"]) for p in res.data["packages"]] == [("a", "unchanged"), ("b", "changed")]
+    (c,) = res.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("a 1.0, b 2.2", "a 1.0, b 2.3", True)
-    assert res["attribution"] == {"aten ops": ["a 1.0, b 2.2 -> a 1.0, b 2.3"], "aten op aten::_to_copy": ["a 1.0, b 2.2 -> a 1.0, b 2.3"]}
-    assert c["predicted"]["delta_pct"] == 1.5 and "+1.5%" in markdown(res)
+    assert res.data["attribution"] == {"aten ops": ["a 1.0, b 2.2 -> a 1.0, b 2.3"], "aten op aten::_to_copy": ["a 1.0, b 2.2 -> a 1.0, b 2.3"]}
+    assert c["predicted"]["delta_pct"] == 1.5 and "+1.5%" in markdown(res.data)
 
 
 def test_a_range_with_no_change_says_so(tmp_path):
     wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), census_only=True)
     res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
-    assert res["outcome"] == "no_change" and not res["changes"] and res["spent"]["census_runs"] == 2
-    assert "no count changed between lorafx 1.0 and lorafx 1.7" in "\n".join(summary(res))
+    assert res.outcome == "no_change" and not res.changes and res.spent["census_runs"] == 2
+    assert "no count changed between lorafx 1.0 and lorafx 1.7" in "\n".join(summary(res.data))
 
 
 def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_as_it_came(tmp_path):
@@ -317,14 +318,14 @@ def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_a
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels))
     res = bisect(cfg, envs=FakeEnvs(broken={"lorafx 1.4"}), census_fn=census_of_label(lambda label: {"aten::mm": 10}), compare_fn=compare_fn,
                  out=lambda s: None)
-    assert res["search"] == "timing" and seen[0] == "lorafx 1.7", "bad against good first"
-    assert res["outcome"] == "inconclusive" and res["inconclusive"][0]["at"] == "lorafx 1.3"
+    assert res.search == "timing" and seen[0] == "lorafx 1.7", "bad against good first"
+    assert res.outcome == "inconclusive" and res.inconclusive[0]["at"] == "lorafx 1.3"
     cfg = config(tmp_path, good="lorafx==1.3", bad="lorafx==1.7", wheels=str(wheels))
     res = bisect(cfg, envs=FakeEnvs(broken={"lorafx 1.4"}), census_fn=census_of_label(lambda label: {"aten::mm": 10}), compare_fn=compare_fn,
                  out=lambda s: None)
-    (c,) = res["changes"]
+    (c,) = res.changes
     assert (c["kind"], c["last_good"], c["first_bad"], c["exact"]) == ("timing", "lorafx 1.3", "lorafx 1.5", False)
-    assert [s["label"] for s in c["skipped"]] == ["lorafx 1.4"] and [u["label"] for u in res["uninstallable"]] == ["lorafx 1.4"]
+    assert [s["label"] for s in c["skipped"]] == ["lorafx 1.4"] and [u["label"] for u in res.uninstallable] == ["lorafx 1.4"]
 
 
 def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):
@@ -333,8 +334,8 @@ def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):
     wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels))
     res = bisect(cfg, envs=FakeEnvs(broken={"lorafx 1.7"}), census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
-    assert res["outcome"] == "ends_failed" and "bad (lorafx 1.7)" in res["notes"][0]
-    assert res["uninstallable"] == [{"label": "lorafx 1.7", "reason": "ERROR: No matching distribution found for lorafx-runtime>=1"}]
+    assert res.outcome == "ends_failed" and "bad (lorafx 1.7)" in res.notes[0]
+    assert res.uninstallable == [{"label": "lorafx 1.7", "reason": "ERROR: No matching distribution found for lorafx-runtime>=1"}]
     lines = []
     write(res, cfg.results_dir, out=lines.append)
     assert "could not measure an end" in lines[0] and (Path(cfg.results_dir) / "report.md").is_file()
@@ -380,10 +381,10 @@ def test_a_commit_range_is_bisected_over_a_checkout_installed_by_path(tmp_path):
     assert commits(tmp_path / "repo", shas[0], shas[-1]) == shas
     cfg = config(tmp_path, checkout=str(tmp_path / "repo"), good=shas[0], bad=shas[-1], no_index=True, env_cache=str(tmp_path / "envs"))
     res = bisect(cfg, census_fn=census_from_env, out=lambda s: None)
-    assert res["mode"] == "commits" and res["outcome"] == "changed"
-    (c,) = res["changes"]
+    assert res.data["mode"] == "commits" and res.outcome == "changed"
+    (c,) = res.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == (f"lorafx@{shas[1][:10]}", f"lorafx@{shas[2][:10]}", True)
-    assert res["spent"]["environments_built"] == 4
+    assert res.spent["environments_built"] == 4
 
 
 def test_an_environment_is_built_once_and_a_release_that_cannot_be_installed_is_recorded(tmp_path):
@@ -410,23 +411,23 @@ def run_bisect(tmp_path, wheels, *extra) -> dict:
     argv = ["bisect", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--steps", "12", "--wheels", str(wheels),
             "--workloads-dir", str(ROOT / "workloads"), "--results-dir", str(tmp_path / "results"), "--env-cache", str(tmp_path / "envs"), *extra]
     assert cli.main(argv) == 0
-    return json.loads((tmp_path / "results" / "report.json").read_text())
+    return Bisection.read(tmp_path / "results")  # the report as the bisect wrote it, read back into its type
 
 
 def test_the_census_names_the_release_that_added_work_and_a_range_without_says_so(tmp_path):
     wheels = lorafx_wheels(tmp_path / "wheels")
     res = run_bisect(tmp_path, wheels, "--good", "lorafx==1.0", "--bad", "lorafx==1.7", "--census-only")
-    assert res["outcome"] == "changed" and res["search"] == "census"
-    (c,) = res["changes"]
+    assert res.outcome == "changed" and res.search == "census"
+    (c,) = res.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
     assert "aten op aten::_to_copy" in c["counts"] and any("aten::_to_copy" in ln for ln in c["diff"])
-    assert [u["label"] for u in res["uninstallable"]] == ["lorafx 1.3"] and "lorafx-runtime" in res["uninstallable"][0]["reason"]
+    assert [u["label"] for u in res.uninstallable] == ["lorafx 1.3"] and "lorafx-runtime" in res.uninstallable[0]["reason"]
     n = len(RELEASES)
     assert c["measured_inside"] <= math.ceil(math.log2(n)) + 1
-    assert res["spent"]["census_runs"] <= math.ceil(math.log2(n)) + 3, "the two ends and at most ceil(log2 N) + 1 inside"
+    assert res.spent["census_runs"] <= math.ceil(math.log2(n)) + 3, "the two ends and at most ceil(log2 N) + 1 inside"
     # the sleep from 1.5 on is host time only: between 1.4 and 1.7 no count changed (both censuses measured already)
     res = run_bisect(tmp_path, wheels, "--good", "lorafx==1.4", "--bad", "lorafx==1.7", "--census-only")
-    assert res["outcome"] == "no_change" and res["spent"]["census_runs"] == 0 and res["spent"]["census_reused"] == 2
+    assert res.outcome == "no_change" and res.spent["census_runs"] == 0 and res.spent["census_reused"] == 2
 
 
 def test_two_interpreters_are_bisected_by_the_package_that_differs(tmp_path):
@@ -435,10 +436,10 @@ def test_two_interpreters_are_bisected_by_the_package_that_differs(tmp_path):
     good, bad = (ends.python_for(Candidate((plan.Install("lorafx", v),))).value for v in ("1.1", "1.4"))
     cfg = config(tmp_path, good=good, bad=bad, wheels=str(wheels), env_cache=str(tmp_path / "envs"))
     res = bisect(cfg, census_fn=census_from_env, out=lambda s: None)
-    assert res["mode"] == "interpreters" and [(p["package"], p["good"], p["bad"]) for p in res["packages"]] == [("lorafx", "1.1", "1.4")]
-    (c,) = res["changes"]
+    assert res.data["mode"] == "interpreters" and [(p["package"], p["good"], p["bad"]) for p in res.data["packages"]] == [("lorafx", "1.1", "1.4")]
+    (c,) = res.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
-    assert res["packages"][0]["alone"] == "changed" and res["spent"]["environments_built"] == 2, "lorafx 1.4 alone on good's, and 1.2"
+    assert res.data["packages"][0]["alone"] == "changed" and res.spent["environments_built"] == 2, "lorafx 1.4 alone on good's, and 1.2"
 
 
 # ---- long: real census runs over commits, and interleaved steps for the release that adds only host time -------------
@@ -450,7 +451,7 @@ def test_a_commit_range_is_bisected_by_real_census_runs(tmp_path):
             "--results-dir", str(tmp_path / "results"), "--env-cache", str(tmp_path / "envs")]
     assert cli.main(argv) == 0
     res = json.loads((tmp_path / "results" / "report.json").read_text())
-    (c,) = res["changes"]
+    (c,) = res.changes
     assert (c["first_bad"], c["exact"]) == (f"lorafx@{shas[2][:10]}", True) and "aten op aten::_to_copy" in c["counts"]
 
 
@@ -458,10 +459,10 @@ def test_a_commit_range_is_bisected_by_real_census_runs(tmp_path):
 def test_the_release_that_adds_only_host_time_is_named_by_interleaved_steps(tmp_path):
     wheels = lorafx_wheels(tmp_path / "wheels", sleep=0.05)
     res = run_bisect(tmp_path, wheels, "--good", "lorafx==1.4", "--bad", "lorafx==1.7", "--step-budget-minutes", "1", "--set", "pairs=60")
-    assert res["search"] == "timing" and res["outcome"] == "changed"
-    (c,) = res["changes"]
+    assert res.search == "timing" and res.outcome == "changed"
+    (c,) = res.changes
     assert (c["kind"], c["last_good"], c["first_bad"], c["exact"]) == ("timing", "lorafx 1.4", "lorafx 1.5", True)
-    assert [s["outcome"] for s in c["steps"]] == ["regression", "regression"] and res["spent"]["interleaved"] == 2
+    assert [s["outcome"] for s in c["steps"]] == ["regression", "regression"] and res.spent["interleaved"] == 2
 
 
 def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, monkeypatch):
@@ -475,10 +476,10 @@ def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, mo
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), budget_minutes=1.6)
     res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(lambda label: {"aten::mm": 10, **({"aten::_to_copy": 2} if label >= "lorafx 1.2" else {})}),
                  out=lambda s: None)
-    assert res["spent"]["census_runs"] == 3  # the two ends and one step: a fourth would end past 96 s
-    (c,) = res["changes"]
+    assert res.spent["census_runs"] == 3  # the two ends and one step: a fourth would end past 96 s
+    (c,) = res.changes
     assert not c["exact"] and any("budget spent" in s["reason"] for s in c["skipped"])
-    assert any(s["outcome"].startswith("skipped: budget spent") for s in res["steps"])
+    assert any(s["outcome"].startswith("skipped: budget spent") for s in res.data["steps"])
 
 
 def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, monkeypatch):
@@ -503,11 +504,11 @@ def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, 
     wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), budget_minutes=1.6)
     first = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, out=lambda s: None)
-    assert first["spent"]["census_runs"] == 3 and not first["changes"][0]["exact"]
+    assert first.spent["census_runs"] == 3 and not first.changes[0]["exact"]
     second = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, out=lambda s: None)
-    (c,) = second["changes"]
+    (c,) = second.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
-    assert second["spent"]["census_reused"] == 3 and second["spent"]["census_runs"] == 2  # only what the first did not measure
+    assert second.spent["census_reused"] == 3 and second.spent["census_runs"] == 2  # only what the first did not measure
 
 
 def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_path, monkeypatch):
@@ -523,8 +524,8 @@ def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_pa
         p.chmod(0o755)
     cfg = config(tmp_path, good=str(good), bad=str(bad), packages=("lorafx",), census_only=True)
     res = bisect(cfg, envs=envs, census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
-    assert [p["package"] for p in res["packages"]] == ["lorafx"] and res["left_out"] == ["httpx 1.0 -> 2.0"]
-    assert any("(not among --packages): httpx 1.0 -> 2.0" in n for n in res["notes"])
+    assert [p["package"] for p in res.data["packages"]] == ["lorafx"] and res.data["left_out"] == ["httpx 1.0 -> 2.0"]
+    assert any("(not among --packages): httpx 1.0 -> 2.0" in n for n in res.notes)
     with pytest.raises(ValueError, match="--packages"):
         config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", packages=("lorafx",))
 

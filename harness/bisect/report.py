@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.bisect.plan import TOTALS
 from harness.files import write_atomic, write_json_atomic
+from harness.results.bisection import Bisection
 
 OUTCOMES = {"changed": "found", "no_change": "no change", "inconclusive": "inconclusive", "ends_failed": "could not measure an end"}
 
@@ -130,10 +131,10 @@ def markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(res: dict, results_dir: str | Path, out: Callable[[str], None] = print) -> None:
+def write(made: Bisection, results_dir: str | Path, out: Callable[[str], None] = print) -> None:
     """report.json and report.md in ``results_dir``, and the summary printed."""
     root = Path(results_dir)
-    res = {**res, "changes": ranked(res["changes"])}
+    res = {**made.to_json(), "changes": ranked(made.changes)}
     write_json_atomic(root / "report.json", res)
     write_atomic(root / "report.md", markdown(res))
     for line in summary(res):

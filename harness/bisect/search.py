@@ -24,6 +24,7 @@ from harness.bisect.envs import EnvCache, default_cache
 from harness.bisect.steps import Steps
 from harness.judging import census_diff
 from harness.judging.judge import CENSUS_TOLERANCES
+from harness.results.bisection import Bisection
 
 Predict = Callable[[dict, dict], dict | None]
 
@@ -42,7 +43,7 @@ def predicted_cost(base: dict, cur: dict) -> dict | None:
 
 
 def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, compare_fn=None, predict: Predict | None = predicted_cost,
-           out: Callable[[str], None] = print) -> dict:
+           out: Callable[[str], None] = print) -> Bisection:
     """Run the bisection ``cfg`` asks for and return its result (what :mod:`harness.bisect.report` writes)."""
     Path(cfg.results_dir).mkdir(parents=True, exist_ok=True)
     envs = envs or EnvCache(cfg.env_cache or default_cache(), base_python(cfg), wheels=cfg.wheel_dir, index_url=cfg.index_url,
@@ -75,7 +76,7 @@ def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, c
     dead = {s["label"]: s["outcome"].split(": ", 1)[-1] for s in steps.log if s["kind"] == "install"}  # each once
     res["uninstallable"] = [{"label": k, "reason": v} for k, v in dead.items()]
     res.update(spent=steps.spent(), steps=steps.log)
-    return res
+    return Bisection(res)
 
 
 def _culprits(rng: Range, judge: Callable[[Axis], str], res: dict) -> list[Axis]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-from harness import exits
 from harness import options as opt
 
 
@@ -31,9 +30,9 @@ def run(a) -> int:
                        threshold=a.threshold if a.threshold is not None else DEFAULT_THRESHOLD,
                        sets=parse_sets(a.set), workloads_dir=a.workloads_dir, results_dir=a.results_dir, env_cache=a.env_cache,
                        run_timeout=a.run_timeout)
-    res = bisect(cfg)
-    report.write(res, cfg.results_dir)
-    return exits.MEASUREMENT_FAILED if res["outcome"] == "ends_failed" else exits.OK
+    made = bisect(cfg)
+    report.write(made, cfg.results_dir)
+    return made.exit_code
 
 
 def add_parser(sub) -> None:
