@@ -3,22 +3,22 @@ of a case, each change with its boundary and its counts, and what the search spe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from harness.results import formats
+from harness.results.stored import Stored
 
 OUTCOMES = ("changed", "no_change", "inconclusive", "ends_failed")
 
 
 @dataclass(frozen=True)
-class Bisection:
+class Bisection(Stored):
     """``data``: the result as ``report.json`` holds it (docs/bisect.md); the fields below are its parts."""
 
+    FORMAT = formats.BISECTION
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -63,15 +63,3 @@ class Bisection:
     @property
     def spent(self) -> Mapping[str, Any]:
         return self.data.get("spent") or {}
-
-    def to_json(self) -> dict:
-        return formats.BISECTION.stamp(self.data)
-
-    @classmethod
-    def from_json(cls, data: object, where: str = "") -> Bisection:
-        return cls(formats.BISECTION.read(data, where))
-
-    @classmethod
-    def read(cls, results_dir: str | Path) -> Bisection:
-        path = Path(results_dir) / "report.json"
-        return cls.from_json(json.loads(path.read_text()), str(path))

@@ -3,7 +3,6 @@ as a pytest session, ``compare``, ``report``, ``ab`` and ``confirm`` write it to
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,13 +10,15 @@ from types import MappingProxyType
 from typing import Any
 
 from harness.results import formats
+from harness.results.stored import Stored
 from harness.results.verdict import FAILING
 
 
 @dataclass(frozen=True)
-class SuiteReport:
+class SuiteReport(Stored):
     """``data``: the report as written; ``exit_code``: what its command exits with (1 when a verdict fails)."""
 
+    FORMAT = formats.SUITE_REPORT
     data: Mapping[str, Any]
     exit_code: int | None = None
     path: Path | None = field(default=None, compare=False)
@@ -38,14 +39,7 @@ class SuiteReport:
     def verdict_of(self, kind: str, case: str) -> Mapping[str, Any] | None:
         return next((v for v in self.verdicts if v.get("kind") == kind and v.get("case") == case), None)
 
-    def to_json(self) -> dict:
-        return formats.SUITE_REPORT.stamp(self.data)
-
-    @classmethod
-    def from_json(cls, data: object, where: str = "") -> SuiteReport:
-        return cls(formats.SUITE_REPORT.read(data, where))
-
     @classmethod
     def read(cls, path: str | Path) -> SuiteReport:
-        p = Path(path)
-        return cls(formats.SUITE_REPORT.read(json.loads(p.read_text()), str(p)), path=p)
+        found = super().read(path)
+        return cls(found.data, path=Path(path))
