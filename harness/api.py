@@ -9,6 +9,9 @@ object, never the files.
 * :func:`side_by_side`: A against B interleaved on this machine -> :class:`~harness.results.comparison.ComparisonResult`
 * :func:`judge`: results dirs against the stored baselines, or against other results dirs ->
   :class:`~harness.results.suite_report.SuiteReport`
+* :func:`advise`: the fastest split of the effective batch here -> :class:`~harness.results.advice.Advice`
+* :func:`confirm`: a suite report's runtime regressions re-measured side by side -> the confirmed
+  :class:`~harness.results.suite_report.SuiteReport`
 * :func:`bisect`: the release (or commit) that changed a case's work or time -> :class:`~harness.results.bisection.Bisection`
 """
 
@@ -23,6 +26,7 @@ from harness.files import ensure_dir, new_id
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.results.advice import Advice
 from harness.results.bisection import Bisection
 from harness.results.comparison import ComparisonResult
 from harness.results.runs import Runs
@@ -32,8 +36,9 @@ from harness.spec import load_workload
 from harness.suite import census as _census
 from harness.suite import compare as _compare
 
-__all__ = ["Bisection", "BisectConfig", "ComparisonConfig", "ComparisonResult", "Runs", "SuiteReport", "bisect", "census", "judge", "run_case",
-           "side_by_side"]
+__all__ = ["Advice", "Bisection", "BisectConfig", "ComparisonConfig", "ComparisonResult", "Runs", "SuiteReport", "advise", "bisect",
+           "census", "confirm", "judge", "run_case", "side_by_side"]
+
 
 def here(gpu: str = "auto") -> str:
     """The GPU name runs are recorded under: the detected device for ``auto``; another name must be this machine's."""
@@ -88,3 +93,21 @@ def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> Bisec
     result = search(config, out=out)
     report.write(result, config.results_dir)
     return result
+
+
+def advise(workload: str, *, gpu: str = "auto", budget_minutes: float = 10.0, workloads_dir: str | Path = "workloads",
+           results_dir: str | Path = "perf-results/advise", out: Callable[[str], None] = print) -> Advice:
+    """Which split of ``workload``'s effective batch is fastest on this machine, within ``budget_minutes`` of device time."""
+    from harness.workflows.advise import advise as run
+
+    return run(gpu=here(gpu), workload=workload, budget_minutes=budget_minutes, workloads_dir=workloads_dir, results_dir=results_dir,
+               out=out)
+
+
+def confirm(report: str | Path, config: ComparisonConfig | None = None, *, workloads_dir: str | Path = "workloads",
+            results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print) -> SuiteReport:
+    """Each runtime regression of the suite report ``report`` re-measured side by side here, ``config.python_a`` (the
+    reference environment) against ``config.python_b`` (the one the report measured); the confirmed report."""
+    from harness.workflows.confirm import confirm as run
+
+    return run(report, config, workloads_dir=workloads_dir, results_dir=results_dir, out=out)

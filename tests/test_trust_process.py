@@ -169,10 +169,11 @@ def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, mon
                                                                                                    "lo": 0.4, "hi": 0.6, "message": "old"}}))
     (tmp_path / "out" / "report.json").write_text('{"answer": "an earlier advice"}')
     monkeypatch.setattr(il, "interleave", lambda cfg, *, workload, out: ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir)))
-    code = ad.advise(gpu="cpu", workload="tiny-qwen3", workloads_dir=ROOT / "workloads", results_dir=tmp_path / "out", census=False,
-                     out=lambda _: None)
+    advice = ad.advise(gpu="cpu", workload="tiny-qwen3", workloads_dir=ROOT / "workloads", results_dir=tmp_path / "out", census=False,
+                       out=lambda _: None)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert code == exits.MEASUREMENT_FAILED and report["failed"] == ["2x2"] and report["session_id"].startswith("advise-")
+    assert advice.exit_code == exits.MEASUREMENT_FAILED and advice.failed == ["2x2"] and advice.recommended == "4x1"
+    assert report["failed"] == ["2x2"] and report["session_id"].startswith("advise-")
     assert report["compared"]["2x2"]["outcome"] == "inconclusive" and "from this run (exit code 3)" in report["compared"]["2x2"]["message"]
     assert report["answer"]["recommended"] == "4x1"  # the old "improvement" of 2x2 did not win it
 

@@ -34,7 +34,7 @@ def _cmd_advise(a) -> int:
     return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
                   block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else ALPHA,
                   threshold=a.threshold if a.threshold is not None else INTERLEAVED, census=not a.no_census, screen=a.screen, cpus=a.cpus,
-                  memory_limit_micro=a.memory_limit_micro, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
+                  memory_limit_micro=a.memory_limit_micro, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout).exit_code
 
 
 def _cmd_confirm(a) -> int:

@@ -44,6 +44,7 @@ from harness.files import ensure_dir, new_id, refuse_link, write_atomic, write_j
 from harness.judging.census_diff import window_plan
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S, RunRequest, run_one
+from harness.results.advice import Advice
 from harness.sidebyside.config import ComparisonConfig
 from harness.spec import Decomposition, Workload, load_workload
 
@@ -175,8 +176,8 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
            block_seconds: float = 0.8, pairs: int = 200, launches: int = 2, alpha: float = ALPHA, threshold: float = INTERLEAVED,
            census: bool = True, screen: float = 1.5, cpus: list[int] | None = None, memory_limit_micro: int | None = None,
            workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/advise", run_timeout: float = RUN_TIMEOUT_S,
-           out: Callable[[str], None] = print) -> int:
-    """Run the advice (module docstring); ``memory_limit_micro`` (test-only) makes splits with a larger micro-batch run out of
+           out: Callable[[str], None] = print) -> Advice:
+    """Run the advice (module docstring) and return it; ``memory_limit_micro`` (test-only) makes splits with a larger micro-batch run out of
     memory at their first step, as a GPU too small for them would."""
     from harness.sidebyside.run import interleave
 
@@ -237,13 +238,14 @@ def advise(*, gpu: str, workload: str, effective: int | None = None, budget_minu
     lines = report_lines(report, w)
     for ln in lines:
         out(ln)
-    write_json_atomic(root / "report.json", report)
+    advice = Advice(report, exits.OK if answer["recommended"] and not failed else exits.MEASUREMENT_FAILED)
+    write_json_atomic(root / "report.json", advice.to_json())
     write_atomic(root / "report.md", "# advise " + w.name + f" on {gpu}, effective batch {w.effective_batch}\n\n```\n" + "\n".join(lines) + "\n```\n")
     try:
         plot(report, root / "advice.png")
     except Exception as exc:  # a plot never costs the measurements
         out(f"(no plot: {exc})")
-    return exits.OK if answer["recommended"] and not failed else exits.MEASUREMENT_FAILED
+    return advice
 
 
 def report_lines(r: dict, w: Workload) -> list[str]:
