@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from harness.measuring.runner import live_processes
+from processes import live_processes
 
 RECORD_KEYS = {"workload", "workload_hash", "decomposition", "status", "train_runtime_s", "step_times_ms", "warmup_steps",
                "phases_ms", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "losses", "gpu_samples", "env", "host_probe"}

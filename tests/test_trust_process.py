@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import live_processes
 from venvs import make_venv
 
 from harness import exits
@@ -24,11 +25,10 @@ from harness.commands import cli
 from harness.errors import BadInput
 from harness.files import OutsideResults, append_jsonl, report_session, write_json_atomic
 from harness.measuring.resident import ResidentWorker, WorkerDied
-from harness.measuring.runner import live_processes
 from harness.results.comparison import ComparisonResult
 from harness.sidebyside import run as il
 from harness.sidebyside.config import ComparisonConfig
-from harness.sidebyside.launchers import Plain
+from harness.sidebyside.launchers import Hooks, Plain
 from harness.sidebyside.loop import Comparison
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -190,10 +190,13 @@ def test_the_pytest_fixture_reads_only_its_own_comparisons_report(perf_project, 
     perf_project.runpytest("test_fixture.py", "--gpu=cpu", "--results-dir", "out", "-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
-def test_recover_tells_an_old_report_from_this_runs(tmp_path, monkeypatch):
-    stub_launcher(monkeypatch, slow_b=1.5)
+def test_recover_tells_an_old_report_from_this_runs(tmp_path):
+    class Stub(Plain):  # stand-in workers through the comparison's test seam, no module patched
+        def open(self, launch):
+            return {"a": StubWorker("a", launch), "b": StubWorker("b", launch, 1.5)}
+
     out = tmp_path / "out"
-    made = il.interleave(cfg(tmp_path), out=lambda _: None)
+    made = il.interleave(cfg(tmp_path), hooks=Hooks(launcher=Stub), out=lambda _: None)
     assert made.exit_code == exits.REGRESSION and made.verdict.outcome == "regression"
     own = json.loads((out / "report.json").read_text())
     run = json.loads((out / "progress.json").read_text())["settings"]["session_id"]

@@ -5,8 +5,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from processes import live_processes
 
-from harness.measuring.runner import RunRequest, live_processes, merge_ranks, run_one, worker_command
+from harness.measuring.runner import RunRequest, merge_ranks, run_one, worker_command
 from harness.spec import Decomposition
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -130,11 +130,12 @@ def _cmd_store_alerts(a) -> int:
 def _cmd_interleave(a) -> int:
     import os
 
+    from harness.sidebyside.launchers import Hooks
     from harness.sidebyside.run import interleave
 
     a = opt.here(a)
     cfg = opt.comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=a.gpu)
-    return interleave(cfg, faults=os.environ.get("HARNESS_FAULTS")).exit_code
+    return interleave(cfg, hooks=Hooks(faults=os.environ.get("HARNESS_FAULTS"))).exit_code
 
 
 def _cmd_recover(a) -> int:

@@ -99,10 +99,6 @@ class Plan:
         """0-based index of the first pair of each launch."""
         return tuple(round(j * self.pairs / self.launches) for j in range(self.launches))
 
-    def launch_of(self, i: int) -> int:
-        """1-based launch of 0-based pair ``i``."""
-        return sum(1 for s in self.starts if s <= i)
-
     @cached_property
     def looks(self) -> tuple[int, ...]:
         first = self.starts[-1] + 2

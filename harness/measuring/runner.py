@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,21 +264,3 @@ def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
     if losses and all(len(x) == len(losses[0]) for x in losses):
         out["losses"] = [sum(v) / len(v) for v in zip(*losses)]
     return out
-
-
-def live_processes(module: bytes, where: Callable[[Path, list[bytes]], bool] = lambda pid_dir, argv: True) -> list[int]:
-    """Pids of live (not zombie) processes on this machine whose command line runs ``module`` (e.g.
-    ``b"harness.measuring.worker"``) and for which ``where(/proc/PID, argv)`` holds: how the tests prove that no
-    worker outlives its parent. Linux only (reads /proc)."""
-    out = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            cmd = (p / "cmdline").read_bytes().split(b"\0")
-            if module in cmd and where(p, cmd) and (p / "stat").read_text().split()[2] != "Z":
-                out.append(int(p.name))
-        except OSError:
-            continue
-    return out
-

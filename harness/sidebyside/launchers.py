@@ -141,3 +141,17 @@ class WarmApart(Prestarted):
 def launcher_for(factory: WorkerFactory) -> Plain:
     cfg = factory.cfg
     return WarmApart(factory) if cfg.warm_apart else Prestarted(factory) if cfg.prestart else Plain(factory)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """The one test seam of a comparison; the product passes none. ``faults`` (as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"``
+    kills side B's worker of launch 2 at its step 6; ``launcher``: makes the launcher from the worker factory instead of
+    :func:`launcher_for` (stand-in workers)."""
+
+    faults: str | None = None
+    launcher: Callable[[WorkerFactory], Plain] | None = None
+
+
+NO_HOOKS = Hooks()
+

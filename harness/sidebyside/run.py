@@ -38,7 +38,7 @@ from harness.sidebyside import inject
 from harness.sidebyside.config import ComparisonConfig
 from harness.sidebyside.fallback import fresh_fallback
 from harness.sidebyside.finish import EXIT_WORKER_DIED, finish, reanalyse, recover  # noqa: F401  (the command's API)
-from harness.sidebyside.launchers import WorkerFactory, launcher_for
+from harness.sidebyside.launchers import NO_HOOKS, Hooks, WorkerFactory, launcher_for
 from harness.sidebyside.loop import PROGRESS, Comparison
 from harness.sidebyside.plan import ComparisonPlan
 from harness.spec import Workload, load_workload
@@ -86,11 +86,11 @@ def announce(s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, bl
         f"the launch as the unit needs {la.MIN_LAUNCH_UNIT} or more launches)")
 
 
-def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, faults: str | None = None, out: Callable[[str], None] = print,
+def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, hooks: Hooks = NO_HOOKS, out: Callable[[str], None] = print,
                session_id: str | None = None) -> ComparisonResult:
     """Run the comparison ``cfg`` asks for (module docstring) and return its result; ``workload``: the spec itself instead of
     ``cfg.workload``'s file.
-    ``faults`` (test-only, as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6.
+    ``hooks``: the test seam (:class:`~harness.sidebyside.launchers.Hooks`: faults, stand-in workers).
     ``session_id``: the id this run's report will carry (default: a new one)."""
     w = workload or load_workload(cfg.workloads_dir, cfg.workload)
     decs = {"a": w.decomposition(cfg.decomposition), "b": w.decomposition(cfg.decomposition_b or cfg.decomposition)}
@@ -108,7 +108,7 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, fault
     check = pd.PairedCheck(settings["alpha"], cfg.threshold, len(plan.schedule.looks), test=cfg.test, unit=cfg.unit)
     root = ensure_dir(cfg.results_dir)
     with results_lock(root):
-        return _run(cfg, w, decs, case, py, plan, settings, check, root, faults, workload is not None, out)
+        return _run(cfg, w, decs, case, py, plan, settings, check, root, hooks, workload is not None, out)
 
 
 def other_commands_report(root: Path) -> str | None:
@@ -126,7 +126,7 @@ def other_commands_report(root: Path) -> str | None:
 
 
 def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, plan: ComparisonPlan, settings: dict, check: pd.PairedCheck,
-         root: Path, faults: str | None, given_workload: bool, out: Callable[[str], None]) -> ComparisonResult:
+         root: Path, hooks: Hooks, given_workload: bool, out: Callable[[str], None]) -> ComparisonResult:
     """The comparison in its locked results dir: an earlier run's report is removed first, so that no reader takes it
     for this run's."""
     t_start, cpu_start = time.time(), children_cpu()
@@ -140,9 +140,9 @@ def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, pl
     announce(settings, case, plan, check, root / "blocks.jsonl", out)
     switches = {"a": {"inject_slowdown": 0.0, "inject_work": inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0},
                 "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": settings["inject_work_b"]}}
-    factory = WorkerFactory(cfg, w, decs, root / "work", py, switches, settings["inject_kind"], parse_faults(faults))
+    factory = WorkerFactory(cfg, w, decs, root / "work", py, switches, settings["inject_kind"], parse_faults(hooks.faults))
     comparison = Comparison(settings, plan, StopRule(plan.schedule, check, cfg.budget_minutes and cfg.budget_minutes * 60),
-                            launcher_for(factory), root, case, switches, out)
+                            (hooks.launcher or launcher_for)(factory), root, case, switches, out)
     comparison.progress.t_start = t_start
     try:
         with sigterm_as_interrupt():
