@@ -4,6 +4,9 @@
 #
 #   bash .ci/walkthrough.sh [WORKDIR]      # WORKDIR (default: a new temporary folder, removed at the end) is kept
 #
+# It starts from the last commit (HEAD), whatever the working tree holds; WALKTHROUGH_FROM=tree starts from the working
+# tree instead (its tracked files and the untracked ones git does not ignore), as the self-test does.
+#
 # Needs the project's dependencies in the active Python (the README's install; .ci/run makes it), git and bash.
 #   1. clone: the working tree (tracked files and untracked ones git does not ignore) becomes the repository on "GitHub"
 #      (a bare one here), and the newcomer clones it; PYTHONPATH stands in for `pip install -e .` of the clone
@@ -31,15 +34,19 @@ fail() { echo "walkthrough FAILED: $*" >&2; exit 1; }
 
 step "1. clone and install"
 mkdir -p "$WORK/seed"
-(cd "$SRC" && git ls-files -z -co --exclude-standard) | (cd "$SRC" && while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done) \
-  | (cd "$SRC" && tar --null -T - -cf -) | tar -xf - -C "$WORK/seed"
+if [ "${WALKTHROUGH_FROM:-head}" = tree ]; then
+  (cd "$SRC" && git ls-files -z -co --exclude-standard) | (cd "$SRC" && while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done) \
+    | (cd "$SRC" && tar --null -T - -cf -) | tar -xf - -C "$WORK/seed"
+else
+  git -C "$SRC" archive HEAD | tar -xf - -C "$WORK/seed"
+fi
 git -C "$WORK/seed" init -q -b main && git -C "$WORK/seed" add -A && git -C "$WORK/seed" commit -q -m "the project as the newcomer finds it"
 git clone -q --bare "$WORK/seed" "$WORK/upstream.git"
 git clone -q "$WORK/upstream.git" "$WORK/newcomer"
 cd "$WORK/newcomer"
 export PYTHONPATH=$PWD
 [ "$("$PY" -c 'import harness, os; print(os.path.dirname(os.path.dirname(harness.__file__)))')" = "$PWD" ] || fail "the clone's harness is not the one imported"
-[ ! -e baselines/cpu ] || fail "the clone already has CPU baselines; this walk-through needs a CPU without one"
+[ ! -e baselines/cpu ] || fail "the project already has CPU baselines (baselines/cpu); the walk-through records the first one, so it needs a project without"
 took
 
 step "2. the CPU quick start"

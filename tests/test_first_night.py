@@ -207,7 +207,7 @@ def test_a_newcomers_walkthrough_from_the_readme_to_a_green_first_night(tmp_path
     pinned job steps on a runner without a baseline: green, a baseline pull request opened, the summary says why."""
     if shutil.which("git") is None or shutil.which("bash") is None:
         pytest.skip("needs git and bash")
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", WALKTHROUGH_FROM="tree")
     env.pop("PYTHONPATH", None)
     t0 = time.monotonic()
     proc = subprocess.run(["bash", str(ROOT / ".ci" / "walkthrough.sh"), str(tmp_path / "walk")], env=env, capture_output=True, text=True,
