@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from processes import live_processes
 
-from harness.measuring.runner import live_processes
 from harness.spec import Workload
 from harness.workflows.advise import GIB, block_steps_for, estimate_step, pairs_for, recommend, report_lines
 

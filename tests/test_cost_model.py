@@ -14,6 +14,7 @@ from harness.commands.cli import main
 from harness.judging import census_diff
 from harness.judging import cost_fit as cf
 from harness.judging import cost_model as cm
+from harness.results.bisection import Bisection
 from harness.suite.runs import runs_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -274,7 +275,7 @@ def test_the_bisect_report_ranks_its_changes_by_predicted_cost(tmp_path):
            "search": "census", "packages": [{"package": "lorafx"}], "changes": changes, "inconclusive": [], "uninstallable": [], "notes": [],
            "steps": [], "spent": {"device_s": 1, "census_runs": 4, "census_reused": 0, "interleaved": 0, "install_s": 1, "environments_built": 4}}
     assert [c["last_good"][-1] for c in br.ranked(changes)] == ["3", "1", "2", "4"]
-    br.write(res, tmp_path, out=lambda _: None)
+    br.write(Bisection(res), tmp_path, out=lambda _: None)
     assert [c["last_good"][-1] for c in json.loads((tmp_path / "report.json").read_text())["changes"]] == ["3", "1", "2", "4"]
     md = (tmp_path / "report.md").read_text()
     assert "ranked by their predicted cost" in md and md.index("last good `lorafx 3`") < md.index("last good `lorafx 1`") < md.index("last good `lorafx 2`")
