@@ -226,10 +226,11 @@ def test_lora_flops_per_token_by_hand():
 @pytest.mark.parametrize("name, model", [
     ("NVIDIA H200", "H200 SXM"), ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H100 PCIe", "H100 PCIe"),
     ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA L4", "L4"), ("Tesla T4", "T4"), ("l4", "L4"),
-    ("h100", None), ("h200", None), ("NVIDIA GeForce RTX 4090", None), ("cpu", None), (None, None)])
+    ("h100", "H100 SXM"), ("h100-pcie", "H100 PCIe"), ("h200-nvl", "H200 NVL"), ("a100-80gb", "A100"), ("l4-gcp", None),
+    ("NVIDIA GeForce RTX 4090", None), ("cpu", None), (None, None)])
 def test_peak_flops_come_from_one_table_by_the_full_name(name, model):
-    """Each variant of a short name has its own peak (the H100 PCIe is not the SXM); a short name of several models, or a GPU
-    the table does not know, has none: its MFU is said to be unknown, never computed against another GPU's peak."""
+    """Each variant has its own peak (the H100 PCIe is not the SXM), by its full name or its short name; a GPU the table does
+    not know, or a machine class a runner named itself, has none: MFU is then unknown, never another GPU's peak."""
     from harness.judging import peak_flops
 
     got = peak_flops.peak(name)

@@ -306,3 +306,31 @@ def test_doctor_lists_each_broken_workload_in_one_line_and_the_others(tmp_path):
     assert any(ln.startswith("  typo.toml: BROKEN, not run: ") and "unknown field 'rank'" in ln for ln in text), text
     assert any(ln.startswith("  gone.toml: BROKEN, not run: ") and "data.id = " in ln and "no such file" in ln for ln in text), text
     assert any(ln.startswith("  tiny-qwen3: runs here") for ln in text), text
+
+
+@pytest.mark.parametrize("name, short", [
+    ("NVIDIA H200", "h200"), ("NVIDIA H200 NVL", "h200-nvl"), ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA H100 NVL", "h100-nvl"), ("NVIDIA A100-SXM4-40GB", "a100"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("NVIDIA A100-PCIE-40GB", "a100-pcie"), ("NVIDIA GH200 480GB", "gh200"),
+    ("NVIDIA L4", "l4"), ("Tesla T4", "t4")])
+def test_the_variants_of_a_gpu_that_run_differently_never_share_a_name(name, short):
+    """SXM, PCIe and NVL parts (and the A100's 40 and 80 GB) run at other clocks, power or memory: each its own baselines."""
+    from harness.measuring.env import short_gpu_name
+
+    assert short_gpu_name(name) == short
+
+
+def test_a_runner_names_its_machine_class_and_a_bad_name_is_one_line(monkeypatch):
+    """HARNESS_MACHINE files results, baselines and the runner label under the team's own name for a class of machines."""
+    from harness.errors import BadInput
+    from harness.measuring import env
+
+    monkeypatch.setenv(env.MACHINE_ENV, "l4-gcp")
+    monkeypatch.setattr(env, "gpu_names", lambda: ["NVIDIA L4"])
+    assert env.detect_gpu() == "l4-gcp" and env.resolve_gpu("auto", env.detect_gpu()) == "l4-gcp"
+    assert env.machine_class(None) == "cpu"  # a machine without a GPU is the CPU, whatever the variable says
+    monkeypatch.setenv(env.MACHINE_ENV, "L4 GCP")
+    with pytest.raises(BadInput, match="HARNESS_MACHINE='L4 GCP': not a machine class name"):
+        env.detect_gpu()
+    monkeypatch.delenv(env.MACHINE_ENV)
+    assert env.detect_gpu() == "l4"

@@ -1,6 +1,6 @@
 """The dense FP16/BF16 Tensor Core peak of each GPU model the suite knows, for MFU: one table, matched on the device's
-full name (NVML's, as ``env.gpu`` records it), so that the variants of one short name (H100 SXM, PCIe, NVL) each get
-their own. A GPU the table does not know has no MFU, and the report says so.
+full name (NVML's, as ``env.gpu`` records it) or on the detector's short name, which gives each variant (H100 SXM, PCIe,
+NVL) its own. A GPU the table does not know has no MFU, and the report says so.
 
 The figures are NVIDIA's datasheets', halved where the datasheet gives the 2:4-sparse peak ("* With sparsity"):
 H200 and H100 (https://www.nvidia.com/en-us/data-center/h200/, .../h100/), A100 (.../a100/), L4 (.../l4/), L40S
@@ -23,14 +23,19 @@ PEAKS: tuple[tuple[str, str, float], ...] = (
     (r"\bL4\b", "L4", 121e12),
     (r"\bT4\b", "T4", 65e12),
 )
-UNAMBIGUOUS = ("a100", "l40s", "l4", "t4")  # short names (harness.measuring.env.short_gpu_name) of one peak each
+# The detector's short names (harness.measuring.env.short_gpu_name) give each variant its own name: the model they stand for.
+SHORT = {"h200": "H200 SXM", "h200-nvl": "H200 NVL", "h100": "H100 SXM", "h100-pcie": "H100 PCIe", "h100-nvl": "H100 NVL",
+         "a100": "A100", "a100-80gb": "A100", "a100-pcie": "A100", "a100-pcie-80gb": "A100", "l40s": "L40S", "l4": "L4", "t4": "T4"}
 
 
 def peak(gpu: str | None) -> tuple[str, float] | None:
-    """(model, dense FP16 FLOP/s) of the GPU whose full name (or unambiguous short name: ``h200``, ``a100``, ``l4``,
-    ``t4``) is ``gpu``; None for one this table does not know, or a short name that stands for several (``h100``)."""
-    if not gpu or (gpu.islower() and gpu not in UNAMBIGUOUS):  # a short name, of one model or of several
+    """(model, dense FP16 FLOP/s) of the GPU whose full name, or whose short name, is ``gpu``; None for one this table
+    does not know (a machine class a runner named itself included: the report then uses the full name it recorded)."""
+    if not gpu:
         return None
+    if gpu.islower():  # a short name
+        model = SHORT.get(gpu)
+        return next(((m, f) for _, m, f in PEAKS if m == model), None)
     for pattern, model, flops in PEAKS:
         if re.search(pattern, gpu, re.IGNORECASE):
             return model, flops

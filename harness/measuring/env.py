@@ -11,14 +11,36 @@ import subprocess
 
 from harness.errors import BadInput
 
-# Short names for GPU marketing names, checked in order (first match wins).
+# Short names for GPU marketing names, checked in order (first match wins). A model's variants that run at other clocks,
+# power or memory (H100 SXM, PCIe and NVL; A100 PCIe and 80 GB) get names of their own, so that they never share a
+# baseline; the SXM part keeps the plain name.
 _SHORT = [
-    ("h200", r"\bH200\b"), ("h100", r"\bH100\b"), ("h800", r"\bH800\b"), ("gh200", r"\bGH200\b"), ("b200", r"\bB200\b"),
-    ("a100", r"\bA100\b"), ("a10g", r"\bA10G\b"), ("a10", r"\bA10\b"), ("a6000", r"A6000"), ("l40s", r"\bL40S\b"),
+    ("gh200", r"\bGH200\b"), ("h200-nvl", r"\bH200\b.*\bNVL\b"), ("h200", r"\bH200\b"),
+    ("h100-nvl", r"\bH100\b.*\bNVL\b"), ("h100-pcie", r"\bH100\b.*\bPCIe\b"), ("h100", r"\bH100\b"), ("h800", r"\bH800\b"),
+    ("b200", r"\bB200\b"), ("a100-pcie-80gb", r"\bA100\b.*(80GB.*PCIe|PCIe.*80GB)"), ("a100-pcie", r"\bA100\b.*\bPCIe\b"),
+    ("a100-80gb", r"\bA100\b.*80GB"), ("a100", r"\bA100\b"), ("a10g", r"\bA10G\b"), ("a10", r"\bA10\b"), ("a6000", r"A6000"), ("l40s", r"\bL40S\b"),
     ("l40", r"\bL40\b"), ("l4", r"\bL4\b"), ("t4", r"\bT4\b"), ("v100", r"\bV100\b"),
     ("rtx4090", r"4090"), ("rtx3090", r"3090"),
 ]
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
+
+
+MACHINE_ENV = "HARNESS_MACHINE"  # a runner's own name for its machine class, instead of the detected GPU's short name
+_CLASS = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+def machine_class(full: str | None) -> str:
+    """The name results are filed under on a machine with the GPU ``full``: ``$HARNESS_MACHINE`` when the runner sets one
+    (``l4-gcp``: a class of machines the team tells apart), else the GPU's short name; ``cpu`` without a GPU."""
+    named = os.environ.get(MACHINE_ENV, "").strip()
+    if not full:
+        return "cpu"
+    if named:
+        if not _CLASS.fullmatch(named) or named in ("cpu", "auto"):
+            raise BadInput(f"{MACHINE_ENV}={named!r}: not a machine class name (lower-case letters, digits, - and _, such as l4-gcp); "
+                           f"set another or unset it")
+        return named
+    return short_gpu_name(full)
 
 
 def short_gpu_name(full: str) -> str:
@@ -55,9 +77,9 @@ def gpu_names() -> list[str]:
 
 
 def detect_gpu() -> str:
-    """Short name of the first visible GPU, or ``'cpu'``."""
+    """The machine class of the first visible GPU (:func:`machine_class`), or ``'cpu'``."""
     names = gpu_names()
-    return short_gpu_name(names[0]) if names else "cpu"
+    return machine_class(names[0]) if names else "cpu"
 
 
 def host_cpu() -> str:
@@ -110,7 +132,7 @@ def worker_env(model=None) -> dict:
            "versions": versions(), "attn_implementation": None, "gpu_clocks": None, "interconnect": None}
     if torch.cuda.is_available():
         name = torch.cuda.get_device_name(0)
-        env.update(gpu=name, gpu_short=short_gpu_name(name), gpu_count=torch.cuda.device_count())
+        env.update(gpu=name, gpu_short=machine_class(name), gpu_count=torch.cuda.device_count())
         try:
             import pynvml
 
