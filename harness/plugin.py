@@ -78,16 +78,10 @@ def _root(config) -> Path:
 
 
 def _bad_settings(o) -> str | None:
-    """The first setting that would spend device time for nothing, as one line; None when all are sound."""
-    from harness.judging.baseline import MIN_REPEATS
+    """The first setting of the plugin's own options that would spend device time for nothing, as one line; None when all
+    are sound (the session's settings are checked by :class:`~harness.suite.session.Options`)."""
     from harness.measuring.interpreters import interpreter
 
-    if o("update_baselines") and o("repeats") < MIN_REPEATS:
-        return (f"--update-baselines records a baseline from at least {MIN_REPEATS} runs per decomposition, got --repeats {o('repeats')}; "
-                f"pass --repeats {MIN_REPEATS} or more")
-    injected = [f for f, v in (("--inject-slowdown", o("inject_slowdown")), ("--inject-work", o("inject_work")), ("--profile-steps", o("profile_steps"))) if v]
-    if o("update_baselines") and injected:
-        return f"--update-baselines records plain runs only; drop {', '.join(injected)}"
     if o("update_baselines") and o("calibrate"):
         return "--calibrate replaces the tests and records no baseline; drop --update-baselines or --calibrate"
     if o("calibrate") and o("repeats") < 2:

@@ -27,8 +27,8 @@ from harness.spec import Workload
 
 @dataclass(frozen=True)
 class Options:
-    """A session's settings. Values are validated where they are parsed (:mod:`harness.options`); the
-    cross-option rules live here."""
+    """A session's settings. Values are validated where they are parsed (:mod:`harness.options`); every rule across
+    options lives here (the plugin adds only those of its own options: --calibrate, --interleave-python-b)."""
 
     gpu: str
     results_dir: Path = Path("perf-results")
@@ -58,6 +58,13 @@ class Options:
             raise BadInput("--repeats 0 (a census-only session) takes neither --max-repeats nor --update-baselines, which need timed runs")
         if self.max_repeats is not None and self.max_repeats < self.repeats:
             raise BadInput(f"--max-repeats ({self.max_repeats}) must be >= --repeats ({self.repeats})")
+        if self.update_baselines and self.repeats < bl.MIN_REPEATS:
+            raise BadInput(f"--update-baselines records a baseline from at least {bl.MIN_REPEATS} runs per decomposition, got --repeats "
+                           f"{self.repeats}; pass --repeats {bl.MIN_REPEATS} or more")
+        injected = [f for f, v in (("--inject-slowdown", self.inject_slowdown), ("--inject-work", self.inject_work),
+                                   ("--profile-steps", self.profile_steps)) if v]
+        if self.update_baselines and injected:
+            raise BadInput(f"--update-baselines records plain runs only; drop {', '.join(injected)}")
 
     @property
     def looks(self) -> int:
