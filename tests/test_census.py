@@ -166,6 +166,16 @@ def test_config_changes_are_listed_not_judged():
     assert v.lines == ["config changed (2 keys): args.lr: 0.0001 -> 0.0002; args.new_key: '<absent>' -> True"]
 
 
+def test_a_librarys_bookkeeping_is_no_config_change():
+    """peft_version moves with every release (the versions say so), and a release's new setting at its off value changes
+    nothing: neither is listed; a new setting that is on, or a value that moved, is."""
+    base = {"peft": {"default": {"peft_version": "0.21.0", "r": 16}}, "args": {"lr": 2e-4}}
+    cur = {"peft": {"default": {"peft_version": "0.22.0", "r": 16, "kasa_config": None, "use_qalora": False}}, "args": {"lr": 2e-4}}
+    assert cd._config_changes(base, cur) == []
+    cur["peft"]["default"].update(r=8, use_dora=True)
+    assert cd._config_changes(base, cur) == [("peft.default.r", 16, 8), ("peft.default.use_dora", "<absent>", True)]
+
+
 def test_cpu_censuses_compare_cpu_op_time():
     cpu = {k: None for k in ("kernels", "kernels_by_name", "syncs", "alloc", "kernel_ms", "kernel_ms_by_name")}
     a = census(**cpu, cpu_op_ms=100.0, cpu_op_ms_by_name={"aten::mm": 80.0})

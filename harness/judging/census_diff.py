@@ -210,11 +210,20 @@ def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
 
 
 def _config_changes(a: dict | None, b: dict | None) -> list[tuple[str, Any, Any]]:
+    """The keys of the resolved configuration that changed. A library's own bookkeeping is left out: a key that says its
+    version (``peft_version``: the versions are reported beside), or one that a release adds or drops at its off value
+    (``kasa_config: None``), which changes nothing the run does."""
     if a is None or b is None:
         return []
     fa, fb = flatten(a), flatten(b)
     absent = "<absent>"
-    return [(k, fa.get(k, absent), fb.get(k, absent)) for k in sorted(set(fa) | set(fb)) if fa.get(k, absent) != fb.get(k, absent)]
+
+    def bookkeeping(k: str) -> bool:
+        off = (None, False, "", [], {})
+        return k.rsplit(".", 1)[-1].endswith("_version") or (k not in fa and fb[k] in off) or (k not in fb and fa[k] in off)
+
+    return [(k, fa.get(k, absent), fb.get(k, absent)) for k in sorted(set(fa) | set(fb))
+            if fa.get(k, absent) != fb.get(k, absent) and not bookkeeping(k)]
 
 
 # ---- words --------------------------------------------------------------------------------------
