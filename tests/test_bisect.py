@@ -450,7 +450,7 @@ def test_a_commit_range_is_bisected_by_real_census_runs(tmp_path):
             "--good", shas[0], "--bad", shas[-1], "--no-index", "--census-only", "--workloads-dir", str(ROOT / "workloads"),
             "--results-dir", str(tmp_path / "results"), "--env-cache", str(tmp_path / "envs")]
     assert cli.main(argv) == 0
-    res = json.loads((tmp_path / "results" / "report.json").read_text())
+    res = Bisection.read(tmp_path / "results")
     (c,) = res.changes
     assert (c["first_bad"], c["exact"]) == (f"lorafx@{shas[2][:10]}", True) and "aten op aten::_to_copy" in c["counts"]
 
