@@ -11,7 +11,7 @@ defaults, then ``--input``), ``github``, ``env``, ``steps`` and ``runner``; the 
 ``fromJSON()`` and ``toJSON()``. A step's ``if:`` decides whether it runs, as on GitHub. ``uses:`` steps (checkout,
 setup-python, artifacts) are not run: the checkout is the current directory and the tools are this machine's; a step
 named with ``--skip-step`` is not run either. Prints each step's outcome and wall time, writes them to ``--outcomes`` (JSON) and
-exits 0 when the job succeeded, 1 when it failed, 2 on bad input.
+exits 0 when the job succeeded, 1 when it failed, 2 on bad input; ``--job-outputs`` writes the job's ``outputs:``.
 """
 
 from __future__ import annotations
@@ -258,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-step", action="append", default=[], metavar="NAME", help="a step not to run, by name (repeatable)")
     p.add_argument("--summary", type=Path, default=Path("step-summary.md"), help="the job summary file (default: step-summary.md)")
     p.add_argument("--outcomes", type=Path, help="write each step's name, id and outcome here (JSON)")
+    p.add_argument("--job-outputs", type=Path, help="write the job's outputs (its outputs: mapping, evaluated after its steps) here (JSON)")
     p.add_argument("--repository", default="owner/repo", help="github.repository (default: owner/repo)")
     p.add_argument("--ref-name", default="main", help="github.ref_name (default: main)")
     p.add_argument("--run-id", default="1", help="github.run_id (default: 1)")
@@ -281,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.outcomes:
         a.outcomes.write_text(json.dumps(job.outcomes, indent=1))
+    if a.job_outputs:
+        a.job_outputs.write_text(json.dumps({k: job.ex.substitute(v) for k, v in (job.job.get("outputs") or {}).items()}))
     print(f"::: job {a.job}: {'success' if ok else 'failure'} in {time.monotonic() - t0:.0f} s", flush=True)
     return 0 if ok else 1
 

@@ -14,7 +14,6 @@ from harness.judging import baseline as bl
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
-NIGHTLY = ROOT / ".github" / "workflows" / "nightly.yml"
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +49,7 @@ def test_doctor_on_this_cpu_machine(tmp_path, fake_runs, monkeypatch):
     monkeypatch.setattr(doc, "detect_gpu", lambda: "cpu")
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
     bl.write(tmp_path, bl.from_runs(w, "cpu", fake_runs(w, [100, 101, 99, 100, 102], workload_spec=w.to_dict()), "test"))
-    text = _doctor(workloads_dir=ROOT / "workloads", baselines_dir=tmp_path, workflow=NIGHTLY)
+    text = _doctor(workloads_dir=ROOT / "workloads", baselines_dir=tmp_path, project=ROOT)
     assert text[0].startswith("GPU: none detected (cpu)") and "gpu-" not in text[0]
     assert any(ln.startswith("python ") and "bitsandbytes" in ln for ln in text)
     line = next(ln for ln in text if ln.strip().startswith("tiny-qwen3: runs here"))
@@ -62,22 +61,20 @@ def test_doctor_on_this_cpu_machine(tmp_path, fake_runs, monkeypatch):
     assert any(ln.strip().startswith("HF_TOKEN: ") for ln in text)
 
 
-@pytest.mark.parametrize("bootstraps", [True, False])
-def test_doctor_on_a_gpu_runner_says_its_label_and_the_nightlys_plan(tmp_path, monkeypatch, bootstraps):
+def test_doctor_on_a_gpu_runner_says_its_label_and_the_nightlys_plan(tmp_path, monkeypatch):
     """A faked L4: the label gpu-l4, the driver, and for the GPU workload without an L4 baseline what the nightly does
-    (bootstrap a first baseline where the workflow does, else the job fails), and the A/B of pinned vs latest."""
+    (a first baseline from tonight's runs), and the A/B of pinned vs latest, all from the project's nightly.toml."""
     monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA L4"])
     monkeypatch.setattr(doc, "detect_gpu", lambda: "l4")
     monkeypatch.setattr(doc, "_nvml", lambda: ("570.86", "12.8"))
-    flow = tmp_path / "nightly.yml"
-    flow.write_text("gpu: ${{ fromJSON(inputs.gpus || '[\"l4\", \"t4\"]') }}\nAB_WORKLOAD: ${{ inputs.ab_workload || 'qwen3-1.7b-lora' }}\n"
-                    "AB_DECOMPOSITIONS: ${{ inputs.ab_decompositions || '1x4 4x1' }}\n" + ("# bootstrap a first baseline\n" if bootstraps else ""))
-    f = doc.facts(ROOT / "workloads", tmp_path / "baselines", flow)
+    (tmp_path / "nightly.toml").write_text('gpus = ["l4", "t4"]\nworkloads = ["qwen3-1.7b-lora"]\n[ab]\nworkload = "qwen3-1.7b-lora"\n'
+                                         'decompositions = ["1x4", "4x1"]\n')
+    f = doc.facts(ROOT / "workloads", tmp_path / "baselines", tmp_path)
     assert f["runner_label"] == "gpu-l4" and f["driver"] == "570.86"
     n = f["nightly"]
     assert n["runs_here"] and n["ab_workload"] == "qwen3-1.7b-lora" and n["ab_decompositions"] == ["1x4", "4x1"] and n["ab_runs_here"]
     plan = {p["workload"]: p["action"] for p in n["plan"]}
-    assert plan == {"qwen3-1.7b-lora": "bootstrap" if bootstraps else "fail"}
+    assert plan == {"qwen3-1.7b-lora": "bootstrap"}
     text = doc.text(f)
     assert "self-hosted, linux, gpu-l4" in text[0] and "570.86" in text[1] and "12.8" in text[1]
     assert any("nightly tonight" in ln for ln in text) and any("A/B (latest job): pinned vs latest qwen3-1.7b-lora" in ln for ln in text)
@@ -87,15 +84,15 @@ def test_doctor_on_a_gpu_missing_from_the_matrix(tmp_path, monkeypatch):
     monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA A100-SXM4-80GB"] * 2)
     monkeypatch.setattr(doc, "detect_gpu", lambda: "a100")
     monkeypatch.setattr(doc, "_nvml", lambda: (None, None))
-    text = _doctor(workloads_dir=ROOT / "workloads", baselines_dir=tmp_path, workflow=NIGHTLY)
+    text = _doctor(workloads_dir=ROOT / "workloads", baselines_dir=tmp_path, project=ROOT)
     assert "gpu-a100" in text[0] and "2 x NVIDIA A100-SXM4-80GB" in text[0]
-    assert any(ln.startswith("nightly") and 'has no a100; add "a100"' in ln for ln in text)
+    assert any(ln.startswith("nightly") and 'have no a100; add "a100" there' in ln for ln in text)
 
 
 def test_a_workload_that_does_not_load_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "bad.toml").write_text('name = "bad"\n[model]\n')
     lines: list[str] = []
-    assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, workflow=NIGHTLY, out=lines.append) == 2
+    assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, project=ROOT, out=lines.append) == 2
     text = "\n".join(lines).splitlines()
     assert f"workloads ({tmp_path}): 1 cannot run (BROKEN below), the others can" in text
     assert any(ln.startswith("  bad.toml: BROKEN, not run: ") and "bad.toml" in ln for ln in text)

@@ -152,7 +152,7 @@ def test_the_nightly_bootstraps_instead_of_requiring_a_baseline():
     assert ".github/scripts/first-night.py" in first["run"] and first["env"]["GH_TOKEN"] == "${{ github.token }}"
     assert job["permissions"]["contents"] == "write" and job["permissions"]["pull-requests"] == "write"
     assert "steps.suite.outcome == 'failure'" in steps["Confirm runtime regressions interleaved"]["if"]
-    assert job["env"]["PERF_WORKLOADS"] == "${{ inputs.workloads || '' }}"
+    assert job["env"]["NIGHT_INPUTS"] == "${{ toJSON(inputs) }}" and "PERF_WORKLOADS" not in job["env"]  # the plan sets it
 
 
 def test_run_workflow_runs_a_jobs_steps_as_a_runner_would(tmp_path):

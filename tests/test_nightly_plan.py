@@ -19,7 +19,7 @@ W = [{"name": "qwen3-1.7b-lora", "runs_here": True, "baseline": "ok"}, {"name": 
 
 
 def job(**kw):
-    return night_plan.Job(**{"gpu": "h200", "env": "pinned", **kw})
+    return night_plan.Job(**{"gpu": "h200", "env": "pinned", "workloads": ("qwen3-1.7b-lora", "qwen3-1.7b-qlora"), **kw})
 
 
 def test_a_night_with_baselines_makes_one_timed_run_per_decomposition_and_a_census():
@@ -36,6 +36,11 @@ def test_a_first_night_makes_the_five_runs_a_first_baseline_needs_on_the_pinned_
     assert night_plan.plan(job(env="latest"), w, None)["repeats"] == 0
     # a workload not selected tonight does not make the night a first one
     assert night_plan.plan(job(workloads=("qwen3-1.7b-qlora",)), w, "pinned")["repeats"] == 1
+
+
+def test_a_gpu_that_nightly_toml_gives_no_workload_makes_no_runs():
+    p = night_plan.plan(job(workloads=()), W, "pinned")
+    assert (p["suite"], p["repeats"]) == (False, 0) and "names no workload for h200" in p["lines"][0]
 
 
 def test_latest_makes_no_runs_when_it_resolved_to_the_pins_and_the_ab_when_it_did_not():
@@ -56,7 +61,7 @@ def test_the_repeats_input_overrides_and_bad_input_is_one_line():
 def test_an_unknown_workload_is_refused_before_any_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PERF_GPU", "h200")
     monkeypatch.setenv("PERF_ENV", "pinned")
-    monkeypatch.setenv("PERF_WORKLOADS", "no-such-workload")
+    monkeypatch.setenv("NIGHT_INPUTS", json.dumps({"workloads": "no-such-workload"}))
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     assert night_plan.main([]) == 2
     assert "no-such-workload" in capsys.readouterr().out

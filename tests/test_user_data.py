@@ -300,7 +300,7 @@ def test_doctor_lists_each_broken_workload_in_one_line_and_the_others(tmp_path):
     (tmp_path / "typo.toml").write_text(TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8"))
     (tmp_path / "gone.toml").write_text(local_toml(tmp_path / "gone.jsonl", name="gone"))
     lines: list[str] = []
-    assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, workflow=tmp_path / "none.yml", out=lines.append) == 2
+    assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, project=tmp_path, out=lines.append) == 2
     text = "\n".join(lines).splitlines()
     assert f"workloads ({tmp_path}): 2 cannot run (BROKEN below), the others can" in text
     assert any(ln.startswith("  typo.toml: BROKEN, not run: ") and "unknown field 'rank'" in ln for ln in text), text

@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
 """Tonight's plan for one perf job of the nightly (docs/nightly.md): what it measures, decided before any GPU time.
 
-Run in the repository root with the pinned tox environment's interpreter, after the job's environments are built. It
-writes to ``$GITHUB_OUTPUT``:
+The settings come from ``nightly.toml`` (:mod:`harness.nightly`), with a manual run's inputs (``NIGHT_INPUTS``, the
+workflow_dispatch form as JSON) over them. ``--gpus`` prints the GPU matrix only (the workflow's first job, on a hosted
+runner: the standard library and the checkout, nothing installed).
+
+Otherwise run in the repository root with the pinned tox environment's interpreter, after the job's environments are
+built. It writes to ``$GITHUB_ENV`` the settings the later steps read (``PERF_WORKLOADS``, ``AB_WORKLOAD``,
+``AB_DECOMPOSITIONS``, ``AB_BUDGET``, ``BISECT_BUDGET``, ``CONFIRM_BUDGET``: :meth:`harness.nightly.Nightly.environment`),
+and to ``$GITHUB_OUTPUT``:
 
 * ``suite``: ``true`` when the job runs the suite. The latest job skips it on a night when latest resolved to the pinned
   versions: that night has nothing new to measure, and the pinned job measures the runner.
@@ -10,16 +16,18 @@ writes to ``$GITHUB_OUTPUT``:
   a stored baseline can see (docs/nightly.md), and the night's trend, memory and equivalence need one run each; five when a
   selected workload has no baseline on this GPU (a first baseline needs five). On the latest job none (a census-only
   session): the A/B times latest against pinned on this runner far more finely than a stored baseline, and the census
-  runs give its work, memory and equivalence. ``PERF_REPEATS`` overrides both.
+  runs give its work, memory and equivalence. The repeats input overrides both.
 * ``versions``: ``differ`` when this job's library versions are not the pinned ones (the A/B and the bisect run only
   then), ``same`` otherwise.
 * ``versions_key``: on the latest job, a short hash of both environments' versions (Python, torch and the libraries);
   the bisect's censuses are kept across nights under it, so that a night with the same versions resumes the search
   instead of repeating it. Empty on the pinned job.
 
-and one line per decision to the job summary. Exit 0, or 2 with one ``::error::`` line on bad input.
+and one line per decision to the job summary, with the baselines whose library versions are not the pins (a baseline
+recorded by hand in another environment is named, never taken for the pins'). Exit 0, or 2 with one ``::error::`` line
+on bad input (``nightly.toml``, an input, a workload it names that ``workloads/`` does not hold).
 
-Environment (the nightly sets them): PERF_GPU, PERF_ENV, PERF_WORKLOADS, PERF_REPEATS, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY.
+Environment (the nightly sets them): PERF_GPU, PERF_ENV, NIGHT_INPUTS, GITHUB_OUTPUT, GITHUB_ENV, GITHUB_STEP_SUMMARY.
 """
 
 from __future__ import annotations
@@ -29,8 +37,11 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # harness.nightly from the checkout, on a bare runner too
+from harness.nightly import Nightly, NightlyError, load  # noqa: E402
 
 FIRST_BASELINE_REPEATS = 5  # the fewest runs `baseline update` records a baseline from (--min-repeats)
 
@@ -39,16 +50,17 @@ FIRST_BASELINE_REPEATS = 5  # the fewest runs `baseline update` records a baseli
 class Job:
     gpu: str
     env: str
-    workloads: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()  # tonight's, by name (nightly.toml's for this GPU, or the workloads input)
     repeats: str = ""
     pinned_python: str = ".tox/pinned/bin/python"
     python: str = ""  # this job's interpreter (default .tox/<env>/bin/python)
+    settings: Nightly | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if not self.gpu or not self.env:
             raise ValueError("PERF_GPU and PERF_ENV must be set (the nightly's matrix sets them)")
         if self.repeats and not (self.repeats.isdigit() and int(self.repeats) >= 1):
-            raise ValueError(f"PERF_REPEATS / the repeats input must be a whole number >= 1, got {self.repeats!r}")
+            raise ValueError(f"the repeats input must be a whole number >= 1, got {self.repeats!r}")
 
     @property
     def interpreter(self) -> str:
@@ -58,9 +70,12 @@ class Job:
 def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
     """The decisions for ``job``: ``workloads`` as ``doctor.workloads_here`` lists them, ``same`` the versions both
     environments share when they are identical (None when they differ). Pure: no GPU, no processes."""
-    selected = [w for w in workloads if (w["name"] in job.workloads if job.workloads else w["runs_here"])]
+    selected = [w for w in workloads if w["name"] in job.workloads]
     missing = [w["name"] for w in selected if w["baseline"] != "ok"]
     differ = job.env != "pinned" and same is None
+    if not selected:
+        return {"suite": False, "repeats": 0, "versions": "differ" if differ else "same",
+                "lines": [f"- no runs: nightly.toml names no workload for {job.gpu} (its workloads, or a [gpu.{job.gpu}] table)"]}
     suite = job.env == "pinned" or differ
     if job.repeats:
         repeats, why = int(job.repeats), "as asked (the repeats input)"
@@ -79,17 +94,22 @@ def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
 
 
 def decide(job: Job, root: Path) -> dict:
-    """Gather what :func:`plan` needs (the workloads and baselines here, and both environments' versions) and plan."""
-    from harness.commands.doctor import workloads_here
+    """Gather what :func:`plan` needs (the workloads and baselines here, and both environments' versions) and plan; the
+    baselines of tonight's workloads that were not recorded with the pins are named in the plan's lines."""
+    from harness.commands.doctor import pin_gaps, workloads_here
     from harness.measuring.interpreters import shared, side_versions
 
     workloads = workloads_here(root / "workloads", root / "baselines", job.gpu)
     known = {w["name"] for w in workloads}
-    unknown = [w for w in job.workloads if w not in known]
+    named = job.settings.named() | set(job.workloads) if job.settings else set(job.workloads)
+    unknown = sorted(named - known)
     if unknown:
-        raise ValueError(f"PERF_WORKLOADS names {', '.join(unknown)}, which workloads/ does not hold; known: {', '.join(sorted(known))}")
+        raise ValueError(f"{job.settings.where if job.settings else 'the workloads input'} names {', '.join(unknown)}, which workloads/ "
+                         f"does not hold; known: {', '.join(sorted(known))}")
+    gaps = [f"- {line}" for line in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, job.workloads)]
     if job.env == "pinned":
-        return {**plan(job, workloads, "pinned"), "versions_key": ""}
+        p = plan(job, workloads, "pinned")
+        return {**p, "lines": p["lines"] + gaps, "versions_key": ""}
     va, vb = side_versions(job.pinned_python, "a"), side_versions(job.interpreter, "b")
     return {**plan(job, workloads, shared(va, vb)), "versions_key": versions_key(va, vb)}
 
@@ -99,29 +119,57 @@ def versions_key(pinned: dict, this: dict) -> str:
     return hashlib.sha256(json.dumps([pinned, this], sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _append(var: str, lines: list[str]) -> None:
+    if os.environ.get(var):
+        with open(os.environ[var], "a") as f:
+            f.writelines(f"{line}\n" for line in lines)
+
+
 def write(result: dict, job: Job) -> None:
     outputs = {"suite": str(result["suite"]).lower(), "repeats": str(result["repeats"]), "versions": result["versions"],
                "versions_key": result.get("versions_key", "")}
-    if os.environ.get("GITHUB_OUTPUT"):
-        with open(os.environ["GITHUB_OUTPUT"], "a") as f:
-            f.writelines(f"{k}={v}\n" for k, v in outputs.items())
+    _append("GITHUB_OUTPUT", [f"{k}={v}" for k, v in outputs.items()])
+    settings = job.settings.environment(job.gpu) if job.settings else {}
+    _append("GITHUB_ENV", [f"{k}={v}" for k, v in settings.items()])
     text = f"### Tonight's plan: {job.gpu} {job.env}\n\n" + "\n".join(result["lines"]) + "\n"
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as f:
-            f.write(text + "\n")
-    print(text + " ".join(f"{k}={v}" for k, v in outputs.items()))
+    _append("GITHUB_STEP_SUMMARY", [text])
+    print(text + " ".join(f"{k}={v}" for k, v in {**outputs, **settings}.items()))
+
+
+def inputs() -> dict:
+    """A manual run's inputs (``NIGHT_INPUTS``: ``toJSON(inputs)``; empty, ``null`` or ``{}`` on a scheduled night)."""
+    raw = (os.environ.get("NIGHT_INPUTS") or "").strip()
+    try:
+        got = json.loads(raw) if raw else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"NIGHT_INPUTS is not JSON ({exc}); the nightly sets it to toJSON(inputs)") from exc
+    return got if isinstance(got, dict) else {}
+
+
+def job_from_environment(python: str, root: Path) -> Job:
+    e = os.environ.get
+    asked = inputs()
+    settings = load(root).with_inputs(asked)
+    gpu = e("PERF_GPU", "")
+    return Job(gpu=gpu, env=e("PERF_ENV", ""), workloads=settings.workloads_on(gpu), repeats=str(asked.get("repeats") or "").strip(),
+               python=python, settings=settings)
 
 
 def main(argv: list[str] | None = None) -> int:
-    e = os.environ.get
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--python", default="", help="this job's interpreter (default: .tox/$PERF_ENV/bin/python)")
+    p.add_argument("--gpus", action="store_true", help="write the GPU matrix (gpus=<JSON list>) to $GITHUB_OUTPUT, and nothing else")
     a = p.parse_args(argv)
+    root = Path.cwd()
     try:
-        job = Job(gpu=e("PERF_GPU", ""), env=e("PERF_ENV", ""), workloads=tuple((e("PERF_WORKLOADS") or "").split()),
-                  repeats=(e("PERF_REPEATS") or "").strip(), python=a.python)
-        result = decide(job, Path.cwd())
-    except ValueError as exc:
+        if a.gpus:
+            gpus = json.dumps(list(load(root).with_inputs(inputs()).gpus))
+            _append("GITHUB_OUTPUT", [f"gpus={gpus}"])
+            print(f"gpus={gpus}")
+            return 0
+        job = job_from_environment(a.python, root)
+        result = decide(job, root)
+    except (ValueError, NightlyError) as exc:
         print(f"::error::night-plan: {exc}")
         return 2
     write(result, job)

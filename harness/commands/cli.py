@@ -105,7 +105,7 @@ def _cmd_doctor(a) -> int:
     from harness.commands.doctor import doctor
 
     a = opt.here(a)
-    return doctor(workloads_dir=a.workloads_dir, baselines_dir=a.baselines_dir, workflow=opt.in_project(opt.InProject(".github/workflows/nightly.yml")),
+    return doctor(workloads_dir=a.workloads_dir, baselines_dir=a.baselines_dir, project=opt.project_root(),
                   as_json=a.json)
 
 

@@ -3,9 +3,9 @@
 It prints the detected GPU and the runner label to give it (``gpu-<name>``, the name as
 :func:`harness.measuring.env.detect_gpu` makes it, which is what ``--gpu auto`` resolves to), the driver, CUDA,
 torch and library versions, the workloads that would run here and which of them have a baseline for this GPU,
-what the nightly (.github/workflows/nightly.yml) would do here tonight, and what is missing. It makes no run
+what the nightly would do here tonight (from nightly.toml), and what is missing. It makes no run
 and writes nothing; what it cannot check from here, it says so. Exit 0, or 2 when a workload cannot run (a file that does
-not load, or a local data file or model folder that does not pass; one line each in the output).
+not load, or a local data file or model folder that does not pass; one line each in the output) or nightly.toml is wrong.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ from urllib.parse import urlparse
 
 from harness.judging import baseline as bl
 from harness.measuring.env import detect_gpu, gpu_names, versions
+from harness.nightly import FILE as NIGHTLY_FILE
+from harness.nightly import NightlyError
+from harness.nightly import load as load_nightly
 from harness.spec import SpecError, load_each
 
 LIBRARIES = ("transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes")
 TOOLS = {"gh": "the nightly's issue, pull-request and history steps", "jq": "the nightly's regression-issue script",
          "tox": "the nightly's pinned and latest environments"}
-NIGHTLY = Path(".github/workflows/nightly.yml")
 
 
 def _nvml() -> tuple[str | None, str | None]:
@@ -124,38 +126,62 @@ def _cached(hub_id: str, revision: str | None) -> bool:
         return False
 
 
-def _default(text: str, key: str) -> str | None:
-    """The default a workflow gives ``inputs.<key>`` (``inputs.key || 'default'``), or None."""
-    m = re.search(rf"inputs\.{key}\s*\|\|\s*'([^']*)'", text)
-    return m.group(1) if m else None
+def pins(path: Path) -> dict[str, str]:
+    """``name==version`` lines of a constraints file (comments and other specifiers left out)."""
+    if not path.is_file():
+        return {}
+    lines = (ln.split("#")[0].strip() for ln in path.read_text().splitlines())
+    return dict(ln.split("==", 1) for ln in lines if "==" in ln)
 
 
-def nightly(workflow: Path, gpu: str, workloads: list[dict]) -> dict:
-    """What the nightly would do on this machine tonight, read from the workflow file."""
-    if not workflow.is_file():
-        return {"workflow": str(workflow), "found": False}
-    text = workflow.read_text()
+def pin_gaps(pins_file: Path, baselines_dir: Path, gpu: str, names) -> list[str]:
+    """One line per baseline of ``names`` on ``gpu`` whose library versions are not the pins: a baseline recorded by
+    hand in another environment, which the pinned job would judge as if it had been recorded with the pins."""
+    pinned, out = pins(pins_file), []
+    for name in names:
+        path = bl.path_for(baselines_dir, gpu, name)
+        try:
+            recorded = json.loads(path.read_text()).get("env", {}).get("versions", {})
+        except (OSError, ValueError, AttributeError):
+            continue  # no baseline, or one the baseline check names
+        differ = [f"{k} {recorded[k]} (pinned {v})" for k, v in sorted(pinned.items()) if recorded.get(k) not in (None, v)]
+        if differ:
+            out.append(f"{path} was recorded with {', '.join(differ)}: record it again with the pins (tox -e pinned, docs/nightly.md) "
+                       f"or make {pins_file.name} the versions it was recorded with")
+    return out
+
+
+def _step(w: dict | None) -> tuple[str, str]:
+    """What tonight's pinned job does with a workload (``w`` as :func:`workloads_here` lists it, None if absent)."""
+    if w is None:
+        return "fail", "nightly.toml names it, but workloads/ holds no such workload (or it is BROKEN above): the plan refuses the night"
+    if w["baseline"] == "ok":
+        return "judge", f"judge against {w['baseline_path']}"
+    if w["baseline"] == "missing":
+        return "bootstrap", ("no baseline yet: the pinned job records a first one from tonight's runs and opens its pull request, the "
+                             "latest job warns; verdicts start once it is merged")
+    return "fail", f"the job fails: baseline {w['baseline']}"
+
+
+def nightly(project: Path, gpu: str, workloads: list[dict]) -> dict:
+    """What the nightly would do on this machine tonight, from the project's nightly.toml (:mod:`harness.nightly`)."""
+    where = str(project / NIGHTLY_FILE)
+    if not (project / NIGHTLY_FILE).is_file():
+        return {"file": where, "found": False}
     try:
-        matrix = json.loads(_default(text, "gpus") or "[]")
-    except json.JSONDecodeError:
-        matrix = []
-    bootstraps = re.search(r"first-night|bootstrap", text, re.IGNORECASE) is not None  # the first-night step records a missing baseline
+        n = load_nightly(project)
+    except NightlyError as exc:
+        return {"file": where, "found": True, "error": str(exc)}
+    by_name = {w["name"]: w for w in workloads}
+    names = n.workloads_on(gpu)
     plan = []
-    for w in (w for w in workloads if w["runs_here"]):
-        if w["baseline"] == "ok":
-            step = ("judge", f"judge against {w['baseline_path']}")
-        elif w["baseline"] == "missing" and bootstraps:
-            step = ("bootstrap", "no baseline yet: the pinned job records a first one from tonight's runs and opens its pull request, the latest "
-                    "job warns; verdicts start once it is merged")
-        elif w["baseline"] == "missing":
-            step = ("fail", "no baseline: the job makes its runs, then fails (--require-baseline); record one first (update-baselines.yml)")
-        else:
-            step = ("fail", f"the job fails: baseline {w['baseline']}")
-        plan.append({"workload": w["name"], "action": step[0], "says": step[1]})
-    ab = _default(text, "ab_workload")
-    return {"workflow": str(workflow), "found": True, "matrix": matrix, "runs_here": gpu in matrix, "plan": plan, "ab_workload": ab,
-            "ab_decompositions": (_default(text, "ab_decompositions") or "").split(),
-            "ab_runs_here": any(w["name"] == ab and w["runs_here"] for w in workloads)}
+    for name in names:
+        action, says = _step(by_name.get(name))
+        plan.append({"workload": name, "action": action, "says": says})
+    ab = n.ab.workload if n.ab else None
+    return {"file": where, "found": True, "error": None, "matrix": list(n.gpus), "runs_here": gpu in n.gpus, "plan": plan,
+            "ab_workload": ab, "ab_decompositions": list(n.ab.decompositions) if n.ab else [], "ab_runs_here": ab in by_name,
+            "pins": pin_gaps(project / "constraints" / "pinned.txt", project / "baselines", gpu, names)}
 
 
 def hub_status(needed: bool) -> str:
@@ -179,7 +205,7 @@ def missing(workloads: list[dict]) -> dict:
             "hf_token": bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"))}
 
 
-def facts(workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | Path) -> dict:
+def facts(workloads_dir: str | Path, baselines_dir: str | Path, project: str | Path) -> dict:
     """Everything doctor says; ``broken`` lists each workload file that cannot run with its one line (``workloads_error`` is
     the first of them), ``workloads`` the others."""
     m = machine()
@@ -187,7 +213,7 @@ def facts(workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | 
     ws = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"], broken)
     error = next(iter(broken.values()), None)
     return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "workloads_error": error,
-            "broken": [{"file": str(p), "line": line} for p, line in broken.items()], "nightly": nightly(Path(workflow), m["gpu"], ws),
+            "broken": [{"file": str(p), "line": line} for p, line in broken.items()], "nightly": nightly(Path(project), m["gpu"], ws),
             "missing": missing(ws)}
 
 
@@ -225,30 +251,32 @@ def text(f: dict) -> list[str]:
 
 def _nightly_lines(n: dict, gpu: str) -> list[str]:
     if not n["found"]:
-        return [f"nightly: no {n['workflow']} in this project"]
+        return [f"nightly: no {n['file']} in this project (the nightly reads its GPUs, workloads and budgets there)"]
+    if n["error"]:
+        return [f"nightly: BROKEN, the nightly would refuse to run: {n['error']}"]
     if n["runs_here"]:
-        head = f"nightly tonight ({n['workflow']}): a pinned and a latest job on the runner labelled gpu-{gpu}"
+        head = f"nightly tonight ({n['file']}): a pinned and a latest job on the runner labelled gpu-{gpu}"
     elif gpu == "cpu":
-        head = f"nightly ({n['workflow']}): runs on GPU runners only (default matrix {n['matrix']}), not here. Its steps on this machine"
+        head = f"nightly ({n['file']}): runs on GPU runners only (gpus {n['matrix']}), not here. Its steps on this machine"
     else:
-        head = (f"nightly ({n['workflow']}): its default matrix {n['matrix']} has no {gpu}; add \"{gpu}\" there or pass it in the "
-                "workflow's gpus input. If it ran here")
+        head = f"nightly ({n['file']}): its gpus {n['matrix']} have no {gpu}; add \"{gpu}\" there. If it ran here"
     lines = [head + ":", "  pinned job: one timed run per decomposition (five on a first night) and one census run per case; latest job: "
              "no runs when latest resolves to the pins, else one census run per case (docs/nightly.md)"]
     lines += [f"  {p['workload']}: {p['says']}" for p in n["plan"]]
     if not n["plan"]:
-        lines.append("  no workload is selected here: every job would fail with no tests")
+        lines.append(f"  no workload is named for {gpu}: the jobs would make no runs (add one to workloads, or a [gpu.{gpu}] table)")
     if n["ab_workload"]:
         decs = " ".join(n["ab_decompositions"])
         lines.append(f"  A/B (latest job): pinned vs latest {n['ab_workload']} ({decs}) interleaved, on nights when the latest releases differ "
                      "from the pins, then the bisect of a change it or the census finds"
-                     + ("" if n["ab_runs_here"] else f"; {n['ab_workload']} is not selected on {gpu}"))
+                     + ("" if n["ab_runs_here"] else f"; workloads/ holds no {n['ab_workload']}"))
+    lines += [f"  pins: {line}" for line in n["pins"]]
     return lines
 
 
-def doctor(*, workloads_dir: str | Path, baselines_dir: str | Path, workflow: str | Path = NIGHTLY, as_json: bool = False,
+def doctor(*, workloads_dir: str | Path, baselines_dir: str | Path, project: str | Path = ".", as_json: bool = False,
            out: Callable[[str], None] = print) -> int:
-    """Print the facts (text, or JSON with ``as_json``); 0, or 2 when a workload file does not load."""
-    f = facts(workloads_dir, baselines_dir, workflow)
+    """Print the facts (text, or JSON with ``as_json``); 0, or 2 when a workload file or nightly.toml does not load."""
+    f = facts(workloads_dir, baselines_dir, project)
     out(json.dumps(f, indent=2) if as_json else "\n".join(text(f)))
-    return 2 if f["workloads_error"] else 0
+    return 2 if f["workloads_error"] or f["nightly"].get("error") else 0

@@ -1,0 +1,187 @@
+"""The nightly's settings, in the one file a team owns: ``nightly.toml`` in the repository root.
+
+Which GPU runners the scheduled night runs on, which workloads each one runs, the A/B of pinned against latest (its
+workload, splits and budget) and the budgets of the bisect and of the confirmation. The workflow
+(``.github/workflows/nightly.yml``) reads it through ``.github/scripts/night-plan.py``; ``python -m harness doctor``
+says what it means on the machine at hand. A manual run's inputs, where given, replace the file's values for that run
+(:meth:`Nightly.with_inputs`).
+
+Only the standard library: the workflow's first job reads the GPU list on a hosted runner that has the checkout and
+Python, nothing installed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from harness.errors import BadInput
+
+FILE = "nightly.toml"
+FORMAT = 1
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a runner label suffix, a workload name: nothing a shell would expand
+SPLIT = re.compile(r"[1-9][0-9]*x[1-9][0-9]*")
+KEYS = {"": {"format", "gpus", "workloads", "ab", "budgets", "gpu"}, "ab": {"workload", "decompositions", "budget_minutes"},
+        "budgets": {"bisect_minutes", "confirm_minutes"}, "gpu.*": {"workloads"}}
+
+
+class NightlyError(BadInput):
+    """``nightly.toml`` (or a manual run's input) that the nightly cannot run with: one line naming the file and key."""
+
+
+def _names(value, where: str, pattern: re.Pattern = NAME, empty: bool = False) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and pattern.fullmatch(v) for v in value):
+        kind = "splits such as 4x1" if pattern is SPLIT else "names of letters, digits, '.', '_' and '-'"
+        raise NightlyError(f"{where} must be a list of {kind}, got {value!r}")
+    if not value and not empty:
+        raise NightlyError(f"{where} is empty: name at least one")
+    if len(set(value)) != len(value):
+        raise NightlyError(f"{where} names one twice: {list(value)}")
+    return tuple(value)
+
+
+def _minutes(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 360:
+        raise NightlyError(f"{where} must be a number of minutes above 0 and at most 360 (the job's timeout), got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class AB:
+    """Pinned (A) against latest (B), block-interleaved on each runner, on a night whose latest releases differ."""
+
+    workload: str
+    decompositions: tuple[str, ...] = ("4x1",)
+    budget_minutes: float = 4.0
+    where: str = FILE
+
+    def __post_init__(self):
+        if not isinstance(self.workload, str) or not NAME.fullmatch(self.workload):
+            raise NightlyError(f"{self.where}: ab.workload must be a workload's name, got {self.workload!r}")
+        object.__setattr__(self, "decompositions", _names(self.decompositions, f"{self.where}: ab.decompositions", SPLIT))
+        object.__setattr__(self, "budget_minutes", _minutes(self.budget_minutes, f"{self.where}: ab.budget_minutes"))
+
+
+@dataclass(frozen=True)
+class Nightly:
+    """What the scheduled night runs; the defaults are the ones the project's measurements chose (docs/nightly.md)."""
+
+    gpus: tuple[str, ...]
+    workloads: tuple[str, ...]
+    ab: AB | None = None
+    bisect_minutes: float = 8.0
+    confirm_minutes: float = 4.0
+    per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a GPU's own workloads, in place of ``workloads``
+    where: str = FILE
+
+    def __post_init__(self):
+        object.__setattr__(self, "gpus", _names(self.gpus, f"{self.where}: gpus"))
+        object.__setattr__(self, "workloads", _names(self.workloads, f"{self.where}: workloads", empty=True))
+        object.__setattr__(self, "bisect_minutes", _minutes(self.bisect_minutes, f"{self.where}: budgets.bisect_minutes"))
+        object.__setattr__(self, "confirm_minutes", _minutes(self.confirm_minutes, f"{self.where}: budgets.confirm_minutes"))
+        per = {g: _names(w, f"{self.where}: gpu.{g}.workloads", empty=True) for g, w in self.per_gpu.items()}
+        object.__setattr__(self, "per_gpu", per)
+
+    def workloads_on(self, gpu: str) -> tuple[str, ...]:
+        """The workloads ``gpu``'s jobs run, by name (whatever their ``devices``: the nightly names what it runs)."""
+        return self.per_gpu.get(gpu, self.workloads)
+
+    def named(self) -> set[str]:
+        """Every workload this file names, for the check that each one exists."""
+        return set(self.workloads).union(*self.per_gpu.values(), {self.ab.workload} if self.ab else set())
+
+    def with_inputs(self, inputs: dict) -> Nightly:
+        """This night's settings: a manual run's non-empty inputs (the workflow_dispatch form) over the file's."""
+        got = {k: str(v).strip() for k, v in (inputs or {}).items() if v is not None and str(v).strip()}
+        n = self
+        if "gpus" in got:
+            try:
+                gpus = json.loads(got["gpus"])
+            except json.JSONDecodeError:
+                gpus = None
+            if not isinstance(gpus, list):
+                raise NightlyError(f"the gpus input must be a JSON list such as [\"l4\", \"h200\"], got {got['gpus']!r}")
+            n = replace(n, gpus=tuple(gpus), where="the gpus input")
+        if "workloads" in got:
+            n = replace(n, workloads=_names(got["workloads"].split(), "the workloads input"), per_gpu={})
+        ab = {"workload": "ab_workload", "decompositions": "ab_decompositions", "budget_minutes": "ab_budget"}
+        asked = {k: got[i] for k, i in ab.items() if i in got}
+        if asked:
+            base = {"workload": n.ab.workload, "decompositions": n.ab.decompositions, "budget_minutes": n.ab.budget_minutes} if n.ab else {}
+            base.update(asked)
+            if "decompositions" in asked:
+                base["decompositions"] = tuple(asked["decompositions"].split())
+            if "budget_minutes" in asked:
+                base["budget_minutes"] = _number(asked["budget_minutes"], "the ab_budget input")
+            if "workload" not in base:
+                raise NightlyError("the A/B inputs need ab_workload: nightly.toml has no [ab] table")
+            n = replace(n, ab=AB(**base, where="the A/B inputs"))
+        if "bisect_budget" in got:
+            n = replace(n, bisect_minutes=_number(got["bisect_budget"], "the bisect_budget input"))
+        return n
+
+    def environment(self, gpu: str) -> dict[str, str]:
+        """The variables the nightly's later steps read (through ``$GITHUB_ENV``): this GPU's workloads, the A/B, budgets."""
+        ab = self.ab
+        return {"PERF_WORKLOADS": " ".join(self.workloads_on(gpu)), "AB_WORKLOAD": ab.workload if ab else "",
+                "AB_DECOMPOSITIONS": " ".join(ab.decompositions) if ab else "", "AB_BUDGET": _text(ab.budget_minutes) if ab else "",
+                "BISECT_BUDGET": _text(self.bisect_minutes), "CONFIRM_BUDGET": _text(self.confirm_minutes)}
+
+
+def _number(text: str, where: str) -> float:
+    try:
+        return _minutes(float(text), where)
+    except ValueError as exc:
+        raise NightlyError(f"{where} must be a number of minutes, got {text!r}") from exc
+
+
+def _text(minutes: float) -> str:
+    return str(int(minutes)) if float(minutes).is_integer() else str(minutes)
+
+
+def _check_keys(table: dict, section: str, where: str) -> None:
+    known = KEYS["gpu.*" if section.startswith("gpu.") else section]
+    prefix = f"{section}." if section else ""
+    for key in table:
+        if key not in known:
+            near = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"did you mean {prefix + near[0]!r}?" if near else f"known: {', '.join(sorted(known))}"
+            raise NightlyError(f"{where}: unknown key {prefix + key!r}; {hint}")
+
+
+def parse(data: dict, where: str = FILE) -> Nightly:
+    """The settings from ``nightly.toml``'s tables, every key checked (unknown ones named, with the nearest known one)."""
+    _check_keys(data, "", where)
+    if data.get("format", FORMAT) != FORMAT:
+        raise NightlyError(f"{where}: format {data.get('format')!r} is not one this suite reads ({FORMAT}); update the suite")
+    if "gpus" not in data or "workloads" not in data:
+        raise NightlyError(f"{where}: needs gpus (the GPU runners, by label suffix) and workloads (the workloads they run)")
+    tables = {k: data.get(k, {}) for k in ("ab", "budgets", "gpu")}
+    for k, t in tables.items():
+        if not isinstance(t, dict):
+            raise NightlyError(f"{where}: {k} must be a table ([{k}])")
+    _check_keys(tables["ab"], "ab", where)
+    _check_keys(tables["budgets"], "budgets", where)
+    for g, t in tables["gpu"].items():
+        if not isinstance(t, dict):
+            raise NightlyError(f"{where}: gpu.{g} must be a table ([gpu.{g}])")
+        _check_keys(t, f"gpu.{g}", where)
+    ab = AB(**tables["ab"], where=where) if tables["ab"] else None
+    return Nightly(gpus=data["gpus"], workloads=data["workloads"], ab=ab, **tables["budgets"],
+                   per_gpu={g: t.get("workloads", data["workloads"]) for g, t in tables["gpu"].items()}, where=where)
+
+
+def load(root: Path | str = ".") -> Nightly:
+    """``nightly.toml`` of the repository at ``root``; NightlyError (one line) when it is missing or wrong."""
+    path = Path(root) / FILE
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise NightlyError(f"no {path}: the nightly reads its GPUs, workloads and budgets there (see the README, Nightly)") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise NightlyError(f"{path} is not TOML: {exc}") from exc
+    return parse(data, str(path))

@@ -1,0 +1,149 @@
+"""The nightly in one file the team owns: nightly.toml (harness.nightly), read by the workflow and by doctor.
+
+A team changes its GPUs, the workloads each one runs and the A/B there, and the nightly's plan follows with no edit of
+the workflow's YAML; a wrong key or value is one line naming the file and the key."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scripts import load_script
+
+from harness import nightly
+from harness.commands import doctor as doc
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+night_plan = load_script(ROOT / ".github" / "scripts" / "night-plan.py")
+
+TEAM = """\
+gpus = ["a100", "l4"]
+workloads = ["tiny-qwen3"]
+
+[ab]
+workload = "tiny-qwen3"
+decompositions = ["2x2", "4x1"]
+budget_minutes = 6
+
+[budgets]
+bisect_minutes = 12
+
+[gpu.l4]
+workloads = []
+"""
+
+
+def project(tmp_path: Path, settings: str) -> Path:
+    """A team's checkout: the project's workloads and scripts, its own nightly.toml, no baselines yet."""
+    for d in ("workloads", "constraints", ".github"):
+        (tmp_path / d).symlink_to(ROOT / d)
+    (tmp_path / "baselines").mkdir()
+    (tmp_path / "nightly.toml").write_text(settings)
+    return tmp_path
+
+
+def plan(root: Path, monkeypatch, gpu: str, inputs: dict | None = None) -> tuple[int, dict, dict, str]:
+    """night-plan.py's exit, its step outputs, the variables it sets for later steps, and its summary."""
+    files = {k: root / k.lower() for k in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_STEP_SUMMARY")}
+    for k, f in files.items():
+        f.write_text("")
+        monkeypatch.setenv(k, str(f))
+    monkeypatch.setenv("PERF_GPU", gpu)
+    monkeypatch.setenv("PERF_ENV", "pinned")
+    monkeypatch.setenv("NIGHT_INPUTS", json.dumps(inputs or {}))
+    monkeypatch.chdir(root)
+    code = night_plan.main([])
+    read = [dict(ln.split("=", 1) for ln in files[k].read_text().splitlines()) for k in ("GITHUB_OUTPUT", "GITHUB_ENV")]
+    return code, *read, files["GITHUB_STEP_SUMMARY"].read_text()
+
+
+def test_the_projects_own_file_loads_and_the_workflow_names_no_gpu_or_workload_of_its_own():
+    n = nightly.load(ROOT)
+    assert n.gpus and n.workloads and n.ab is not None
+    text = WORKFLOW.read_text()
+    assert "qwen3-1.7b-lora" not in text and not re.search(r"inputs\.\w+ \|\| '[^']", text)  # no default of its own: all in nightly.toml
+    assert "NIGHT_INPUTS: ${{ toJSON(inputs) }}" in text and "fromJSON(needs.gpus.outputs.gpus)" in text
+
+
+def test_a_team_changes_gpus_workloads_and_the_ab_in_its_file_and_the_plan_follows(tmp_path, monkeypatch):
+    root = project(tmp_path, TEAM)
+    before = WORKFLOW.read_bytes()
+    code, out, env, summary = plan(root, monkeypatch, "a100")
+    assert code == 0 and out["suite"] == "true" and out["repeats"] == "5"  # a first baseline of tiny-qwen3 on an a100
+    assert env == {"PERF_WORKLOADS": "tiny-qwen3", "AB_WORKLOAD": "tiny-qwen3", "AB_DECOMPOSITIONS": "2x2 4x1", "AB_BUDGET": "6",
+                   "BISECT_BUDGET": "12", "CONFIRM_BUDGET": "4"}
+    code, out, env, summary = plan(root, monkeypatch, "l4")  # the l4 runners run nothing but the A/B
+    assert code == 0 and out["suite"] == "false" and env["PERF_WORKLOADS"] == "" and "names no workload for l4" in summary
+    # a manual run's inputs over the file, for that run
+    code, out, env, _ = plan(root, monkeypatch, "l4", {"workloads": "tiny-qwen3", "ab_budget": "2", "repeats": "3", "gpus": ""})
+    assert code == 0 and (out["repeats"], env["PERF_WORKLOADS"], env["AB_BUDGET"]) == ("3", "tiny-qwen3", "2")
+    assert WORKFLOW.read_bytes() == before
+
+
+def test_the_workflows_first_job_reads_the_gpus_from_the_file_or_the_gpus_input(tmp_path):
+    """The `gpus` job of nightly.yml through the project's workflow runner, on the team's checkout."""
+    root = project(tmp_path, TEAM)
+    shutil.copytree(ROOT / ".ci", root / ".ci")
+
+    def gpus(*inputs: str) -> list:
+        cmd = [sys.executable, ".ci/run-workflow.py", str(WORKFLOW), "gpus", "--job-outputs", "o.json", *inputs]
+        subprocess.run(cmd, cwd=root, check=True, capture_output=True, env={k: v for k, v in os.environ.items() if k != "NIGHT_INPUTS"})
+        return json.loads(json.loads((root / "o.json").read_text())["gpus"])
+
+    assert gpus() == ["a100", "l4"]
+    assert gpus("--input", 'gpus=["h200"]') == ["h200"]
+
+
+@pytest.mark.parametrize("settings, says", [
+    ('gpus = ["l4"]\nworkload = ["x"]\n', "nightly.toml: unknown key 'workload'; did you mean 'workloads'?"),
+    ('gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\nbudget = 3\n', "unknown key 'ab.budget'; did you mean 'ab.budget_minutes'?"),
+    ('gpus = []\nworkloads = []\n', "nightly.toml: gpus is empty"),
+    ('gpus = ["l4"]\nworkloads = ["$(rm -rf ~)"]\n', "nightly.toml: workloads must be a list of names"),
+    ('gpus = ["l4"]\nworkloads = []\n[budgets]\nbisect_minutes = 0\n', "budgets.bisect_minutes must be a number of minutes above 0"),
+    ('gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\ndecompositions = ["2*2"]\n', "ab.decompositions must be a list of splits"),
+    ('gpus = ["l4"]\n', "needs gpus (the GPU runners, by label suffix) and workloads"),
+    ('gpus = ["l4"\n', "is not TOML"),
+])
+def test_a_wrong_file_is_one_line_naming_the_key(tmp_path, settings, says):
+    (tmp_path / "nightly.toml").write_text(settings)
+    with pytest.raises(nightly.NightlyError) as err:
+        nightly.load(tmp_path)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_plan_refuses_a_workload_the_file_names_that_workloads_does_not_hold(tmp_path, monkeypatch, capsys):
+    root = project(tmp_path, TEAM.replace('workload = "tiny-qwen3"', 'workload = "my-chat"'))
+    code, *_ = plan(root, monkeypatch, "a100")
+    assert code == 2 and "nightly.toml names my-chat, which workloads/ does not hold" in capsys.readouterr().out
+
+
+def test_hostile_inputs_are_refused_not_run(tmp_path, monkeypatch, capsys):
+    root = project(tmp_path, TEAM)
+    for inputs in ({"workloads": "tiny-qwen3 $(touch pwned)"}, {"gpus": '["l4; id"]'}, {"ab_decompositions": "4x1 `id`"}):
+        code, *_ = plan(root, monkeypatch, "a100", inputs)
+        assert code == 2 and "::error::night-plan:" in capsys.readouterr().out
+    assert not (root / "pwned").exists()
+
+
+def test_doctor_says_what_the_teams_file_means_here_and_names_a_baseline_not_recorded_with_the_pins(tmp_path, monkeypatch):
+    root = project(tmp_path, TEAM)
+    monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA A100-SXM4-80GB"])
+    monkeypatch.setattr(doc, "detect_gpu", lambda: "a100")
+    monkeypatch.setattr(doc, "_nvml", lambda: (None, None))
+    (root / "baselines" / "a100").mkdir()
+    (root / "baselines" / "a100" / "tiny-qwen3.json").write_text(json.dumps({"env": {"versions": {"transformers": "0.0.1", "trl": None}}}))
+    lines: list[str] = []
+    doc.doctor(workloads_dir=root / "workloads", baselines_dir=root / "baselines", project=root, out=lines.append)
+    text = "\n".join(lines)
+    assert f"nightly tonight ({root / 'nightly.toml'}): a pinned and a latest job on the runner labelled gpu-a100" in text
+    assert "A/B (latest job): pinned vs latest tiny-qwen3 (2x2 4x1)" in text
+    assert "pins: " in text and "was recorded with transformers 0.0.1 (pinned " in text and "tox -e pinned" in text
+    (root / "nightly.toml").write_text("gpus = 1\n")
+    lines.clear()
+    assert doc.doctor(workloads_dir=root / "workloads", baselines_dir=root / "baselines", project=root, out=lines.append) == 2
+    assert "nightly: BROKEN, the nightly would refuse to run: " in "\n".join(lines)
