@@ -147,3 +147,16 @@ def test_doctor_says_what_the_teams_file_means_here_and_names_a_baseline_not_rec
     lines.clear()
     assert doc.doctor(workloads_dir=root / "workloads", baselines_dir=root / "baselines", project=root, out=lines.append) == 2
     assert "nightly: BROKEN, the nightly would refuse to run: " in "\n".join(lines)
+
+
+def test_a_broken_workload_the_file_does_not_name_is_a_line_of_the_plan_not_a_refusal(tmp_path, monkeypatch, capsys):
+    root = project(tmp_path, TEAM)
+    (root / "workloads").unlink()
+    shutil.copytree(ROOT / "workloads", root / "workloads")
+    (root / "workloads" / "typo.toml").write_text((ROOT / "workloads" / "tiny-qwen3.toml").read_text().replace('name = "tiny-qwen3"', 'name = "typo"')
+                                                  .replace("[lora]\n", "[lora]\nrank = 3\n"))
+    code, out, env, summary = plan(root, monkeypatch, "a100")
+    assert code == 0 and env["PERF_WORKLOADS"] == "tiny-qwen3" and "typo.toml: BROKEN, not run tonight: " in summary
+    (root / "nightly.toml").write_text(TEAM.replace('workloads = ["tiny-qwen3"]', 'workloads = ["tiny-qwen3", "typo"]', 1))
+    code, *_ = plan(root, monkeypatch, "a100")
+    assert code == 2 and "names typo, which workloads/ does not hold or cannot load" in capsys.readouterr().out

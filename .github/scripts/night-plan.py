@@ -99,19 +99,24 @@ def decide(job: Job, root: Path) -> dict:
     from harness.commands.doctor import pin_gaps, workloads_here
     from harness.measuring.interpreters import shared, side_versions
 
-    workloads = workloads_here(root / "workloads", root / "baselines", job.gpu)
+    broken: dict = {}  # a workload file that does not load: a line of the plan, and a refusal only if tonight names it
+    workloads = workloads_here(root / "workloads", root / "baselines", job.gpu, broken)
     known = {w["name"] for w in workloads}
     named = job.settings.named() | set(job.workloads) if job.settings else set(job.workloads)
     unknown = sorted(named - known)
     if unknown:
+        why = f"; BROKEN: {'; '.join(broken.values())}" if broken else ""
         raise ValueError(f"{job.settings.where if job.settings else 'the workloads input'} names {', '.join(unknown)}, which workloads/ "
-                         f"does not hold; known: {', '.join(sorted(known))}")
-    gaps = [f"- {line}" for line in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, job.workloads)]
+                         f"does not hold or cannot load; known: {', '.join(sorted(known))}{why}")
+    gaps = [f"- {Path(f).name}: BROKEN, not run tonight: {line}" for f, line in broken.items()]
+    gaps += [f"- {line}" for line in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, job.workloads)]
     if job.env == "pinned":
-        p = plan(job, workloads, "pinned")
-        return {**p, "lines": p["lines"] + gaps, "versions_key": ""}
-    va, vb = side_versions(job.pinned_python, "a"), side_versions(job.interpreter, "b")
-    return {**plan(job, workloads, shared(va, vb)), "versions_key": versions_key(va, vb)}
+        p, key = plan(job, workloads, "pinned"), ""
+    else:
+        va, vb = side_versions(job.pinned_python, "a"), side_versions(job.interpreter, "b")
+        p, key = plan(job, workloads, shared(va, vb)), versions_key(va, vb)
+        gaps = [g for g in gaps if "BROKEN" in g]  # the pins are the pinned job's
+    return {**p, "lines": p["lines"] + gaps, "versions_key": key}
 
 
 def versions_key(pinned: dict, this: dict) -> str:
