@@ -1,0 +1,66 @@
+"""The first lines of every report say, in plain words, the verdict, the change with its interval and what to do next;
+the statistics come below them."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from harness.judging.paired import PairedCheck
+from harness.reporting.interleave_head import head_lines
+
+SETTINGS = {"workload": "w", "decomposition": "4x1", "gpu": "cpu", "python_a": "/envs/a/bin/python", "python_b": "/envs/b/bin/python",
+            "inject_slowdown_b": 0.0, "inject_work_b": 0, "budget_minutes": 5.0, "alpha": 0.05, "threshold": 0.02}
+
+
+def comparison(ratio: float, sd: float = 0.01, launches: int = 6, pairs: int = 8, looks: int = 1, **settings) -> dict:
+    """A comparison's report as :func:`head_lines` reads it: its settings and the verdict of pairs drawn around ``ratio``."""
+    rng = random.Random(7)
+    groups = [[math.log(ratio) + rng.gauss(0, sd) for _ in range(pairs)] for _ in range(launches)]
+    v = PairedCheck(0.05, 0.02, looks).decide(groups, "w-4x1")
+    return {"settings": {**SETTINGS, **settings}, "launch_sizes": [pairs] * launches, "pairs": pairs * launches,
+            "verdict": {"outcome": v.outcome, "message": v.message, **v.details}}
+
+
+@pytest.mark.parametrize(("ratio", "sd", "outcome", "words"), [
+    (1.10, 0.01, "regression", "REGRESSION: B takes "), (1.0, 0.005, "pass", "pass: B takes "),
+    (0.90, 0.01, "improvement", "improvement: B takes "), (1.02, 0.2, "inconclusive", "inconclusive: B takes ")])
+def test_interleaved_head_says_verdict_change_interval_and_next_step(ratio, sd, outcome, words):
+    r = comparison(ratio, sd)
+    assert r["verdict"]["outcome"] == outcome
+    first, judged, nxt = head_lines(r)[:3]
+    assert first.startswith(words) and " per step than A (90% interval " in first and "threshold" in first
+    assert judged.count("α") == 1 and "α 0.05" in judged
+    assert nxt.startswith("next: ") and "sigma" not in nxt
+
+
+def test_interleaved_head_says_alpha_once_with_its_looks():
+    r = comparison(1.10, looks=4)
+    lines = head_lines(r)
+    assert "(97.5% interval " in lines[0] and "α 0.05, split over 4 looks" in lines[1]
+    assert sum(ln.count("α") for ln in lines) == 1
+
+
+def test_a_regression_between_two_environments_points_at_bisect():
+    assert "python -m harness bisect" in head_lines(comparison(1.10))[2]
+
+
+def test_an_inconclusive_comparison_says_how_to_rerun():
+    assert "--budget-minutes 10" in head_lines(comparison(1.02, 0.2))[2]
+
+
+def test_an_aa_whose_interval_excludes_no_change_says_what_it_means():
+    r = comparison(0.985, 0.003, python_b=SETTINGS["python_a"])  # one environment, the interval wholly below 1.0
+    assert r["verdict"]["outcome"] == "pass" and r["verdict"]["hi"] < 1
+    nxt = head_lines(r)[2]
+    assert "differ by more than the noise" in nxt and "drifted" in nxt and "rerun" in nxt
+    quiet = comparison(1.0, 0.02, python_b=SETTINGS["python_a"])
+    assert quiet["verdict"]["lo"] < 1 < quiet["verdict"]["hi"] and "nothing to do" in head_lines(quiet)[2]
+
+
+def test_no_verdict_says_why_and_what_to_do():
+    r = {"settings": SETTINGS, "verdict": None, "pairs": 1, "stopped": "budget of 5 min spent after 1 pairs"}
+    first, nxt = head_lines(r)
+    assert first.startswith("no verdict: 1 complete pair(s)") and nxt.startswith("next: rerun with --budget-minutes 10")
