@@ -64,3 +64,43 @@ def test_no_verdict_says_why_and_what_to_do():
     r = {"settings": SETTINGS, "verdict": None, "pairs": 1, "stopped": "budget of 5 min spent after 1 pairs"}
     first, nxt = head_lines(r)
     assert first.startswith("no verdict: 1 complete pair(s)") and nxt.startswith("next: rerun with --budget-minutes 10")
+
+
+# ---- the suite's report ------------------------------------------------------------------------------------------
+BASE = {"1x4": [100, 101, 99, 100, 100.5], "2x2": [80, 81, 79, 80, 80.5], "4x1": [90, 91, 89, 90, 90.5]}
+
+
+def _suite(tmp_path, make, tiny, times, baseline=True):
+    from harness.judging import baseline as bl
+    from harness.reporting import report
+
+    if baseline:
+        bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", make(BASE, [], repeats=5).run().records, "test"))
+    return report.build(make(times, [], repeats=5).run().judge())
+
+
+def test_suite_report_opens_with_the_regression_its_interval_and_a_next_step(tmp_path, make, tiny):
+    from harness.reporting import report
+
+    data = _suite(tmp_path, make, tiny, {**BASE, "1x4": [x * 1.3 for x in BASE["1x4"]]})
+    for lines in (report.terminal_lines(data), [ln.strip("*- ") for ln in report.markdown(data).splitlines()[2:] if ln.strip()]):
+        verdict, nxt = lines[0], lines[1]
+        assert verdict.startswith("REGRESSION: 1 of 3 case(s) slower than the baseline: tiny-qwen3-1x4 +")
+        assert "(interval +" in verdict and "2x2" not in verdict
+        assert nxt.startswith("next: ") and "python -m harness confirm" in nxt
+
+
+def test_suite_report_opens_with_a_pass_and_the_largest_change(tmp_path, make, tiny):
+    from harness.reporting import report
+
+    verdict, nxt = report.terminal_lines(_suite(tmp_path, make, tiny, BASE))[:2]
+    assert verdict.startswith("pass: 3 case(s) not slower than the baseline (the largest change: tiny-qwen3-") and "(interval " in verdict
+    assert nxt == "next: nothing to do"
+
+
+def test_suite_report_without_a_baseline_says_how_to_record_one(tmp_path, make, tiny):
+    from harness.reporting import report
+
+    verdict, nxt = report.terminal_lines(_suite(tmp_path, make, tiny, BASE, baseline=False))[:2]
+    assert verdict.startswith("no runtime verdict: no baseline for tiny-qwen3 on cpu")
+    assert nxt.startswith("next: `pytest perftests --gpu=cpu --workload tiny-qwen3 ") and "--census --update-baselines` records a baseline" in nxt

@@ -15,6 +15,7 @@ from harness.judging import baseline as bl
 from harness.judging import census_diff, peak_flops
 from harness.judging.stats import Sample
 from harness.record import PHASES, median_phases, run_phases
+from harness.reporting.report_head import head_lines
 from harness.results import formats
 
 GIB = 2**30
@@ -206,7 +207,8 @@ def version_diff(data: dict) -> list[str]:
 
 def terminal_lines(data: dict) -> list[str]:
     head = f"{'case':<26} {'runs':>5} {'median step ms [range]':>26} {'train_runtime s [range]':>24} {'Δ vs baseline [CI]':>22}  verdict"
-    lines = ([data["incomplete"]] if data.get("incomplete") else []) + [f"note: {n}" for n in data.get("notes") or []] + [head, "-" * len(head)]
+    lines = ([data["incomplete"]] if data.get("incomplete") else []) + [f"note: {n}" for n in data.get("notes") or []]
+    lines += [*head_lines(data), "", head, "-" * len(head)]
     for r in data["rows"]:
         runs = f"{r['ok']}/{r['runs']}"
         lines.append(f"{r['workload'] + '-' + r['decomposition']:<26} {runs:>5} {_fmt(r['step_time_ms']):>26} {_fmt(r['train_runtime_s']):>24} {_delta(r):>22}  {r['verdict'] or '-'}"
@@ -234,6 +236,8 @@ def markdown(data: dict) -> str:
     env = data["env"]
     gpu = env.get("gpu") or "CPU"
     out = [f"## LoRA fine-tuning performance: {gpu} ({data['gpu']})", ""]
+    verdict, *rest = head_lines(data)
+    out += [f"**{verdict}**", "", *[f"- {ln}" for ln in rest], ""]
     if data.get("incomplete"):
         out += [f"**{data['incomplete']}**", ""]
     out += [x for n in data.get("notes") or [] for x in (f"**note:** {n}", "")]
