@@ -104,3 +104,18 @@ def test_suite_report_without_a_baseline_says_how_to_record_one(tmp_path, make, 
     verdict, nxt = report.terminal_lines(_suite(tmp_path, make, tiny, BASE, baseline=False))[:2]
     assert verdict.startswith("no runtime verdict: no baseline for tiny-qwen3 on cpu")
     assert nxt.startswith("next: `pytest perftests --gpu=cpu --workload tiny-qwen3 ") and "--census --update-baselines` records a baseline" in nxt
+
+
+def test_a_session_that_records_baselines_says_so_and_never_asks_to_record_one(tmp_path, make, tiny):
+    from harness.reporting import report
+
+    s = make(BASE, [], repeats=5, update_baselines=True).run()
+    before = report.build(s.judge(), recorded=())  # nothing recorded yet (a refusal): still no "record one" hint
+    [path] = [p for p, _old, _new in s.update_baselines_for(tiny.name)]
+    data = report.build(s.judge(), recorded=(str(path),))
+    for d in (before, data):
+        text = "\n".join(report.terminal_lines(d)) + report.markdown(d)
+        assert "record one with" not in text and "no baseline for" not in text and "records a baseline" not in text
+    assert report.terminal_lines(before)[0].startswith("no baseline recorded")
+    verdict, nxt = report.terminal_lines(data)[:2]
+    assert verdict == f"baseline recorded: {path}" and nxt.startswith("next: commit the baseline file(s)")

@@ -27,6 +27,10 @@ def cases_text(verdicts: list[dict], rows: dict[str, dict]) -> str:
 def verdict_line(data: dict) -> str:
     """The session's verdict in one line: what failed first, then what changed, then what could not be decided."""
     vs, rows = data["verdicts"], {f"{r['workload']}-{r['decomposition']}": r for r in data["rows"]}
+    if data.get("recorded") is not None:  # --update-baselines: the old baseline's verdicts are no news; a failed run or split is
+        bad = [v for v in vs if v["outcome"] == "fail" or (v["kind"] == "equivalence" and v["outcome"] == "regression")]
+        done = f"baseline recorded: {', '.join(data['recorded'])}" if data["recorded"] else "no baseline recorded (test_record_baseline says why)"
+        return done + (f"; FAILED: {cases_text(bad, rows)}" if bad else "")
     slower = [v for v in vs if v["kind"] == "runtime" and v["outcome"] == "regression"]
     failed = [v for v in vs if v["outcome"] in ("regression", "fail") and v not in slower]
     changed = [v for v in vs if v["outcome"] == "changed"]
@@ -56,6 +60,9 @@ def verdict_line(data: dict) -> str:
 def next_step(data: dict) -> str:
     """What to do next, for the most pressing of the verdicts."""
     vs = data["verdicts"]
+    if data.get("recorded") is not None:
+        return ("next: commit the baseline file(s) (the table under 'baseline update' shows before and after); the next session is judged "
+                "against them" if data["recorded"] else "next: fix what test_record_baseline refused, and rerun the same command")
     if any(v["kind"] == "runtime" and v["outcome"] == "regression" for v in vs):
         return ("next: a stored baseline also moves with the machine: measure it side by side on this machine with "
                 "`python -m harness confirm report.json --python-a PY` (PY: the reference environment's python); "
