@@ -126,7 +126,9 @@ def pytest_generate_tests(metafunc):
         if isinstance(ws, SpecError):
             raise ws
     except SpecError as exc:
-        error = f"bad workload: {exc}"
+        from harness.broken import relative_line
+
+        error = f"bad workload: {relative_line(str(exc), Path(metafunc.config.invocation_params.dir))}"
     if error:  # outside the except block: one line, no chained traceback
         pytest.fail(error, pytrace=False)
     if "perf_case" in metafunc.fixturenames:
