@@ -119,3 +119,31 @@ def test_a_session_that_records_baselines_says_so_and_never_asks_to_record_one(t
     assert report.terminal_lines(before)[0].startswith("no baseline recorded")
     verdict, nxt = report.terminal_lines(data)[:2]
     assert verdict == f"baseline recorded: {path}" and nxt.startswith("next: commit the baseline file(s)")
+
+
+# ---- one table per session -----------------------------------------------------------------------------------------
+BENCH_SESSION = ("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "-p", "no:cacheprovider", "-k", "test_runtime",
+                 "--benchmark-json", "bench.json")
+
+
+@pytest.fixture
+def no_plots(monkeypatch):
+    """Sessions in this process without figures: matplotlib imported again by a second in-process session fails."""
+    from harness.reporting import plots
+
+    monkeypatch.setattr(plots, "write_all", lambda data, results_dir: [])
+
+
+def test_a_session_prints_the_suites_table_only_and_still_writes_the_benchmark_json(perf_project, fake_runner, no_plots):
+    import json
+
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, [])
+    text = perf_project.runpytest(*BENCH_SESSION).stdout.str()
+    assert "perf summary" in text and "Name (time in " not in text, text  # pytest-benchmark's table heads its columns so
+    assert len(json.loads((perf_project.path / "bench.json").read_text())["benchmarks"]) == 3
+
+
+def test_benchmark_verbose_shows_pytest_benchmarks_table_again(perf_project, fake_runner, no_plots):
+    fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, [])
+    shown = perf_project.runpytest(*BENCH_SESSION, "--benchmark-verbose")
+    assert "Name (time in " in shown.stdout.str(), shown.stderr.str()[-2000:]
