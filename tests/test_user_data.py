@@ -239,7 +239,7 @@ def test_bad_local_input_exits_2_at_collection_without_the_hub(perf_project, hub
         result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--collect-only", "-p", "no:cacheprovider", *args, timeout=300)
         assert result.ret == 2, result.stdout.str()
         out = result.stdout.str()
-        assert f"{perf_project.path / 'workloads' / 'mine.toml'}: " in out and expected in out, out
+        assert "workloads/mine.toml: " in out and expected in out, out
         assert "Traceback" not in out
     assert hub.connections == 0
 
