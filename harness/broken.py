@@ -25,10 +25,24 @@ class BrokenWorkload(pytest.Item):
         self.line = line
 
     def runtest(self) -> None:
-        pytest.fail(f"bad workload: {self.line}", pytrace=False)
+        # the item's id names the file: the message starts with what is wrong, which a -q summary line keeps
+        head, sep, rest = self.line.partition(": ")
+        pytest.fail(rest if sep and Path(head) == self.path else self.line, pytrace=False)
 
     def reportinfo(self):
         return self.path, None, f"bad workload {self.path.name}"
+
+
+def relative_line(line: str, root: Path) -> str:
+    """``line`` with the file it starts with named relative to ``root`` (where pytest was started): a summary line trimmed
+    to the terminal's width keeps the file's name and what is wrong with it, not a long absolute path."""
+    head, sep, rest = line.partition(": ")
+    path = Path(head)
+    if sep and path.is_absolute():
+        for p, r in ((path, root), (path.resolve(), root.resolve())):
+            if p.is_relative_to(r):
+                return f"{p.relative_to(r).as_posix()}: {rest}"
+    return line
 
 
 def _nodeid(path: Path, root: Path) -> str:

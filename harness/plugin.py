@@ -32,7 +32,12 @@ def pytest_addoption(parser):
     opt.add(parser.getgroup("perf", "LoRA fine-tuning performance suite (harness)").addoption, opt.SESSION)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which reads its options once
 def pytest_configure(config):
+    if hasattr(config.option, "benchmark_quiet") and not getattr(config.option, "benchmark_verbose", False):
+        # one table per session, the suite's: pytest-benchmark's (other statistics of the same step times) is not printed;
+        # its --benchmark-json is still written, and --benchmark-verbose shows its table again
+        config.option.benchmark_quiet = True
     try:
         gpu = resolve_gpu(config.getoption("gpu"), detect_gpu())
     except ValueError as exc:
@@ -126,7 +131,9 @@ def pytest_generate_tests(metafunc):
         if isinstance(ws, SpecError):
             raise ws
     except SpecError as exc:
-        error = f"bad workload: {exc}"
+        from harness.broken import relative_line
+
+        error = f"bad workload: {relative_line(str(exc), Path(metafunc.config.invocation_params.dir))}"
     if error:  # outside the except block: one line, no chained traceback
         pytest.fail(error, pytrace=False)
     if "perf_case" in metafunc.fixturenames:

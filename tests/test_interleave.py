@@ -684,7 +684,7 @@ def test_e2e_injected_work_is_a_regression(tmp_path, cfg):
         pytest.skip(f"not enough power here: {v['message']} (pair sigma {report['sigma']:.1%}, a median of {load:.2f} other CPUs busy); "
                     "about 5% against a 2% threshold in 3 minutes is at the edge of this runner's power")
     assert res.returncode == 1, res.stdout + res.stderr
-    assert report["verdict"]["outcome"] == "regression" and "REGRESSION: B/A x" in res.stdout
+    assert report["verdict"]["outcome"] == "regression" and "REGRESSION: B takes " in res.stdout
     assert report["verdict"]["lo"] > 1.02
     if cfg.budget_minutes:
         assert wall < cfg.budget_minutes * 60 + 24, f"took {wall:.0f} s"
@@ -705,7 +705,7 @@ def test_e2e_aa_is_no_regression(tmp_path, cfg):
     res, report, wall = _e2e(tmp_path, cfg, "--set", "seed=102")
     assert res.returncode == 0, res.stdout + res.stderr
     assert report["verdict"]["outcome"] in ("pass", "inconclusive"), report["verdict"]["message"]
-    for line in ("per-pair sigma of the log ratio: ", "minimum detectable slowdown at alpha 0.01, power 0.9, ", "launch variance: ",
+    for line in ("per-pair sigma of the log ratio: ", "smallest slowdown found with power 0.9: ", "launch variance: ",
                  "resume penalty: not measured (micro grain", "host canary: correlation", "time: "):
         assert line in res.stdout
     plan = report["plan"]  # the launches this run's costs and noise call for within its budget (without one: 10 minutes)
@@ -928,7 +928,7 @@ def test_micro_grain_units_merge_into_steps_of_each_side():
 
 def test_analysis_of_block_records():
     from harness.judging.blocks import analyse
-    from harness.reporting.interleave import markdown, report_lines
+    from harness.reporting.interleave import markdown, report_lines, report_text
 
     blocks = _blocks(1.08)
     r = analyse(blocks, alpha=0.05, threshold=0.02, looks=2)
@@ -945,14 +945,15 @@ def test_analysis_of_block_records():
               "timing": {"wall_s": 10, "startup_s": 3, "close_s": 0, "blocks_wall_s": 6, "warmup_blocks_wall_s": 1, "workers_cpu_s": 9,
                          "blocks_cpu_s": 6, "device": "cpu"}, "launches": [{}, {}, {}], **r}
     lines = report_lines(report)
-    assert lines[0].startswith("REGRESSION: B/A x") and "unit: launch, t over 3 launch Hodges-Lehmann estimates" in lines[0]
+    assert lines[0].startswith("estimate: B/A x") and "unit: launch, t test over 3 launch Hodges-Lehmann estimates" in lines[0]
     assert any(ln.startswith("launch variance: F(2, 15) = ") and ln.endswith("the launch is the unit whatever it adds") for ln in lines)
-    assert any(ln.startswith("minimum detectable slowdown at alpha 0.01, power 0.9, 3 launches (sd ") for ln in lines)
+    assert any(ln.startswith("smallest slowdown found with power 0.9: ") and "resolution at α 0.01 and no threshold" in ln
+               and "; 3 launches, sd " in ln for ln in lines)
     assert r["mds"]["unit"] == "launch" and r["mds"]["units"] == 3
     pooled = analyse(blocks, alpha=0.05, threshold=0.02, looks=2, unit="pair")  # the pair as the unit: the pairs' sigma, the F screen
     assert pooled["verdict"]["unit_rule"] == "pair" and pooled["mds"]["units"] == 18 and pooled["mds"]["unit_sd"] == pooled["sigma"]
     assert any(ln.startswith("launch variance: F(2, 15) = ") and "the launch is the unit whatever" not in ln for ln in report_lines({**report, **pooled}))
-    assert markdown(report, lines).startswith("# interleave w-4x1 on cpu")
+    assert markdown(report, report_text(report)).startswith("# interleave w-4x1 on cpu\n\n**REGRESSION: B takes ")
     assert r["gpu_state"] is None and not any(ln.startswith("GPU as each block ended") for ln in lines)  # no readings on a CPU
     on_gpu = [dict(b, gpu={"sm_clock_mhz": 1980 - 100 * (b["launch"] == 2), "power_w": 300.0 + i, "temp_c": 40 + b["launch"],
                            "throttle_reasons": 4 if i % 4 == 0 else 1}) for i, b in enumerate(blocks)]

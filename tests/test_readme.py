@@ -34,3 +34,15 @@ def test_the_walkthrough_runs_the_readmes_commands():
         assert cmd in README, cmd
     for cmd in ("pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 1", "python -m harness doctor", "--update-baselines"):
         assert cmd in walk, cmd
+
+
+def test_the_by_hand_baseline_command_is_the_one_the_missing_baseline_hint_gives(tiny, tmp_path):
+    """Recorded without --census, a baseline leaves test_work skipping: the README says what the refusal says."""
+    import pytest
+
+    from harness.judging import baseline as bl
+
+    with pytest.raises(bl.MissingBaseline) as err:
+        bl.load(tmp_path, "l4", tiny)
+    hint = re.search(r"`(pytest perftests [^`]+)`", str(err.value)).group(1)
+    assert hint.replace(tiny.name, "W") in README and "--census" in hint

@@ -239,7 +239,7 @@ def test_bad_local_input_exits_2_at_collection_without_the_hub(perf_project, hub
         result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--collect-only", "-p", "no:cacheprovider", *args, timeout=300)
         assert result.ret == 2, result.stdout.str()
         out = result.stdout.str()
-        assert f"{perf_project.path / 'workloads' / 'mine.toml'}: " in out and expected in out, out
+        assert "workloads/mine.toml: " in out and expected in out, out
         assert "Traceback" not in out
     assert hub.connections == 0
 
@@ -334,3 +334,26 @@ def test_a_runner_names_its_machine_class_and_a_bad_name_is_one_line(monkeypatch
         env.detect_gpu()
     monkeypatch.delenv(env.MACHINE_ENV)
     assert env.detect_gpu() == "l4"
+
+
+def test_a_q_summary_line_keeps_the_bad_files_name_and_what_is_wrong(perf_project, monkeypatch):
+    """On an 80-column terminal, -q trims each summary line: the file is named relative to where pytest started, and the
+    item of a broken workload (whose id is the file) says what is wrong first."""
+    broken(perf_project)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    item = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "-q", "-k", "no-such-test", "-p", "no:cacheprovider")
+    item.stdout.fnmatch_lines(["FAILED workloads/typo.toml::bad-workload - Failed: unknown field 'rank' in *"])
+    named = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "-q", "--workload", "typo", "-p", "no:cacheprovider")
+    named.stdout.fnmatch_lines(["bad workload: workloads/typo.toml: unknown field 'rank' in [[]lora]*",
+                                "ERROR perftests/test_perf.py - Failed: bad workload: workloads/typo.toml: *"])
+
+
+def test_relative_line_names_a_file_under_the_root_relative_to_it(tmp_path):
+    from harness.broken import relative_line
+
+    assert relative_line(f"{tmp_path}/workloads/a.toml: lora.r must be a positive integer", tmp_path) == \
+        "workloads/a.toml: lora.r must be a positive integer"
+    assert relative_line("/elsewhere/a.toml: bad", tmp_path) == "/elsewhere/a.toml: bad"
+    assert relative_line("baseline of x: bad", tmp_path) == "baseline of x: bad"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import fmean
 
 from harness.judging import launches as la
 from harness.judging.budget_plan import _build_s, _prestarted, prestart_costs
+from harness.reporting.interleave_head import head_lines
 
 
 def pct(x: float | None, digits: int = 1) -> str:
@@ -28,17 +30,33 @@ def calibration_text(c: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportText:
+    """A comparison's report as text: ``head``, the verdict, the change and what to do next in plain words
+    (:func:`harness.reporting.interleave_head.head_lines`); ``details``, how it was measured, one fact per line."""
+
+    head: tuple[str, ...]
+    details: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        """The terminal's: the head, then the details under their title."""
+        return [*self.head, DETAILS + ":", *self.details]
+
+
+DETAILS = "how this was measured"
+
+
+def report_text(r: dict, extra: tuple[str, ...] = ()) -> ReportText:
+    """The report of a comparison: its head and its details (``extra`` lines appended to them)."""
+    return ReportText(tuple(head_lines(r)), tuple(report_lines(r)) + extra)
+
+
 def report_lines(r: dict) -> list[str]:
-    """The end-of-command summary, one fact per line."""
+    """The details: what the verdict rests on and what else was measured, one fact per line."""
     t, v = r["timing"], r.get("verdict")
     out = []
-    if v is None:
-        out.append(f"no verdict: {r.get('pairs', 0)} complete pair(s); at least 2 are needed" + (f" ({r['stopped']})" if r.get("stopped") else ""))
-    else:
-        out.append(v["message"])
-        out.append(f"interval (level {1 - 2 * v['alpha']:.4g}, one-sided {v['alpha']:.3g} each end): B/A x{v['ratio']:.4f} "
-                   f"[{v['lo']:.4f}, {v['hi']:.4f}], {v['pairs']} pairs in {len(r.get('launch_sizes') or [])} launch(es), unit {v['unit']}"
-                   + (f"; {r['stopped']}" if r.get("stopped") else ""))
+    if v is not None:
+        out.append(estimate_line(r, v))
     if (wl := where_line(r.get("phases"))) is not None:
         out.append(wl)
     if r.get("sigma") is not None:
@@ -47,11 +65,7 @@ def report_lines(r: dict) -> list[str]:
         out.append(f"per-pair sigma of the log ratio: {pct(r['sigma'], 2)} ({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block{micro}"
                    f"{', first step dropped' if r['drop_first'] else ''}); "
                    + ", ".join(f"{k} {pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None))
-        units = "pairs" if m.get("unit", "pair") == "pair" else "launches"
-        out.append(f"minimum detectable slowdown at alpha 0.01, power 0.9, {m.get('units', r['pairs'])} {units} (sd {pct(m.get('unit_sd', r['sigma']), 2)} "
-                   f"per {units[:-1] if units == 'pairs' else 'launch'}): {pct(m['slowdown'], 2)} "
-                   f"(3.6 sd/sqrt(n) = {pct(m['approx_3_6'], 2)}); with this run's alpha per look and threshold: {pct(m['with_settings'], 2)}; "
-                   f"{units} for 3%: {m.get('units_for_3pct', m.get('pairs_for_3pct')) or 'n/a'}")
+        out.append(mds_line(r, m))
     lc = (v or {}).get("launch_check")
     if lc and (v or {}).get("unit_rule") == "launch":
         out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd "
@@ -105,6 +119,31 @@ def report_lines(r: dict) -> list[str]:
     return out
 
 
+def estimate_line(r: dict, v: dict) -> str:
+    """The estimate the verdict rests on, with its unit and test (its α is said once, in the head)."""
+    lc = v.get("launch_check") or {}
+    if v.get("unit") == "launch" and v.get("unit_rule", "launch") == "launch":
+        unit = f"unit: launch, t test over {v.get('n_units', '?')} launch {'Hodges-Lehmann estimates' if v.get('launch_summary') == 'hl' else 'means'}"
+    elif v.get("unit") == "launch":
+        unit = f"unit: launch, t test over {v.get('n_units', '?')} launch means (the launches differ, F test p = {lc.get('p', float('nan')):.2g})"
+    else:
+        unit = "unit: pair, " + ("signed-rank test, Hodges-Lehmann interval" if v.get("test") == "signed-rank" else "t test")
+    p = f"; p of a slowdown past the threshold {v['p_regression']:.2g}" if v.get("p_regression") is not None else ""
+    return (f"estimate: B/A x{v['ratio']:.4f} [{v['lo']:.4f}, {v['hi']:.4f}], {v['pairs']} pairs in {len(r.get('launch_sizes') or [])} "
+            f"launch(es); {unit}{p}" + (f"; {r['stopped']}" if r.get("stopped") else ""))
+
+
+def mds_line(r: dict, m: dict) -> str:
+    """The smallest slowdown found 9 times in 10: at this run's own α per look and threshold (what its verdict could see), and
+    its resolution at α 0.01 with no threshold (the convention plans are compared at)."""
+    units = "pairs" if m.get("unit", "pair") == "pair" else "launches"
+    one = "pair" if units == "pairs" else "launch"
+    return (f"smallest slowdown found with power {m.get('power', 0.9):g}: {pct(m['with_settings'], 2)} at this run's α and threshold; "
+            f"resolution at α {m.get('alpha', 0.01):g} and no threshold, as plans are compared: {pct(m['slowdown'], 2)} "
+            f"(3.6 sd/sqrt(n) = {pct(m['approx_3_6'], 2)}); {m.get('units', r['pairs'])} {units}, sd {pct(m.get('unit_sd', r['sigma']), 2)} per {one}; "
+            f"{units} for a 3% resolution: {m.get('units_for_3pct', m.get('pairs_for_3pct')) or 'n/a'}")
+
+
 def where_line(ph: dict | None) -> str | None:
     """Where the step moved from A to B, the phases in order of their change (:func:`harness.judging.block_metrics.phase_deltas`)."""
     if not ph:
@@ -142,7 +181,7 @@ def plan_line(r: dict) -> str | None:
             f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; launch sd {pct(p['launch_sd'], 2)} by moments, "
             f"{p.get('level') or 0.9:.0%} upper bound {pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): launches={p['launches']} "
             f"({p['pairs_per_launch']} pairs each) detects {pct(p.get('mds_at_estimate', p['mds']), 2)} at the launch sd measured and "
-            f"{pct(p['mds'], 2)} at its bound, alpha 0.01, power 0.9, giving away at most {p.get('regret', 0.0) * 100:.2f} points of MDS between them"
+            f"{pct(p['mds'], 2)} at its bound (resolutions, as above)"
             + (f" (for the estimate alone: launches={e['launches']}, {pct(e['mds'], 2)})" if (e := p.get("at_estimate")) else "") + here
             + drawn_text(p))
 
@@ -161,16 +200,15 @@ def drawn_text(p: dict) -> str:
     return text
 
 
-def markdown(r: dict, lines: list[str]) -> str:
+def markdown(r: dict, text: ReportText) -> str:
+    """report.md: the head first, then the sides, the settings and the details under "How this was measured"."""
     s = r["settings"]
     pair = s["decomposition"] if s.get("decomposition_b", s["decomposition"]) == s["decomposition"] else f"{s['decomposition_b']}-vs-{s['decomposition']}"
-    head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "",
+    head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "", f"**{text.head[0]}**", "", *[f"- {ln}" for ln in text.head[1:]], "",
+            f"## {DETAILS.capitalize()}", "",
             f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
                                                                     if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
             *([f"- {calibration_text(c)}"] if (c := s.get("inject_calibration")) else []),
             f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
-            f"alpha {s['alpha']}, threshold {s['threshold']}, seed {s['seed']}, metric {s['metric']}"
-            + (", first step dropped" if s["drop_first_step"] else ""), "", "## Result", ""]
-    return "\n".join(head + [f"- {ln}" for ln in lines]) + "\n"
-
-
+            f"seed {s['seed']}, metric {s['metric']}" + (", first step dropped" if s["drop_first_step"] else "")]
+    return "\n".join(head + [f"- {ln}" for ln in text.details]) + "\n"

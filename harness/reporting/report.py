@@ -15,6 +15,7 @@ from harness.judging import baseline as bl
 from harness.judging import census_diff, peak_flops
 from harness.judging.stats import Sample
 from harness.record import PHASES, median_phases, run_phases
+from harness.reporting.report_head import head_lines
 from harness.results import formats
 
 GIB = 2**30
@@ -122,9 +123,11 @@ def _gpu_busy(runs: list[dict]) -> float | None:
     return median(util) / 100.0 if util else None
 
 
-def build(judge, session_id: str = "", command: str = "", inject_slowdown: float = 0.0, notes: tuple[str, ...] = ()) -> dict:
+def build(judge, session_id: str = "", command: str = "", inject_slowdown: float = 0.0, notes: tuple[str, ...] = (),
+          recorded: tuple[str, ...] | None = None) -> dict:
     """Everything a report shows, as plain data (this is report.json): the judge's records and verdicts, and what ran;
-    ``notes``: what the reader of the records skipped (a torn line of runs.jsonl), said at the top of the report."""
+    ``notes``: what the reader of the records skipped (a torn line of runs.jsonl), said at the top of the report;
+    ``recorded``: in a session of --update-baselines, the baselines it wrote (there "no baseline" is no news: those skips are left out)."""
     rows = []
     verdicts = {v.case: v for v in judge.runtime.values()}
     for w, d in judge.cases:
@@ -174,7 +177,9 @@ def build(judge, session_id: str = "", command: str = "", inject_slowdown: float
     return {
         "gpu": judge.gpu, "session_id": session_id, "command": command,
         "inject_slowdown": inject_slowdown, "rows": rows, "incomplete": judge.incomplete, "notes": list(notes),
-        "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in judge.all()],
+        "verdicts": [{"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message} for v in judge.all()
+                     if not (recorded is not None and v.details.get("missing_baseline"))],
+        "recorded": None if recorded is None else list(recorded),
         "env": {k: env.get(k) for k in ("gpu", "gpu_count", "driver", "cuda", "cpu", "hostname", "attn_implementation", "gpu_clocks")},
         "versions": env.get("versions", {}), "baseline_versions": base_versions,
     }
@@ -206,7 +211,8 @@ def version_diff(data: dict) -> list[str]:
 
 def terminal_lines(data: dict) -> list[str]:
     head = f"{'case':<26} {'runs':>5} {'median step ms [range]':>26} {'train_runtime s [range]':>24} {'Δ vs baseline [CI]':>22}  verdict"
-    lines = ([data["incomplete"]] if data.get("incomplete") else []) + [f"note: {n}" for n in data.get("notes") or []] + [head, "-" * len(head)]
+    lines = ([data["incomplete"]] if data.get("incomplete") else []) + [f"note: {n}" for n in data.get("notes") or []]
+    lines += [*head_lines(data), "", head, "-" * len(head)]
     for r in data["rows"]:
         runs = f"{r['ok']}/{r['runs']}"
         lines.append(f"{r['workload'] + '-' + r['decomposition']:<26} {runs:>5} {_fmt(r['step_time_ms']):>26} {_fmt(r['train_runtime_s']):>24} {_delta(r):>22}  {r['verdict'] or '-'}"
@@ -234,6 +240,8 @@ def markdown(data: dict) -> str:
     env = data["env"]
     gpu = env.get("gpu") or "CPU"
     out = [f"## LoRA fine-tuning performance: {gpu} ({data['gpu']})", ""]
+    verdict, *rest = head_lines(data)
+    out += [f"**{verdict}**", "", *[f"- {ln}" for ln in rest], ""]
     if data.get("incomplete"):
         out += [f"**{data['incomplete']}**", ""]
     out += [x for n in data.get("notes") or [] for x in (f"**note:** {n}", "")]
@@ -320,8 +328,9 @@ def baseline_table(staged) -> list[str]:
 def terminal_summary(tr, session) -> None:
     """The end of a pytest session: report files, the summary table, and the baseline before/after table."""
     o = session.options
-    data = build(session.judge(), session.session_id, o.command, o.inject_slowdown, notes=tuple(session.notes))
     recorded = session.recorded
+    data = build(session.judge(), session.session_id, o.command, o.inject_slowdown, notes=tuple(session.notes),
+                 recorded=tuple(str(path) for path, _old, _new in recorded) if o.update_baselines else None)
     paths = write(data, o.results_dir)
     try:
         from harness.reporting import plots

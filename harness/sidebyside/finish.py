@@ -16,7 +16,7 @@ from harness.judging import paired as pd
 from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
 from harness.judging.budget_plan import plan_for
 from harness.judging.cost_model import beside_line
-from harness.reporting.interleave import markdown, report_lines, where_line
+from harness.reporting.interleave import markdown, report_text, where_line
 from harness.results import formats
 from harness.results.comparison import ComparisonResult
 from harness.sidebyside.inject import injected_share
@@ -62,12 +62,12 @@ def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, lau
                                                         "message": verdict.message,
                                                         **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
                                                         **({"where": w} if (w := where_line(report.get("phases"))) else {})}])
-    lines = report_lines(report) + [beside_line(report["prediction"])]
-    for ln in lines:
+    text = report_text(report, (beside_line(report["prediction"]),))
+    for ln in text.lines():
         out(ln)
     result = ComparisonResult(EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report)
     write_json_atomic(root / "report.json", result.to_json())
-    write_atomic(root / "report.md", markdown(report, lines))
+    write_atomic(root / "report.md", markdown(report, text))
     return result
 
 
