@@ -77,7 +77,7 @@ def write(data: dict, out_dir: str | Path, events: list[Event] = ()) -> list[Pat
     ``events``: the "what changed" list, newest first."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "history.json", json.dumps(data, indent=1, allow_nan=False))
+    write_atomic(out / "history.json", json.dumps(data, separators=(",", ":"), allow_nan=False))
     write_atomic(out / "method.html", method(data))
     write_atomic(out / "index.html", page(data, list(events)))
     paths = [out / "index.html", out / "method.html", out / "history.json"]

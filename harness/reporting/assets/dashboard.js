@@ -249,7 +249,9 @@
     }
     const machines = [...new Set(tracks.flatMap((s) => s.timing.m.map((m) => D.machines[m])))].sort();
     t.append(el("span", {class: "muted", text: " machines: "}));
-    machines.forEach((m) => { const l = toggle("machine-toggle", m, true, (on) => setMachine(m, on)); l.dataset.machine = m; t.append(l); });
+    // a results dir stands for the machine of runs made before boot ids were recorded: named by its last two folders
+    const label = (m) => (m.startsWith("dir:") ? "dir …/" + m.split("/").slice(-2).join("/") : m);
+    machines.forEach((m) => { const l = toggle("machine-toggle", label(m), true, (on) => setMachine(m, on)); l.dataset.machine = m; t.append(l); });
   }
   function setMachine(m, on) {
     if (on) state.hiddenMachines.delete(m); else state.hiddenMachines.add(m);
