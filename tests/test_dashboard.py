@@ -22,7 +22,14 @@ from harness.reporting import history as hist
 from harness.store import DirStore
 from tests.stores import START, Plan, records
 
-CHROMEDRIVER = "/usr/bin/chromedriver"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")  # Debian's package first; a hosted runner's Chrome also drives
+
+
+def _found() -> tuple[str | None, str | None]:
+    """The browser binary and its driver on PATH (Debian's chromium-driver: /usr/bin/chromedriver)."""
+    return next(filter(None, map(shutil.which, BROWSERS)), None), shutil.which("chromedriver") or shutil.which("/usr/bin/chromedriver")
+
+
 WL = "qwen3-1.7b-lora"
 PLAN = Plan(workloads=(WL, "tiny-qwen3"), tracks=("pinned", "latest"), nights=40, shift=("h200", WL, "4x1", 24, 1.15),
             census_move=("h200", WL, "2x2", 39, 50.0), release=(20, "transformers", "5.24.0"))
@@ -35,7 +42,7 @@ def _unavailable() -> str | None:
         import selenium  # noqa: F401
     except ImportError:
         return "no selenium (pip install -e '.[dev]')"
-    if not shutil.which("chromium") or not Path(CHROMEDRIVER).is_file():
+    if None in _found():
         return "no chromium or chromedriver (apt-get install chromium chromium-driver)"
     return None
 
@@ -50,11 +57,13 @@ def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    binary, driver_path = _found()
     opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
     yield driver
     driver.quit()
 
