@@ -1,9 +1,8 @@
 """The nightly history: every session's step time per GPU x workload x decomposition, in time order, with
 the library versions, the machine, the census counts and the change points.
 
-``build`` gathers the data once (it is the page's embedded JSON); the change points of each series are found by
-:func:`harness.judging.changepoints.detect`; :func:`harness.reporting.history_page.write` renders ``index.html`` and
-one PNG per series.
+``build`` gathers the data once (``history.json`` beside the page); the change points of each series are found by
+:func:`harness.judging.changepoints.detect`; :func:`harness.reporting.history_page.write` renders the dashboard.
 
 Series. One per GPU x workload x decomposition (x track, when the results dirs are labelled
 ``TRACK=DIR``, e.g. the nightly's ``pinned`` and ``latest`` environments, whose sessions alternate on one
