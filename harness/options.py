@@ -179,8 +179,11 @@ BUDGET_MINUTES = Opt(("--budget-minutes",), "budget_minutes", "start no run that
                      "run, else the session's, else the baseline's train_runtime); the rest is left for --resume", type=parse_positive_float)
 RESUME = Opt(("--resume",), "resume", "continue the last session in --results-dir: its runs count, only the missing ones are made", action="store_true")
 
-HISTORY_OUT = Opt(("--out",), "out_dir", "folder of the page: index.html (data embedded as JSON), history.json, one PNG per series",
-                  default="perf-history")
+HISTORY_OUT = Opt(("--out",), "out_dir", "folder of the page: index.html (data embedded as JSON), method.html, history.json and "
+                  "the page's script, style and charting library", default="perf-history")
+HISTORY_SUMMARY = Opt(("--summary",), "summary", "append the newest night's \"what changed\" list, as markdown, to this file "
+                      "(the nightly passes $GITHUB_STEP_SUMMARY)", metavar="FILE")
+PAGE_URL = Opt(("--page-url",), "page_url", "the page's address, linked from --summary", default="")
 CHANGE_ALPHA = Opt(("--alpha",), "alpha", "false-alarm rate of the change points of one series (Holm over its candidates)",
                    type=parse_alpha, default=CHANGE_ALPHA)
 PENALTY = Opt(("--penalty",), "penalty", "k of the PELT penalty k * sigma^2 * log(n) on log session medians (3: modified BIC)",
@@ -265,7 +268,7 @@ RUN = (STEPS, WORKLOADS_DIR, RESULTS_DIR, TIMEOUT)
 JUDGE = (ALPHA, THRESHOLD)
 SESSION = (GPU, REPEATS, MAX_REPEATS, *RUN, BASELINES_DIR, WORKLOADS, ORDER, UPDATE_BASELINES, CENSUS, INJECT_SLOWDOWN, INJECT_WORK, NO_PHASES,
            PROFILE_STEPS, *JUDGE, CALIBRATE, FAIL_INCONCLUSIVE, REQUIRE_BASELINE, BUDGET_MINUTES, RESUME, *INTERLEAVE_SESSION)
-HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY)
+HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY, HISTORY_SUMMARY, PAGE_URL)
 
 
 # ---- bisect: the range and where its releases come from (harness.bisect.config.BisectConfig) ------------------------

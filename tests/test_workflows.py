@@ -351,8 +351,8 @@ def test_nightly_history_step_builds_the_page_from_the_store(tmp_path):
         assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = _bash_step(steps["Build the history page from the results store"]["run"], tmp_path, dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh")))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    html = (tmp_path / "site" / "index.html").read_text()
-    data = json.loads(html.split('id="history-data">', 1)[1].split("</script>", 1)[0])
+    assert (tmp_path / "site" / "index.html").is_file() and (tmp_path / "night-summary.md").read_text().startswith("## What changed tonight")
+    data = json.loads((tmp_path / "site" / "history.json").read_text())
     keys = sorted(s["key"] for s in data["series"])
     assert keys == [f"cpu/tiny-qwen3/{d}/{t}" for d in ("1x4", "2x2", "4x1") for t in ("latest", "pinned")]
     latest = next(s for s in data["series"] if s["key"] == "cpu/tiny-qwen3/4x1/latest")

@@ -112,7 +112,8 @@ def _cmd_doctor(a) -> int:
 def _cmd_history(a) -> int:
     from harness.commands.history import history
 
-    return history(a.results_dirs, out_dir=a.out_dir, alpha=a.alpha, penalty=a.penalty, store=a.store, cache=a.cache)
+    return history(a.results_dirs, out_dir=a.out_dir, alpha=a.alpha, penalty=a.penalty, store=a.store, cache=a.cache,
+                   summary=a.summary, page_url=a.page_url)
 
 
 def _cmd_store_add(a) -> int:
@@ -178,7 +179,7 @@ def parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=_cmd_report)
 
     hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
-                        "changes, census counts and change points, as a static page (index.html and PNGs)")
+                        "changes, census counts and change points, as a dashboard page opened from disk (index.html and its assets)")
     hi.add_argument("results_dirs", nargs="*", metavar="[TRACK=]RESULTS_DIR",
                     help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
     opt.add(hi.add_argument, opt.HISTORY)

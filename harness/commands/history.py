@@ -1,4 +1,4 @@
-"""``history``: the trend of the sessions in many results dirs, with version changes and change points, as a static page.
+"""``history``: the trend of the sessions in many results dirs, with version changes and change points, as a dashboard page.
 
 A RESULTS_DIR argument is a results dir (its ``runs.jsonl``), or a folder holding results dirs at any depth
 (every ``runs.jsonl`` below it: the nightly downloads its artifacts into one), optionally labelled
@@ -20,6 +20,8 @@ from harness.files import read_records
 from harness.judging import changepoints
 from harness.reporting import history as hist
 from harness.reporting import history_page
+from harness.reporting.events import history_events, markdown, tonight
+from harness.results.event import Event, newest_first
 from harness.suite.compare import command_line
 
 _LABEL = re.compile(r"^([A-Za-z0-9_.-]+)=(.+)$")
@@ -59,42 +61,52 @@ def read_dir(d: str) -> tuple[list[dict], list[str]]:
     return keep, skipped
 
 
+def _store_inputs(store: str, cache: str | None, out: Callable[[str], None]) -> tuple[list, list[Event]]:
+    """The store's sessions as history inputs, and its events (alerts, release nights)."""
+    from harness.commands.store import store_records
+    from harness.store import runs as store_runs
+    from harness.store.events import store_events
+
+    recs = store_records(store, cache, out)
+    return store_runs.history_input(recs), store_events(recs)
+
+
 def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: float = changepoints.ALPHA, penalty: float = changepoints.PENALTY_K,
-            store: str | None = None, cache: str | None = None, out: Callable[[str], None] = print) -> int:
-    """Write ``index.html`` (with the data embedded as JSON), ``history.json`` and one PNG per series to ``out_dir``, from the
-    results dirs and every session of ``store`` (a results store, ``docs/store.md``: a directory or a git URL)."""
+            store: str | None = None, cache: str | None = None, summary: str | None = None, page_url: str = "",
+            out: Callable[[str], None] = print) -> int:
+    """Write the history page (``index.html`` with its data, ``method.html``, ``history.json`` and the page's assets) to
+    ``out_dir``, from the results dirs and every session of ``store`` (a results store, ``docs/store.md``: a directory or a
+    git URL); ``summary``: append the newest night's "what changed" list, as markdown, to that file (the job summary)."""
     try:
         import ruptures  # noqa: F401
     except ImportError:
         raise UsageError(f"history needs ruptures for its change points: {changepoints.INSTALL}") from None
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError("history needs matplotlib for its plots: pip install matplotlib") from None
     unique: dict[tuple[str, Path], tuple[str, str]] = {}
     for t, d in (p for a in results_dirs for p in expand(a)):
         unique.setdefault((t, Path(d).resolve()), (t, d))  # each results dir once: D and D/ are one
-    pairs = list(unique.values())
-    read = [(t, d, *read_dir(d)) for t, d in pairs]
+    read = [(t, d, *read_dir(d)) for t, d in unique.values()]
     skipped = [line for *_, lines in read for line in lines]
     for line in skipped:
         out(f"warning: {line}")
     if not results_dirs and not store:
         raise UsageError("history needs results dirs, or --store with a results store (a directory or a git URL)")
-    inputs = [(t, d, recs) for t, d, recs, _ in read]
+    inputs, events = [(t, d, recs) for t, d, recs, _ in read], []
     if store:
-        from harness.commands.store import history_input
-
-        inputs += history_input(store, cache, out)
+        more, events = _store_inputs(store, cache, out)
+        inputs += more
     data = hist.build(inputs, k=penalty, alpha=alpha, command=command_line(), skipped=skipped)
     if not data["series"]:
         raise UsageError(f"no timed or census runs in {', '.join([*results_dirs, *([store] if store else [])])}")
-    paths = history_page.write(data, out_dir)
+    events = newest_first(events + history_events(data))
+    paths = history_page.write(data, out_dir, events)
     for s in data["series"]:
         cps = "; ".join(f"{c['started_at']} x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] p={c['p']:.2g}" for c in s["change_points"])
         out(f"{s['name']}: {len(s['sessions'])} sessions, {len(s['census_sessions'])} census; "
             f"{len(s['version_changes'])} version change(s); change points: {cps or 'none'}")
     if data["excluded_runs"]:
         out("left out of the timing series: " + ", ".join(f"{k} {v}" for k, v in data["excluded_runs"].items()))
-    out(f"wrote {paths[0]} ({len(paths) - 2} plot(s))")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(markdown(tonight(events, data), page_url))
+    out(f"wrote {paths[0]} ({len(data['series'])} series, {len(events)} event(s))")
     return 0

@@ -1,9 +1,8 @@
 """The nightly history: every session's step time per GPU x workload x decomposition, in time order, with
 the library versions, the machine, the census counts and the change points.
 
-``build`` gathers the data once (it is the page's embedded JSON); the change points of each series are found by
-:func:`harness.judging.changepoints.detect`; :func:`harness.reporting.history_page.write` renders ``index.html`` and
-one PNG per series.
+``build`` gathers the data once (``history.json`` beside the page); the change points of each series are found by
+:func:`harness.judging.changepoints.detect`; :func:`harness.reporting.history_page.write` renders the dashboard.
 
 Series. One per GPU x workload x decomposition (x track, when the results dirs are labelled
 ``TRACK=DIR``, e.g. the nightly's ``pinned`` and ``latest`` environments, whose sessions alternate on one
@@ -87,7 +86,8 @@ def _versions(recs: list[dict]) -> dict[str, str]:
 def _session(sid: str, recs: list[dict], start: str, kind: str) -> dict:
     return {"session_id": sid, "kind": kind, "started_at": start,
             "dirs": sorted({r["_dir"] for r in recs}), "machines": sorted({machine(r) for r in recs}),
-            "versions": _versions(recs), "spec": next((r.get("workload_spec") for r in recs if r.get("workload_spec")), None)}
+            "versions": _versions(recs), "commit": " | ".join(sorted({str(c) for r in recs if (c := (r.get("env") or {}).get("harness"))})),
+            "spec": next((r.get("workload_spec") for r in recs if r.get("workload_spec")), None)}
 
 
 def _finite(x: float | None) -> float | None:
@@ -147,13 +147,15 @@ def _timeline(mine: list[dict], order: Callable[[str], tuple], start_text: dict[
             v = [r["step_time_median_ms"] for r in timed]
             s = _session(sid, timed, start_text[sid], "timing")
             s.update(median_ms=median(v), min_ms=min(v), max_ms=max(v), runs=len(v),
-                     failed=sum(1 for r in rs if not is_census(r) and r.get("status") != "ok"))
+                     failed=sum(1 for r in rs if not is_census(r) and r.get("status") != "ok"),
+                     peak_bytes=max((r["peak_reserved_bytes"] for r in timed if _positive(r.get("peak_reserved_bytes"))), default=None),
+                     verdict=next((r["verdict"] for r in timed if isinstance(r.get("verdict"), str)), None))
             timeline.append(s)
         if cens:
             cs = [normalize(r["census"]) for r in cens]
             s = _session(sid, cens, start_text[sid], "census")
             s.update(runs=len(cs), ops=_med([c.get("ops") for c in cs]), kernels=_med([c.get("kernels") for c in cs]),
-                     python_calls=_med([c.get("python_calls") for c in cs]))
+                     python_calls=_med([c.get("python_calls") for c in cs]), kernel_ms=_med([c.get("kernel_ms") for c in cs]))
             timeline.append(s)
     for x, s in enumerate(timeline):
         s["x"] = x
@@ -221,10 +223,12 @@ def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, 
         t = starts[sid]
         return (t.timestamp() if t else float("-inf"), sid)
 
+    by_key: dict[tuple, list[dict]] = {}
+    for r in recs:
+        by_key.setdefault((r["gpu"], r["workload"], r["decomposition_id"], r["_track"]), []).append(r)
     series = []
     for key in keys:
-        timeline = _timeline([r for r in recs if (r["gpu"], r["workload"], r["decomposition_id"], r["_track"]) == key], order, start_text)
-        if timeline:
+        if timeline := _timeline(by_key[key], order, start_text):
             series.append(_series(key, timeline, k, alpha))
     return {"command": command, "generated_at": datetime.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"),
             "results_dirs": [{"track": t, "dir": d, "runs": len(rs)} for t, d, rs in dirs],

@@ -27,10 +27,10 @@ def run_records(rec: dict) -> list[dict]:
                  "workload_hash": case.get("workload_hash"), "workload_spec": spec, "repeat": run.get("repeat"), "status": run.get("status"),
                  "step_time_median_ms": run.get("median_ms"), "train_runtime_s": run.get("train_runtime_s"),
                  "peak_reserved_bytes": run.get("peak_reserved_bytes"), "peak_allocated_bytes": run.get("peak_allocated_bytes"),
-                 "census": _census(case, run), "machine": machine,
+                 "census": _census(case, run), "machine": machine, "verdict": (case.get("baseline") or {}).get("verdict"),
                  "env": {"versions": rec.get("versions") or {}, "driver": env.get("driver"), "cuda": env.get("cuda"),
                          "hostname": env.get("hostname"), "image": env.get("image"), "runner": env.get("runner"),
-                         **({} if machine.startswith("dir:") else {"boot_id": machine})},
+                         "harness": env.get("harness"), **({} if machine.startswith("dir:") else {"boot_id": machine})},
                  **(run.get("flags") or {})}
             out.append(r)
     return out
