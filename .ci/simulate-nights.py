@@ -222,8 +222,8 @@ def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
     page = ws / "site" / "index.html"
     series = {}
     if page.is_file():
-        data = json.loads(page.read_text().split('id="history-data">', 1)[1].split("</script>", 1)[0])
-        series = {s["key"]: {"sessions": len(s["sessions"]), "census": len(s["census_sessions"])} for s in data["series"]}
+        data = json.loads(page.read_text().split('id="dashboard-data">', 1)[1].split("</script>", 1)[0])
+        series = {s["key"]: {"sessions": len(s["timing"]["t"]), "census": len(s["census"]["t"])} for s in data["series"]}
     end = {"stored": [p for p in stored.stdout.split() if p.endswith(".json.gz")], "artifacts": sorted(p.name for p in arts.iterdir()),
            "history_job": "success" if hist.returncode == 0 else f"failure ({hist.returncode}): {(hist.stdout + hist.stderr)[-2000:]}",
            "series": series, "issues": json.loads((work / "issues.json").read_text()), "secret_seen": secret_seen}
