@@ -67,7 +67,10 @@ def pretrained(hub_id: str, config: bool = True) -> str:
     ("effective = 4", 'effective = "4"', "batch.effective must be a positive integer, got '4'"),
     ("num_samples = 64", "num_samples = 0", "data.num_samples must be a positive integer, got 0"),
     ('precision = "fp32"', 'precision = "fp8"', "train.precision must be one of 'fp16', 'bf16', 'fp32', got 'fp8'"),
-    ("[lora]\n", "[lora]\nrank = 8\n", "unknown field 'rank' in [lora]; known: r, alpha"),
+    ("[lora]\n", "[lora]\nrank = 8\n", "unknown field 'rank' in [lora]; did you mean lora.r?"),
+    ("[lora]\n", "[lora]\nlora_alpha = 8\n", "unknown field 'lora_alpha' in [lora]; did you mean lora.alpha?"),
+    ("[train]\n", "[train]\nmax_seq_length = 8\n", "unknown field 'max_seq_length' in [train]; did you mean train.max_length?"),
+    ("[lora]\n", "[lora]\nfoo = 8\n", "unknown field 'foo' in [lora]; known: r, alpha"),
     ("[data]\n", "[data]\nsplits = 'x'\n", "unknown field 'splits' in [data]; did you mean data.split?"),
     ('decompositions = ["1x4", "2x2", "4x1"]', 'decompositions = ["1x4", "2*2"]', "batch.decompositions: '2*2' is not MICROxGA or MICROxGAxWORLD"),
 ])
