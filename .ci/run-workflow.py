@@ -6,9 +6,13 @@
 In the current directory (the checkout), each ``run:`` step runs as GitHub runs it (``bash --noprofile --norc -eo
 pipefail``) with the workflow's, the job's and the step's ``env:``, the ``GITHUB_*`` variables (the job summary goes to
 ``--summary``) and ``${{ }}`` expressions evaluated: the contexts ``matrix``, ``inputs`` (the workflow_dispatch
-defaults, then ``--input``), ``github``, ``env``, ``steps`` and ``runner``; the functions ``success()``, ``failure()``,
+defaults, then ``--input``), ``github`` (``github.event`` is the payload of ``--event FILE``, e.g. a pull_request event's,
+also at ``$GITHUB_EVENT_PATH``), ``needs`` (``--needs FILE``: the earlier jobs' ``result`` and ``outputs``, as JSON),
+``env``, ``steps`` and ``runner``; the functions ``success()``, ``failure()``,
 ``always()``, ``cancelled()``, ``hashFiles()``, ``contains()``, ``startsWith()``, ``endsWith()``, ``format()``,
-``fromJSON()`` and ``toJSON()``. A step's ``if:`` decides whether it runs, as on GitHub. ``uses:`` steps (checkout,
+``fromJSON()`` and ``toJSON()``. The job's ``if:`` decides whether it runs at all (a job it skips runs no step and
+succeeds, as on GitHub; ``success()`` there means every job of ``--needs`` succeeded); a step's ``if:`` decides whether
+the step runs. ``uses:`` steps (checkout,
 setup-python, artifacts) are not run: the checkout is the current directory and the tools are this machine's; a step
 named with ``--skip-step`` is not run either. Prints each step's outcome and wall time, writes them to ``--outcomes`` (JSON) and
 exits 0 when the job succeeded, 1 when it failed, 2 on bad input; ``--job-outputs`` writes the job's ``outputs:``.
@@ -242,11 +246,33 @@ def contexts_for(workflow: dict, a: argparse.Namespace, workspace: Path) -> dict
     dispatch = (triggers.get("workflow_dispatch") or {}) if isinstance(triggers, dict) else {}
     inputs = {k: (v or {}).get("default") for k, v in (dispatch.get("inputs") or {}).items()}
     inputs.update(pairs(a.input, "--input"))
+    event = read_json(a.event, "--event", dict) if a.event else {}
     github = {"token": "fake-token", "repository": a.repository, "server_url": "https://github.com", "run_id": a.run_id,
-              "run_attempt": "1", "ref_name": a.ref_name, "event_name": "workflow_dispatch", "workspace": str(workspace),
-              "repository_owner": a.repository.split("/")[0]}
-    return {"matrix": pairs(a.matrix, "--matrix"), "inputs": inputs, "github": github, "secrets": {}, "vars": {},
+              "run_attempt": "1", "ref_name": a.ref_name, "event_name": a.event_name or ("pull_request" if "pull_request" in event else "workflow_dispatch"),
+              "workspace": str(workspace), "repository_owner": a.repository.split("/")[0], "event": event,
+              "event_path": str(a.event.resolve()) if a.event else ""}
+    needs = read_json(a.needs, "--needs", dict) if a.needs else {}
+    return {"matrix": pairs(a.matrix, "--matrix"), "inputs": inputs, "github": github, "secrets": {}, "vars": {}, "needs": needs,
             "runner": {"os": "Linux", "arch": "X64", "temp": tempfile.gettempdir()}}
+
+
+def read_json(path: Path, flag: str, kind: type):
+    """The JSON of ``--event`` or ``--needs``; Bad (one line) when it is unreadable or not a ``kind``."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise Bad(f"{flag} {path}: not a readable JSON file ({exc})") from None
+    if not isinstance(value, kind):
+        raise Bad(f"{flag} {path}: expected a JSON {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def job_runs(job: Job, needs: dict) -> bool:
+    """The job's ``if:`` (implied ``success()``: every needed job succeeded), as GitHub decides it before any step."""
+    job.ex.failed = any((n or {}).get("result") not in (None, "success") for n in needs.values())
+    go = job.ex.condition(job.job.get("if"))
+    job.ex.failed = False
+    return go
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repository", default="owner/repo", help="github.repository (default: owner/repo)")
     p.add_argument("--ref-name", default="main", help="github.ref_name (default: main)")
     p.add_argument("--run-id", default="1", help="github.run_id (default: 1)")
+    p.add_argument("--event", type=Path, help="the event's payload (JSON): github.event, and $GITHUB_EVENT_PATH")
+    p.add_argument("--event-name", help="github.event_name (default: pull_request for a pull_request payload, else workflow_dispatch)")
+    p.add_argument("--needs", type=Path, help="the needs context (JSON): {job: {result, outputs}} of the jobs this one needs")
     a = p.parse_args(argv)
     workspace = Path.cwd()
     try:
@@ -275,7 +304,14 @@ def main(argv: list[str] | None = None) -> int:
         base_env = dict(os.environ, CI="true", GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(workspace), GITHUB_STEP_SUMMARY=str(summary),
                         GITHUB_RUN_ID=g["run_id"], GITHUB_RUN_ATTEMPT="1", GITHUB_REPOSITORY=g["repository"], GITHUB_SERVER_URL=g["server_url"],
                         GITHUB_REF_NAME=g["ref_name"], GITHUB_EVENT_NAME=g["event_name"], RUNNER_TEMP=tempfile.gettempdir())
+        if g["event_path"]:
+            base_env["GITHUB_EVENT_PATH"] = g["event_path"]
         t0 = time.monotonic()
+        if not job_runs(job, contexts["needs"]):
+            print(f"::: job {a.job}: skipped (its if: is false)", flush=True)
+            if a.outcomes:
+                a.outcomes.write_text("[]")
+            return 0
         ok = job.run(base_env)
     except (Bad, OSError, yaml.YAMLError) as exc:
         print(f"run-workflow: {exc}", file=sys.stderr)

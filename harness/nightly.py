@@ -1,7 +1,8 @@
 """The nightly's settings, in the one file a team owns: ``nightly.toml`` in the repository root.
 
 Which GPU runners the scheduled night runs on, which workloads each one runs, the A/B of pinned against latest (its
-workload, splits and budget) and the budgets of the bisect and of the confirmation. The workflow
+workload, splits and budget), the budgets of the bisect and of the confirmation, and the pull-request check's labels, splits
+and budget (``[pr]``, read by ``.github/scripts/pr-plan.py``). The workflow
 (``.github/workflows/nightly.yml``) reads it through ``.github/scripts/night-plan.py``; ``python -m harness doctor``
 says what it means on the machine at hand. A manual run's inputs, where given, replace the file's values for that run
 (:meth:`Nightly.with_inputs`).
@@ -25,8 +26,9 @@ FILE = "nightly.toml"
 FORMAT = 1
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a runner label suffix, a workload name: nothing a shell would expand
 SPLIT = re.compile(r"[1-9][0-9]*x[1-9][0-9]*")
-KEYS = {"": {"format", "gpus", "workloads", "ab", "budgets", "gpu"}, "ab": {"workload", "decompositions", "budget_minutes"},
-        "budgets": {"bisect_minutes", "confirm_minutes"}, "gpu.*": {"workloads"}}
+KEYS = {"": {"format", "gpus", "workloads", "ab", "budgets", "gpu", "pr"}, "ab": {"workload", "decompositions", "budget_minutes"},
+        "budgets": {"bisect_minutes", "confirm_minutes"}, "gpu.*": {"workloads"},
+        "pr": {"label", "accept_label", "decompositions", "budget_minutes"}}
 
 
 class NightlyError(BadInput):
@@ -67,6 +69,27 @@ class AB:
 
 
 @dataclass(frozen=True)
+class PR:
+    """The pull-request check (.github/workflows/pr-check.yml): base pins (A) against the pull request's (B) on each GPU."""
+
+    label: str = "perf-check"  # a maintainer's label that starts the check
+    accept_label: str = "perf-accepted"  # a maintainer's label that accepts a measured regression: the status passes, saying so
+    decompositions: tuple[str, ...] = ("4x1",)
+    budget_minutes: float = 4.0  # device minutes per interleaved split; it stops sooner once its verdict is clear
+    where: str = FILE
+
+    def __post_init__(self):
+        for key in ("label", "accept_label"):
+            value = getattr(self, key)
+            if not isinstance(value, str) or not NAME.fullmatch(value):
+                raise NightlyError(f"{self.where}: pr.{key} must be a label of letters, digits, '.', '_' and '-', got {value!r}")
+        if self.label == self.accept_label:
+            raise NightlyError(f"{self.where}: pr.label and pr.accept_label are both {self.label!r}: name two labels")
+        object.__setattr__(self, "decompositions", _names(self.decompositions, f"{self.where}: pr.decompositions", SPLIT))
+        object.__setattr__(self, "budget_minutes", _minutes(self.budget_minutes, f"{self.where}: pr.budget_minutes"))
+
+
+@dataclass(frozen=True)
 class Nightly:
     """What the scheduled night runs; the defaults are the ones the project's measurements chose (docs/nightly.md)."""
 
@@ -77,6 +100,7 @@ class Nightly:
     confirm_minutes: float = 4.0
     per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a GPU's own workloads, in place of ``workloads``
     where: str = FILE
+    pr: PR = field(default_factory=PR)  # the pull-request check; without a [pr] table, the A/B's splits and budget
 
     def __post_init__(self):
         object.__setattr__(self, "gpus", _names(self.gpus, f"{self.where}: gpus"))
@@ -160,19 +184,21 @@ def parse(data: dict, where: str = FILE) -> Nightly:
         raise NightlyError(f"{where}: format {data.get('format')!r} is not one this suite reads ({FORMAT}); update the suite")
     if "gpus" not in data or "workloads" not in data:
         raise NightlyError(f"{where}: needs gpus (the GPU runners, by label suffix) and workloads (the workloads they run)")
-    tables = {k: data.get(k, {}) for k in ("ab", "budgets", "gpu")}
+    tables = {k: data.get(k, {}) for k in ("ab", "budgets", "gpu", "pr")}
     for k, t in tables.items():
         if not isinstance(t, dict):
             raise NightlyError(f"{where}: {k} must be a table ([{k}])")
     _check_keys(tables["ab"], "ab", where)
     _check_keys(tables["budgets"], "budgets", where)
+    _check_keys(tables["pr"], "pr", where)
     for g, t in tables["gpu"].items():
         if not isinstance(t, dict):
             raise NightlyError(f"{where}: gpu.{g} must be a table ([gpu.{g}])")
         _check_keys(t, f"gpu.{g}", where)
     ab = AB(**tables["ab"], where=where) if tables["ab"] else None
+    pr = PR(**{**({"decompositions": ab.decompositions, "budget_minutes": ab.budget_minutes} if ab else {}), **tables["pr"]}, where=where)
     return Nightly(gpus=data["gpus"], workloads=data["workloads"], ab=ab, **tables["budgets"],
-                   per_gpu={g: t.get("workloads", data["workloads"]) for g, t in tables["gpu"].items()}, where=where)
+                   per_gpu={g: t.get("workloads", data["workloads"]) for g, t in tables["gpu"].items()}, where=where, pr=pr)
 
 
 def load(root: Path | str = ".") -> Nightly:

@@ -36,7 +36,7 @@ def validate(path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "nightly.yml", "update-baselines.yml", "long-tests.yml"])
+@pytest.mark.parametrize("name", ["ci.yml", "nightly.yml", "update-baselines.yml", "long-tests.yml", "pr-check.yml"])
 def test_workflow_is_valid(name):
     path = WORKFLOWS / name
     assert path.is_file(), f"{path} is missing"
@@ -47,7 +47,7 @@ def test_workflow_is_valid(name):
 # The first major of each action the workflows use that runs on Node 24: GitHub removed Node 20 from its runners.
 NODE24_MAJOR = {"actions/checkout": 5, "actions/setup-python": 6, "actions/cache/restore": 5, "actions/cache/save": 5,
                 "actions/upload-artifact": 6, "actions/upload-pages-artifact": 5, "actions/deploy-pages": 5,
-                "peter-evans/create-pull-request": 8}
+                "actions/download-artifact": 7, "peter-evans/create-pull-request": 8}
 
 
 def test_every_action_runs_on_node_24():

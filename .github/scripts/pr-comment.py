@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""The pull-request check's answer (.github/workflows/pr-check.yml, docs/pr-check.md): one comment and a status per GPU.
+
+    python .github/scripts/pr-comment.py RESULTS
+
+On a hosted runner with the base branch's checkout, the standard library only (and harness.nightly, which needs no more). ``RESULTS`` holds one folder per GPU,
+``pr-check-<gpu>/`` (each GPU job's artifact: ``pr-check.json`` and the reports of ``pr-measure.py``). The pull request
+comes from the environment, which the workflow fills from the event: ``PR_NUMBER``, ``PR_SHA`` (its head commit),
+``PR_BRANCH``, ``PR_GPUS`` (the plan's GPUs, JSON), ``PR_PINS`` and ``PR_ACCEPTED`` (the plan's), ``RUN_URL``,
+``GH_REPO`` and ``GH_TOKEN`` for the gh CLI; the accept label is nightly.toml's (``[pr] accept_label``).
+
+* **The comment**: one per pull request, found by its first line, the hidden marker ``<!-- perf-check -->``, among the
+  pull request's comments (``gh api``), and edited in place (PATCH), else created: never a second one. Per GPU a table of
+  workload x split: the interleaved verdict, the change of the step with its interval, the cost model's prediction, the
+  memory and the work (the census diff); then the bisect's answer, the equivalence, and the link to the run.
+* **A commit status per GPU** (context ``perf-check/<gpu>``) on the head commit: ``failure`` on a regression (an
+  interleaved verdict of regression, beyond the comparison's threshold, or a memory or equivalence check that failed),
+  ``success`` with the accept label (its description says the regression was accepted) or without a regression,
+  ``error`` when the GPU's job left no results or a measurement failed.
+* Where the pins changed and a GPU passed (or was accepted), the comment gives the command that records that GPU's
+  baselines with the new pins on the pull request's branch (update-baselines.yml opens its pull request against it).
+
+Exit 0 when the comment and the statuses were written, 1 when gh failed, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # harness.nightly from the checkout, nothing installed
+from harness.nightly import NightlyError, load  # noqa: E402
+
+MARKER = "<!-- perf-check -->"
+SAFE_REF = re.compile(r"[A-Za-z0-9._/-]+")  # a branch name that a command line may show as it is
+FAILING = ("regression", "fail")
+
+
+def read(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def pct(ratio) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%" if isinstance(ratio, (int, float)) else "-"
+
+
+def interleaved(report: dict) -> dict:
+    """The split's interleaved verdict: outcome, change and interval, and the cost model's prediction beside it."""
+    v = report.get("verdict") or {}
+    if not v:
+        return {"verdict": "no verdict" if report else "not interleaved", "change": "-", "predicted": "-"}
+    change = pct(v.get("ratio")) + (f" [{pct(v.get('lo'))}, {pct(v.get('hi'))}]" if v.get("lo") is not None else "")
+    p = report.get("prediction") or {}
+    predicted = "-" if p.get("delta_pct") is None else f"{p['delta_pct']:+.1f}%" + (
+        f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else "")
+    return {"verdict": v.get("outcome", "?"), "change": change, "predicted": predicted}
+
+
+def by_case(verdicts: list, kind: str) -> dict:
+    return {v.get("case"): v for v in verdicts if v.get("kind") == kind}
+
+
+def short(text: str, width: int = 110) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def workload_rows(folder: Path, workload: str) -> tuple[list[dict], list[str]]:
+    """The table's rows of one workload (one per split the censuses ran) and its lines below the table."""
+    census = read(folder / workload / "census" / "report.json")
+    verdicts = census.get("verdicts") or []
+    work, memory = by_case(verdicts, "work"), by_case(verdicts, "memory")
+    splits = [r.get("decomposition") for r in census.get("rows") or [] if r.get("workload") == workload]
+    splits += [p.name for p in sorted((folder / workload / "ab").glob("*")) if p.name not in splits]
+    rows = []
+    for dec in splits:
+        case = f"{workload}-{dec}"
+        row = next((r for r in census.get("rows") or [] if r.get("decomposition") == dec), {})
+        mem, wk = memory.get(case, {}), work.get(case, {})
+        gib = f" ({row['peak_reserved_gib']:.2f} GiB)" if isinstance(row.get("peak_reserved_gib"), (int, float)) else ""
+        rows.append({"workload": workload, "split": dec, **interleaved(read(folder / workload / "ab" / dec / "report.json")),
+                     "memory": (mem.get("outcome") or "-") + gib, "work": "same" if wk.get("outcome") == "pass" else short(wk.get("message") or "-"),
+                     "failing": mem.get("outcome") in FAILING})
+    lines = []
+    for v in by_case(verdicts, "equivalence").values():
+        lines.append(f"- equivalence of the splits ({workload}): {short(v.get('message') or v.get('outcome'), 200)}")
+    bisect = read(folder / workload / "bisect" / "report.json")
+    for c in bisect.get("changes") or []:
+        lines.append(f"- bisect ({bisect.get('case', workload)}): last good `{c.get('last_good')}`, first bad `{c.get('first_bad')}`")
+    if bisect and not bisect.get("changes"):
+        lines.append(f"- bisect ({bisect.get('case', workload)}): {bisect.get('outcome', 'no answer')}")
+    if census.get("versions") and census.get("baseline_versions") and census["versions"] != census["baseline_versions"]:
+        moved = [f"{k} {census['baseline_versions'].get(k)} -> {v}" for k, v in census["versions"].items() if census["baseline_versions"].get(k) != v]
+        lines.append(f"- versions ({workload}), base -> head: {', '.join(moved)}")
+    return rows, lines
+
+
+def gpu_result(folder: Path, gpu: str) -> dict:
+    """One GPU's rows, lines and outcome: ``regression``, ``failed`` (no results, or a measurement failed) or ``pass``."""
+    index = read(folder / "pr-check.json")
+    if not index:
+        return {"gpu": gpu, "outcome": "failed", "rows": [], "lines": [f"- no results from the {gpu} runner: its job ended before its measurements"]}
+    rows, lines, failed = [], [], []
+    for workload, info in (index.get("workloads") or {}).items():
+        r, ls = workload_rows(folder, workload)
+        rows += r
+        lines += ls
+        failed += [f"{workload} {step} (exit {code})" for step, code in (info.get("steps") or {}).items() if code not in (0, 1)]
+        verdicts = read(folder / workload / "census" / "report.json").get("verdicts") or []
+        if any(v.get("kind") == "equivalence" and v.get("outcome") in FAILING for v in verdicts):
+            rows.append({"workload": workload, "split": "all", "verdict": "-", "change": "-", "predicted": "-", "memory": "-",
+                         "work": "-", "failing": True})
+    if failed:
+        lines.append(f"- a measurement failed: {', '.join(failed)} (its log is in the run)")
+    slower = [r for r in rows if r["verdict"] == "regression" or r["failing"]]
+    outcome = "regression" if slower else "failed" if failed else "pass"
+    return {"gpu": gpu, "outcome": outcome, "rows": [r for r in rows if r["split"] != "all"], "lines": lines, "slower": slower}
+
+
+def status(result: dict, accepted: bool, accept_label: str) -> tuple[str, str]:
+    """The commit status (state, description of at most 140 characters) of one GPU."""
+    slower = ", ".join(sorted({f"{r['workload']}-{r['split']} {r['change'].split(' ')[0]}" for r in result.get("slower", [])}))
+    if result["outcome"] == "regression" and accepted:
+        return "success", f"accepted regression ({accept_label}): {slower}"[:140]
+    if result["outcome"] == "regression":
+        return "failure", f"regression: {slower}; a maintainer may accept it with the {accept_label} label"[:140]
+    if result["outcome"] == "failed":
+        return "error", "no verdict: a measurement failed or the job left no results (see the run)"
+    return "success", "no regression: base pins against this pull request's"
+
+
+ICONS = {"pass": ":white_check_mark: no regression", "regression": ":x: regression", "failed": ":warning: no verdict"}
+
+
+def section(result: dict, accepted: bool, ctx: dict) -> list[str]:
+    state, _ = status(result, accepted, ctx["accept_label"])
+    head = ICONS[result["outcome"]] + (f", accepted ({ctx['accept_label']})" if result["outcome"] == "regression" and accepted else "")
+    out = [f"### {result['gpu']}: {head}", ""]
+    if result["rows"]:
+        out += ["| workload | split | verdict (interleaved) | step change [interval] | predicted (cost model) | memory | work (census diff) |",
+                "|---|---|---|---|---|---|---|"]
+        out += [f"| {r['workload']} | {r['split']} | {r['verdict']} | {r['change']} | {r['predicted']} | {r['memory']} | {r['work']} |"
+                for r in result["rows"]]
+        out.append("")
+    out += result["lines"]
+    if ctx["pins"] and state == "success" and result["outcome"] != "failed":
+        out.append(f"- baselines: the pins change; record {result['gpu']}'s baselines with them on this branch before the merge: "
+                   f"`{baseline_command(result['gpu'], ctx['branch'])}` (it opens a pull request against this branch)")
+    return out + [""]
+
+
+def baseline_command(gpu: str, branch: str) -> str:
+    ref = branch if SAFE_REF.fullmatch(branch or "") else "<this pull request's branch>"
+    return f"gh workflow run update-baselines.yml --ref {ref} -f gpu={gpu} -f env=pinned -f repeats=5"
+
+
+def body(results: list[dict], ctx: dict) -> str:
+    lines = [MARKER, "## Performance check: base pins (A) against this pull request's (B)", "",
+             f"Head `{ctx['sha'][:12]}`, [run]({ctx['run_url']}); "
+             + ("the pins change: each split interleaved, base against head, on the GPU runner" if ctx["pins"] else
+                "the pins do not change: the work (census) of base against head, no interleaved comparison"), ""]
+    for r in results:
+        lines += section(r, ctx["accepted"], ctx)
+    lines.append(f"<sub>Updated on each run of the check (.github/workflows/pr-check.yml); the {ctx['accept_label']} label accepts a regression.</sub>")
+    return "\n".join(lines) + "\n"
+
+
+def gh_api(*args: str) -> str:
+    proc = subprocess.run(["gh", "api", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"gh api {args[-1] if args else ''} failed: {proc.stderr.strip() or proc.returncode}")
+    return proc.stdout
+
+
+def pages(text: str) -> list:
+    """The items of ``gh api --paginate --slurp``'s answer: a JSON array of pages, each an array."""
+    return [item for page in json.loads(text or "[]") for item in (page if isinstance(page, list) else [page])]
+
+
+def upsert(repo: str, number: str, text: str) -> str:
+    """Edit the pull request's comment that starts with the marker, or create it; ``"updated"`` or ``"created"``."""
+    comments = pages(gh_api("--paginate", "--slurp", f"repos/{repo}/issues/{number}/comments"))
+    mine = [c for c in comments if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"body": text}, f)
+    try:
+        if mine:
+            gh_api("--method", "PATCH", f"repos/{repo}/issues/comments/{mine[0]['id']}", "--input", f.name)
+            return "updated"
+        gh_api("--method", "POST", f"repos/{repo}/issues/{number}/comments", "--input", f.name)
+        return "created"
+    finally:
+        os.unlink(f.name)
+
+
+def context() -> dict:
+    e = os.environ.get
+    gpus = json.loads(e("PR_GPUS") or "[]")
+    if not isinstance(gpus, list) or not all(isinstance(g, str) and SAFE_REF.fullmatch(g) for g in gpus) or not gpus:
+        raise ValueError(f"PR_GPUS must be the plan's JSON list of GPUs, got {e('PR_GPUS')!r}")
+    if not (e("PR_NUMBER") or "").isdigit() or not re.fullmatch(r"[0-9a-f]{7,40}", e("PR_SHA") or ""):
+        raise ValueError("PR_NUMBER and PR_SHA must be the pull request's number and head commit (the workflow sets them)")
+    return {"gpus": gpus, "number": e("PR_NUMBER"), "sha": e("PR_SHA"), "branch": e("PR_BRANCH") or "", "pins": e("PR_PINS") == "true",
+            "accepted": e("PR_ACCEPTED") == "true", "accept_label": load(Path.cwd()).pr.accept_label, "run_url": e("RUN_URL") or "",
+            "repo": e("GH_REPO") or e("GITHUB_REPOSITORY") or ""}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: pr-comment.py RESULTS (the folder of the GPU jobs' artifacts, pr-check-<gpu>/)", file=sys.stderr)
+        return 2
+    try:
+        ctx = context()
+    except (ValueError, json.JSONDecodeError, NightlyError) as exc:
+        print(f"::error::pr-comment: {exc}")
+        return 2
+    results = [gpu_result(Path(argv[0]) / f"pr-check-{g}", g) for g in ctx["gpus"]]
+    text = body(results, ctx)
+    try:
+        done = upsert(ctx["repo"], ctx["number"], text)
+        for r in results:
+            state, description = status(r, ctx["accepted"], ctx["accept_label"])
+            gh_api("--method", "POST", f"repos/{ctx['repo']}/statuses/{ctx['sha']}", "-f", f"state={state}", "-f", f"context=perf-check/{r['gpu']}",
+                   "-f", f"description={description}", "-f", f"target_url={ctx['run_url']}")
+            print(f"perf-check/{r['gpu']}: {state}: {description}")
+    except RuntimeError as exc:
+        print(f"::error::pr-comment: {exc}")
+        return 1
+    print(f"comment {done}")
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as f:
+            f.write(text.replace(MARKER + "\n", "") + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,344 @@
+"""The pull-request check (.github/workflows/pr-check.yml): its jobs run here through .ci/run-workflow.py with a
+pull_request event, the fake gh (.ci/fake-bin/gh, which keeps the comments and statuses it is sent) and the tox shim.
+
+A pull request that bumps a pin gets one comment (created, then edited on the next run, never a second) with a table
+per GPU and a status per GPU; a fork's pull request is refused before any GPU step; a regression fails the status and
+the accept label passes it, saying so; hostile titles, branch names and labels reach no command line. The GPU job's
+measurements are stand-ins here (reports as pr-measure.py leaves them) except in the last test, which measures the tiny
+CPU workload for real (slow)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from scripts import load_script
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "pr-check.yml"
+FAKE_BIN = ROOT / ".ci" / "fake-bin"
+HEAD_SHA, BASE_SHA = "a" * 40, "b" * 40
+
+SETTINGS = """\
+gpus = ["cpu", "l4"]
+workloads = ["qwen3-1.7b-lora"]
+
+[pr]
+decompositions = ["4x1"]
+budget_minutes = 0.5
+
+[budgets]
+bisect_minutes = 1
+
+[gpu.cpu]
+workloads = ["tiny-qwen3"]
+"""
+BUMP = [{"filename": "constraints/pinned.txt", "status": "modified"}]
+
+
+def pull_request(title="Bump transformers to 5.18.0", ref="bump-transformers", labels=("perf-check",), head_repo="owner/repo",
+                 action="labeled", added="perf-check") -> dict:
+    """A pull_request event's payload, as GitHub sends it (the fields the workflow reads)."""
+    pr = {"number": 7, "title": title, "body": f"body of {title}", "labels": [{"name": n} for n in labels],
+          "head": {"ref": ref, "sha": HEAD_SHA, "repo": {"full_name": head_repo}},
+          "base": {"ref": "main", "sha": BASE_SHA, "repo": {"full_name": "owner/repo"}}}
+    return {"action": action, "number": 7, "label": {"name": added}, "pull_request": pr}
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """The pull request's checkout (its pins bumped) with the base branch's in base/, as the GPU job has them."""
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash")
+    ws = tmp_path / "ws"
+    for where, pins in ((ws, "transformers==5.18.0\n"), (ws / "base", "transformers==5.17.0\n")):
+        where.mkdir(parents=True)
+        for d in ("harness", "workloads", ".github", ".ci", "perftests"):
+            (where / d).symlink_to(ROOT / d)
+        (where / "nightly.toml").write_text(SETTINGS)
+        (where / "constraints").mkdir()
+        (where / "constraints" / "pinned.txt").write_text(pins)
+    return ws
+
+
+def run_job(ws: Path, job: str, event: dict, *, needs: dict | None = None, files=BUMP, skip=(), name="run") -> dict:
+    """One job of pr-check.yml in ``ws``: its exit, step outcomes, outputs, output, the gh calls and the commands bash ran."""
+    tmp = ws.parent
+    (tmp / f"{name}-event.json").write_text(json.dumps(event))
+    (tmp / "files.json").write_text(json.dumps(files))
+    (tmp / f"{name}-needs.json").write_text(json.dumps(needs or {}))
+    trace = tmp / f"{name}-trace.log"
+    (tmp / "xtrace.sh").write_text(f'exec {{BASH_XTRACEFD}}>>"{trace}"\nset -x\n')  # every command line bash runs, expanded
+    log = tmp / "gh.log"
+    log.touch()
+    env = dict(os.environ, PATH=os.pathsep.join([str(FAKE_BIN), str(Path(sys.executable).parent), os.environ["PATH"]]), FAKE_GH_LOG=str(log),
+               FAKE_GH_PR_FILES=str(tmp / "files.json"), BASH_ENV=str(tmp / "xtrace.sh"), HF_HUB_OFFLINE="1")
+    for var in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_STEP_SUMMARY", "PR_WORKLOADS", "PERF_GPU"):
+        env.pop(var, None)
+    cmd = [sys.executable, str(ROOT / ".ci" / "run-workflow.py"), str(WORKFLOW), job, "--event", str(tmp / f"{name}-event.json"),
+           "--needs", str(tmp / f"{name}-needs.json"), "--outcomes", str(tmp / f"{name}-outcomes.json"), "--job-outputs",
+           str(tmp / f"{name}-outputs.json"), "--summary", str(tmp / f"{name}-summary.md"), *[a for s in skip for a in ("--skip-step", s)]]
+    if job == "check":
+        cmd += ["--matrix", "gpu=cpu"]
+    proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=900)
+
+    def read(p: Path):
+        return json.loads(p.read_text()) if p.exists() else None
+
+    return {"code": proc.returncode, "out": proc.stdout + proc.stderr, "outcomes": read(tmp / f"{name}-outcomes.json") or [],
+            "outputs": read(tmp / f"{name}-outputs.json") or {}, "gh": [json.loads(ln) for ln in log.read_text().splitlines()],
+            "trace": trace.read_text() if trace.exists() else "", "summary": (tmp / f"{name}-summary.md").read_text()}
+
+
+def plan_needs(result: dict, outcome: str = "success") -> dict:
+    return {"plan": {"result": outcome, "outputs": result["outputs"]}}
+
+
+def stand_in_results(ws: Path, gpu: str, *, ratio: float = 1.004, lo: float = 0.99, hi: float = 1.018, outcome: str = "pass",
+                     work: str = "pass", bisect: dict | None = None) -> None:
+    """The artifact of one GPU job, as pr-measure.py leaves it, where the report job's download puts it: pr-results/pr-check-<gpu>/."""
+    root = ws / "pr-results" / f"pr-check-{gpu}"
+    w = "tiny-qwen3" if gpu == "cpu" else "qwen3-1.7b-lora"
+    steps = {"census-a": 0, "census-b": 0, "census": 1 if work != "pass" else 0, "ab/4x1": 1 if outcome == "regression" else 0}
+    (root / w / "census").mkdir(parents=True)
+    (root / "pr-check.json").write_text(json.dumps({"gpu": gpu, "pins": True, "workloads": {w: {"steps": steps}}}))
+    work_msg = "pass: the same work" if work == "pass" else "WORK CHANGED: aten ops per optimizer step 5,120 -> 5,232 (+112): aten::_to_copy +112"
+    census = {"rows": [{"workload": w, "decomposition": d, "peak_reserved_gib": 12.5 if gpu != "cpu" else None} for d in ("1x4", "4x1")],
+              "verdicts": [{"kind": "work", "case": f"{w}-{d}", "outcome": work, "message": work_msg} for d in ("1x4", "4x1")]
+              + [{"kind": "memory", "case": f"{w}-{d}", "outcome": "pass", "message": "ok"} for d in ("1x4", "4x1")]
+              + [{"kind": "equivalence", "case": w, "outcome": "pass", "message": "losses of 1x4 and 4x1 agree"}],
+              "versions": {"transformers": "5.18.0"}, "baseline_versions": {"transformers": "5.17.0"}}
+    (root / w / "census" / "report.json").write_text(json.dumps(census))
+    (root / w / "ab" / "4x1").mkdir(parents=True)
+    ab = {"verdict": {"outcome": outcome, "message": f"{outcome}: B/A x{ratio}", "ratio": ratio, "lo": lo, "hi": hi},
+          "prediction": {"delta_pct": 5.2, "lo": 1.8, "hi": 8.6}}
+    (root / w / "ab" / "4x1" / "report.json").write_text(json.dumps(ab))
+    if bisect:
+        (root / w / "bisect").mkdir()
+        (root / w / "bisect" / "report.json").write_text(json.dumps(bisect))
+
+
+def check_run(ws: Path, event: dict, name: str = "run", **results) -> dict:
+    """The plan job, then the report job over stand-in results of both GPUs: what the report job did."""
+    plan = run_job(ws, "plan", event, name=f"{name}-plan")
+    assert plan["code"] == 0 and plan["outputs"]["run"] == "true", plan["out"]
+    shutil.rmtree(ws / "pr-results", ignore_errors=True)
+    for gpu in ("cpu", "l4"):
+        stand_in_results(ws, gpu, **results.get(gpu, {}))
+    return run_job(ws, "report", event, needs={**plan_needs(plan), "check": {"result": "success"}}, name=name)
+
+
+def comments(ws: Path) -> list[dict]:
+    return json.loads((ws.parent / "gh.log.state.json").read_text())["comments"]
+
+
+def statuses(ws: Path) -> list[dict]:
+    return json.loads((ws.parent / "gh.log.state.json").read_text())["statuses"]
+
+
+def test_the_workflow_is_valid_and_runs_only_the_base_branch_s_code_on_hosted_runners():
+    from test_workflows import validate
+
+    proc = validate(WORKFLOW)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    trigger = wf[True]["pull_request"]  # YAML 1.1 reads `on` as True
+    assert "pull_request_target" not in wf[True] and set(trigger["paths"]) == {"constraints/**", "workloads/**", "harness/measuring/**"}
+    jobs = wf["jobs"]
+    assert jobs["plan"]["runs-on"] == jobs["report"]["runs-on"] == "ubuntu-latest"
+    for job in ("plan", "report"):
+        assert jobs[job]["steps"][0]["with"]["ref"] == "${{ github.event.pull_request.base.sha }}", job
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in jobs["check"]["if"]
+    assert jobs["check"]["needs"] == "plan" and jobs["check"]["permissions"] == {"contents": "read"}
+    assert all(s.get("with", {}).get("persist-credentials") is False for j in jobs.values() for s in j["steps"] if "checkout" in s.get("uses", ""))
+
+
+def test_a_pin_bump_gets_one_comment_created_then_edited_and_a_status_per_gpu(checkout):
+    first = check_run(checkout, pull_request(), name="first")
+    assert first["code"] == 0, first["out"]
+    assert "comment created" in first["out"]
+    [comment] = comments(checkout)
+    body = comment["body"]
+    assert body.startswith("<!-- perf-check -->\n") and "### cpu: :white_check_mark: no regression" in body and "### l4:" in body
+    assert "| tiny-qwen3 | 4x1 | pass | +0.4% [-1.0%, +1.8%] | +5.2% [+1.8%, +8.6%] | pass | same |" in body
+    assert "| qwen3-1.7b-lora | 4x1 | pass |" in body and "pass (12.50 GiB)" in body and "| tiny-qwen3 | 1x4 | not interleaved |" in body
+    assert "versions (tiny-qwen3), base -> head: transformers 5.17.0 -> 5.18.0" in body
+    assert "https://github.com/owner/repo/actions/runs/1/attempts/1" in body
+    assert "gh workflow run update-baselines.yml --ref bump-transformers -f gpu=cpu -f env=pinned -f repeats=5" in body
+    assert sorted((s["context"], s["state"], s["sha"]) for s in statuses(checkout)) == [("perf-check/cpu", "success", HEAD_SHA),
+                                                                                       ("perf-check/l4", "success", HEAD_SHA)]
+    second = check_run(checkout, pull_request(action="synchronize"), name="second", l4={"ratio": 1.001})
+    assert second["code"] == 0 and "comment updated" in second["out"], second["out"]
+    [comment] = comments(checkout)  # the same comment, edited: never a second one
+    assert comment["body"] != body and "+0.1%" in comment["body"]
+    methods = [c[c.index("--method") + 1] for c in second["gh"] if c[:1] == ["api"] and "--method" in c and "/comments" in " ".join(c)]
+    assert methods.count("POST") == 1 and methods.count("PATCH") == 1  # the first run's POST, the second's PATCH
+
+
+def test_a_regression_fails_the_status_and_the_accept_label_passes_it_saying_so(checkout):
+    bisect = {"case": "qwen3-1.7b-lora-4x1", "outcome": "changed",
+              "changes": [{"kind": "census", "last_good": "transformers 5.17.0", "first_bad": "transformers 5.18.0"}]}
+    slower = {"l4": {"ratio": 1.08, "lo": 1.05, "hi": 1.11, "outcome": "regression", "work": "changed", "bisect": bisect}}
+    run = check_run(checkout, pull_request(), name="red", **slower)
+    assert run["code"] == 0, run["out"]
+    state = {s["context"]: s for s in statuses(checkout)}
+    assert state["perf-check/l4"]["state"] == "failure" and state["perf-check/cpu"]["state"] == "success"
+    assert "qwen3-1.7b-lora-4x1 +8.0%" in state["perf-check/l4"]["description"] and "perf-accepted" in state["perf-check/l4"]["description"]
+    body = comments(checkout)[0]["body"]
+    assert "### l4: :x: regression" in body and "| qwen3-1.7b-lora | 4x1 | regression | +8.0% [+5.0%, +11.0%] |" in body
+    assert "WORK CHANGED: aten ops per optimizer step 5,120 -> 5,232 (+112)" in body
+    assert "- bisect (qwen3-1.7b-lora-4x1): last good `transformers 5.17.0`, first bad `transformers 5.18.0`" in body
+    assert "gpu=l4" not in body and "gpu=cpu" in body  # baselines follow a passing GPU only
+    accepted = check_run(checkout, pull_request(labels=("perf-check", "perf-accepted"), added="perf-accepted"), name="accepted", **slower)
+    assert accepted["code"] == 0, accepted["out"]
+    l4 = [s for s in statuses(checkout) if s["context"] == "perf-check/l4"][-1]
+    assert l4["state"] == "success" and l4["description"].startswith("accepted regression (perf-accepted): qwen3-1.7b-lora-4x1 +8.0%")
+    assert len(comments(checkout)) == 1 and "### l4: :x: regression, accepted (perf-accepted)" in comments(checkout)[0]["body"]
+    assert "gpu=l4" in comments(checkout)[0]["body"]
+
+
+def test_a_gpu_job_that_left_no_results_is_an_error_status_not_a_pass(checkout):
+    plan = run_job(checkout, "plan", pull_request(), name="plan")
+    stand_in_results(checkout, "cpu")
+    run = run_job(checkout, "report", pull_request(), needs={**plan_needs(plan), "check": {"result": "failure"}})
+    assert run["code"] == 0, run["out"]
+    state = {s["context"]: s["state"] for s in statuses(checkout)}
+    assert state == {"perf-check/cpu": "success", "perf-check/l4": "error"}
+    assert "no results from the l4 runner" in comments(checkout)[0]["body"]
+
+
+def test_a_fork_s_pull_request_is_refused_before_any_gpu_step(checkout):
+    fork = pull_request(head_repo="someone/repo")
+    plan = run_job(checkout, "plan", fork, name="plan")
+    assert plan["code"] == 1 and "::error::pr-check: refused: the pull request comes from the fork someone/repo" in plan["out"]
+    assert plan["outputs"]["run"] == "false" and not [c for c in plan["gh"] if "files" in " ".join(c)]  # not even its file list
+    check = run_job(checkout, "check", fork, needs=plan_needs(plan, "failure"), name="check")
+    assert check["code"] == 0 and check["outcomes"] == [] and "job check: skipped" in check["out"]
+    assert not (checkout / ".tox").exists() and not (checkout / "perf-results").exists()
+    # the job's own condition refuses a fork even where a plan said to run
+    forged = run_job(checkout, "check", fork, needs={"plan": {"result": "success", "outputs": {"run": "true", "gpus": '["cpu"]'}}}, name="forged")
+    assert forged["outcomes"] == [] and "job check: skipped" in forged["out"]
+    report = run_job(checkout, "report", fork, needs={**plan_needs(plan, "failure"), "check": {"result": "skipped"}}, name="report")
+    assert report["outcomes"] == [] and not [c for c in report["gh"] if "statuses" in " ".join(c) or "comments" in " ".join(c)]
+
+
+@pytest.mark.parametrize("event, says", [
+    (pull_request(labels=()), "no perf-check label"),
+    (pull_request(labels=("perf-check", "documentation"), added="documentation"), "the label added ('documentation') is not one of"),
+])
+def test_without_the_label_or_on_another_label_nothing_runs(checkout, event, says):
+    plan = run_job(checkout, "plan", event)
+    assert plan["code"] == 0 and plan["outputs"]["run"] == "false" and says in plan["summary"]
+    check = run_job(checkout, "check", event, needs=plan_needs(plan), name="check")
+    assert check["outcomes"] == []
+
+
+def test_the_plan_takes_the_nightly_s_workloads_per_gpu_and_each_changed_workload_file(checkout):
+    files = [*BUMP, {"filename": "workloads/my-chat.toml", "status": "added"}, {"filename": "workloads/old.toml", "status": "removed"},
+             {"filename": "workloads/$(touch pwned).toml", "status": "added"}, {"filename": "harness/measuring/worker.py", "status": "modified"}]
+    plan = run_job(checkout, "plan", pull_request(), files=files)
+    assert plan["code"] == 0, plan["out"]
+    out = plan["outputs"]
+    assert json.loads(out["gpus"]) == ["cpu", "l4"] and out["pins"] == "true" and out["accepted"] == "false"
+    assert json.loads(out["workloads"]) == {"cpu": ["tiny-qwen3", "my-chat"], "l4": ["qwen3-1.7b-lora", "my-chat"]}
+    assert "workloads/old.toml: removed by the pull request, not measured" in plan["summary"] and "not a workload name" in plan["summary"]
+    assert not (checkout / "pwned").exists()
+    unchanged = run_job(checkout, "plan", pull_request(), files=files[1:], name="unchanged")
+    assert unchanged["outputs"]["pins"] == "false" and "pins: unchanged: censuses only" in unchanged["summary"]
+
+
+HOSTILE = ['Bump "x" $(touch pwned-title) `touch pwned-tick`', "x'; touch pwned-quote; echo '", "a\nline $(touch pwned-newline)"]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_hostile_titles_branches_and_labels_reach_no_command_line(checkout, hostile):
+    """Through env: only: the value is in no script bash runs (every command line traced), no file is made by it, and gh
+    gets it in no argument."""
+    event = pull_request(title=hostile, ref=hostile.replace("\n", ""), labels=("perf-check", hostile, "perf-accepted"))
+    event["pull_request"]["body"] = hostile
+    plan = run_job(checkout, "plan", event, name="plan")
+    assert plan["code"] == 0 and plan["outputs"]["run"] == "true", plan["out"]
+    stand_in_results(checkout, "cpu")
+    stand_in_results(checkout, "l4")
+    report = run_job(checkout, "report", event, needs={**plan_needs(plan), "check": {"result": "success"}}, name="report")
+    assert report["code"] == 0, report["out"]
+    check = run_job(checkout, "check", event, needs=plan_needs(plan), name="check", skip=("Install tox", "Measure base against head"))
+    assert check["code"] == 0 and [o["outcome"] for o in check["outcomes"] if o["name"] == "Build the environments"] == ["success"], check["out"]
+    fragments = [hostile, *[p for p in hostile.split() if "pwned" in p or "$(" in p or "`" in p]]
+    for run in (plan, report, check):
+        assert run["trace"], "bash traced no command"
+        for part in fragments:
+            assert part not in run["trace"] and not any(part in arg for c in run["gh"] for arg in c), (part, run["trace"][-2000:])
+    assert not list(checkout.glob("pwned*")) and not list(checkout.parent.glob("pwned*"))
+    assert "<this pull request's branch>" in comments(checkout)[0]["body"]  # an odd branch name is never put in a command to copy
+
+
+def test_every_pull_request_value_reaches_a_script_through_env_only():
+    """No ${{ }} of the event inside a run: script; each one is a step's env value."""
+    wf = yaml.safe_load(WORKFLOW.read_text())
+    for job in wf["jobs"].values():
+        for step in job["steps"]:
+            assert "github.event" not in step.get("run", ""), step.get("name")
+    text = WORKFLOW.read_text()
+    for field in ("head.ref", "title", "labels", "body", "label.name"):
+        for line in (ln for ln in text.splitlines() if f"github.event.pull_request.{field}" in ln or f"github.event.{field}" in ln):
+            assert line.strip().split(":")[0].isupper() or line.strip().startswith("#"), line  # an env: NAME
+
+
+def test_the_pr_table_of_nightly_toml_is_checked_like_the_rest(tmp_path):
+    from harness import nightly
+
+    n = nightly.load(ROOT)
+    assert (n.pr.label, n.pr.accept_label) == ("perf-check", "perf-accepted") and n.pr.decompositions and n.pr.budget_minutes > 0
+    (tmp_path / "nightly.toml").write_text('gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\ndecompositions = ["2x2"]\nbudget_minutes = 3\n')
+    assert (nightly.load(tmp_path).pr.decompositions, nightly.load(tmp_path).pr.budget_minutes) == (("2x2",), 3.0)  # the A/B's, without [pr]
+    for table, says in (('[pr]\nlabel = "perf check"\n', "pr.label must be a label"), ('[pr]\nbudget = 3\n', "did you mean 'pr.budget_minutes'"),
+                        ('[pr]\naccept_label = "perf-check"\n', "pr.label and pr.accept_label are both"),
+                        ('[pr]\ndecompositions = ["4*1"]\n', "pr.decompositions must be a list of splits")):
+        (tmp_path / "nightly.toml").write_text('gpus = ["l4"]\nworkloads = []\n' + table)
+        with pytest.raises(nightly.NightlyError) as err:
+            nightly.load(tmp_path)
+        assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_run_workflow_gives_the_event_and_needs_and_skips_a_job_whose_if_is_false(tmp_path):
+    wf = tmp_path / "wf.yml"
+    wf.write_text("""
+on: pull_request
+jobs:
+  j:
+    if: ${{ needs.p.outputs.go == 'true' && github.event.pull_request.head.repo.full_name == github.repository }}
+    steps:
+      - env: {T: "${{ github.event.pull_request.title }}", N: "${{ github.event_name }}"}
+        run: test "$T" = 'a "b"' && test "$N" = pull_request && test -s "$GITHUB_EVENT_PATH"
+""")
+    event = tmp_path / "e.json"
+    event.write_text(json.dumps({"pull_request": {"title": 'a "b"', "head": {"repo": {"full_name": "owner/repo"}}}}))
+
+    def run(needs: dict) -> subprocess.CompletedProcess:
+        (tmp_path / "n.json").write_text(json.dumps(needs))
+        return subprocess.run([sys.executable, str(ROOT / ".ci" / "run-workflow.py"), str(wf), "j", "--event", str(event), "--needs",
+                               str(tmp_path / "n.json")], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+    ran = run({"p": {"result": "success", "outputs": {"go": "true"}}})
+    assert ran.returncode == 0 and "::: job j: success" in ran.stdout, ran.stdout + ran.stderr
+    for needs in ({"p": {"result": "success", "outputs": {"go": "false"}}}, {"p": {"result": "failure", "outputs": {"go": "true"}}}):
+        skipped = run(needs)
+        assert skipped.returncode == 0 and "job j: skipped" in skipped.stdout and "running" not in skipped.stdout
+    (tmp_path / "bad.json").write_text("[1]")
+    bad = subprocess.run([sys.executable, str(ROOT / ".ci" / "run-workflow.py"), str(wf), "j", "--event", str(tmp_path / "bad.json")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "expected a JSON dict" in bad.stderr
+
+
+def test_the_comment_script_reads_the_measure_script_s_layout():
+    """pr-measure.py writes what pr-comment.py reads: the same folders per workload."""
+    measure = load_script(ROOT / ".github" / "scripts" / "pr-measure.py")
+    comment = (ROOT / ".github" / "scripts" / "pr-comment.py").read_text()
+    assert measure.RESULTS.name == "perf-results"
+    for part in ('"census" / "report.json"', '"ab" / dec / "report.json"', '"bisect" / "report.json"', '"pr-check.json"'):
+        assert part in comment, part
