@@ -77,6 +77,8 @@ class Recorder:
         self.fault_kind, self.fault_step = _parse_fault(fault)
         self.steps: list[_Step] = []
         self.step_times_ms: list[float] = []
+        # every token fetched since the start, never drained: the census reads it at its window's edges
+        self.token_totals = {"real": 0, "padded": 0}
         self._pending = _Step()
         self._t_prev = None
         self._fwd_start = None
@@ -84,9 +86,12 @@ class Recorder:
         self._opt_start = None
 
     # -- called by the mixin and hooks --
-    def data(self, ms: float, tokens: int) -> None:
+    def data(self, ms: float, tokens: int, padded: int | None = None) -> None:
+        """A step's batches were fetched in ``ms``: ``tokens`` real tokens, ``padded`` tokens with the padding."""
         self._pending.data_ms += ms
         self._pending.tokens += tokens
+        self.token_totals["real"] += tokens
+        self.token_totals["padded"] += tokens if padded is None else padded
 
     def forward_pre(self, *_a, **_k):
         if self.phases and torch.is_grad_enabled():
@@ -232,6 +237,27 @@ class MeasureCallback(TrainerCallback):
         self.rec.step_end(state.global_step)
 
 
+def batch_tokens(batch, pad_token_id: int | None = None) -> tuple[int, int]:
+    """``(real, padded)`` tokens of one micro-batch. ``padded``: every position of ``input_ids``; ``real``: the
+    attention mask's sum, or, without a mask (TRL's padding-free batches), the positions left of each row's right
+    padding: the trailing run of ``pad_token_id`` whose ``position_ids`` are 0 (the collator pads them with 0, so an
+    end-of-sequence token that doubles as the pad token keeps its position and is counted)."""
+    get = getattr(batch, "get", None)
+    ids = batch["input_ids"]
+    padded = int(ids.numel())
+    mask = get("attention_mask") if get else None
+    if mask is not None:
+        return int(mask.sum()), padded
+    if pad_token_id is None:
+        return padded, padded
+    pad = ids == pad_token_id
+    pos = get("position_ids") if get else None
+    if pos is not None:
+        pad &= pos == 0
+    trailing = pad.flip(-1).int().cumprod(-1).sum()  # per row, the pads after the last real token
+    return padded - int(trailing), padded
+
+
 class InstrumentedMixin:
     """Mixed in front of SFTTrainer: times data fetching, marks the loss/backward boundary, keeps per-step loss."""
 
@@ -240,11 +266,9 @@ class InstrumentedMixin:
     def get_batch_samples(self, epoch_iterator, num_batches, device):
         t0 = time.perf_counter()
         batches, n_items = super().get_batch_samples(epoch_iterator, num_batches, device)
-        tokens = 0
-        for b in batches:
-            mask = b.get("attention_mask") if isinstance(b, dict) else None
-            tokens += int(mask.sum()) if mask is not None else int(b["input_ids"].numel())
-        self.recorder.data((time.perf_counter() - t0) * 1000.0, tokens)
+        pad_id = getattr(self.data_collator, "pad_token_id", getattr(self.processing_class, "pad_token_id", None))
+        counts = [batch_tokens(b, pad_id) for b in batches]
+        self.recorder.data((time.perf_counter() - t0) * 1000.0, sum(c[0] for c in counts), sum(c[1] for c in counts))
         return batches, n_items
 
     def compute_loss(self, *args, **kwargs):

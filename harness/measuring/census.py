@@ -3,7 +3,8 @@
 :class:`CensusCallback` profiles a window of whole logging periods with ``torch.profiler`` (CPU, and
 CUDA when there is one) and counts, per optimizer step: aten operators, CUDA kernel launches,
 synchronising CUDA runtime calls and memcpys, allocator calls (the profiler's events are summarised by
-:mod:`harness.measuring.census_counts`), and, in a second window of the same length right after the first,
+:mod:`harness.measuring.census_counts`), the tokens the steps consumed (real and padded, from the batches the
+timing already counts), and, in a second window of the same length right after the first,
 Python function calls (:class:`PythonCalls`). It also records the resolved training configuration
 (:func:`resolved_config`) and the SDPA backend that actually ran. Every key is described in
 ``docs/measurement.md`` ("Census"); ``harness/judging/census_diff.py`` compares two censuses without torch.
@@ -142,12 +143,17 @@ class PythonCalls:
 class CensusCallback(TrainerCallback):
     """Counts the work of ``n`` optimizer steps after the warm-up (module docstring). ``counters``: extra
     ``name -> callable() -> int`` read at the window's edges; their per-step deltas land in
-    ``result["counters"]``. ``result`` is set at ``on_train_end``."""
+    ``result["counters"]``. ``tokens``: a callable that returns the running totals ``{"real": int, "padded": int}``
+    of the tokens fetched so far (``token_totals`` of :class:`harness.measuring.callbacks.Recorder`), read at the same
+    edges; their per-step deltas land in ``result["tokens"]`` (None without it). ``result`` is set at
+    ``on_train_end``."""
 
-    def __init__(self, warmup_steps: int, counters: dict | None = None, python_calls: bool = True, stop: bool = False):
+    def __init__(self, warmup_steps: int, counters: dict | None = None, python_calls: bool = True, stop: bool = False,
+                 tokens=None):
         self.warmup_steps = warmup_steps
         self.stop = stop  # end the training once the windows are counted: a census run is short
         self.counters = counters or {}
+        self.tokens = tokens
         self.python_calls = python_calls
         self.cuda = torch.cuda.is_available()
         self.plan: dict | None = None
@@ -181,6 +187,7 @@ class CensusCallback(TrainerCallback):
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
             self._sync()
             self._marks["counters0"] = {k: f() for k, f in self.counters.items()}
+            self._marks["tokens0"] = dict(self.tokens()) if self.tokens else None
             self.prof = profile(activities=acts)
             self.prof.start()
             self._marks["t0"] = time.perf_counter()
@@ -190,6 +197,7 @@ class CensusCallback(TrainerCallback):
             self.prof.stop()
             self.profiled = True
             self._marks["counters1"] = {k: f() for k, f in self.counters.items()}
+            self._marks["tokens1"] = dict(self.tokens()) if self.tokens else None
             if self.python_calls and p["python_fits"]:
                 self.py = PythonCalls()
                 self._marks["t1"] = time.perf_counter()
@@ -216,6 +224,10 @@ class CensusCallback(TrainerCallback):
         self.prof = None
         c0, c1 = self._marks["counters0"], self._marks["counters1"]
         out["counters"] = {k: round((c1[k] - c0[k]) / n, 4) for k in c0}
+        t0, t1 = self._marks["tokens0"], self._marks["tokens1"]
+        out["tokens"] = {k: round((t1[k] - t0[k]) / n, 4) for k in t0} if t0 is not None else None
+        if t0 is not None:
+            out["window"]["tokens"] = {k: t1[k] - t0[k] for k in t0}
         if "python_calls" in self._marks:
             out.update(python_calls=round(self._marks["python_calls"] / n, 4), python_method=self.py.method,
                        python_steps=[start + n + 1, start + 2 * n])

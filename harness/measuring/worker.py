@@ -156,7 +156,8 @@ def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
         if req.get("census"):
             # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay unprofiled
             census = CensusCallback(w.measure.warmup_steps + int(req.get("timed_steps") or 0),
-                                    {"inject_work": lambda: inject.fired} if inject else None, stop=True)
+                                    {"inject_work": lambda: inject.fired} if inject else None, stop=True,
+                                    tokens=lambda: trainer.recorder.token_totals)
             trainer.add_callback(census)
     return census, inject
 
