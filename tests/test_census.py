@@ -1,9 +1,10 @@
 """The census: counts of a step's work (harness/measuring/census.py), their diff and the LoRA FLOPs (harness/judging/census_diff.py).
 
-The slow tests run real tiny-qwen3 trainings on CPU in fresh processes (about 9 s each: three, and one more in the long run);
-the rest is pure and fast. This process never imports torch.
+The slow tests run real tiny-qwen3 trainings on CPU in fresh processes (about 9 s each: five, and one more in the long run);
+the rest is pure and fast. This process imports torch only in the test of the batch token counts.
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,18 +12,28 @@ import pytest
 
 from harness.judging import census_diff as cd
 from harness.measuring.runner import RunRequest, run_one
-from harness.spec import load_workload
+from harness.spec import Workload, load_workload
+from tests.test_user_data import jsonl, local_toml
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 12  # warm-up 3 -> window steps 5-8 (one logging period of 4), Python calls in steps 9-12
 INJECTED = {"aten::to", "aten::_to_copy", "aten::empty_strided", "aten::copy_"}  # one cast: to -> _to_copy -> empty_strided + copy_
 
 
-def census_run(tmp: Path, steps: int = STEPS, inject_work: int = 0) -> dict:
-    w = load_workload(ROOT / "workloads", "tiny-qwen3", steps)
-    rec = run_one(RunRequest(w, w.decomposition("1x4"), 1, census=True, inject_work=inject_work), tmp, "census", 600, "cpu")
+def census_run(tmp: Path, steps: int = STEPS, inject_work: int = 0, w: Workload | None = None, split: str = "1x4") -> dict:
+    w = w or load_workload(ROOT / "workloads", "tiny-qwen3", steps)
+    rec = run_one(RunRequest(w, w.decomposition(split), 1, census=True, inject_work=inject_work), tmp, "census", 600, "cpu")
     assert rec["status"] == "ok", rec.get("stderr_tail")
     return rec
+
+
+def chat_census(tmp: Path, reply: str) -> dict:
+    """The census of tiny-qwen3 4x1 on a local JSONL of 4 chats whose assistant replies are ``reply``: every step
+    trains on the same 4 rows, each padded to 128 tokens (``pad_to_multiple_of``)."""
+    tmp.mkdir()
+    rows = [{"messages": [{"role": "user", "content": f"w{i} w2"}, {"role": "assistant", "content": reply}]} for i in range(4)]
+    (tmp / "mine.toml").write_text(local_toml(jsonl(tmp / "chat.jsonl", rows)))
+    return census_run(tmp, w=Workload.load(tmp / "mine.toml"), split="4x1")["census"]
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +41,13 @@ def runs(tmp_path_factory):
     """Two plain census runs and one with inject_work=1, all tiny-qwen3 1x4 on CPU."""
     tmp = tmp_path_factory.mktemp("census")
     return {"plain": [census_run(tmp / f"plain{i}") for i in range(2)], "inject": census_run(tmp / "inject", inject_work=1)}
+
+
+@pytest.fixture(scope="module")
+def chats(tmp_path_factory):
+    """Two census runs that differ only in their data: replies of 4 words, and of 1."""
+    tmp = tmp_path_factory.mktemp("chats")
+    return {"long": chat_census(tmp / "long", "w3 w4 w5 w6"), "short": chat_census(tmp / "short", "w3")}
 
 
 # ---- real runs (slow) ---------------------------------------------------------------------------
@@ -54,6 +72,8 @@ def test_census_keys_on_cpu(runs):
     assert cfg["args"]["max_steps"] == STEPS and "output_dir" not in cfg["args"] and "logging_dir" not in cfg["args"]
     assert cfg["peft"]["default"]["r"] == 8 and isinstance(cfg["peft"]["default"]["target_modules"], list)
     assert c["overhead"]["profiled_ms"] > 0 and c["overhead"]["python_counted_ms"] > 0
+    # synthetic rows are max_length (128) tokens without padding, 4 of them per step
+    assert c["tokens"] == {"real": 512.0, "padded": 512.0} and c["window"]["tokens"] == {"real": 2048, "padded": 2048}
 
 
 @pytest.mark.slow
@@ -61,8 +81,9 @@ def test_census_is_deterministic_on_cpu(runs):
     """Two fresh runs: identical op counts by name, and identical Python call counts."""
     cs = [r["census"] for r in runs["plain"]]
     for c in cs[1:]:
-        assert c["ops_by_name"] == cs[0]["ops_by_name"]
+        assert c["ops_by_name"] == cs[0]["ops_by_name"] and c["tokens"] == cs[0]["tokens"]
         assert cd.verdict(cs[0], c).outcome == "pass", cd.verdict(cs[0], c).lines
+        assert cd.diff(cs[0], c).tokens is None
     calls = [c["window"]["python_calls"] for c in cs]
     assert len(set(calls)) == 1, f"Python calls per window differ across runs: {calls} (spread {max(calls) - min(calls)})"
 
@@ -97,6 +118,30 @@ def test_a_workload_too_short_for_the_windows_gets_a_census_run_long_enough(tmp_
     assert c["fits"] and c["steps"] == [5, 8] and c["python_steps"] == [9, 12] and c["config"]["args"]["max_steps"] == 12
     plain = runs["plain"][0]["census"]
     assert (c["ops"], c["python_calls"], c["ops_by_name"]) == (plain["ops"], plain["python_calls"], plain["ops_by_name"])
+
+
+@pytest.mark.slow
+def test_shorter_replies_are_fewer_real_tokens_per_step_in_the_diff(chats):
+    """Data alone changes the work: 3 words fewer in each of a step's 4 replies are 12 real tokens fewer per step;
+    every row is still padded to 128, so the padded tokens (and the aten ops, of the same shapes) stay."""
+    long, short = chats["long"]["tokens"], chats["short"]["tokens"]
+    assert long["padded"] == short["padded"] == 4 * 128
+    assert short["real"] == long["real"] - 12 and 0 < short["real"] and long["real"] < long["padded"]
+    v = cd.verdict(chats["long"], chats["short"])
+    assert v.outcome == "changed" and v.diff.tokens == (long, short) and not v.diff.ops and "ops" not in v.diff.counters
+    assert f"tokens per optimizer step: real {cd.num(long['real'])} -> {cd.num(short['real'])}, padded 512 -> 512" in v.lines, v.lines
+
+
+def test_batch_tokens_count_the_mask_or_what_precedes_the_right_padding():
+    torch = pytest.importorskip("torch")
+    from harness.measuring.callbacks import batch_tokens
+
+    ids = torch.tensor([[5, 6, 2, 0, 0], [5, 6, 7, 8, 2]])
+    assert batch_tokens({"input_ids": ids, "attention_mask": (ids != 0).int()}, 0) == (8, 10)
+    # padding-free (no mask): the pad token doubles as end of sequence; only the trailing pads at position 0 are padding
+    flat = {"input_ids": torch.tensor([[5, 2, 7, 8, 2, 2, 2]]), "position_ids": torch.tensor([[0, 1, 0, 1, 2, 0, 0]])}
+    assert batch_tokens(flat, 2) == (5, 7)
+    assert batch_tokens({"input_ids": ids}, 0) == (8, 10) and batch_tokens({"input_ids": ids}, None) == (10, 10)
 
 
 # ---- pure ---------------------------------------------------------------------------------------
@@ -192,6 +237,22 @@ def test_missing_or_unfit_census_is_unknown():
     assert v.outcome == "unknown" and v.lines == ["current: window does not fit: steps 5-8 ... need max_steps >= 8, the run has 6"]
     v = cd.verdict(census(), census(device="cpu"))
     assert v.outcome == "unknown" and v.lines[0].startswith("devices differ (cuda -> cpu)")
+
+
+def test_tokens_per_step_are_exact_and_a_census_without_them_is_no_change():
+    a, b = census(tokens={"real": 1024.0, "padded": 1024.0}), census(tokens={"real": 980.0, "padded": 1024.0})
+    v = cd.verdict(a, b)
+    assert v.outcome == "changed" and v.diff.counts_changed and v.diff.tokens == (a["tokens"], b["tokens"])
+    assert v.lines == ["tokens per optimizer step: real 1,024 -> 980, padded 1,024 -> 1,024"]
+    assert cd.verdict(a, census(tokens={"real": 1024.0, "padded": 1024.0})).outcome == "pass"
+    # one token more in a window of 4 steps is a change, under the judge's tolerances too (they leave tokens exact)
+    assert cd.verdict(a, census(tokens={"real": 1024.0, "padded": 1024.25}), {"python_calls": "0.1%"}).outcome == "changed"
+    # a census that did not count them (the committed baselines, recorded before) compares as before, on either side
+    old = json.loads((ROOT / "baselines" / "h200" / "qwen3-1.7b-lora.json").read_text())["decompositions"]["1x4"]["census"][0]["census"]
+    for base, cur in ((old, dict(old, tokens=b["tokens"])), (dict(old, tokens=a["tokens"]), old), (census(), b), (census(tokens={"real": 1.0}), b)):
+        v = cd.verdict(base, cur)
+        assert v.outcome == "pass" and v.diff.tokens is None and not any("tokens" in ln for ln in v.lines), v.lines
+    assert "tokens" not in old and cd.normalize(old)["tokens"] is None and cd.normalize(b)["tokens"] == b["tokens"]
 
 
 def test_window_plan():

@@ -2,9 +2,9 @@
 and LoRA-correct FLOPs for MFU.
 
 A census (``harness/census.py``, ``docs/measurement.md`` "Census") counts the work of one optimizer
-step: aten operators, CUDA kernel launches, synchronisations, allocations, Python calls. Counts do
-not depend on how fast the machine is, so two censuses of one workload compare exactly: a diff that
-is not empty is a change of the work, not noise. Times (``kernel_ms``, ``cpu_op_ms``) are carried
+step: aten operators, CUDA kernel launches, synchronisations, allocations, Python calls, and the tokens
+the step consumed (real and padded). Counts do not depend on how fast the machine is, so two censuses of
+one workload compare exactly: a diff that is not empty is a change of the work, not noise. Times (``kernel_ms``, ``cpu_op_ms``) are carried
 along for information; their relative change is reported and never judged here.
 
 This module imports nothing outside the standard library, so the pytest parent can use it.
@@ -22,6 +22,7 @@ from harness.errors import BadInput
 COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
 GROUPS = ("syncs", "alloc")  # dicts of per-step counters
 NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
+TOKENS = ("real", "padded")  # the keys of a census's "tokens": per-step tokens without and with the padding
 LABELS = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Python calls", "syncs": "syncs", "alloc": "allocator calls"}
 TOP = 8  # names shown per line
 MIN_STEPS = 3  # a census window covers at least this many optimizer steps
@@ -48,8 +49,9 @@ class CensusDiff:
     tolerance; ``ops`` / ``kernels``: per-name changes, largest ``|delta|`` first; ``syncs`` / ``alloc``:
     the CUDA runtime counters that differ; ``time``: the per-name time changes (kernel time on GPU,
     self CPU time of aten ops on CPU), largest first, with ``time_total = (base_ms, cur_ms, relative)``,
-    never judged; ``attention``: ``(base, cur)`` when the SDPA backend changed; ``config``:
-    ``(key, old, new)`` for every changed key of the resolved configuration (reported, not judged);
+    never judged; ``attention``: ``(base, cur)`` when the SDPA backend changed; ``tokens``: ``(base, cur)``, the two
+    ``{"real", "padded"}`` token counts, when either differs (None when they are equal or a side did not count
+    them); ``config``: ``(key, old, new)`` for every changed key of the resolved configuration (reported, not judged);
     ``missing``: why a side could not be compared (no census, or its window did not fit).
     """
 
@@ -62,13 +64,14 @@ class CensusDiff:
     time_total: tuple[float | None, float | None, float | None] | None = None
     time: list[Change] = field(default_factory=list)
     attention: tuple[str, str] | None = None
+    tokens: tuple[dict, dict] | None = None
     config: list[tuple[str, Any, Any]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
     @property
     def counts_changed(self) -> bool:
         """Whether any judged count (or the attention backend) differs beyond its tolerance."""
-        return bool(self.counters or self.ops or self.kernels or self.syncs or self.alloc or self.attention)
+        return bool(self.counters or self.ops or self.kernels or self.syncs or self.alloc or self.attention or self.tokens)
 
 
 @dataclass(frozen=True)
@@ -115,11 +118,17 @@ def is_annotation(name: str) -> bool:
 
 
 def normalize(c: dict | None) -> dict | None:
-    """A census without GPU user annotations among its kernels: their count leaves ``kernels`` and
-    ``kernels_by_name``, their time ``kernel_ms`` and ``kernel_ms_by_name`` (censuses recorded before
-    ``harness.measuring.census`` told them apart counted the optimizer's annotation as one kernel per step
-    and its span, which includes the gaps between its kernels, as kernel time). Idempotent."""
-    if not c or not c.get("kernels_by_name"):
+    """A census in the shape ``harness.measuring.census`` records today, whenever it was recorded: ``tokens`` is
+    there (None where the census did not count them, recorded before it did), and no GPU user annotations are among
+    its kernels: their count leaves ``kernels`` and ``kernels_by_name``, their time ``kernel_ms`` and
+    ``kernel_ms_by_name`` (censuses recorded before ``harness.measuring.census`` told them apart counted the
+    optimizer's annotation as one kernel per step and its span, which includes the gaps between its kernels, as
+    kernel time). Idempotent; the input is left alone."""
+    if not c:
+        return c
+    if "tokens" not in c:
+        c = {**c, "tokens": None}
+    if not c.get("kernels_by_name"):
         return c
     ann_k = {k: v for k, v in c["kernels_by_name"].items() if is_annotation(k)}
     if not ann_k:
@@ -173,6 +182,22 @@ def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _tokens(c: dict) -> dict | None:
+    """A census's tokens per step, ``{"real", "padded"}``; None where it did not count both."""
+    t = c.get("tokens")
+    if not isinstance(t, dict) or any(not isinstance(t.get(k), (int, float)) for k in TOKENS):
+        return None
+    return {k: t[k] for k in TOKENS}
+
+
+def _token_change(base: dict, cur: dict, tol) -> tuple[dict, dict] | None:
+    """``(base, cur)`` token counts when either differs beyond ``tol``; None when they agree or a side did not count them."""
+    tb, tc = _tokens(base), _tokens(cur)
+    if tb is None or tc is None or not any(_differs(tb[k], tc[k], tol) for k in TOKENS):
+        return None
+    return tb, tc
+
+
 def _usable(c: dict | None) -> str | None:
     if not c:
         return "no census"
@@ -185,7 +210,8 @@ def _usable(c: dict | None) -> str | None:
 def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
     """Compare census ``cur`` with ``base`` (both as the worker records them). ``tolerances``: None (exact,
     the default), a number (absolute, per optimizer step, for every counter), or a dict by family
-    (``ops``, ``kernels``, ``python_calls``, ``syncs``, ``alloc``, ``default``) of numbers or ``"N%"``."""
+    (``ops``, ``kernels``, ``python_calls``, ``syncs``, ``alloc``, ``tokens``, ``default``) of numbers or ``"N%"``.
+    Tokens compare only where both sides counted them: a census without them is not a change."""
     base, cur = normalize(base), normalize(cur)
     missing = [f"{side}: {why}" for side, c in (("base", base), ("current", cur)) if (why := _usable(c))]
     config = _config_changes((base or {}).get("config"), (cur or {}).get("config"))
@@ -206,7 +232,8 @@ def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
     time = sorted(time, key=lambda c: (-abs(c.delta), c.name))
     ab, ac = base.get("attention_backend"), cur.get("attention_backend")
     return CensusDiff(counters=counters, ops=named["ops"], kernels=named["kernels"], syncs=groups["syncs"], alloc=groups["alloc"],
-                      time_key=time_key, time_total=(tb, tc, rel), time=time, attention=(ab, ac) if ab != ac else None, config=config)
+                      time_key=time_key, time_total=(tb, tc, rel), time=time, attention=(ab, ac) if ab != ac else None,
+                      tokens=_token_change(base, cur, _tolerance(tolerances, "tokens")), config=config)
 
 
 def _config_changes(a: dict | None, b: dict | None) -> list[tuple[str, Any, Any]]:
@@ -275,6 +302,9 @@ def lines(d: CensusDiff, base: dict | None = None, cur: dict | None = None) -> l
             out.append(f"{LABELS[key]} per optimizer step: " + ", ".join(f"{c.name} {num(c.base)} -> {num(c.cur)}" for c in changes))
     if d.attention:
         out.append(f"attention backend {d.attention[0]} -> {d.attention[1]}")
+    if d.tokens:
+        tb, tc = d.tokens
+        out.append("tokens per optimizer step: " + ", ".join(f"{k} {num(tb[k])} -> {num(tc[k])}" for k in TOKENS))
     if d.config:
         shown = "; ".join(f"{k}: {v0!r} -> {v1!r}" for k, v0, v1 in d.config[:TOP])
         out.append(f"config changed ({len(d.config)} keys): {shown}" + (" ..." if len(d.config) > TOP else ""))
@@ -292,8 +322,8 @@ def time_line(d: CensusDiff) -> str | None:
 
 
 def verdict(base: dict | None, cur: dict | None, tolerances=None) -> CensusVerdict:
-    """Judge the counts (not the times): ``pass`` when every counter and the attention backend are equal
-    within ``tolerances`` (default: exact), ``changed`` with the lines otherwise, ``unknown`` when a side has
+    """Judge the counts (not the times): ``pass`` when every counter, the tokens and the attention backend are
+    equal within ``tolerances`` (default: exact), ``changed`` with the lines otherwise, ``unknown`` when a side has
     no usable census. Config changes are listed in the lines but do not make the outcome ``changed``."""
     d = diff(base, cur, tolerances)
     ls = lines(d, base, cur)
