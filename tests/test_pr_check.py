@@ -342,3 +342,31 @@ def test_the_comment_script_reads_the_measure_script_s_layout():
     assert measure.RESULTS.name == "perf-results"
     for part in ('"census" / "report.json"', '"ab" / dec / "report.json"', '"bisect" / "report.json"', '"pr-check.json"'):
         assert part in comment, part
+
+
+@pytest.mark.slow
+def test_the_gpu_job_measures_base_against_head_for_real_and_the_report_reads_it(checkout):
+    """The check job's own steps on this CPU (the tox shim: both sides are this interpreter, so the verdict is no regression):
+    censuses of each side, their report, the interleaved comparison of 4x1 with the cost model's prediction; then the
+    report job reads its artifact and comments. tiny-qwen3 cut to two splits, one GPU (cpu), half a minute of budget."""
+    for where in (checkout, checkout / "base"):
+        (where / "nightly.toml").write_text(SETTINGS.replace('gpus = ["cpu", "l4"]', 'gpus = ["cpu"]'))
+    (checkout / "workloads").unlink()
+    shutil.copytree(ROOT / "workloads", checkout / "workloads")
+    tiny = checkout / "workloads" / "tiny-qwen3.toml"
+    tiny.write_text(tiny.read_text().replace('decompositions = ["1x4", "2x2", "4x1"]', 'decompositions = ["1x4", "4x1"]'))
+    plan = run_job(checkout, "plan", pull_request(), name="plan")
+    assert plan["code"] == 0 and json.loads(plan["outputs"]["workloads"]) == {"cpu": ["tiny-qwen3"]}, plan["out"]
+    check = run_job(checkout, "check", pull_request(), needs=plan_needs(plan), name="check", skip=("Install tox",))
+    assert check["code"] == 0, check["out"][-6000:]
+    index = json.loads((checkout / "perf-results" / "pr-check.json").read_text())
+    assert index["workloads"]["tiny-qwen3"]["steps"] == {"census-a": 0, "census-b": 0, "census": 0, "ab/4x1": 0}, index
+    ab = json.loads((checkout / "perf-results" / "tiny-qwen3" / "ab" / "4x1" / "report.json").read_text())
+    assert ab["verdict"]["outcome"] in ("pass", "inconclusive", "improvement") and ab["prediction"].get("delta_pct") is not None
+    (checkout / "pr-results").mkdir()
+    shutil.copytree(checkout / "perf-results", checkout / "pr-results" / "pr-check-cpu")  # as download-artifact puts it
+    report = run_job(checkout, "report", pull_request(), needs={**plan_needs(plan), "check": {"result": "success"}}, name="report")
+    assert report["code"] == 0, report["out"]
+    body = comments(checkout)[0]["body"]
+    assert "| tiny-qwen3 | 4x1 | " in body and "| tiny-qwen3 | 1x4 | not interleaved |" in body and "| same |" in body
+    assert [(s["context"], s["state"]) for s in statuses(checkout)] == [("perf-check/cpu", "success")]
