@@ -97,3 +97,22 @@ def test_a_workload_that_does_not_load_is_one_line_and_exit_2(tmp_path):
     assert f"workloads ({tmp_path}): 1 cannot run (BROKEN below), the others can" in text
     assert any(ln.startswith("  bad.toml: BROKEN, not run: ") and "bad.toml" in ln for ln in text)
     assert any(ln.strip().startswith("HF_TOKEN") for ln in text)  # the rest is still said
+
+
+def test_doctor_says_whether_the_pull_request_check_is_set_up(tmp_path, monkeypatch):
+    """The workflow file, the labels it uses and the GPUs of nightly.toml it runs on; without the file, not set up."""
+    monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA L4"])
+    monkeypatch.setattr(doc, "detect_gpu", lambda: "l4")
+    monkeypatch.setattr(doc, "_nvml", lambda: (None, None))
+    text = "\n".join(doc.text(doc.facts(ROOT / "workloads", tmp_path, ROOT)))
+    assert f"pull-request check ({ROOT / '.github' / 'workflows' / 'pr-check.yml'}): set up; the label perf-check starts it" in text
+    assert "perf-accepted accepts a measured regression" in text and "gh label create perf-check" in text
+    assert "runs on the runners labelled gpu-l4, gpu-t4, gpu-h200 (nightly.toml gpus); base pins" in text
+    (tmp_path / "nightly.toml").write_text('gpus = ["t4"]\nworkloads = []\n[pr]\nlabel = "bench"\n')
+    f = doc.facts(ROOT / "workloads", tmp_path, tmp_path)
+    assert f["pr_check"]["found"] is False and f["pr_check"]["settings"]["label"] == "bench"
+    assert "pull-request check: not set up (no " in "\n".join(doc.text(f))
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "pr-check.yml").write_text("name: x\n")
+    text = "\n".join(doc.text(doc.facts(ROOT / "workloads", tmp_path, tmp_path)))
+    assert "the label bench starts it" in text and "gpu-t4 (nightly.toml gpus), not this one" in text

@@ -3,7 +3,8 @@
 It prints the detected GPU and the runner label to give it (``gpu-<name>``, the name as
 :func:`harness.measuring.env.detect_gpu` makes it, which is what ``--gpu auto`` resolves to), the driver, CUDA,
 torch and library versions, the workloads that would run here and which of them have a baseline for this GPU,
-what the nightly would do here tonight (from nightly.toml), and what is missing. It makes no run
+what the nightly would do here tonight (from nightly.toml), whether the pull-request check is set up (its workflow, its
+labels, the GPUs it runs on), and what is missing. It makes no run
 and writes nothing; what it cannot check from here, it says so. Exit 0, or 2 when a workload cannot run (a file that does
 not load, or a local data file or model folder that does not pass; one line each in the output) or nightly.toml is wrong.
 """
@@ -184,6 +185,35 @@ def nightly(project: Path, gpu: str, workloads: list[dict]) -> dict:
             "pins": pin_gaps(project / "constraints" / "pinned.txt", project / "baselines", gpu, names)}
 
 
+PR_WORKFLOW = Path(".github") / "workflows" / "pr-check.yml"
+
+
+def pr_check(project: Path, gpu: str) -> dict:
+    """Whether the pull-request check is set up here: its workflow file, and from nightly.toml its labels and GPUs."""
+    found = (project / PR_WORKFLOW).is_file()
+    try:
+        n = load_nightly(project)
+    except NightlyError:
+        return {"workflow": str(project / PR_WORKFLOW), "found": found, "settings": None}
+    return {"workflow": str(project / PR_WORKFLOW), "found": found, "settings": {
+        "label": n.pr.label, "accept_label": n.pr.accept_label, "gpus": list(n.gpus), "runs_here": gpu in n.gpus,
+        "decompositions": list(n.pr.decompositions), "budget_minutes": n.pr.budget_minutes}}
+
+
+def _pr_lines(p: dict) -> list[str]:
+    if not p["found"]:
+        return [f"pull-request check: not set up (no {p['workflow']}; docs/pr-check.md)"]
+    s = p["settings"]
+    if s is None:
+        return [f"pull-request check ({p['workflow']}): reads nightly.toml, which is BROKEN (above): it would refuse to plan"]
+    return [f"pull-request check ({p['workflow']}): set up; the label {s['label']} starts it on a pull request that changes constraints/, "
+            f"workloads/ or harness/measuring/ (not from a fork), {s['accept_label']} accepts a measured regression; create both "
+            f"labels in the repository (gh label create {s['label']}; gh label create {s['accept_label']})",
+            f"  runs on the runners labelled {', '.join('gpu-' + g for g in s['gpus'])} (nightly.toml gpus)"
+            + ("" if s["runs_here"] else ", not this one") + f"; base pins against the pull request's, splits {' '.join(s['decompositions'])}, "
+            f"{s['budget_minutes']:g} device minutes each"]
+
+
 def hub_status(needed: bool) -> str:
     """Whether the model hub can be reached from here; never a download."""
     if not needed:
@@ -214,7 +244,7 @@ def facts(workloads_dir: str | Path, baselines_dir: str | Path, project: str | P
     error = next(iter(broken.values()), None)
     return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "workloads_error": error,
             "broken": [{"file": str(p), "line": line} for p, line in broken.items()], "nightly": nightly(Path(project), m["gpu"], ws),
-            "missing": missing(ws)}
+            "pr_check": pr_check(Path(project), m["gpu"]), "missing": missing(ws)}
 
 
 def _version(v: str | None) -> str:
@@ -238,6 +268,7 @@ def text(f: dict) -> list[str]:
         base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {f['gpu']}"}.get(w["baseline"], f"baseline {w['baseline']}")
         lines.append(f"  {w['name']}: {where}; {base}" + (f"; needs the hub: {', '.join(w['hub'])}" if w["hub"] else ""))
     lines += _nightly_lines(f["nightly"], f["gpu"])
+    lines += _pr_lines(f["pr_check"])
     m = f["missing"]
     gaps = [t for t, p in m["tools"].items() if p is None]
     lines.append(f"tools and access ({'missing: ' + ', '.join(gaps) if gaps else 'no tool missing'}):")
