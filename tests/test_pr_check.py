@@ -370,3 +370,46 @@ def test_the_gpu_job_measures_base_against_head_for_real_and_the_report_reads_it
     body = comments(checkout)[0]["body"]
     assert "| tiny-qwen3 | 4x1 | " in body and "| tiny-qwen3 | 1x4 | not interleaved |" in body and "| same |" in body
     assert [(s["context"], s["state"]) for s in statuses(checkout)] == [("perf-check/cpu", "success")]
+
+
+def test_the_measure_step_runs_the_suite_s_commands_a_from_the_base_checkout_with_the_base_s_budgets(checkout, monkeypatch):
+    """pr-measure.py's command lines (stand-in processes): A's census from base/, B's from the head, B judged against A, the
+    interleaved split with the base's [pr] budget, and the bisect only where the work changed and the pins did."""
+    measure = load_script(ROOT / ".github" / "scripts" / "pr-measure.py")
+    (checkout / "base" / "nightly.toml").write_text(SETTINGS.replace("budget_minutes = 0.5", "budget_minutes = 3"))
+    calls = []
+
+    def stand_in(cmd, cwd="."):
+        calls.append((cmd, cwd))
+        if "census" in cmd:  # one census run of each split, as the command leaves them
+            out = Path(cmd[cmd.index("--results-dir") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "runs.jsonl").write_text("".join(json.dumps({"workload": "tiny-qwen3", "decomposition_id": d, "census": {"fits": True}}) + "\n"
+                                                    for d in ("1x4", "4x1")))
+        if "report" in cmd:
+            out = Path(cmd[cmd.index("--out") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "report.json").write_text(json.dumps({"verdicts": [{"kind": "work", "case": "tiny-qwen3-1x4", "outcome": "changed"}]}))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.chdir(checkout)
+    monkeypatch.setattr(measure.subprocess, "run", stand_in)
+    monkeypatch.setenv("PERF_WHEELS", "/wheels")
+    for pins, steps in (("false", ["census-a", "census-b", "census"]), ("true", ["census-a", "census-b", "census", "ab/4x1", "bisect"])):
+        calls.clear()
+        monkeypatch.setenv("PR_PINS", pins)
+        monkeypatch.setenv("PERF_GPU", "cpu")
+        monkeypatch.setenv("PR_WORKLOADS", json.dumps({"cpu": ["tiny-qwen3"], "l4": ["qwen3-1.7b-lora"]}))
+        assert measure.main() == 0
+        index = json.loads((checkout / "perf-results" / "pr-check.json").read_text())
+        assert list(index["workloads"]["tiny-qwen3"]["steps"]) == steps and index["pins"] == (pins == "true")
+    (census_a, cwd_a), (census_b, cwd_b), (report, _), (ab, _), (bisect, _) = calls
+    assert cwd_a == "base" and census_a[0] == str(checkout / "base" / ".tox" / "pinned" / "bin" / "python") and cwd_b == "."
+    assert census_b[:4] == [".tox/pinned/bin/python", "-m", "harness", "census"] and ["--gpu", "cpu", "--workload", "tiny-qwen3"] == census_b[4:8]
+    assert report[report.index("--baseline") + 1].endswith("census-a") and report[4].endswith("census-b")
+    assert ab[ab.index("--python-a") + 1] == "base/.tox/pinned/bin/python" and ab[ab.index("--budget-minutes") + 1] == "3"
+    assert (checkout / "perf-results" / "tiny-qwen3" / "ab" / "4x1" / "census-a" / "runs.jsonl").is_file()  # the cost model's censuses
+    assert bisect[bisect.index("--decomposition") + 1] == "1x4" and "--census-only" in bisect and bisect[-2:] == ["--wheels", "/wheels"]
+    assert bisect[bisect.index("--budget-minutes") + 1] == "1"
+    monkeypatch.setenv("PR_WORKLOADS", json.dumps({"cpu": ["$(touch pwned)"]}))
+    assert measure.main() == 2 and not (checkout / "pwned").exists()
