@@ -255,6 +255,43 @@ def test_tokens_per_step_are_exact_and_a_census_without_them_is_no_change():
     assert "tokens" not in old and cd.normalize(old)["tokens"] is None and cd.normalize(b)["tokens"] == b["tokens"]
 
 
+GIB = 2**30
+
+
+def mem(reserved, allocated=None, by_op=None) -> dict:
+    return {"memory": {"peak_reserved_bytes": reserved, "peak_allocated_bytes": allocated, "allocated_by_op": by_op}}
+
+
+def test_a_peak_memory_move_beyond_the_memory_tolerance_is_one_line_not_a_work_change():
+    a = census(**mem(int(5.75 * GIB), 4 * GIB, {"aten::mm": 2 * GIB, "aten::empty_strided": GIB, "aten::add": 2**20}))
+    b = census(**mem(int(4.60 * GIB), 4 * GIB, {"aten::mm": GIB, "aten::empty_strided": GIB, "aten::to": 64 * 2**20, "aten::add": 2**20}))
+    v = cd.verdict(a, b)
+    assert [(c.name, c.base, c.cur) for c in v.diff.memory] == [("peak_reserved_bytes", int(5.75 * GIB), int(4.60 * GIB))]
+    assert v.diff.changed and not v.diff.counts_changed and v.outcome == "pass", "memory is the memory verdict's to judge"
+    assert v.lines == ["peak reserved memory: 5.75 GiB -> 4.60 GiB (-20%); allocated per optimizer step, moved most: "
+                       "aten::mm -1.00 GiB, aten::to +64.00 MiB"]
+
+
+def test_a_peak_memory_drift_within_the_tolerance_or_a_side_without_one_is_no_change():
+    base = census(**mem(4 * GIB, 3 * GIB))
+    drift = census(**mem(int(4 * GIB * 1.01), 3 * GIB + 100 * 2**20))  # 1% (41 MiB): under both; 100 MiB is 3.3%, over both
+    d = cd.diff(base, drift)
+    assert [c.name for c in d.memory] == ["peak_allocated_bytes"] and cd.lines(d) == ["peak allocated memory: 3.00 GiB -> 3.10 GiB (+3%)"]
+    small = census(**mem(GIB // 2, None))  # 3% of 0.5 GiB is 15 MiB: under 64 MiB, so no change
+    assert not cd.diff(small, census(**mem(GIB // 2 + 15 * 2**20, None))).memory
+    for a, b in ((base, census(**mem(None))), (census(), base), (base, census()), (census(**mem(None)), census(**mem(None)))):
+        d = cd.diff(a, b)
+        assert d.memory == [] and not d.changed and cd.lines(d) == [], (a.get("memory"), b.get("memory"))
+    assert cd.normalize(census())["memory"] is None
+
+
+def test_a_census_without_memory_takes_its_run_records_peaks():
+    rec = {"peak_reserved_bytes": 5 * GIB, "peak_allocated_bytes": 4 * GIB}
+    assert cd.with_memory(census(), rec)["memory"] == rec
+    assert cd.with_memory(census(**mem(3 * GIB)), rec)["memory"]["peak_reserved_bytes"] == 3 * GIB, "the census's own peaks stay"
+    assert cd.with_memory(census(), {"peak_reserved_bytes": None}) == census() and cd.with_memory(None, rec) is None
+
+
 def test_window_plan():
     assert cd.window_plan(3, 4, 20) == {"start": 4, "n": 4, "logging_steps": 4, "max_steps": 20, "fits": True, "python_fits": True}
     p = cd.window_plan(3, 4, 10)

@@ -20,7 +20,7 @@ from typing import Any
 from harness.files import write_atomic
 from harness.judging.baseline_schema import problem
 from harness.judging.census_diff import normalize
-from harness.judging.thresholds import ALPHA
+from harness.judging.thresholds import ALPHA, MEMORY_ABS_MIB, MEMORY_REL
 from harness.record import is_census, median_phases, run_phases
 from harness.spec import Workload, changed_fields
 
@@ -28,7 +28,7 @@ SCHEMA = 1
 RUN_KEYS = ("step_time_median_ms", "train_runtime_s", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "host_probe")
 # kernel_time: the practical threshold of the census's GPU kernel time per optimizer step (its noise is far
 # below wall time's: docs/evidence/are-census-counts-deterministic/); census counts are compared exactly
-DEFAULT_THRESHOLDS = {"alpha": ALPHA, "runtime": 0.05, "memory_rel": 0.02, "memory_abs_mib": 64, "kernel_time": 0.005}
+DEFAULT_THRESHOLDS = {"alpha": ALPHA, "runtime": 0.05, "memory_rel": MEMORY_REL, "memory_abs_mib": MEMORY_ABS_MIB, "kernel_time": 0.005}
 # CPU runners share cores with everything else; a looser practical threshold keeps false alarms away.
 GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}
 MIN_REPEATS = 5

@@ -3,8 +3,11 @@ and LoRA-correct FLOPs for MFU.
 
 A census (``harness/census.py``, ``docs/measurement.md`` "Census") counts the work of one optimizer
 step: aten operators, CUDA kernel launches, synchronisations, allocations, Python calls, and the tokens
-the step consumed (real and padded). Counts do not depend on how fast the machine is, so two censuses of
-one workload compare exactly: a diff that is not empty is a change of the work, not noise. Times (``kernel_ms``, ``cpu_op_ms``) are carried
+the step consumed (real and padded), and the run's peak device memory with the bytes each aten op allocated. Counts
+do not depend on how fast the machine is, so two censuses of one workload compare exactly: a diff that is not empty is
+a change of the work, not noise. Peak memory compares within the memory verdict's tolerance
+(:class:`harness.judging.stats.MemoryCheck`): a move beyond it is listed and lets a bisection attribute it, but is not a
+change of the work (the memory verdict judges memory). Times (``kernel_ms``, ``cpu_op_ms``) are carried
 along for information; their relative change is reported and never judged here.
 
 This module imports nothing outside the standard library, so the pytest parent can use it.
@@ -18,13 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import BadInput
+from harness.judging.stats import MemoryCheck
 
 COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
 GROUPS = ("syncs", "alloc")  # dicts of per-step counters
 NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
 TOKENS = ("real", "padded")  # the keys of a census's "tokens": per-step tokens without and with the padding
 LABELS = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Python calls", "syncs": "syncs", "alloc": "allocator calls"}
+MEMORY = {"peak_reserved_bytes": "peak reserved memory", "peak_allocated_bytes": "peak allocated memory"}  # a census's "memory" peaks
 TOP = 8  # names shown per line
+TOP_ALLOCATIONS = 3  # ops named beside a memory line
 MIN_STEPS = 3  # a census window covers at least this many optimizer steps
 
 
@@ -49,7 +55,9 @@ class CensusDiff:
     tolerance; ``ops`` / ``kernels``: per-name changes, largest ``|delta|`` first; ``syncs`` / ``alloc``:
     the CUDA runtime counters that differ; ``time``: the per-name time changes (kernel time on GPU,
     self CPU time of aten ops on CPU), largest first, with ``time_total = (base_ms, cur_ms, relative)``,
-    never judged; ``attention``: ``(base, cur)`` when the SDPA backend changed; ``tokens``: ``(base, cur)``, the two
+    never judged; ``memory``: the peaks (``peak_reserved_bytes``, ``peak_allocated_bytes``) that moved beyond the memory
+    tolerance (never where a side has none: a CPU census); ``allocations``: the bytes allocated per step by aten op that
+    differ, largest ``|delta|`` first (where both sides summarised them); ``attention``: ``(base, cur)`` when the SDPA backend changed; ``tokens``: ``(base, cur)``, the two
     ``{"real", "padded"}`` token counts, when either differs (None when they are equal or a side did not count
     them); ``config``: ``(key, old, new)`` for every changed key of the resolved configuration (reported, not judged);
     ``missing``: why a side could not be compared (no census, or its window did not fit).
@@ -63,6 +71,8 @@ class CensusDiff:
     time_key: str = "kernel_ms"
     time_total: tuple[float | None, float | None, float | None] | None = None
     time: list[Change] = field(default_factory=list)
+    memory: list[Change] = field(default_factory=list)
+    allocations: list[Change] = field(default_factory=list)
     attention: tuple[str, str] | None = None
     tokens: tuple[dict, dict] | None = None
     config: list[tuple[str, Any, Any]] = field(default_factory=list)
@@ -72,6 +82,11 @@ class CensusDiff:
     def counts_changed(self) -> bool:
         """Whether any judged count (or the attention backend) differs beyond its tolerance."""
         return bool(self.counters or self.ops or self.kernels or self.syncs or self.alloc or self.attention or self.tokens)
+
+    @property
+    def changed(self) -> bool:
+        """Whether a judged count or a peak of memory moved beyond its tolerance (what a bisection searches for)."""
+        return self.counts_changed or bool(self.memory)
 
 
 @dataclass(frozen=True)
@@ -119,7 +134,7 @@ def is_annotation(name: str) -> bool:
 
 def normalize(c: dict | None) -> dict | None:
     """A census in the shape ``harness.measuring.census`` records today, whenever it was recorded: ``tokens`` is
-    there (None where the census did not count them, recorded before it did), and no GPU user annotations are among
+    there (None where the census did not count them, recorded before it did), so is ``memory``, and no GPU user annotations are among
     its kernels: their count leaves ``kernels`` and ``kernels_by_name``, their time ``kernel_ms`` and
     ``kernel_ms_by_name`` (censuses recorded before ``harness.measuring.census`` told them apart counted the
     optimizer's annotation as one kernel per step and its span, which includes the gaps between its kernels, as
@@ -128,6 +143,8 @@ def normalize(c: dict | None) -> dict | None:
         return c
     if "tokens" not in c:
         c = {**c, "tokens": None}
+    if "memory" not in c:
+        c = {**c, "memory": None}
     if not c.get("kernels_by_name"):
         return c
     ann_k = {k: v for k, v in c["kernels_by_name"].items() if is_annotation(k)}
@@ -198,6 +215,22 @@ def _token_change(base: dict, cur: dict, tol) -> tuple[dict, dict] | None:
     return tb, tc
 
 
+def with_memory(c: dict | None, rec: dict) -> dict | None:
+    """Census ``c`` of the run record ``rec``, its ``memory`` filled in from the record's peaks where the census has none
+    (recorded before the census kept them); the input is left alone."""
+    if not c or (c.get("memory") or {}).get("peak_reserved_bytes") is not None or rec.get("peak_reserved_bytes") is None:
+        return c
+    return {**c, "memory": {**(c.get("memory") or {}), **{k: rec.get(k) for k in MEMORY}}}
+
+
+def _memory_changes(base: dict, cur: dict) -> list[Change]:
+    """The peaks of memory that moved beyond the memory verdict's tolerance; a side without one (CPU) is no change."""
+    mb, mc = base.get("memory") or {}, cur.get("memory") or {}
+    check = MemoryCheck()
+    return [Change(k, mb[k], mc[k]) for k in MEMORY
+            if mb.get(k) is not None and mc.get(k) is not None and check.changed(mb[k], mc[k])]
+
+
 def _usable(c: dict | None) -> str | None:
     if not c:
         return "no census"
@@ -211,7 +244,8 @@ def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
     """Compare census ``cur`` with ``base`` (both as the worker records them). ``tolerances``: None (exact,
     the default), a number (absolute, per optimizer step, for every counter), or a dict by family
     (``ops``, ``kernels``, ``python_calls``, ``syncs``, ``alloc``, ``tokens``, ``default``) of numbers or ``"N%"``.
-    Tokens compare only where both sides counted them: a census without them is not a change."""
+    Tokens compare only where both sides counted them: a census without them is not a change; so do the peaks of memory,
+    within the memory verdict's tolerance (:meth:`harness.judging.stats.MemoryCheck.changed`)."""
     base, cur = normalize(base), normalize(cur)
     missing = [f"{side}: {why}" for side, c in (("base", base), ("current", cur)) if (why := _usable(c))]
     config = _config_changes((base or {}).get("config"), (cur or {}).get("config"))
@@ -231,8 +265,11 @@ def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
     time = _named_changes(base.get(f"{time_key}_by_name"), cur.get(f"{time_key}_by_name"), (0.0, 0.0))
     time = sorted(time, key=lambda c: (-abs(c.delta), c.name))
     ab, ac = base.get("attention_backend"), cur.get("attention_backend")
+    ob, oc = ((c.get("memory") or {}).get("allocated_by_op") for c in (base, cur))
+    allocations = _named_changes(ob, oc, (0.0, 0.0)) if ob is not None and oc is not None else []
     return CensusDiff(counters=counters, ops=named["ops"], kernels=named["kernels"], syncs=groups["syncs"], alloc=groups["alloc"],
-                      time_key=time_key, time_total=(tb, tc, rel), time=time, attention=(ab, ac) if ab != ac else None,
+                      time_key=time_key, time_total=(tb, tc, rel), time=time, memory=_memory_changes(base, cur), allocations=allocations,
+                      attention=(ab, ac) if ab != ac else None,
                       tokens=_token_change(base, cur, _tolerance(tolerances, "tokens")), config=config)
 
 
@@ -265,6 +302,27 @@ def num(x: float | None) -> str:
 
 def signed(x: float) -> str:
     return ("+" if x > 0 else "") + num(x) if x else "0"
+
+
+def size(b: float, signed_: bool = False) -> str:
+    """Bytes in the largest binary unit that keeps them above 1: ``1.15 GiB``, ``64 MiB``, ``512 B``; with a sign."""
+    sign = ("+" if b > 0 else "-" if b < 0 else "") if signed_ else ("-" if b < 0 else "")
+    a = abs(b)
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if a >= scale:
+            return f"{sign}{a / scale:.2f} {unit}"
+    return f"{sign}{a:.0f} B"
+
+
+def memory_lines(d: CensusDiff) -> list[str]:
+    """One line per peak that moved, ``peak reserved memory: 5.75 GiB -> 4.60 GiB (-20%)``, the first followed by the aten
+    ops whose allocations per step moved most (where both censuses summarised them); nothing where no peak moved."""
+    out = [f"{MEMORY[c.name]}: {c.base / 2**30:.2f} GiB -> {c.cur / 2**30:.2f} GiB ({f'{c.delta / c.base:+.0%}' if c.base else size(c.delta, True)})"
+           for c in d.memory]
+    if out and d.allocations:
+        top = ", ".join(f"{_short(c.name, 50)} {size(c.delta, True)}" for c in d.allocations[:TOP_ALLOCATIONS])
+        out[0] += f"; allocated per optimizer step, moved most: {top}"
+    return out
 
 
 def _short(name: str, width: int = 70) -> str:
@@ -300,6 +358,7 @@ def lines(d: CensusDiff, base: dict | None = None, cur: dict | None = None) -> l
         changes = getattr(d, key)
         if changes:
             out.append(f"{LABELS[key]} per optimizer step: " + ", ".join(f"{c.name} {num(c.base)} -> {num(c.cur)}" for c in changes))
+    out += memory_lines(d)
     if d.attention:
         out.append(f"attention backend {d.attention[0]} -> {d.attention[1]}")
     if d.tokens:
@@ -324,7 +383,8 @@ def time_line(d: CensusDiff) -> str | None:
 def verdict(base: dict | None, cur: dict | None, tolerances=None) -> CensusVerdict:
     """Judge the counts (not the times): ``pass`` when every counter, the tokens and the attention backend are
     equal within ``tolerances`` (default: exact), ``changed`` with the lines otherwise, ``unknown`` when a side has
-    no usable census. Config changes are listed in the lines but do not make the outcome ``changed``."""
+    no usable census. Config changes and moves of peak memory are listed in the lines but do not make the outcome
+    ``changed`` (the memory verdict judges memory)."""
     d = diff(base, cur, tolerances)
     ls = lines(d, base, cur)
     if d.missing:

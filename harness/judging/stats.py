@@ -36,7 +36,7 @@ from functools import cached_property
 from statistics import fmean, median, stdev
 
 from harness.errors import BadInput
-from harness.judging.thresholds import ALPHA
+from harness.judging.thresholds import ALPHA, MEMORY_ABS_MIB, MEMORY_REL
 
 # scipy is imported in the functions that use it: importing it costs seconds, and the commands that only read or write
 # files (``store add``, every ``--help``) import this module through the judge without computing a t quantile
@@ -338,14 +338,24 @@ class OrderingCheck:
 
 @dataclass(frozen=True)
 class MemoryCheck:
-    """Peak reserved memory may not grow by more than max(rel, abs_bytes) over the baseline median."""
+    """Peak reserved memory may not grow by more than max(rel, abs_bytes) over the baseline median: a change counts
+    only where it exceeds both ``rel`` of the baseline and ``abs_bytes`` (:meth:`allowed`; :meth:`changed` applies the
+    same rule to a move either way, which the census diff uses)."""
 
-    rel: float = 0.02
-    abs_bytes: int = 64 * 2**20
+    rel: float = MEMORY_REL
+    abs_bytes: int = MEMORY_ABS_MIB * 2**20
+
+    def allowed(self, base: float) -> float:
+        """The largest move from ``base`` bytes that is not a change."""
+        return max(self.rel * base, self.abs_bytes)
+
+    def changed(self, base: float, cur: float) -> bool:
+        """Whether ``cur`` bytes moved from ``base`` beyond :meth:`allowed`, up or down."""
+        return abs(cur - base) > self.allowed(base)
 
     def decide(self, case: str, base: Sequence[float], cur: Sequence[float]) -> Verdict:
         b, c = median(base), median(cur)
-        allowed = max(self.rel * b, self.abs_bytes)
+        allowed = self.allowed(b)
         gib = 2**30
         d = {"baseline_bytes": b, "current_bytes": c, "allowed_bytes": allowed}
         msg = f"peak reserved {c / gib:.2f} GiB vs baseline {b / gib:.2f} GiB ({(c - b) / 2**20:+.0f} MiB, allowed +{allowed / 2**20:.0f} MiB)"
