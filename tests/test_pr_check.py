@@ -392,6 +392,9 @@ def test_the_measure_step_runs_the_suite_s_commands_a_from_the_base_checkout_wit
             (out / "report.json").write_text(json.dumps({"verdicts": [{"kind": "work", "case": "tiny-qwen3-1x4", "outcome": "changed"}]}))
         return subprocess.CompletedProcess(cmd, 0)
 
+    venv = checkout / "base" / ".tox" / "pinned" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)  # as a virtualenv has it: a link out of the environment, never to be followed
     monkeypatch.chdir(checkout)
     monkeypatch.setattr(measure.subprocess, "run", stand_in)
     monkeypatch.setenv("PERF_WHEELS", "/wheels")

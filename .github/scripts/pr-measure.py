@@ -57,8 +57,9 @@ class Check:
     def workload(self, name: str, workloads_dir: Path) -> None:
         out = RESULTS / name
         head = ["--gpu", self.gpu, "--workload", name]
-        a = self.run(name, "census-a", [str(Path(PYTHON_A).resolve()), "-m", "harness", "census", *head, "--workloads-dir", str(workloads_dir),
-                                        "--results-dir", str((out / "census-a").resolve())], cwd="base")
+        # run from base/ (its measuring code); absolute, not resolved: a venv's python is a symlink out of the venv
+        a = self.run(name, "census-a", [str(Path(PYTHON_A).absolute()), "-m", "harness", "census", *head, "--workloads-dir", str(workloads_dir),
+                                        "--results-dir", str((out / "census-a").absolute())], cwd="base")
         b = self.run(name, "census-b", [PYTHON_B, "-m", "harness", "census", *head, "--workloads-dir", str(workloads_dir),
                                         "--results-dir", str(out / "census-b")])
         if a in (0, 3) and b in (0, 3):
@@ -141,7 +142,7 @@ def main() -> int:
     check = Check(gpu, os.environ.get("PR_PINS") == "true", settings.pr.budget_minutes, settings.bisect_minutes, settings.pr.decompositions)
     RESULTS.mkdir(exist_ok=True)
     for name in names:
-        check.workload(name, Path("workloads").resolve())
+        check.workload(name, Path("workloads").absolute())
     (RESULTS / "pr-check.json").write_text(json.dumps(check.index, indent=1) + "\n")
     failed = any(code not in (0, 1) for w in check.index["workloads"].values() for code in w["steps"].values())
     return 3 if failed else 0
