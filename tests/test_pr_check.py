@@ -416,3 +416,14 @@ def test_the_measure_step_runs_the_suite_s_commands_a_from_the_base_checkout_wit
     assert bisect[bisect.index("--budget-minutes") + 1] == "1"
     monkeypatch.setenv("PR_WORKLOADS", json.dumps({"cpu": ["$(touch pwned)"]}))
     assert measure.main() == 2 and not (checkout / "pwned").exists()
+
+
+def test_a_change_of_the_measuring_code_alone_compares_the_work_and_proposes_no_baselines(checkout):
+    files = [{"filename": "harness/measuring/worker.py", "status": "modified"}]
+    plan = run_job(checkout, "plan", pull_request(), files=files, name="plan")
+    assert plan["outputs"]["pins"] == "false", plan["out"]
+    stand_in_results(checkout, "cpu")
+    run = run_job(checkout, "report", pull_request(), needs={**plan_needs(plan), "check": {"result": "success"}}, files=files)
+    assert run["code"] == 0, run["out"]
+    body = comments(checkout)[0]["body"]
+    assert "the pins do not change: the work (census) of base against head" in body and "update-baselines" not in body
