@@ -302,7 +302,33 @@ def test_a_range_with_no_change_says_so(tmp_path):
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), census_only=True)
     res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
     assert res.outcome == "no_change" and not res.changes and res.spent["census_runs"] == 2
-    assert "no count changed between lorafx 1.0 and lorafx 1.7" in "\n".join(summary(res.data))
+    assert "no count or peak memory changed between lorafx 1.0 and lorafx 1.7" in "\n".join(summary(res.data))
+
+
+def test_a_release_that_moved_peak_memory_alone_is_named_with_its_before_and_after(tmp_path):
+    """Every count equal; the peak reserved memory drops 20% at 1.4 and drifts 1% at 1.6 (within the memory tolerance):
+    the census search names 1.3 -> 1.4 and the memory, nothing else. The peaks come in the run record, beside a census
+    that has none, as censuses recorded before they kept them."""
+    wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
+    gib = 2**30
+
+    def census_fn(python, folder):
+        v = python.split()[-1]
+        peak = int(5.75 * gib) if v < "1.4" else int(4.60 * gib) if v < "1.6" else int(4.60 * gib * 1.01)
+        return {"status": "ok", "census": dict(fake_census({"aten::mm": 10}), device="cuda"), "step_time_median_ms": 100.0,
+                "peak_reserved_bytes": peak, "peak_allocated_bytes": 3 * gib}
+
+    cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), gpu="h200")
+    res = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, compare_fn=lambda *a: pytest.fail("no timing search"), predict=None,
+                 out=lambda s: None)
+    assert res.outcome == "changed" and res.search == "census"
+    (c,) = res.changes
+    line = "peak reserved memory: 5.75 GiB -> 4.60 GiB (-20%)"
+    assert (c["last_good"], c["first_bad"], c["exact"], c["counts"]) == ("lorafx 1.3", "lorafx 1.4", True, ["peak reserved memory"])
+    assert c["memory"] == [line] and c["diff"] == [line]
+    assert res.data["attribution"] == {"peak reserved memory": ["lorafx 1.3 -> lorafx 1.4"]}
+    assert f"census change at lorafx 1.3 -> lorafx 1.4: {line}" in "\n".join(summary(res.data))
+    assert f"  - {line}" in markdown(res.data) and "counts attributed here: peak reserved memory" in markdown(res.data)
 
 
 def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_as_it_came(tmp_path):

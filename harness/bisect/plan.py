@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import BadInput
+from harness.judging.census_diff import MEMORY
 
 OK, UNINSTALLABLE, FAILED = "ok", "uninstallable", "failed"
 KINDS = ("release", "commit", "wheel")
@@ -243,8 +244,9 @@ TOTALS = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Pyth
 def moved(d) -> list[str]:
     """The counts that differ in a :class:`harness.judging.census_diff.CensusDiff`, one name each: ``aten ops`` (the
     total), ``aten op aten::_to_copy``, ``kernel <name>``, ``Python calls``, ``sync <name>``, ``allocator <name>``,
-    ``attention backend``. Each is attributed to a boundary on its own."""
-    out = [name for k, name in TOTALS.items() if k in d.counters]
+    ``attention backend``, and the peaks of memory that moved beyond the memory tolerance (``peak reserved memory``,
+    ``peak allocated memory``). Each is attributed to a boundary on its own."""
+    out = [name for k, name in TOTALS.items() if k in d.counters] + [MEMORY[c.name] for c in d.memory]
     out += [f"aten op {c.name}" for c in d.ops] + [f"kernel {c.name}" for c in d.kernels]
     out += [f"sync {c.name}" for c in d.syncs] + [f"allocator {c.name}" for c in d.alloc]
     return out + (["attention backend"] if d.attention else [])

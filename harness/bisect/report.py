@@ -81,7 +81,8 @@ def summary(res: dict) -> list[str]:
     out = [f"bisect {res['case']} ({res['mode']}), {res['good']} -> {res['bad']}: {OUTCOMES.get(res['outcome'], res['outcome'])}"
            + (f", by {res['search']}" if res.get("search") not in (None, "none") else "")]
     for c in ranked(res["changes"]):
-        what = "; ".join(c["diff"][:2]) if c["kind"] == "census" else f"slower, the census unchanged: {_first_bad_message(c)}"
+        shown = c["diff"][:2] + [ln for ln in c.get("memory") or [] if ln not in c["diff"][:2]]  # a peak that moved is always named
+        what = "; ".join(shown) if c["kind"] == "census" else f"slower, the census unchanged: {_first_bad_message(c)}"
         out.append(f"  {c['kind']} change at {boundary_text(c)}" + ("" if c["exact"] else " (not exact)") + f": {what}")
         if c["kind"] == "census":
             out.append(f"    predicted: {predicted_text(c.get('predicted'))}")
@@ -99,7 +100,7 @@ def markdown(res: dict) -> str:
              f"Good: `{res['good']}`; bad: `{res['bad']}` ({res['mode']}). Outcome: **{OUTCOMES.get(res['outcome'], res['outcome'])}**"
              + (f", searched by {res['search']}." if res.get("search") not in (None, "none") else "."), ""]
     if res.get("census"):
-        lines += ["## The census from good to bad", ""] + [f"- {ln}" for ln in res["census"]["lines"] or ["no count changed"]]
+        lines += ["## The census from good to bad", ""] + [f"- {ln}" for ln in res["census"]["lines"] or ["no count or peak memory changed"]]
         lines += [f"- {res['census']['time_line']}"] if res["census"].get("time_line") else []
         lines.append("")
     if len(res["packages"]) > 1:

@@ -1,10 +1,11 @@
 """The bisection loop: measure the two ends, find which package moved the work (or the time), then which release or
 commit of it, asking :mod:`harness.bisect.plan` what to measure next and :mod:`harness.bisect.steps` to measure it.
 
-1. A census of good and of bad. Where a count differs, the search is by census: each package of the range is
+1. A census of good and of bad. Where a count differs, or a peak of memory moved beyond the memory tolerance, the
+   search is by census: each package of the range is
    swapped alone on good's environment and censused (only when several moved), and on the ladder of each package
    whose swap changed the counts, :func:`~harness.bisect.plan.census_search` finds every boundary.
-2. Where every count is equal at both ends (and not ``census_only``), the search is by interleaved comparisons
+2. Where every count and the peak memory are equal at both ends (and not ``census_only``), the search is by interleaved comparisons
    against good: bad first, then, with several packages, each swap, then
    :func:`~harness.bisect.plan.timing_search` on the ladder of each package whose swap is a regression.
 
@@ -30,8 +31,9 @@ Predict = Callable[[dict, dict], dict | None]
 
 
 def differ(a: dict, b: dict) -> bool:
-    """Whether two measured censuses differ in any judged count (Python calls within their tolerance)."""
-    return census_diff.diff(a["census"], b["census"], CENSUS_TOLERANCES).counts_changed
+    """Whether two measured censuses differ in any judged count (Python calls within their tolerance) or in a peak of
+    memory beyond the memory tolerance."""
+    return census_diff.diff(a["census"], b["census"], CENSUS_TOLERANCES).changed
 
 
 def predicted_cost(base: dict, cur: dict) -> dict | None:
@@ -64,13 +66,13 @@ def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, c
         res["notes"] += [f"{side} ({lab}): {m.reason}" for side, lab, m in (("good", rng.good.label, g), ("bad", rng.bad.label, b)) if m.dead]
     else:
         d = census_diff.diff(g.value["census"], b.value["census"], CENSUS_TOLERANCES)
-        res["census"] = {"changed": d.counts_changed, "lines": census_diff.lines(d, g.value["census"], b.value["census"]),
+        res["census"] = {"changed": d.changed, "lines": census_diff.lines(d, g.value["census"], b.value["census"]),
                          "time_line": census_diff.time_line(d)}
-        if d.counts_changed:
+        if d.changed:
             _by_census(rng, steps, g, plan.moved(d), res, predict)
         elif cfg.census_only:
             res.update(outcome="no_change", search="census")
-            res["notes"].append(f"no count changed between {rng.good.label} and {rng.bad.label}; the timing was not compared (--census-only)")
+            res["notes"].append(f"no count or peak memory changed between {rng.good.label} and {rng.bad.label}; the timing was not compared (--census-only)")
         else:
             _by_timing(rng, steps, res)
     dead = {s["label"]: s["outcome"].split(": ", 1)[-1] for s in steps.log if s["kind"] == "install"}  # each once
@@ -110,7 +112,7 @@ def _by_census(rng: Range, steps: Steps, good: plan.Measured, keys: list[str], r
             lo, hi = steps.census(ladder[bd.lo]).value, steps.census(ladder[bd.hi]).value
             d = census_diff.diff(lo["census"], hi["census"], CENSUS_TOLERANCES)
             at.append(plan.moved(d))
-            res["changes"].append({**_boundary(axis, ladder, bd, found), "kind": "census", "counts": at[-1],
+            res["changes"].append({**_boundary(axis, ladder, bd, found), "kind": "census", "counts": at[-1], "memory": census_diff.memory_lines(d),
                                    "diff": census_diff.lines(d, lo["census"], hi["census"]), "time_line": census_diff.time_line(d),
                                    "predicted": predict(lo, hi) if predict else None, "measured_inside": _inside(found, len(ladder))})
     labels = [f"{c['last_good']} -> {c['first_bad']}" for c in res["changes"]]

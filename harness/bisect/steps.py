@@ -25,7 +25,7 @@ from harness.bisect.config import BisectConfig
 from harness.bisect.envs import EnvCache
 from harness.bisect.plan import FAILED, OK, Candidate, Measured
 from harness.files import mark_not_stored, read_jsonl
-from harness.judging.census_diff import normalize
+from harness.judging.census_diff import normalize, with_memory
 
 CensusFn = Callable[[str, Path], dict | None]  # (python, folder) -> the census run's record, or None
 CompareFn = Callable[[str, str, Path], dict | None]  # (python A, python B, folder) -> the comparison's report, or None
@@ -87,7 +87,7 @@ class Steps:
             self.out(f"census of {cand.label}")
             rec = self.census_fn(python, folder)
         wall = 0.0 if reused else time.monotonic() - t0
-        census = normalize((rec or {}).get("census"))
+        census = with_memory(normalize((rec or {}).get("census")), rec or {})  # a census recorded before it kept the peaks
         if not rec or rec.get("status", "ok") != "ok" or not census or not census.get("fits"):
             why = (census or {}).get("reason") or f"the census run failed; its log: {(rec or {}).get('log') or folder}"
             self._note("census", cand, wall, reused, f"failed: {why}", folder)
