@@ -258,7 +258,7 @@ def test_an_interleaved_report_shows_the_prediction_beside_the_measurement_or_wh
     assert 0 <= p["lo"] < p["delta_pct"] < p["hi"] <= 10.0 and p["bound"] == "CPU"
     assert p["measured_lo"] < p["measured_pct"] < p["measured_hi"] and p["measured_pct"] == pytest.approx(5.0, abs=0.5)
     line = next(ln for ln in (tmp_path / "report.md").read_text().splitlines() if "predicted" in ln)
-    assert line.startswith("- predicted +") and ", measured +5." in line
+    assert line.startswith("- two-path: predicted +") and ", measured +5." in line and p["model"] == "two-path"  # no timelines
 
 
 def test_the_bisect_report_ranks_its_changes_by_predicted_cost(tmp_path):

@@ -5,7 +5,9 @@
   times, and each split's ratio to the reference split (the fewest micro-batches) measured beside predicted, each
   prediction calibrated on the other splits only.
 * ``cost --diff A B``: for every case with a census on both sides, the census diff and the predicted change of A's step
-  time, with its interval and its host and GPU parts; calibrated on A's splits (or ``--timing``'s).
+  time, with its interval and its host and GPU parts; calibrated on A's splits (or ``--timing``'s). The critical-path
+  model (:mod:`harness.judging.cost_path`) where the censuses carry timelines, else the two-path model; each line
+  names the model that gave it.
 
 A PATH is a results dir (its ``runs.jsonl``: census runs give the work, timed runs the step times) or a baseline file.
 """
@@ -17,7 +19,7 @@ from statistics import median
 
 from harness import options as opt
 from harness.errors import UsageError
-from harness.judging import census_diff
+from harness.judging import census_diff, cost_path
 from harness.judging import cost_fit as cf
 from harness.judging import cost_model as cm
 from harness.suite.runs import census_of, merged, runs_of
@@ -100,8 +102,8 @@ def diff_report(a: str, b: str, timing: list[str] | None = None, idle_ms=None, o
                              "(pass --timing with a results dir or baseline file that has timed runs)")
         out(f"{head}: " + ("; ".join(census_diff.lines(d, base, cur)) if d.counts_changed else "counts identical"))
         cal = calibration_of(_splits(rt, key[0]), idle_ms)
-        p = cm.predict(base, {"step_ms": step, "idle_ms": idle_ms}, cm.Delta.between(base, cur), cal)
-        out(f"  {p.line()}; step {step:.1f} ms; " + (f"calibrated on {', '.join(cal.names)}" if cal else "no calibration: every host-cost mix"))
+        p = cost_path.predict_pair(base, cur, step, cal, idle_ms)
+        out(f"  {cost_path.pair_line(p)}; step {step:.1f} ms; " + (f"calibrated on {', '.join(cal.names)}" if cal else "no calibration: every host-cost mix"))
     return 0
 
 

@@ -313,10 +313,12 @@ def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_
 
 
 def beside_line(p: Mapping | None) -> str:
-    """``predicted +x% [lo, hi], measured +y% [lo, hi]`` of :func:`beside_measured`'s record, or its reason."""
+    """``predicted +x% [lo, hi], measured +y% [lo, hi]`` of :func:`beside_measured`'s record (after ``model:`` where the
+    record names the model that gave it, :func:`harness.judging.cost_path.beside_measured`), or its reason."""
     if not p or p.get("delta_pct") is None:
         return (p or {}).get("reason") or "no prediction: no census of either side"
-    text = f"predicted {p['delta_pct']:+.1f}% [{p['lo']:+.1f}%, {p['hi']:+.1f}%] (host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f} points)"
+    text = (f"{p['model']}: " if p.get("model") else "") + (f"predicted {p['delta_pct']:+.1f}% [{p['lo']:+.1f}%, {p['hi']:+.1f}%] "
+                                                          f"(host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f} points)")
     if p.get("measured_pct") is not None:
         text += f", measured {p['measured_pct']:+.1f}% [{p['measured_lo']:+.1f}%, {p['measured_hi']:+.1f}%]"
     return text

@@ -161,5 +161,16 @@ def summarize(events, n: int, cuda: bool) -> dict:
                    comm_kernel_ms=None, cpu_op_ms=round(total_ms / n, 3), cpu_op_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top})
         window.update(cpu_op_ms=round(total_ms, 3))
     out["attention_backend"], out["attention_names"] = _attention(ops, kernels)
+    out["timeline"] = _timeline(events, n, cuda)
     out["window"] = window
     return out
+
+
+def _timeline(events, n: int, cuda: bool) -> dict:
+    """The step's timeline (:mod:`harness.measuring.timeline`), or ``{"error"}``: the counts stay useful without it."""
+    from harness.measuring.timeline import extract
+
+    try:
+        return extract(events, n, cuda, _kind)
+    except Exception as exc:  # a trace this torch lays out otherwise: said, not fatal
+        return {"error": f"{type(exc).__name__}: {exc}"}

@@ -1,0 +1,175 @@
+"""What a change costs, from the step's own timeline (:mod:`harness.judging.critical_path`), and which model says it.
+
+:func:`predict_pair` predicts side B's step from side A's (A's timed step as the case's time):
+
+* **critical path, both timelines** (censuses that carry ``timeline``): A's traced host time is scaled so that A's
+  simulated step is its timed step (the profiler's overhead out: :func:`critical_path.host_scale`); B's own timeline is
+  simulated at the same scale. The interval spans both placements of the device work within its segment, and B's host
+  time taken from the counts instead of B's trace (A's host time times the count ratio under each host-cost mix the
+  calibration allows): a trace's host time is a timing, one window's, and its noise moves B's; the counts do not, but
+  miss host work they do not count. It is widened by ``REL_ERROR``. The host part is B's host path less A's, the GPU
+  part the rest: the change of the host's waits at the syncs;
+* **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
+  part spread over the segments, the device part by where A's device work is (the point), the interval over every
+  segment the device part could all be in, from hidden to exposed;
+* **two-path** (A's census has no timeline): :mod:`harness.judging.cost_model`, as before, said so.
+
+Pure; standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.judging import cost_model as cm
+from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host_scale, simulate
+
+# The relative error allowed on a change beyond the spans the model computes: an assumption until interleaved
+# measurements of censuses with timelines calibrate it (docs/cost-model.md).
+REL_ERROR = 0.3
+PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change's device part could all be
+CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
+
+
+@dataclass(frozen=True)
+class PathPrediction:
+    """A predicted change in percent, ``delta_pct`` in [``lo``, ``hi``], its ``host_part`` and ``gpu_part`` (points;
+    their sum is ``delta_pct``), the ``model`` that gave it, the case's GPU ``busy`` share, the host's waits per step of
+    each side (``waits_ms``: a, b), the syncs where B's waits are longest (``exposed_at``), the factor on the traced host
+    time (``host_scale``); ``note``: what the model could not place; ``bound``: ``CPU`` (no device work), ``host`` (the
+    scaled host time is longer than the device time) or ``GPU``."""
+
+    delta_pct: float
+    lo: float
+    hi: float
+    host_part: float
+    gpu_part: float
+    model: str
+    busy: float
+    waits_ms: tuple[float, float]
+    exposed_at: tuple[dict, ...] = ()
+    host_scale: float = 1.0
+    note: str | None = None
+    bound: str = "host"
+
+    def record(self) -> dict:
+        out = {k: round(float(getattr(self, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy", "host_scale")}
+        return out | {"model": self.model, "bound": self.bound,
+                      "waits_ms": [round(w, 3) for w in self.waits_ms], "exposed_at": list(self.exposed_at)} | ({"note": self.note} if self.note else {})
+
+
+def _bound(t: Timeline, k: float) -> str:
+    return "CPU" if t.device_ms == 0 else "host" if k * t.host_ms > t.device_ms else "GPU"
+
+
+def _mixes(calibration) -> tuple:
+    return (calibration.best, *calibration.feasible) if calibration is not None else (cm.EQUAL, *cm.simplex(0.05))
+
+
+def _count_ratios(census_a: Mapping, census_b: Mapping, calibration) -> list[float]:
+    """B's host work as a multiple of A's under each host-cost mix allowed (its extremes and the best)."""
+    wa, wb = cm.Work.of(census_a), cm.Work.of(census_b)
+    if not any(wa.counts()):
+        return []
+    rs = [m.host_units(wa, wb) for m in _mixes(calibration)]
+    return sorted({rs[0], min(rs), max(rs)})
+
+
+def _widened(values: list[float], point: float) -> tuple[float, float]:
+    pad = REL_ERROR * abs(point)
+    return min(values) - pad, max(values) + pad
+
+
+def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
+    """B's step from its own timeline, at A's host scale (module docstring)."""
+    ta, tb = Timeline.of(census_a), Timeline.of(census_b)
+    ratios = _count_ratios(census_a, census_b, calibration)
+    points, span, runs = [], [], {}
+    for placement in PLACEMENTS:
+        k, why = host_scale(ta, step_ms_a, placement)
+        ra = simulate(ta.scaled(k), placement)
+        rb = simulate(tb.scaled(k), placement)
+        points.append(rb.step_ms / ra.step_ms - 1)
+        span.append(points[-1])
+        for r in ratios:
+            if tb.host_ms > 0:
+                span.append(simulate(tb.scaled(k * ta.host_ms * r / tb.host_ms), placement).step_ms / ra.step_ms - 1)
+        runs[placement] = (k, why, ra, rb)
+    k, why, ra, rb = runs["early"]
+    total = sum(points) / len(points)
+    host = k * (tb.host_ms - ta.host_ms) / ra.step_ms
+    lo, hi = _widened(span, total)
+    return PathPrediction(100 * total, 100 * lo, 100 * hi, 100 * host, 100 * (total - host), CRITICAL, ta.device_ms / ra.step_ms,
+                          (ra.waits_ms, rb.waits_ms), tuple(exposed_at(tb, rb)), k, why, _bound(ta, k))
+
+
+def _placed(a: Timeline, d: cm.Delta, r: float, at: int | None, placement: str, base_ms: float) -> float:
+    """The change of ``a`` (host-scaled) with the host work times ``r``, ``d``'s uncounted host time spread, and ``d``'s
+    kernel time spread by device time (``at`` None) or all in segment ``at``."""
+    b = a.plus(host_ms=a.host_ms * (r - 1) + d.host_ms, device_ms=d.kernel_ms, at=at)
+    return simulate(b, placement).step_ms / base_ms - 1
+
+
+def predict_placed(census_a: Mapping, step_ms_a: float, diff, calibration=None) -> PathPrediction:
+    """A change without B's timeline: ``diff`` (:meth:`cost_model.Delta.of`'s inputs, or B's census) placed in A's
+    timeline (module docstring)."""
+    ta = Timeline.of(census_a)
+    d = cm.Delta.between(census_a, diff) if isinstance(diff, Mapping) and "ops" in diff and "fits" in diff else cm.Delta.of(diff)
+    wa = cm.Work.of(census_a)
+    counted = any(wa.counts())
+    ratios = sorted({m.host_units(wa, wa.plus(d)) for m in _mixes(calibration)}) if counted else [1.0]
+    best = (calibration.best if calibration is not None else cm.EQUAL).host_units(wa, wa.plus(d)) if counted else 1.0
+    n_seg = len(ta.segments)
+    spots = sorted({round(i * (n_seg - 1) / max(PLACED_SAMPLES - 1, 1)) for i in range(min(PLACED_SAMPLES, n_seg))})
+    points, span = [], []
+    for placement in PLACEMENTS:
+        a = ta.scaled(host_scale(ta, step_ms_a, placement)[0])
+        base = simulate(a, placement).step_ms
+        points.append(_placed(a, d, best, None, placement, base))
+        span += [_placed(a, d, r, at, placement, base) for r in (ratios[0], ratios[-1]) for at in ([None, *spots] if d.kernel_ms else [None])]
+    total = sum(points) / len(points)
+    k = host_scale(ta, step_ms_a, "early")[0]
+    run = simulate(ta.scaled(k))
+    host = (k * ta.host_ms * (best - 1) + d.host_ms) / run.step_ms
+    lo, hi = _widened(span, total)
+    note = "B's census has no timeline: the change placed in A's" + (", its device part anywhere from hidden to exposed" if d.kernel_ms else "")
+    return PathPrediction(100 * total, 100 * lo, 100 * hi, 100 * host, 100 * (total - host), PLACED, ta.device_ms / run.step_ms,
+                          (run.waits_ms, run.waits_ms), tuple(exposed_at(ta, run)), k, note, _bound(ta, k))
+
+
+def predict_pair(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None, idle_ms=None) -> dict:
+    """The prediction record of B against A with the model that can give it (module docstring): ``model`` says which."""
+    if Timeline.of(census_a) is not None and Timeline.of(census_b) is not None:
+        return predict_timelines(census_a, census_b, step_ms_a, calibration).record()
+    if Timeline.of(census_a) is not None:
+        return predict_placed(census_a, step_ms_a, census_b, calibration).record()
+    p = cm.predict(census_a, {"step_ms": step_ms_a, "idle_ms": idle_ms}, cm.Delta.between(census_a, census_b), calibration)
+    return p.record() | {"model": TWO_PATH, "note": "no timeline in A's census (an older census): the two-path model"}
+
+
+def pair_line(rec: Mapping) -> str:
+    """One line of :func:`predict_pair`'s record."""
+    if rec.get("model") == TWO_PATH:
+        return (f"{TWO_PATH}: predicted {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}%, {rec['hi']:+.2f}%] (host {rec['host_part']:+.2f}, GPU "
+                f"{rec['gpu_part']:+.2f} points; {rec['bound']}-bound, GPU busy {rec['busy']:.0%}); {rec['note']}")
+    top = rec.get("exposed_at") or []
+    where = f", most at {top[0]['at']} ({top[0]['sync']})" if top and top[0]["exposed_ms"] > 0 else ""
+    return (f"{rec['model']}: predicted {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}%, {rec['hi']:+.2f}%] (host {rec['host_part']:+.2f}, GPU "
+            f"{rec['gpu_part']:+.2f} points; GPU busy {rec['busy']:.0%}; host waits {rec['waits_ms'][0]:.1f} -> {rec['waits_ms'][1]:.1f} ms per step"
+            f"{where})" + (f"; {rec['note']}" if rec.get("note") else ""))
+
+
+def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_a, verdict: Mapping | None) -> dict:
+    """:func:`cost_model.beside_measured` with the model that can give the prediction (``model``): the critical path
+    where A's census carries a timeline, else the two-path model."""
+    if not census_a or not census_b or Timeline.of(census_a) is None:
+        rec = cm.beside_measured(census_a, census_b, step_ms_a, verdict)
+        return rec | ({"model": TWO_PATH} if "delta_pct" in rec else {})
+    try:
+        out = predict_pair(census_a, census_b, float(step_ms_a))
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+        return {"reason": f"no prediction: {exc}"}
+    if verdict and all(verdict.get(k) is not None for k in ("ratio", "lo", "hi")):
+        out.update({f"measured{s}": round(100 * (float(verdict[k]) - 1), 3) for s, k in (("_pct", "ratio"), ("_lo", "lo"), ("_hi", "hi"))})
+    return out

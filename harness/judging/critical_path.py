@@ -1,0 +1,188 @@
+"""The critical path of a step's timeline: where the host waits for the device, and what a change of either costs.
+
+A timeline (:class:`Timeline`, from a census's ``timeline``; :mod:`harness.measuring.timeline` extracts it) is the
+census window cut into segments at the points where the host blocks on the device: each segment's host time, the device
+time it launched per stream, and the sync that ends it with the streams it waits for. :func:`simulate` replays it: the
+host runs the segments one after another; each stream runs its work in order, no earlier than it was launched; at a sync
+the host waits until the streams it waits for are done. That wait is device time on the critical path (exposed), whatever
+the GPU's busy share over the whole step: on a host-bound step, device work queued just before a sync is exposed, the
+same work right after a sync hides behind the next segment's host time.
+
+Where in its segment a kernel was launched is not recorded: ``placement`` ``early`` lets a segment's device work start
+with the segment (the least it can wait), ``late`` only at its end (the most); a prediction spans both.
+
+The window is replayed ``REPEATS`` times and the last repeat is the steady state: the device work left running after a
+window's last sync is waited for in the next window's first segments, as a step's tail is in the next step's.
+
+Pure; standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from harness.errors import BadInput
+
+REPEATS = 3
+PLACEMENTS = ("early", "late")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Host work up to a sync: ``host_ms`` (host time), ``device_ms`` (stream -> device time launched in it), ``ops``
+    (aten ops), ``sync`` (the call that ends it; None: the window's end), ``at`` (the host op it is in), ``waits`` (the
+    streams it waits for; None: all), ``wait_ms`` (how long the traced host was blocked in it)."""
+
+    host_ms: float
+    device_ms: Mapping[str, float] = field(default_factory=dict)
+    sync: str | None = None
+    at: str | None = None
+    waits: tuple[str, ...] | None = None
+    wait_ms: float = 0.0
+    ops: float = 0.0
+
+    def __post_init__(self):
+        values = [self.host_ms, self.wait_ms, *self.device_ms.values()]
+        if not all(math.isfinite(v) and v >= 0 for v in values):
+            raise BadInput(f"timeline segment: host, device and wait times must be finite and >= 0, got {values}")
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The segments of a window of ``n`` optimizer steps."""
+
+    segments: tuple[Segment, ...]
+    n: int = 1
+
+    def __post_init__(self):
+        if self.n < 1 or not self.segments:
+            raise BadInput("timeline: needs at least one segment and n >= 1 steps")
+
+    @classmethod
+    def of(cls, census: Mapping) -> Timeline | None:
+        """The timeline a census carries, or None (an older census, or one whose trace could not be read)."""
+        t = (census or {}).get("timeline")
+        if not isinstance(t, Mapping) or not t.get("segments"):
+            return None
+        segs = tuple(Segment(float(s["host_ms"]), {str(k): float(v) for k, v in (s.get("device_ms") or {}).items()}, s.get("sync"), s.get("at"),
+                             tuple(map(str, s["waits"])) if s.get("waits") is not None else None, float(s.get("wait_ms") or 0.0),
+                             float(s.get("ops") or 0.0)) for s in t["segments"])
+        return cls(segs, int(t.get("n") or 1))
+
+    @property
+    def host_ms(self) -> float:
+        """Host time per step (the waits left out)."""
+        return sum(s.host_ms for s in self.segments) / self.n
+
+    @property
+    def device_ms(self) -> float:
+        """Device time per step, all streams."""
+        return sum(sum(s.device_ms.values()) for s in self.segments) / self.n
+
+    @property
+    def syncs(self) -> float:
+        return sum(s.sync is not None for s in self.segments) / self.n
+
+    def scaled(self, host: float) -> Timeline:
+        """Every segment's host time times ``host``."""
+        return replace(self, segments=tuple(replace(s, host_ms=s.host_ms * host) for s in self.segments))
+
+    def plus(self, host_ms: float = 0.0, device_ms: float = 0.0, at: int | None = None, stream: str | None = None) -> Timeline:
+        """This timeline with extra work per step: ``host_ms`` spread over the segments by their host time, ``device_ms``
+        by their device time (on a timeline without device work, by host time); or, with ``at``, all of it in segment
+        ``at`` (device work on ``stream``, default the busiest)."""
+        segs, n = list(self.segments), self.n
+        stream = stream or _busiest(self)
+        if at is not None:
+            s = segs[at]
+            dev = dict(s.device_ms)
+            dev[stream] = dev.get(stream, 0.0) + device_ms * n
+            segs[at] = replace(s, host_ms=s.host_ms + host_ms * n, device_ms=dev)
+            return replace(self, segments=tuple(segs))
+        h_tot, d_tot = sum(s.host_ms for s in segs) or 1.0, sum(sum(s.device_ms.values()) for s in segs)
+        out = []
+        for s in segs:
+            dev = dict(s.device_ms)
+            if d_tot > 0:
+                dev = {k: v + device_ms * n * v / d_tot for k, v in dev.items()}
+            elif device_ms:
+                dev[stream] = device_ms * n * s.host_ms / h_tot
+            out.append(replace(s, host_ms=s.host_ms + host_ms * n * s.host_ms / h_tot, device_ms=dev))
+        return replace(self, segments=tuple(out))
+
+
+def _busiest(t: Timeline) -> str:
+    total: dict[str, float] = {}
+    for s in t.segments:
+        for k, v in s.device_ms.items():
+            total[k] = total.get(k, 0.0) + v
+    return max(total, key=total.get) if total else "0"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A simulated window: ``step_ms`` (the steady step), ``exposed_ms`` (per segment, the host's wait at its sync per
+    step), ``host_ms`` (host time per step, waits left out)."""
+
+    step_ms: float
+    exposed_ms: tuple[float, ...]
+    host_ms: float
+
+    @property
+    def waits_ms(self) -> float:
+        return sum(self.exposed_ms)
+
+
+def simulate(t: Timeline, placement: str = "early") -> Run:
+    """Replay ``t`` (module docstring): the steady step and where the host waits."""
+    if placement not in PLACEMENTS:
+        raise BadInput(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    h, free, ends = 0.0, {}, []
+    exposed = [0.0] * len(t.segments)
+    for rep in range(REPEATS):
+        for i, s in enumerate(t.segments):
+            start, h = h, h + s.host_ms
+            ready = start if placement == "early" else h
+            for stream, ms in s.device_ms.items():
+                if ms > 0:
+                    free[stream] = max(free.get(stream, 0.0), ready) + ms
+            if s.sync is not None:
+                streams = s.waits if s.waits is not None else tuple(free)
+                wait = max(0.0, max((free.get(k, 0.0) for k in streams), default=0.0) - h)
+                h += wait
+                if rep == REPEATS - 1:
+                    exposed[i] = wait / t.n
+        ends.append(h)
+    return Run((ends[-1] - ends[-2]) / t.n, tuple(exposed), t.host_ms)
+
+
+def host_scale(t: Timeline, step_ms: float, placement: str = "early", hi: float = 8.0) -> tuple[float, str | None]:
+    """The factor on the traced host time that makes the simulated step ``step_ms`` (the timed runs' median): the
+    profiler's overhead taken out. (factor, None), or (the nearest factor, why) where no factor reaches it: the device
+    path alone is longer than the step, or the host would have to be more than ``hi`` times its trace."""
+    if not (math.isfinite(step_ms) and step_ms > 0):
+        raise BadInput(f"timed step must be a positive number of ms, got {step_ms}")
+    if t.host_ms <= 0:
+        return 1.0, "no host time in the trace"
+    if simulate(t.scaled(0.0), placement).step_ms >= step_ms:
+        return 0.0, "the device path alone is as long as the timed step"
+    if simulate(t.scaled(hi), placement).step_ms < step_ms:
+        return hi, f"the timed step is more than {hi:g} times the traced host time"
+    lo, up = 0.0, hi
+    for _ in range(50):
+        mid = (lo + up) / 2
+        lo, up = (mid, up) if simulate(t.scaled(mid), placement).step_ms < step_ms else (lo, mid)
+    return (lo + up) / 2, None
+
+
+def exposed_at(t: Timeline, run: Run, top: int = 3) -> list[dict]:
+    """The syncs where the host waits longest per step in ``run``, grouped by the op they are in: ``at``, ``sync``,
+    ``count`` (per step) and ``exposed_ms`` (per step), the largest first."""
+    by: dict[tuple, list[float]] = {}
+    for s, e in zip(t.segments, run.exposed_ms):
+        if s.sync is not None:
+            by.setdefault((s.at or "?", s.sync), []).append(e)
+    rows = [{"at": at, "sync": sync, "count": round(len(v) / t.n, 3), "exposed_ms": round(sum(v), 3)} for (at, sync), v in by.items()]
+    return sorted(rows, key=lambda r: (-r["exposed_ms"], r["at"]))[:top]

@@ -1,0 +1,129 @@
+"""The step's timeline, from the census window's raw Kineto events: the host's work cut into segments at the points where
+the host blocks on the device, with the device work each segment launched (by correlation id), per stream.
+
+A segment runs from the end of one host-blocking call to the start of the next: ``host_ms``, the host's time in it;
+``ops``, the aten ops it started; ``device_ms``, per stream, the device time of the kernels, memcpys and memsets it
+launched; and the call that ends it: ``sync`` (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
+``cudaEventSynchronize``, ``cudaMemcpy``, or a ``cudaMemcpyAsync`` whose copy runs device to host), ``at`` (the host op
+it was called in, such as ``aten::_local_scalar_dense`` for a ``.item()``), ``waits`` (the streams it waits for, None for
+all) and ``wait_ms``, how long the host was blocked in it. The window's last segment ends at the window's closing edge
+(the census's own synchronisation), with no sync. On a CPU census there is no device: one segment, the whole window.
+
+The segments cover the whole window (``n`` optimizer steps, whole logging periods): the simulation of
+:mod:`harness.judging.critical_path` runs the window as it is and divides by ``n``; the record's ``host_ms``,
+``device_ms``, ``wait_ms`` and ``syncs`` are per optimizer step.
+
+This module imports torch only through :mod:`harness.measuring.census_counts`'s event kinds: only the worker imports it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import Counter
+
+BLOCKING = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
+MAX_SEGMENTS = 4000  # a window with more blocking points is cut no finer: the record stays small
+ENCLOSING_SCAN = 200  # host ops looked back from a sync for the one it was called in
+
+
+def _r(x: float) -> float:
+    return round(x, 4)
+
+
+def _collect(events, kind, host_names: set) -> tuple[dict, list, list, dict]:
+    """(device events by correlation id, runtime calls, CPU ops, launches per thread) of the window."""
+    device, runtime, ops, launches = {}, [], [], Counter()
+    for e in events:
+        at, name = kind(e), e.name()
+        if at in DEVICE_KINDS and not (at == "kernel" and name in host_names):
+            device[e.correlation_id()] = (str(e.device_resource_id()), e.duration_ns(), name)
+        elif at in ("cuda_runtime", "cuda_driver"):
+            runtime.append((e.start_ns(), e.end_ns(), name, e.correlation_id(), e.start_thread_id()))
+            launches[e.start_thread_id()] += name.startswith(("cudaLaunch", "cuLaunch"))
+        elif at == "cpu_op":
+            ops.append((e.start_ns(), e.end_ns(), name, e.start_thread_id()))
+    return device, runtime, ops, launches
+
+
+def _blocking(runtime: list, device: dict) -> list:
+    """The host-blocking calls among ``runtime`` (one thread's, in order), the window's closing edge left out: the
+    device synchronisations after its last launch."""
+    last_launch = max((r[0] for r in runtime if r[3] in device and r[2] not in BLOCKING), default=-1)
+    out = []
+    for r in runtime:
+        dev = device.get(r[3])
+        if r[2] in BLOCKING or (r[2] == "cudaMemcpyAsync" and dev is not None and "DtoH" in dev[2]):
+            if r[2] == "cudaDeviceSynchronize" and r[0] > last_launch:
+                continue
+            out.append(r)
+    return out
+
+
+def _waits(sync, launched: list, device: dict) -> list[str] | None:
+    """The streams a blocking call waits for: a copy's own stream; a stream synchronisation, the stream of the last device
+    work launched before it (``launched``: (start, stream) of the thread's launches, in order); None (all) for a device or
+    event synchronisation."""
+    if sync[2] in ("cudaMemcpy", "cudaMemcpyAsync") and sync[3] in device:
+        return [device[sync[3]][0]]
+    if sync[2] == "cudaStreamSynchronize":
+        i = bisect_left(launched, (sync[0], ""))
+        return [launched[i - 1][1]] if i else None
+    return None
+
+
+def _enclosing(sync, ops: list, starts: list) -> str | None:
+    """The innermost host op the call ran in (the latest-starting one that contains it), aten ops first."""
+    i = bisect_right(starts, sync[0])
+    found = None
+    for _start, e, name, _ in reversed(ops[max(0, i - ENCLOSING_SCAN):i]):
+        if e >= sync[1]:
+            if name.startswith("aten::"):
+                return name
+            found = found or name
+    return found
+
+
+def extract(events, n: int, cuda: bool, kind) -> dict:
+    """The timeline of a window of ``n`` optimizer steps from its raw Kineto events (``kind``: the event's activity type,
+    :func:`harness.measuring.census_counts._kind`)."""
+    events = list(events)
+    host_names = {e.name() for e in events if kind(e) == "cpu_op"}
+    device, runtime, ops, launches = _collect(events, kind, host_names)
+    main = max(launches, key=launches.get) if launches else Counter(o[3] for o in ops).most_common(1)[0][0] if ops else None
+    runtime = sorted(r for r in runtime if r[4] == main)
+    ops = sorted(o for o in ops if o[3] == main)
+    if not ops:
+        return {"n": n, "segments": [], "host_ms": 0.0, "device_ms": 0.0, "wait_ms": 0.0, "syncs": 0.0}
+    syncs = _blocking(runtime, device) if cuda else []
+    if len(syncs) >= MAX_SEGMENTS:
+        syncs = syncs[:: -(-len(syncs) // MAX_SEGMENTS)]
+    t0 = ops[0][0]
+    edge = [r[0] for r in runtime if r[2] == "cudaDeviceSynchronize" and r not in syncs and r[0] > (syncs[-1][1] if syncs else t0)]
+    t_end = min(edge) if edge else max(max(o[1] for o in ops), max((r[1] for r in runtime), default=0))
+    return _segments(syncs, runtime, ops, device, t0, t_end, n)
+
+
+def _segments(syncs: list, runtime: list, ops: list, device: dict, t0: int, t_end: int, n: int) -> dict:
+    bounds = [s[0] for s in syncs]
+    segs = [{"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": s[2], "at": None, "waits": None, "wait_ms": 0.0} for s in syncs]
+    segs.append({"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": None, "at": None, "waits": None, "wait_ms": 0.0})
+    starts = [o[0] for o in ops]
+    launched = [(r[0], device[r[3]][0]) for r in runtime if r[3] in device]
+    prev = t0
+    for seg, s in zip(segs, syncs):
+        seg.update(host_ms=(s[0] - prev) / 1e6, wait_ms=(s[1] - s[0]) / 1e6, at=_enclosing(s, ops, starts), waits=_waits(s, launched, device))
+        prev = s[1]
+    segs[-1]["host_ms"] = max(t_end - prev, 0) / 1e6
+    for r in runtime:  # a launch belongs to the segment it is made in; a blocking copy's own copy, to the segment it ends
+        if r[3] in device:
+            stream, dur, _ = device[r[3]]
+            segs[bisect_left(bounds, r[0])]["device_ms"][stream] += dur / 1e6
+    for o in ops:
+        if o[2].startswith("aten::") and t0 <= o[0] <= t_end:
+            segs[bisect_right(bounds, o[0])]["ops"] += 1
+    for seg in segs:
+        seg.update(host_ms=_r(seg["host_ms"]), wait_ms=_r(seg["wait_ms"]), device_ms={k: _r(v) for k, v in sorted(seg["device_ms"].items())})
+    per = {"host_ms": sum(s["host_ms"] for s in segs) / n, "device_ms": sum(sum(s["device_ms"].values()) for s in segs) / n,
+           "wait_ms": sum(s["wait_ms"] for s in segs) / n, "syncs": len(syncs) / n}
+    return {"n": n, **{k: round(v, 3) for k, v in per.items()}, "segments": segs}
