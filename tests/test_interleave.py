@@ -798,8 +798,32 @@ def test_injected_work_keeps_its_own_clock_and_leaves_the_output_alone(kind):
     inject.n, spent = 0.0, inject.spent_s
     model(x)
     assert inject.spent_s == spent  # at 0 (side A) the hook does nothing it would time
-    with pytest.raises(ValueError, match="inject kind must be casts or host"):
+    with pytest.raises(ValueError, match="inject kind must be one of casts, host, device_before_sync, device_after_sync"):
         InjectWork(model, 1, kind="sleep")
+
+
+@pytest.mark.parametrize("kind, order", [("device_before_sync", ["work", "read"]), ("device_after_sync", ["read", "work"])])
+def test_device_work_is_queued_before_or_after_each_read_back_and_is_left_out_on_the_cpu(kind, order):
+    """The critical-path checks' injection: device-only work placed just before the host waits for a read-back (exposed)
+    or just after it (hidden); on the CPU there is no device to queue on, and the read is left alone."""
+    import torch
+
+    from harness.measuring.injected_work import InjectWork
+
+    original = torch.Tensor.item
+    inject = InjectWork(torch.nn.Linear(2, 2), 50.0, kind=kind)
+    try:
+        assert torch.tensor(3.0).item() == 3.0 and inject.fired == 1 and inject.spent_s == 0.0 and inject.layers == 0
+        seen = []
+        inject.on_device = lambda t: True
+        inject.device_work = lambda t: seen.append("work")
+        assert inject.read(torch.tensor(2.0), lambda t: seen.append("read") or 2.0) == 2.0 and seen == order
+        inject.n = 0.0  # side A: nothing queued
+        inject.read(torch.tensor(2.0), lambda t: seen.append("read"))
+        assert seen == [*order, "read"] and inject.fired == 3
+    finally:
+        inject.remove()
+    assert torch.Tensor.item is original
 
 
 def test_injected_share_is_the_casts_against_the_rest_of_the_step():

@@ -152,7 +152,8 @@ def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
         from harness.measuring.census import CensusCallback
         from harness.measuring.injected_work import InjectWork
 
-        inject = InjectWork(trainer.model, float(req["inject_work"]), kind=req.get("inject_kind") or "casts") if req.get("inject_work") else None
+        kind = os.environ.get("HARNESS_INJECT_KIND") or req.get("inject_kind") or "casts"  # the environment's: test-only (InjectWork)
+        inject = InjectWork(trainer.model, float(req["inject_work"]), kind=kind) if req.get("inject_work") else None
         if req.get("census"):
             # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay unprofiled
             census = CensusCallback(w.measure.warmup_steps + int(req.get("timed_steps") or 0),
@@ -195,7 +196,7 @@ def train(req: dict, timing: dict) -> dict:
         "env": worker_env(b.trainer.model),
         "census": census.result if census is not None else None,
         "data_digest": w.data.digest,  # local data: the content trained on (build.check_digest compared it); else None
-        "inject_work_fired": {"calls": inject.fired, "layers": inject.layers, "casts_per_call": inject.n,
+        "inject_work_fired": {"calls": inject.fired, "layers": inject.layers, "casts_per_call": inject.n, "kind": inject.kind,
                               "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None}
                              if inject is not None else None,
     }

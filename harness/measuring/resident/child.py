@@ -65,7 +65,8 @@ def _train(req: dict, chan: Channel, timing: dict, t_main: float) -> int:
         gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
                          "torch_threads": _torch_threads(),
                          "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
-                         "inject_work_layers": built.inject.layers if built.inject is not None else None}
+                         "inject_work_layers": built.inject.layers if built.inject is not None else None,
+                         "inject_kind": built.inject.kind if built.inject is not None else None}
         built.trainer.train()
     chan.send({"event": "stopped", "blocks": gates[0].blocks, "worker_total_s": time.time() - t_main})
     return 0
