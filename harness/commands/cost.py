@@ -54,6 +54,8 @@ def census_report(paths: list[str], idle_ms=None, out: Callable[[str], None] = p
             out(f"  {s.split}: step {s.step_ms:.1f} ms (median of {len(s.steps_ms)} runs); host work {s.work.python_calls:,.0f} Python calls, "
                 f"{s.work.ops:,.0f} aten ops, {s.work.kernels:,.0f} launches; device work {s.work.kernel_ms:.1f} ms of kernels "
                 f"in {s.work.micro_batches} micro-batch(es): GPU busy {case.busy:.0%}, {case.bound}-bound")
+            if (line := cost_path.timeline_line(census_of(runs, (w, s.split)) or {}, s.step_ms)) is not None:
+                out(f"    {line}")
         cal = calibration_of(splits, idle_ms)
         if cal is None:
             out("  one split only: no calibration (a prediction's interval spans every host-cost mix)")

@@ -148,6 +148,19 @@ def predict_pair(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibra
     return p.record() | {"model": TWO_PATH, "note": "no timeline in A's census (an older census): the two-path model"}
 
 
+def timeline_line(census: Mapping, step_ms: float) -> str | None:
+    """One line of a case's timeline at its timed step: syncs, host and device time, the host scale and where the host
+    waits; None where the census carries no timeline."""
+    t = Timeline.of(census)
+    if t is None:
+        return None
+    k, why = host_scale(t, step_ms)
+    run = simulate(t.scaled(k))
+    top = [f"{r['at']} ({r['sync']}, {r['count']:g} per step) {r['exposed_ms']:.1f} ms" for r in exposed_at(t, run) if r["exposed_ms"] > 0]
+    return (f"timeline: {t.syncs:g} syncs per step, host {t.host_ms:.1f} ms traced (x{k:.2f} at the timed step{'; ' + why if why else ''}), "
+            f"device {t.device_ms:.1f} ms; the host waits {run.waits_ms:.1f} ms per step" + (f", most at {'; '.join(top)}" if top else ""))
+
+
 def pair_line(rec: Mapping) -> str:
     """One line of :func:`predict_pair`'s record."""
     if rec.get("model") == TWO_PATH:
