@@ -11,7 +11,7 @@ import pytest
 from harness.commands.cli import main
 from harness.judging import cost_model as cm
 from harness.judging import cost_path as cp
-from harness.judging.critical_path import Segment, Timeline, exposed_at, host_scale, simulate
+from harness.judging.critical_path import Segment, Timeline, exposed_at, host_scale, per_op_overhead, simulate
 from harness.measuring.timeline import extract
 
 SYNC = "cudaStreamSynchronize"
@@ -57,6 +57,8 @@ def test_the_host_scale_takes_the_profilers_overhead_out():
     k, why = host_scale(t, 50.0)
     assert why is None and simulate(t.scaled(k)).step_ms == pytest.approx(50.0, rel=1e-6)
     assert host_scale(device_bound(), 50.0) == (0.0, "the device path alone is as long as the timed step")
+    with_ops = Timeline((Segment(60.0, {"7": 5.0}, ops=100), Segment(0.0, {}, SYNC, None, ("7",)), Segment(40.0, {"7": 10.0}, ops=100)))
+    assert per_op_overhead(with_ops, 80.0) == pytest.approx(0.1) and per_op_overhead(with_ops, 120.0) is None  # 20 ms over 200 ops
 
 
 def census(t: Timeline | None, ops: float = 1000.0, kernels: float = 100.0, kernel_ms: float = 15.0) -> dict:

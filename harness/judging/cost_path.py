@@ -7,7 +7,8 @@
   simulated at the same scale. The interval spans both placements of the device work within its segment, and B's host
   time taken from the counts instead of B's trace (A's host time times the count ratio under each host-cost mix the
   calibration allows): a trace's host time is a timing, one window's, and its noise moves B's; the counts do not, but
-  miss host work they do not count. It is widened by ``REL_ERROR``. The host part is B's host path less A's, the GPU
+  miss host work they do not count; and the profiler's overhead read per aten op (:func:`critical_path.per_op_overhead`)
+  instead of in proportion to the host time. It is widened by ``REL_ERROR``. The host part is B's host path less A's, the GPU
   part the rest: the change of the host's waits at the syncs;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
@@ -23,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.judging import cost_model as cm
-from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host_scale, simulate
+from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host_scale, per_op_overhead, simulate
 
 # The relative error allowed on a change beyond the spans the model computes: an assumption until interleaved
 # measurements of censuses with timelines calibrate it (docs/cost-model.md).
@@ -95,6 +96,8 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         for r in ratios:
             if tb.host_ms > 0:
                 span.append(simulate(tb.scaled(k * ta.host_ms * r / tb.host_ms), placement).step_ms / ra.step_ms - 1)
+        if (c := per_op_overhead(ta, step_ms_a, placement)) is not None:  # the profiler's overhead read per op instead
+            span.append(simulate(tb.less_per_op(c), placement).step_ms / simulate(ta.less_per_op(c), placement).step_ms - 1)
         runs[placement] = (k, why, ra, rb)
     k, why, ra, rb = runs["early"]
     total = sum(points) / len(points)

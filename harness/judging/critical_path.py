@@ -89,6 +89,10 @@ class Timeline:
         """Every segment's host time times ``host``."""
         return replace(self, segments=tuple(replace(s, host_ms=s.host_ms * host) for s in self.segments))
 
+    def less_per_op(self, ms: float) -> Timeline:
+        """Every segment's host time less ``ms`` per aten op in it (floored at 0): the profiler's cost per recorded op out."""
+        return replace(self, segments=tuple(replace(s, host_ms=max(s.host_ms - ms * s.ops, 0.0)) for s in self.segments))
+
     def plus(self, host_ms: float = 0.0, device_ms: float = 0.0, at: int | None = None, stream: str | None = None) -> Timeline:
         """This timeline with extra work per step: ``host_ms`` spread over the segments by their host time, ``device_ms``
         by their device time (on a timeline without device work, by host time); or, with ``at``, all of it in segment
@@ -175,6 +179,22 @@ def host_scale(t: Timeline, step_ms: float, placement: str = "early", hi: float 
         mid = (lo + up) / 2
         lo, up = (mid, up) if simulate(t.scaled(mid), placement).step_ms < step_ms else (lo, mid)
     return (lo + up) / 2, None
+
+
+def per_op_overhead(t: Timeline, step_ms: float, placement: str = "early") -> float | None:
+    """The profiler's cost per aten op (ms) that, taken out of every segment's host time, makes the simulated step
+    ``step_ms``: the other reading of the profiler's overhead (per recorded op, where :func:`host_scale` takes it in
+    proportion to the host time). None where no such cost exists (the trace is not longer than the step, or no ops)."""
+    ops = sum(s.ops for s in t.segments)
+    if ops <= 0 or simulate(t, placement).step_ms <= step_ms:
+        return None
+    lo, up = 0.0, max(s.host_ms / s.ops for s in t.segments if s.ops)
+    if simulate(t.less_per_op(up), placement).step_ms > step_ms:
+        return None
+    for _ in range(50):
+        mid = (lo + up) / 2
+        lo, up = (mid, up) if simulate(t.less_per_op(mid), placement).step_ms > step_ms else (lo, mid)
+    return (lo + up) / 2
 
 
 def exposed_at(t: Timeline, run: Run, top: int = 3) -> list[dict]:
