@@ -87,7 +87,7 @@ class Steps:
             self.out(f"census of {cand.label}")
             rec = self.census_fn(python, folder)
         wall = 0.0 if reused else time.monotonic() - t0
-        census = with_memory(normalize((rec or {}).get("census")), rec or {})  # a census recorded before it kept the peaks
+        census = with_memory(normalize((rec or {}).get("census")), rec or {})  # the record's peaks: every rank's, and older runs'
         if not rec or rec.get("status", "ok") != "ok" or not census or not census.get("fits"):
             why = (census or {}).get("reason") or f"the census run failed; its log: {(rec or {}).get('log') or folder}"
             self._note("census", cand, wall, reused, f"failed: {why}", folder)

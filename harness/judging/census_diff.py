@@ -216,9 +216,10 @@ def _token_change(base: dict, cur: dict, tol) -> tuple[dict, dict] | None:
 
 
 def with_memory(c: dict | None, rec: dict) -> dict | None:
-    """Census ``c`` of the run record ``rec``, its ``memory`` filled in from the record's peaks where the census has none
-    (recorded before the census kept them); the input is left alone."""
-    if not c or (c.get("memory") or {}).get("peak_reserved_bytes") is not None or rec.get("peak_reserved_bytes") is None:
+    """Census ``c`` of the run record ``rec`` with the record's peaks of memory, where it has them: they fill in a census
+    recorded before it kept its own, and in a run of several ranks they are the largest of any rank where the census's
+    are its own rank's. The input is left alone."""
+    if not c or rec.get("peak_reserved_bytes") is None:
         return c
     return {**c, "memory": {**(c.get("memory") or {}), **{k: rec.get(k) for k in MEMORY}}}
 

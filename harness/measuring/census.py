@@ -4,7 +4,8 @@
 CUDA when there is one) and counts, per optimizer step: aten operators, CUDA kernel launches,
 synchronising CUDA runtime calls and memcpys, allocator calls (the profiler's events are summarised by
 :mod:`harness.measuring.census_counts`), the tokens the steps consumed (real and padded, from the batches the
-timing already counts), and, in a second window of the same length right after the first,
+timing already counts), the run's peak device memory and the bytes each aten op allocated in the window (the profiler's
+memory events, :mod:`harness.measuring.census_memory`), and, in a second window of the same length right after the first,
 Python function calls (:class:`PythonCalls`). It also records the resolved training configuration
 (:func:`resolved_config`) and the SDPA backend that actually ran. Every key is described in
 ``docs/measurement.md`` ("Census"); ``harness/judging/census_diff.py`` compares two censuses without torch.
@@ -33,6 +34,7 @@ import torch
 from transformers import TrainerCallback
 
 from harness.judging.census_diff import window_plan
+from harness.measuring import census_memory
 from harness.measuring.census_counts import summarize
 
 # Arguments that name this run rather than configure it.
@@ -188,7 +190,7 @@ class CensusCallback(TrainerCallback):
             self._sync()
             self._marks["counters0"] = {k: f() for k, f in self.counters.items()}
             self._marks["tokens0"] = dict(self.tokens()) if self.tokens else None
-            self.prof = profile(activities=acts)
+            self.prof = profile(activities=acts, profile_memory=True)  # its memory events are kept apart from the counts
             self.prof.start()
             self._marks["t0"] = time.perf_counter()
         elif step == start + n and self.prof is not None and not self.profiled:
@@ -220,7 +222,9 @@ class CensusCallback(TrainerCallback):
                 "steps": [start + 1, start + n] if p else None, "n": n}
         if not p.get("fits") or not self.profiled:
             return {**head, "fits": False, "reason": p.get("reason", "the profiled window did not complete"), "config": self.config}
-        out = {**head, **summarize(self.prof.profiler.kineto_results.events(), n, self.cuda)}
+        mem, events = census_memory.split(self.prof.profiler.kineto_results.events())
+        out = {**head, **summarize(events, n, self.cuda)}
+        out["memory"] = {**census_memory.peaks(self.cuda), **census_memory.allocations(mem, events, n, self.cuda)}
         self.prof = None
         c0, c1 = self._marks["counters0"], self._marks["counters1"]
         out["counters"] = {k: round((c1[k] - c0[k]) / n, 4) for k in c0}
