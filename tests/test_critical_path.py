@@ -86,10 +86,12 @@ def test_the_pair_is_predicted_by_the_model_the_censuses_allow():
     assert line.startswith("critical path: predicted ") and "host waits" in line
 
 
-def test_host_work_the_counts_miss_is_seen_in_bs_own_timeline_and_the_interval_spans_the_counts():
+def test_bs_host_time_comes_from_the_counts_and_its_trace_is_said_where_it_disagrees():
     a = host_bound()
-    rec = cp.predict_pair(census(a), census(a.plus(host_ms=10.0)), 100.0)
-    assert rec["host_part"] == pytest.approx(10.0) and rec["lo"] <= 0.0 and rec["hi"] >= 10.0
+    rec = cp.predict_pair(census(a), census(a.plus(host_ms=10.0)), 100.0)  # host work the counts miss, or a busier host
+    assert rec["delta_pct"] == pytest.approx(0.0) and 9.5 <= rec["traced_pct"] <= 10.0 and "B's traced host time gives +9." in rec["note"]
+    more = cp.predict_pair(census(a), census(a.plus(host_ms=10.0), ops=1100.0), 100.0)  # the counts see it: +10% ops, python calls
+    assert more["delta_pct"] == pytest.approx(more["host_part"], abs=0.01) and more["lo"] <= 10.0 <= more["hi"] and "note" not in more
 
 
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():

@@ -3,13 +3,15 @@
 :func:`predict_pair` predicts side B's step from side A's (A's timed step as the case's time):
 
 * **critical path, both timelines** (censuses that carry ``timeline``): A's traced host time is scaled so that A's
-  simulated step is its timed step (the profiler's overhead out: :func:`critical_path.host_scale`); B's own timeline is
-  simulated at the same scale. The interval spans both placements of the device work within its segment, and B's host
-  time taken from the counts instead of B's trace (A's host time times the count ratio under each host-cost mix the
-  calibration allows): a trace's host time is a timing, one window's, and its noise moves B's; the counts do not, but
-  miss host work they do not count; and the profiler's overhead read per aten op (:func:`critical_path.per_op_overhead`)
-  instead of in proportion to the host time. It is widened by ``REL_ERROR``. The host part is B's host path less A's, the GPU
-  part the rest: the change of the host's waits at the syncs;
+  simulated step is its timed step (the profiler's overhead out: :func:`critical_path.host_scale`); B's own timeline
+  (its syncs, its device work, its host time spread over its segments as traced) is simulated with A's scaled host time
+  times the count ratio of the best host-cost mix: a trace's host time is one window's timing, and a census run on a
+  busier or idler host moves it by more than most changes; the counts do not move with the host's load. The interval
+  spans both placements of the device work within its segment, the mixes the calibration allows, and the profiler's
+  overhead read per aten op (:func:`critical_path.per_op_overhead`) instead of in proportion to the host time; it is
+  widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside: host work the
+  counts miss (injected host work, a C extension's own time) shows there. The host part is the counted host path's
+  change, the GPU part the rest: the change of the host's waits at the syncs;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
   segment the device part could all be in, from hidden to exposed;
@@ -38,7 +40,8 @@ class PathPrediction:
     """A predicted change in percent, ``delta_pct`` in [``lo``, ``hi``], its ``host_part`` and ``gpu_part`` (points;
     their sum is ``delta_pct``), the ``model`` that gave it, the case's GPU ``busy`` share, the host's waits per step of
     each side (``waits_ms``: a, b), the syncs where B's waits are longest (``exposed_at``), the factor on the traced host
-    time (``host_scale``); ``note``: what the model could not place; ``bound``: ``CPU`` (no device work), ``host`` (the
+    time (``host_scale``), the change B's traced host time would give (``traced_pct``); ``note``: what the model could not
+    place or where the trace and the counts disagree; ``bound``: ``CPU`` (no device work), ``host`` (the
     scaled host time is longer than the device time) or ``GPU``."""
 
     delta_pct: float
@@ -53,9 +56,11 @@ class PathPrediction:
     host_scale: float = 1.0
     note: str | None = None
     bound: str = "host"
+    traced_pct: float | None = None
 
     def record(self) -> dict:
         out = {k: round(float(getattr(self, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy", "host_scale")}
+        out |= {"traced_pct": round(self.traced_pct, 3)} if self.traced_pct is not None else {}
         return out | {"model": self.model, "bound": self.bound,
                       "waits_ms": [round(w, 3) for w in self.waits_ms], "exposed_at": list(self.exposed_at)} | ({"note": self.note} if self.note else {})
 
@@ -68,13 +73,14 @@ def _mixes(calibration) -> tuple:
     return (calibration.best, *calibration.feasible) if calibration is not None else (cm.EQUAL, *cm.simplex(0.05))
 
 
-def _count_ratios(census_a: Mapping, census_b: Mapping, calibration) -> list[float]:
-    """B's host work as a multiple of A's under each host-cost mix allowed (its extremes and the best)."""
+def _count_ratios(census_a: Mapping, census_b: Mapping, calibration) -> tuple[float, float, float] | None:
+    """B's host work as a multiple of A's by the counts: (best mix, lowest and highest of the mixes allowed); None
+    where A's census counts no host work."""
     wa, wb = cm.Work.of(census_a), cm.Work.of(census_b)
     if not any(wa.counts()):
-        return []
+        return None
     rs = [m.host_units(wa, wb) for m in _mixes(calibration)]
-    return sorted({rs[0], min(rs), max(rs)})
+    return rs[0], min(rs), max(rs)
 
 
 def _widened(values: list[float], point: float) -> tuple[float, float]:
@@ -82,29 +88,37 @@ def _widened(values: list[float], point: float) -> tuple[float, float]:
     return min(values) - pad, max(values) + pad
 
 
+def _as_host(t: Timeline, host_ms: float) -> Timeline:
+    """``t`` with ``host_ms`` of host time per step, spread over its segments as its trace has it."""
+    return t.scaled(host_ms / t.host_ms) if t.host_ms > 0 else t.plus(host_ms=host_ms)
+
+
 def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
     """B's step from its own timeline, at A's host scale (module docstring)."""
     ta, tb = Timeline.of(census_a), Timeline.of(census_b)
-    ratios = _count_ratios(census_a, census_b, calibration)
-    points, span, runs = [], [], {}
+    best, r_lo, r_hi = _count_ratios(census_a, census_b, calibration) or (tb.host_ms / ta.host_ms,) * 3
+    points, span, traced, runs = [], [], [], {}
     for placement in PLACEMENTS:
         k, why = host_scale(ta, step_ms_a, placement)
-        ra = simulate(ta.scaled(k), placement)
-        rb = simulate(tb.scaled(k), placement)
+        a = ta.scaled(k)
+        ra = simulate(a, placement)
+        rb = simulate(_as_host(tb, a.host_ms * best), placement)
         points.append(rb.step_ms / ra.step_ms - 1)
-        span.append(points[-1])
-        for r in ratios:
-            if tb.host_ms > 0:
-                span.append(simulate(tb.scaled(k * ta.host_ms * r / tb.host_ms), placement).step_ms / ra.step_ms - 1)
+        span += [simulate(_as_host(tb, a.host_ms * r), placement).step_ms / ra.step_ms - 1 for r in (r_lo, r_hi)]
+        traced.append(simulate(tb.scaled(k), placement).step_ms / ra.step_ms - 1)
         if (c := per_op_overhead(ta, step_ms_a, placement)) is not None:  # the profiler's overhead read per op instead
-            span.append(simulate(tb.less_per_op(c), placement).step_ms / simulate(ta.less_per_op(c), placement).step_ms - 1)
-        runs[placement] = (k, why, ra, rb)
-    k, why, ra, rb = runs["early"]
-    total = sum(points) / len(points)
-    host = k * (tb.host_ms - ta.host_ms) / ra.step_ms
-    lo, hi = _widened(span, total)
+            a_op = ta.less_per_op(c)
+            span.append(simulate(_as_host(tb.less_per_op(c), a_op.host_ms * best), placement).step_ms / simulate(a_op, placement).step_ms - 1)
+        runs[placement] = (k, why, ra, rb, a.host_ms * (best - 1) / ra.step_ms)
+    k, why, ra, rb, _ = runs["early"]
+    total, by_trace = sum(points) / len(points), sum(traced) / len(traced)
+    host = sum(r[-1] for r in runs.values()) / len(runs)
+    lo, hi = _widened(span + points, total)
+    if not lo <= by_trace <= hi:
+        why = "; ".join(x for x in (why, f"B's traced host time gives {100 * by_trace:+.2f}%: host work the census does not count, or a census "
+                                          "run on a busier or idler host") if x)
     return PathPrediction(100 * total, 100 * lo, 100 * hi, 100 * host, 100 * (total - host), CRITICAL, ta.device_ms / ra.step_ms,
-                          (ra.waits_ms, rb.waits_ms), tuple(exposed_at(tb, rb)), k, why, _bound(ta, k))
+                          (ra.waits_ms, rb.waits_ms), tuple(exposed_at(tb, rb)), k, why, _bound(ta, k), 100 * by_trace)
 
 
 def _placed(a: Timeline, d: cm.Delta, r: float, at: int | None, placement: str, base_ms: float) -> float:
