@@ -9,9 +9,10 @@
   busier or idler host moves it by more than most changes; the counts do not move with the host's load. The interval
   spans both placements of the device work within its segment, the mixes the calibration allows, and the profiler's
   overhead read per aten op (:func:`critical_path.per_op_overhead`) instead of in proportion to the host time; it is
-  widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is taken into the interval and said where it
-  falls outside the rest: host work the counts miss (injected host work, a C extension's own time) shows there, and so
-  does a census run on a busier or idler host: then the interval is wide, never narrow and wrong. The host part is the counted host path's
+  widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and the
+  interval then spans as far from the point on either side: host work the counts miss (injected host work, a C
+  extension's own time) shows there, and so does a census run on a busier or idler host, which may hide such work;
+  one window cannot tell them apart, so the interval is wide, never narrow and wrong. The host part is the counted host path's
   change, the GPU part the rest: the change of the host's waits at the syncs;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
@@ -115,10 +116,10 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     total, by_trace = sum(points) / len(points), sum(traced) / len(traced)
     host = sum(r[-1] for r in runs.values()) / len(runs)
     lo, hi = _widened(span + points, total)
-    if not lo <= by_trace <= hi:  # the interval takes it in: the trace sees host work the counts miss; the note says why it is wide
+    if not lo <= by_trace <= hi:  # host work the counts miss, or a trace on a busier or idler host: which, one window cannot tell
         why = "; ".join(x for x in (why, f"B's traced host time gives {100 * by_trace:+.2f}%: host work the census does not count, or a census "
-                                          "run on a busier or idler host") if x)
-        lo, hi = min(lo, by_trace), max(hi, by_trace)
+                                          "run on a busier or idler host; the interval spans that far either way") if x)
+        lo, hi = min(lo, total - abs(by_trace - total)), max(hi, total + abs(by_trace - total))
     return PathPrediction(100 * total, 100 * lo, 100 * hi, 100 * host, 100 * (total - host), CRITICAL, ta.device_ms / ra.step_ms,
                           (ra.waits_ms, rb.waits_ms), tuple(exposed_at(tb, rb)), k, why, _bound(ta, k), 100 * by_trace)
 
