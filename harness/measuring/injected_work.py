@@ -49,8 +49,6 @@ class InjectWork:
     KINDS = ("casts", "host", "device_before_sync", "device_after_sync")
 
     def __init__(self, model: torch.nn.Module, n: float, keep: bool = False, kind: str = "casts"):
-        from peft.tuners.lora import LoraLayer
-
         if kind not in self.KINDS:
             raise BadInput(f"inject kind must be one of {', '.join(self.KINDS)}, got {kind!r}")
         self.n, self.fired, self._carry, self.keep, self.spent_s, self.kind = float(n), 0, 0.0, keep, 0.0, kind
@@ -60,6 +58,8 @@ class InjectWork:
             self.handles, self._item = [], torch.Tensor.item
             torch.Tensor.item = lambda t: self.read(t, self._item)
             return
+        from peft.tuners.lora import LoraLayer
+
         self.handles = [m.register_forward_hook(self._hook) for m in model.modules() if isinstance(m, LoraLayer)]
 
     def read(self, t: torch.Tensor, item):
