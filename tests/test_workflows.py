@@ -168,13 +168,13 @@ def test_nightly_keeps_the_bisect_s_censuses_across_nights_with_the_same_version
 def test_an_issue_puts_the_cost_models_prediction_beside_the_measured_change(fake_gh):
     p = {"delta_pct": 5.18, "lo": 1.804, "hi": 8.556, "host_part": 5.18, "gpu_part": 0.0, "measured_pct": 3.031, "measured_lo": -0.5,
          "measured_hi": 6.2}
-    interleaved = {"kind": "interleaved", "case": "tiny-qwen3-4x1", "outcome": "regression", "message": "B/A x1.030", "prediction": p,
+    interleaved = {"kind": "interleaved", "case": "tiny-qwen3-4x1", "outcome": "regression", "message": "B/A x1.030", "prediction": dict(p, model="critical path"),
                    "where": "where, B less A per step (median over 9 pairs; descriptive): backward +3.29 ms (of 247.2)"}
     confirmed = dict(REPORT["verdicts"][0], interleaved={"outcome": "regression", "message": "x1.1", "prediction": dict(p, delta_pct=-0.04)})
     unmeasured = {"kind": "memory", "case": "m", "outcome": "fail", "message": "?", "prediction": {k: p[k] for k in ("delta_pct", "lo", "hi")}}
     calls = fake_gh(dict(REPORT, verdicts=[interleaved, confirmed, unmeasured]))
     bodies = {c[c.index("--title") + 1].split()[-2]: c[c.index("--body") + 1] for c in calls if c[:2] == ["issue", "create"]}
-    assert "  - cost model: predicted +5.2%, measured +3.0% (intervals [+1.8%, +8.6%] and [-0.5%, +6.2%])" in bodies["interleaved"]
+    assert "  - cost model (critical path): predicted +5.2%, measured +3.0% (intervals [+1.8%, +8.6%] and [-0.5%, +6.2%])" in bodies["interleaved"]
     assert "  - where, B less A per step (median over 9 pairs; descriptive): backward +3.29 ms (of 247.2)" in bodies["interleaved"]
     assert "cost model: predicted 0.0%, measured +3.0%" in bodies["runtime"]
     assert "  - cost model: predicted +5.2% [+1.8%, +8.6%]" in bodies["memory"] and "measured" not in bodies["memory"]

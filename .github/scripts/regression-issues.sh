@@ -84,15 +84,16 @@ gh label create "$LABEL" --color B60205 --description "Performance regression fo
 
 body_for() {  # $1: one group as JSON
   local group=$1
-  # a verdict with the cost model's prediction (an interleaved one, or a confirmation's): predicted beside measured
+  # a verdict with the cost model's prediction (an interleaved one, or a confirmation's): predicted beside measured, with the
+  # model that gave it where the prediction names one (critical path, two-path)
   jq -r 'def pct: (. * 10 | round) as $t | (if $t > 0 then "+" elif $t < 0 then "-" else "" end)
                   + (($t | fabs) / 10 | floor | tostring) + "." + (($t | fabs) % 10 | tostring) + "%";
     .verdicts[] | "- **\(.kind) \(.case)**: \(.outcome): \(.message)"
     + (if .where then "\n  - \(.where)" else "" end)
     + ((.prediction // .interleaved.prediction // {}) as $p | if ($p.delta_pct | type) != "number" then ""
-       elif ($p.measured_pct | type) == "number" then "\n  - cost model: predicted \($p.delta_pct | pct), measured \($p.measured_pct | pct)"
+       elif ($p.measured_pct | type) == "number" then "\n  - cost model\($p.model // "" | if . == "" then "" else " (\(.))" end): predicted \($p.delta_pct | pct), measured \($p.measured_pct | pct)"
          + " (intervals [\($p.lo | pct), \($p.hi | pct)] and [\($p.measured_lo | pct), \($p.measured_hi | pct)])"
-       else "\n  - cost model: predicted \($p.delta_pct | pct) [\($p.lo | pct), \($p.hi | pct)]" end)' <<<"$group"
+       else "\n  - cost model\($p.model // "" | if . == "" then "" else " (\(.))" end): predicted \($p.delta_pct | pct) [\($p.lo | pct), \($p.hi | pct)]" end)' <<<"$group"
   echo
   echo "- GPU: \`$gpu\`, tox environment: \`$PERF_ENV\`${session:+, session \`$session\`}"
   if [[ -n "$RUN_URL" ]]; then echo "- Run: $RUN_URL"; fi
