@@ -88,7 +88,8 @@ def extract(events, n: int, cuda: bool, kind) -> dict:
     """The timeline of a window of ``n`` optimizer steps from its raw Kineto events (``kind``: the event's activity type,
     :func:`harness.measuring.census_counts._kind`)."""
     events = list(events)
-    host_names = {e.name() for e in events if kind(e) == "cpu_op"}
+    # a record_function range mirrored onto the device (where this torch labels it a kernel) bears a host event's name
+    host_names = {e.name() for e in events if kind(e) not in DEVICE_KINDS}
     device, runtime, ops, launches = _collect(events, kind, host_names)
     main = max(launches, key=launches.get) if launches else Counter(o[3] for o in ops).most_common(1)[0][0] if ops else None
     runtime = sorted(r for r in runtime if r[4] == main)
