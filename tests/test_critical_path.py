@@ -145,6 +145,8 @@ def test_the_timeline_cuts_the_host_at_its_blocking_calls_and_places_each_launch
               Ev("cpu_op", "aten::_local_scalar_dense", 10 * ms, 20 * ms),
               Ev("cuda_runtime", "cudaMemcpyAsync", 11 * ms, 12 * ms, 2), Ev("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 11 * ms, 12 * ms, 2),
               Ev("cuda_runtime", SYNC, 12 * ms, 15 * ms, 3),
+              Ev("cpu_op", "aten::mm", 3 * ms, 4 * ms, thread=2), Ev("cuda_runtime", "cudaLaunchKernel", 3 * ms, 4 * ms, 6, thread=2),
+              Ev("kernel", "gemm", 6 * ms, 7 * ms, 6),  # autograd's thread: its launch goes to the segment it starts in
               Ev("cpu_op", "aten::add", 20 * ms, 30 * ms), Ev("cuda_runtime", "cudaLaunchKernel", 21 * ms, 22 * ms, 4),
               Ev("kernel", "add", 22 * ms, 24 * ms, 4, stream=9), Ev("cuda_runtime", "cudaDeviceSynchronize", 30 * ms, 31 * ms, 5),
               Ev("user_annotation", "Optimizer.step#AdamW.step", 20 * ms, 29 * ms), Ev("kernel", "Optimizer.step#AdamW.step", 22 * ms, 29 * ms, 4)]
@@ -152,9 +154,9 @@ def test_the_timeline_cuts_the_host_at_its_blocking_calls_and_places_each_launch
     segs = t["segments"]
     assert [s["sync"] for s in segs] == ["cudaMemcpyAsync", SYNC, None]  # the closing edge's device sync is not the step's
     assert [s["host_ms"] for s in segs] == [11.0, 0.0, 15.0] and [s["wait_ms"] for s in segs] == [1.0, 3.0, 0.0]
-    assert segs[0]["device_ms"] == {"7": 5.0} and segs[2]["device_ms"] == {"9": 2.0}  # the copy belongs to the segment it ends
+    assert segs[0]["device_ms"] == {"7": 6.0} and segs[2]["device_ms"] == {"9": 2.0}  # the copy belongs to the segment it ends
     # (the optimizer's range mirrored onto the device, labelled a kernel, is no device work)
     assert segs[0]["at"] == segs[1]["at"] == "aten::_local_scalar_dense" and segs[0]["waits"] == segs[1]["waits"] == ["7"]
-    assert [s["ops"] for s in segs] == [2, 0, 1] and t["syncs"] == 1.0 and t["host_ms"] == 13.0 and t["device_ms"] == 3.5
+    assert [s["ops"] for s in segs] == [3, 0, 1] and t["syncs"] == 1.0 and t["host_ms"] == 13.0 and t["device_ms"] == 4.0
     cpu = extract([e for e in events if e.kind == "cpu_op"], 2, False, lambda e: e.kind)
     assert [(s["host_ms"], s["sync"], s["device_ms"]) for s in cpu["segments"]] == [(30.0, None, {})]

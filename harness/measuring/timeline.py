@@ -31,19 +31,18 @@ def _r(x: float) -> float:
     return round(x, 4)
 
 
-def _collect(events, kind, host_names: set) -> tuple[dict, list, list, dict]:
-    """(device events by correlation id, runtime calls, CPU ops, launches per thread) of the window."""
-    device, runtime, ops, launches = {}, [], [], Counter()
+def _collect(events, kind, host_names: set) -> tuple[dict, list, list]:
+    """(device events by correlation id, runtime calls, CPU ops) of the window."""
+    device, runtime, ops = {}, [], []
     for e in events:
         at, name = kind(e), e.name()
         if at in DEVICE_KINDS and not (at == "kernel" and name in host_names):
             device[e.correlation_id()] = (str(e.device_resource_id()), e.duration_ns(), name)
         elif at in ("cuda_runtime", "cuda_driver"):
             runtime.append((e.start_ns(), e.end_ns(), name, e.correlation_id(), e.start_thread_id()))
-            launches[e.start_thread_id()] += name.startswith(("cudaLaunch", "cuLaunch"))
         elif at == "cpu_op":
             ops.append((e.start_ns(), e.end_ns(), name, e.start_thread_id()))
-    return device, runtime, ops, launches
+    return device, runtime, ops
 
 
 def _blocking(runtime: list, device: dict) -> list:
@@ -62,7 +61,7 @@ def _blocking(runtime: list, device: dict) -> list:
 
 def _waits(sync, launched: list, device: dict) -> list[str] | None:
     """The streams a blocking call waits for: a copy's own stream; a stream synchronisation, the stream of the last device
-    work launched before it (``launched``: (start, stream) of the thread's launches, in order); None (all) for a device or
+    work launched before it (``launched``: (start, stream) of every thread's launches, in order); None (all) for a device or
     event synchronisation."""
     if sync[2] in ("cudaMemcpy", "cudaMemcpyAsync") and sync[3] in device:
         return [device[sync[3]][0]]
@@ -86,34 +85,42 @@ def _enclosing(sync, ops: list, starts: list) -> str | None:
 
 def extract(events, n: int, cuda: bool, kind) -> dict:
     """The timeline of a window of ``n`` optimizer steps from its raw Kineto events (``kind``: the event's activity type,
-    :func:`harness.measuring.census_counts._kind`)."""
+    :func:`harness.measuring.census_counts._kind`). The segments are the training loop's thread's (the one that blocks
+    most, else the one with the most ops); the launches and ops of every thread (autograd's backward thread launches the
+    backward's kernels) go to the segment they start in."""
     events = list(events)
     # a record_function range mirrored onto the device (where this torch labels it a kernel) bears a host event's name
     host_names = {e.name() for e in events if kind(e) not in DEVICE_KINDS}
-    device, runtime, ops, launches = _collect(events, kind, host_names)
-    main = max(launches, key=launches.get) if launches else Counter(o[3] for o in ops).most_common(1)[0][0] if ops else None
-    runtime = sorted(r for r in runtime if r[4] == main)
-    ops = sorted(o for o in ops if o[3] == main)
-    if not ops:
+    device, runtime, ops = _collect(events, kind, host_names)
+    runtime.sort()
+    ops.sort()
+    blocking = _blocking(runtime, device) if cuda else []
+    threads = Counter(r[4] for r in blocking) or Counter(o[3] for o in ops)
+    if not threads:
         return {"n": n, "segments": [], "host_ms": 0.0, "device_ms": 0.0, "wait_ms": 0.0, "syncs": 0.0}
-    syncs = _blocking(runtime, device) if cuda else []
+    main = threads.most_common(1)[0][0]
+    syncs = [r for r in blocking if r[4] == main]
+    mine = [o for o in ops if o[3] == main] or ops
     if len(syncs) >= MAX_SEGMENTS:
         syncs = syncs[:: -(-len(syncs) // MAX_SEGMENTS)]
-    t0 = ops[0][0]
-    edge = [r[0] for r in runtime if r[2] == "cudaDeviceSynchronize" and r not in syncs and r[0] > (syncs[-1][1] if syncs else t0)]
-    t_end = min(edge) if edge else max(max(o[1] for o in ops), max((r[1] for r in runtime), default=0))
-    return _segments(syncs, runtime, ops, device, t0, t_end, n)
+    t0 = min(mine[0][0], syncs[0][0]) if syncs else mine[0][0]
+    last = syncs[-1][1] if syncs else t0
+    edge = [r[0] for r in runtime if r[4] == main and r[2] == "cudaDeviceSynchronize" and r[0] > last]
+    t_end = min(edge) if edge else max(max(o[1] for o in mine), max((r[1] for r in runtime if r[4] == main), default=0))
+    return _segments(syncs, runtime, ops, mine, device, t0, t_end, n)
 
 
-def _segments(syncs: list, runtime: list, ops: list, device: dict, t0: int, t_end: int, n: int) -> dict:
+def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t0: int, t_end: int, n: int) -> dict:
+    """The segments between ``syncs`` (the loop thread's blocking calls; ``mine``, its ops), with the launches
+    (``runtime``) and ``ops`` of every thread placed by their start."""
     bounds = [s[0] for s in syncs]
     segs = [{"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": s[2], "at": None, "waits": None, "wait_ms": 0.0} for s in syncs]
     segs.append({"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": None, "at": None, "waits": None, "wait_ms": 0.0})
-    starts = [o[0] for o in ops]
+    starts = [o[0] for o in mine]
     launched = [(r[0], device[r[3]][0]) for r in runtime if r[3] in device]
     prev = t0
     for seg, s in zip(segs, syncs):
-        seg.update(host_ms=(s[0] - prev) / 1e6, wait_ms=(s[1] - s[0]) / 1e6, at=_enclosing(s, ops, starts), waits=_waits(s, launched, device))
+        seg.update(host_ms=(s[0] - prev) / 1e6, wait_ms=(s[1] - s[0]) / 1e6, at=_enclosing(s, mine, starts), waits=_waits(s, launched, device))
         prev = s[1]
     segs[-1]["host_ms"] = max(t_end - prev, 0) / 1e6
     for r in runtime:  # a launch belongs to the segment it is made in; a blocking copy's own copy, to the segment it ends
