@@ -157,6 +157,24 @@ def test_verdicts_of_every_report_are_kept(tmp_path):
     assert rec["verdicts"][0]["ratio"] == 1.01
 
 
+def test_a_night_of_one_timed_run_per_split_is_stored_without_the_interval_it_does_not_have(tmp_path):
+    """A normal night's session: one timed run per split, so its report row against the baseline has a ratio and no
+    interval (NaN); the session is stored with the ratio and without the NaN."""
+    d = tmp_path / "perf-results"
+    d.mkdir()
+    (d / "runs.jsonl").write_text((R / "h200" / "lease5-round" / "runs.jsonl").read_text())
+    runs = [json.loads(line) for line in (d / "runs.jsonl").read_text().splitlines()]
+    row = {"workload": runs[0]["workload"], "decomposition": runs[0]["decomposition_id"], "verdict": "inconclusive", "ratio": 0.92,
+           "ratio_lo": float("nan"), "ratio_hi": float("nan")}
+    (d / "report.json").write_text(json.dumps({"session_id": runs[0]["session_id"], "verdicts": [], "rows": [row]}))
+    store = DirStore(tmp_path / "store")
+    (rec,) = records_of(d)
+    store.add([rec])
+    (back,) = store.records()
+    case = next(c for c in back["cases"] if c["decomposition"] == row["decomposition"])
+    assert case["baseline"] == {"verdict": "inconclusive", "ratio": 0.92}
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the git branch store
 # ---------------------------------------------------------------------------------------------------------------------

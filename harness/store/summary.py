@@ -98,7 +98,9 @@ def case_entry(workload: str, decomposition: str, runs: list[dict], row: dict | 
         kms = [r["profile"]["kernel_ms_per_step"] for r in ok if (r.get("profile") or {}).get("kernel_ms_per_step") is not None]
         case["kernel_ms"] = median(kms) if kms else None
     if row:
-        case["baseline"] = {k: row.get(k) for k in ("verdict", "ratio", "ratio_lo", "ratio_hi") if row.get(k) is not None} or None
+        # one timed run against a baseline has no interval (NaN in report.json): it is left out, as JSON holds no NaN
+        case["baseline"] = {k: row.get(k) for k in ("verdict", "ratio", "ratio_lo", "ratio_hi")
+                            if row.get(k) is not None and not non_finite(row.get(k))} or None
     return {k: v for k, v in case.items() if v is not None}
 
 
