@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.judging import census_diff as cd
+from harness.judging import flops
 from harness.measuring.runner import RunRequest, run_one
 from harness.spec import Workload, load_workload
 from tests.test_user_data import jsonl, local_toml
@@ -358,18 +359,18 @@ def test_lora_flops_per_token_by_hand():
     # One tiny-qwen3 layer: q 128x128, k 128x64, v 128x64, o 128x128, gate/up 128x384, down 384x128 -> 196,608 weights.
     p_layers, p_head = 2 * 196_608, 128 * 2048
     p_lora = 2 * 8 * ((128 + 128) + 2 * (128 + 64) + (128 + 128) + 2 * (128 + 384) + (384 + 128))
-    parts = cd.lora_flops_parts(TINY, 8, "all-linear", checkpointing=True)
+    parts = flops.lora_flops_parts(TINY, 8, "all-linear", checkpointing=True)
     assert parts["p_base"] == p_layers + p_head and parts["p_lora"] == p_lora == 38_912
     fwd, bwd, rec = 2 * (p_layers + p_head) + 2 * p_lora, 2 * (p_layers + p_head) + 4 * p_lora, 2 * p_layers + 2 * p_lora
-    assert cd.lora_flops_per_token(TINY, 8, "all-linear", checkpointing=True) == fwd + bwd + rec == 3_719_168
-    assert cd.lora_flops_per_token(TINY, 8, "all-linear", checkpointing=False) == fwd + bwd
+    assert flops.lora_flops_per_token(TINY, 8, "all-linear", checkpointing=True) == fwd + bwd + rec == 3_719_168
+    assert flops.lora_flops_per_token(TINY, 8, "all-linear", checkpointing=False) == fwd + bwd
     attn = 4 * 2 * 128 * 4 * 32  # 4 * layers * seq * heads * head_dim
-    assert cd.lora_flops_per_token(TINY, 8, "all-linear", True, seq_len=128) == fwd + bwd + rec + 4 * attn
+    assert flops.lora_flops_per_token(TINY, 8, "all-linear", True, seq_len=128) == fwd + bwd + rec + 4 * attn
     # Only q and v adapted: P_lora = 2 layers * 8 * ((128 + 128) + (128 + 64)).
-    assert cd.lora_flops_parts(TINY, 8, ["q_proj", "v_proj"], False)["p_lora"] == 2 * 8 * (256 + 192)
-    assert cd.lora_flops_parts(TINY, 8, r".*\.(q_proj|v_proj)", False)["p_lora"] == 2 * 8 * (256 + 192)
+    assert flops.lora_flops_parts(TINY, 8, ["q_proj", "v_proj"], False)["p_lora"] == 2 * 8 * (256 + 192)
+    assert flops.lora_flops_parts(TINY, 8, r".*\.(q_proj|v_proj)", False)["p_lora"] == 2 * 8 * (256 + 192)
     with pytest.raises(ValueError, match="dense decoders only"):
-        cd.lora_flops_per_token({**TINY, "num_experts": 8}, 8)
+        flops.lora_flops_per_token({**TINY, "num_experts": 8}, 8)
 
 
 @pytest.mark.parametrize("name, model", [
@@ -387,8 +388,8 @@ def test_peak_flops_come_from_one_table_by_the_full_name(name, model):
 
 
 def test_mfu():
-    assert cd.mfu(989.5e12 * 0.5, 1.0, 989.5e12) == pytest.approx(0.5)
-    assert cd.mfu(1e12, 0.0, 989.5e12) is None
+    assert flops.mfu(989.5e12 * 0.5, 1.0, 989.5e12) == pytest.approx(0.5)
+    assert flops.mfu(1e12, 0.0, 989.5e12) is None
 
 
 def test_the_pure_module_does_not_import_torch():

@@ -12,7 +12,7 @@ from statistics import median
 
 from harness.files import write_atomic
 from harness.judging import baseline as bl
-from harness.judging import census_diff, peak_flops
+from harness.judging import census_diff, flops, peak_flops
 from harness.judging.stats import Sample
 from harness.record import PHASES, median_phases, run_phases
 from harness.reporting.report_head import head_lines
@@ -89,13 +89,13 @@ def diagnosis(census: dict, step_ms: float | None, workload, gpu: str) -> dict:
                    bound="host-bound" if busy < 0.5 else "GPU-bound" if busy >= 0.8 else "mixed")
     try:
         lo = workload.lora
-        fpt = census_diff.lora_flops_per_token(workload.architecture()["config"], lo.r, lo.target_modules, workload.train.gradient_checkpointing,
+        fpt = flops.lora_flops_per_token(workload.architecture()["config"], lo.r, lo.target_modules, workload.train.gradient_checkpointing,
                                                workload.train.max_length)
         out["flops_per_step"] = fpt * samples * workload.train.max_length
         known = peak_flops.peak(gpu)
         out["peak_flops_of"] = known[0] if known else None
         if step_ms and known:
-            out["mfu"] = census_diff.mfu(out["flops_per_step"], step_ms / 1000, known[1])
+            out["mfu"] = flops.mfu(out["flops_per_step"], step_ms / 1000, known[1])
     except (KeyError, ValueError, TypeError):
         pass
     return out
