@@ -11,10 +11,13 @@ cat /proc/sys/kernel/random/boot_id > $R/boot_id; nproc > $R/nproc.txt
 export PYTHONUNBUFFERED=1
 cd /tmp/snap
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.limit,driver_version,temperature.gpu --format=csv > $R/nvidia-smi.txt
+# the image's python3 is itself a virtualenv (torch and the rest in its site-packages), which a virtualenv made from it
+# does not see even with --system-site-packages: its site-packages goes on each one's path, as the image's packages
+base_site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 for env in pinned latest; do
   python3 -m venv --system-site-packages --without-pip /tmp/venvs/$env
   site=$(/tmp/venvs/$env/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-  printf '/tmp/site\n/tmp/snap\n' > "$site/harness-here.pth"
+  printf '/tmp/site\n/tmp/snap\n%s\n' "$base_site" > "$site/harness-here.pth"
 done
 P=/tmp/venvs/pinned/bin/python; L=/tmp/venvs/latest/bin/python
 $L -c "import torch, transformers, trl, peft, sys; print(sys.prefix, torch.__version__, transformers.__version__, trl.__version__, peft.__version__)" > $R/versions.txt 2>&1
