@@ -184,8 +184,9 @@ class Workload:
         out["devices"] = list(self.devices)
         if out["quantization"] is None:  # no [quantization] table: plain LoRA
             del out["quantization"]
-        if out["data"]["digest"] is None:  # no local data file
-            del out["data"]["digest"]
+        for key in ("digest", "revision"):  # no local data file, no pinned hub revision
+            if out["data"][key] is None:
+                del out["data"][key]
         return out
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:

@@ -84,6 +84,9 @@ class DataSpec:
     chat_template: str | bool = opt(True, what="true, false or a Jinja template string")
     text_column: str | None = opt(None, nonempty=True)
     messages_column: str | None = opt(None, nonempty=True)
+    # hub data only: the dataset repository's commit, branch or tag, passed to load_dataset; hashed, so that a moved
+    # revision is another workload. Absent from to_dict() when None: workloads without it keep their hashes.
+    revision: str | None = opt(None, nonempty=True)
     # local data only: the content's sha256 (harness.inputs.data_digest), written by Workload.load; hashed, so that an
     # edited data file is another workload. Absent from to_dict() when None: other sources keep their hashes.
     digest: str | None = opt(None, pattern=r"sha256:[0-9a-f]{64}", what="'sha256:' and 64 hex digits, as the loader writes it")
@@ -94,6 +97,8 @@ class DataSpec:
         _check(self.source == "synthetic" or bool(self.id), f"data.source = {self.source!r} needs data.id (a hub dataset id or a local path)")
         _check(self.source != "synthetic" or self.id is None, "data.id names a hub or local dataset: set data.source = 'hub' or 'local', or remove it")
         _check(self.name is None or self.source == "hub", "data.name (a subset) applies to hub datasets only: set data.source = 'hub' or remove it")
+        _check(self.revision is None or self.source == "hub", "data.revision pins a hub dataset's version: set data.source = 'hub' or remove it "
+               "(local data is pinned by its content, data.digest)")
         _check(not (self.text_column and self.messages_column), "data.text_column and data.messages_column exclude each other: keep one")
         _check(self.source != "synthetic" or not (self.text_column or self.messages_column),
                "data.text_column and data.messages_column name columns of a hub or local dataset; synthetic data has none")

@@ -49,6 +49,18 @@ def test_a_local_files_digest_enters_the_hash(tmp_path):
     assert "digest" not in tiny.to_dict()["data"] and tiny.data.digest is None  # synthetic: no file, hash unchanged
 
 
+def test_a_hub_datasets_revision_enters_the_hash_and_only_a_hub_dataset_takes_one():
+    hub = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").to_dict()
+    hub["data"] = {"source": "hub", "id": "org/chats", "messages_column": "messages"}
+    unpinned = Workload.from_dict(hub)
+    assert "revision" not in unpinned.to_dict()["data"]  # without one, the hash is the one it had before the key existed
+    pinned = Workload.from_dict({**hub, "data": {**hub["data"], "revision": "3f2a9c1"}})
+    assert pinned.hash != unpinned.hash and Workload.from_dict(pinned.to_dict()).hash == pinned.hash
+    local = {**hub, "data": {"source": "local", "id": "data/chat.jsonl", "revision": "main"}}
+    with pytest.raises(SpecError, match="data.revision pins a hub dataset's version: set data.source = 'hub' or remove it"):
+        Workload.from_dict(local)
+
+
 def test_a_pinned_digest_refuses_other_content(tmp_path):
     w = mine(tmp_path)
     pinned = local_toml(tmp_path / "chat.jsonl", extra=f'digest = "{w.data.digest}"\n')

@@ -160,7 +160,7 @@ def build_dataset(w: Workload, tokenizer):
         elif d.source == "local":  # a folder of data files, read by datasets' folder builder; never the hub
             ds = datasets.load_dataset(str(path), split=d.split)
         else:
-            ds = datasets.load_dataset(d.id, d.name, split=d.split)
+            ds = datasets.load_dataset(d.id, d.name, split=d.split, revision=d.revision)
     except _hub_errors() as exc:
         raise _unavailable("dataset", d.id, exc, "use data.source = 'synthetic' or point data.id at a local folder") from None
     ds = select_columns(ds, w)
