@@ -344,7 +344,7 @@ def test_the_comment_script_reads_the_measure_script_s_layout():
         assert part in comment, part
 
 
-@pytest.mark.slow
+@pytest.mark.long  # the stand-in tests above hold the check on every push; this one runs it for real, weekly
 def test_the_gpu_job_measures_base_against_head_for_real_and_the_report_reads_it(checkout):
     """The check job's own steps on this CPU (the tox shim: both sides are this interpreter, so the verdict is no regression):
     censuses of each side, their report, the interleaved comparison of 4x1 with the cost model's prediction; then the
