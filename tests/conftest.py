@@ -21,6 +21,16 @@ for _name in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
     os.environ.pop(_name)
 
 
+# The longest self-tests start first: spread over CPUs (-n), the workers then end together instead of one of them running
+# the newcomer's walk-through alone at the end. pytest-xdist hands the tests out in this order.
+LONGEST_FIRST = ("tests/test_first_night.py::test_a_newcomers_walkthrough_from_the_readme_to_a_green_first_night",
+                 "tests/test_api.py::test_the_api_pages_example_runs_as_written")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.nodeid not in LONGEST_FIRST)
+
+
 @pytest.fixture
 def perf_project(pytester, monkeypatch):
     """A pytester directory laid out like the repo: conftest, perftests/, the tiny workload, empty baselines/."""
