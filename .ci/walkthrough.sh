@@ -205,6 +205,9 @@ sys.exit(not all(x["kind"] == "runtime" for x in v if x["outcome"] in ("regressi
 ! grep -q 'No baseline yet' "$WORK/summary.md" || fail "the normal night did not find the merged baseline"
 grep -q -E '\*\*(pass|inconclusive|REGRESSION): .*my-chat|\*\*pass: ' "$WORK/summary.md" \
   || fail "the normal night's summary gives no verdict of my-chat against its baseline"
+"$PY" -c 'import json; b = json.load(open("perf-results/benchmark.json"))["benchmarks"]
+assert [x["name"] for x in b] == ["test_runtime[my-chat-2x2]"] and b[0]["options"]["timer"] == "replay_clock", b' \
+  || fail "the night's step times are not in pytest-benchmark's JSON (perf-results/benchmark.json)"
 [ "$(git -C "$WORK/upstream.git" ls-tree -r --name-only perf-results | grep -c '^cpu/pinned/.*\.json\.gz$')" -ge 2 ] \
   || fail "the results store's branch perf-results does not hold both nights"
 took

@@ -103,7 +103,10 @@ INJECT = "3.0"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("p", [pytest.param(QUICK, id="one-split"), pytest.param(FULL, id="two-splits", marks=pytest.mark.long)])
+# Both are long tests: on every push the newcomer's walk-through (tests/test_first_night.py) runs the same pipeline on a
+# workload of its own (baseline, a session that passes, 300% injected caught) and reads the night's benchmark JSON.
+@pytest.mark.parametrize("p", [pytest.param(QUICK, id="one-split", marks=pytest.mark.long),
+                               pytest.param(FULL, id="two-splits", marks=pytest.mark.long)])
 def test_baseline_then_aa_then_injected_slowdown(cut_splits, p):
     """Baseline (5 runs per split), then an A/A session and a session with 300% injected (up to p.slow_max_repeats runs
     per split while inconclusive): the pipeline end to end; power is the simulation's job."""
