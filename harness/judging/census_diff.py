@@ -1,5 +1,4 @@
-"""The pure half of the census (no torch): compare two censuses, word the changes, judge the counts;
-and LoRA-correct FLOPs for MFU.
+"""The pure half of the census (no torch): compare two censuses, word the changes, judge the counts.
 
 A census (``harness/census.py``, ``docs/measurement.md`` "Census") counts the work of one optimizer
 step: aten operators, CUDA kernel launches, synchronisations, allocations, Python calls, and the tokens

@@ -307,9 +307,15 @@ def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_
         out = predict_work(Case(Work.of(census_a), float(step_ms_a)), Work.of(census_b)).record()
     except (ValueError, TypeError, ArithmeticError) as exc:
         return {"reason": f"no prediction: {exc}"}
-    if verdict and all(verdict.get(k) is not None for k in ("ratio", "lo", "hi")):
-        out.update({f"measured{s}": round(100 * (float(verdict[k]) - 1), 3) for s, k in (("_pct", "ratio"), ("_lo", "lo"), ("_hi", "hi"))})
-    return out
+    return out | measured(verdict)
+
+
+def measured(verdict: Mapping | None) -> dict:
+    """``measured_pct``, ``measured_lo`` and ``measured_hi`` (percent) of an interleaved verdict's B/A ratio and interval;
+    empty where the verdict has none."""
+    if not verdict or any(verdict.get(k) is None for k in ("ratio", "lo", "hi")):
+        return {}
+    return {f"measured{s}": round(100 * (float(verdict[k]) - 1), 3) for s, k in (("_pct", "ratio"), ("_lo", "lo"), ("_hi", "hi"))}
 
 
 def beside_line(p: Mapping | None) -> str:

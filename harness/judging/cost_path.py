@@ -203,6 +203,4 @@ def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_
         out = predict_pair(census_a, census_b, float(step_ms_a))
     except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
         return {"reason": f"no prediction: {exc}"}
-    if verdict and all(verdict.get(k) is not None for k in ("ratio", "lo", "hi")):
-        out.update({f"measured{s}": round(100 * (float(verdict[k]) - 1), 3) for s, k in (("_pct", "ratio"), ("_lo", "lo"), ("_hi", "hi"))})
-    return out
+    return out | cm.measured(verdict)

@@ -169,8 +169,7 @@ def train(req: dict, timing: dict) -> dict:
         t = time.perf_counter()
         out = b.trainer.train()
         timing["train_s"] = time.perf_counter() - t
-    import torch  # imported (and timed in import_s) by build_trainer
-
+    from harness.measuring.census_memory import peaks  # torch is imported (and timed in import_s) by build_trainer
     from harness.measuring.env import worker_env
     w, cuda, recorder, sampler, profiler, census, inject = b.workload, b.cuda, b.recorder, b.sampler, b.profiler, b.census, b.inject
     measured = recorder.finish()
@@ -188,8 +187,7 @@ def train(req: dict, timing: dict) -> dict:
         "phases_ms": measured["phases_ms"],
         "losses": measured["losses"],
         "tokens_per_s": (sum(tokens) / (sum(steady) / 1000.0)) if steady and sum(steady) > 0 else None,
-        "peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
-        "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
+        **peaks(cuda),
         "gpu_samples": sampler.samples if sampler is not None and sampler.available else None,
         "profile": profiler.result if profiler is not None else None,
         "host_probe": b.probe,
