@@ -5,6 +5,12 @@
 # 2. the pull-request check's measuring step (.github/scripts/pr-measure.py) on a real pin bump, transformers
 #    5.17.0 (the base's pins, the image's) -> 5.19.0 (the pull request's): the base checkout in head/base, each side's
 #    pinned environment where tox would build it (.tox/pinned), the bisect's releases from .twheels.
+# SKIP_AA=1 leaves out 1 (about 11 device-minutes), SKIP_PR=1 leaves out 2 (about 13: two censuses of three splits, the
+# 4-minute A/B, the bisect of one release between). Started with setsid from /tmp/snap; each later call polls for
+# /tmp/run/DONE and must first check that /tmp/run exists: a call that comes to a fresh machine has lost the run, and
+# should stop at once rather than wait (the first try, 2026-12-06, spent 9 minutes so).
+# .twheels: `python .ci/strip-wheel.py` of transformers 5.17.0, 5.18.0 and 5.19.0 (docs/evidence/
+# what-a-release-night-costs-on-an-h200/ "To run it again").
 set -u
 R=/tmp/run; mkdir -p $R
 cat /proc/sys/kernel/random/boot_id > $R/boot_id; nproc > $R/nproc.txt
@@ -24,6 +30,7 @@ if [ "${SKIP_AA:-0}" != 1 ]; then
   rm -f $R/aa-4x1/work/*.request.json
 fi
 
+[ "${SKIP_PR:-0}" = 1 ] && { echo done > $R/DONE; exit 0; }
 # the pull request's checkout (head) and the base branch's (head/base), as the workflow checks them out
 P=/tmp/pr/head; mkdir -p /tmp/pr
 cp -a /tmp/snap $P; rm -rf $P/.whl; mkdir -p $P/base; (cd /tmp/snap && tar cf - --exclude=./.twheels --exclude=./.whl .) | (cd $P/base && tar xf -)
