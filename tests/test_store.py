@@ -393,3 +393,30 @@ def test_store_commands_start_without_scipy():
             "print(sorted(m for m in ('scipy', 'numpy', 'matplotlib', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_census_s_tokens_and_memory_reach_the_store_and_its_census_alerts(base_night):
+    """The data a step sees (tokens per step) and its memory are kept in the store with the counts: a night whose
+    tokens per step moved, pins and counts unchanged, raises the census alert that names them."""
+    for case in base_night["cases"]:
+        case["census"].update(tokens={"real": 2048.0, "padded": 2048.0},
+                              memory={"peak_reserved_bytes": 4_000_000_000, "peak_allocated_bytes": 3_000_000_000})
+    nights = [night(base_night, i) for i in range(4)]
+    for later in nights[2:]:
+        c = next(c for c in later["cases"] if c["decomposition"] == "4x1")["census"]
+        c["tokens"] = {"real": 1536.0, "padded": 2048.0}  # the same data file, edited: fewer real tokens per step
+        c["memory"] = {"peak_reserved_bytes": 4_600_000_000, "peak_allocated_bytes": 3_000_000_000}
+    (al,) = find_alerts(nights)["alerts"]
+    assert al["kind"] == "census" and al["session_id"] == "night-002" and al["subject"] == "qwen3-1.7b-lora-4x1"
+    text = "\n".join(al["cases"][0]["lines"])
+    assert "tokens per optimizer step: real 2,048 -> 1,536" in text and "peak reserved memory" in text
+
+
+def test_the_store_keeps_a_census_run_s_tokens_and_memory():
+    from harness.store.summary import case_entry
+
+    census = {"fits": True, "device": "cuda", "ops": 50192.6, "kernels": 10938.4, "tokens": {"real": 2048.0, "padded": 2048.0},
+              "memory": {"peak_reserved_bytes": 4_487_905_280, "allocated_per_step": 123_456, "allocated_by_op": {"aten::mm": 100_000}}}
+    run = {"run_id": "c1", "workload": "w", "decomposition_id": "4x1", "status": "ok", "census": census}
+    kept = case_entry("w", "4x1", [run], None, {id(run): "dir"})["census"]
+    assert kept["tokens"] == census["tokens"] and kept["memory"] == census["memory"]

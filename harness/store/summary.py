@@ -26,7 +26,7 @@ LIMIT_BYTES = 50_000  # at most this much per session file, so that 3 GPUs x 2 t
 RUN_FLAGS = {"inject_slowdown": 0.0, "inject_work": 0, "profile_steps": 0, "phases_enabled": True}  # the plain run's values
 CENSUS_KEYS = ("fits", "reason", "device", "logging_steps", "steps", "n", "ops", "ops_by_name", "kernels", "kernels_by_name", "launch_calls",
                "syncs", "alloc", "kernel_ms", "kernel_ms_by_name", "cpu_op_ms", "cpu_op_ms_by_name", "attention_backend", "python_calls",
-               "python_method", "config")
+               "python_method", "config", "tokens", "memory")
 MESSAGE_CHARS = 600  # a verdict's message is kept up to this length
 
 
