@@ -132,6 +132,11 @@ def check_run(ws: Path, event: dict, name: str = "run", **results) -> dict:
     return run_job(ws, "report", event, needs={**plan_needs(plan), "check": {"result": "success"}}, name=name)
 
 
+def dispatches(run: dict) -> list[list[str]]:
+    """The arguments of each ``gh workflow run update-baselines.yml`` made so far (the fake gh's log of the test)."""
+    return [c[3:] for c in run["gh"] if c[:3] == ["workflow", "run", "update-baselines.yml"]]
+
+
 def comments(ws: Path) -> list[dict]:
     return json.loads((ws.parent / "gh.log.state.json").read_text())["comments"]
 
@@ -168,7 +173,9 @@ def test_a_pin_bump_gets_one_comment_created_then_edited_and_a_status_per_gpu(ch
     assert "| qwen3-1.7b-lora | 4x1 | pass |" in body and "pass (12.50 GiB)" in body and "| tiny-qwen3 | 1x4 | not interleaved |" in body
     assert "versions (tiny-qwen3), base -> head: transformers 5.17.0 -> 5.18.0" in body
     assert "https://github.com/owner/repo/actions/runs/1/attempts/1" in body
-    assert "gh workflow run update-baselines.yml --ref bump-transformers -f gpu=cpu -f env=pinned -f repeats=5" in body
+    assert "this run of the check started the recording of cpu's baselines with them on this branch" in body
+    assert dispatches(first) == [["--ref=bump-transformers", "-f", "gpu=cpu", "-f", "env=pinned", "-f", "repeats=5"],
+                                 ["--ref=bump-transformers", "-f", "gpu=l4", "-f", "env=pinned", "-f", "repeats=5"]]
     assert sorted((s["context"], s["state"], s["sha"]) for s in statuses(checkout)) == [("perf-check/cpu", "success", HEAD_SHA),
                                                                                        ("perf-check/l4", "success", HEAD_SHA)]
     second = check_run(checkout, pull_request(action="synchronize"), name="second", l4={"ratio": 1.001})
@@ -177,6 +184,8 @@ def test_a_pin_bump_gets_one_comment_created_then_edited_and_a_status_per_gpu(ch
     assert comment["body"] != body and "+0.1%" in comment["body"]
     methods = [c[c.index("--method") + 1] for c in second["gh"] if c[:1] == ["api"] and "--method" in c and "/comments" in " ".join(c)]
     assert methods.count("POST") == 1 and methods.count("PATCH") == 1  # the first run's POST, the second's PATCH
+    # the same head commit: its baselines were started once, and the comment still says so
+    assert dispatches(second) == dispatches(first) and "an earlier run of the check for this commit started" in comment["body"]
 
 
 def test_a_regression_fails_the_status_and_the_accept_label_passes_it_saying_so(checkout):
@@ -192,13 +201,15 @@ def test_a_regression_fails_the_status_and_the_accept_label_passes_it_saying_so(
     assert "### l4: :x: regression" in body and "| qwen3-1.7b-lora | 4x1 | regression | +8.0% [+5.0%, +11.0%] |" in body
     assert "WORK CHANGED: aten ops per optimizer step 5,120 -> 5,232 (+112)" in body
     assert "- bisect (qwen3-1.7b-lora-4x1): last good `transformers 5.17.0`, first bad `transformers 5.18.0`" in body
-    assert "gpu=l4" not in body and "gpu=cpu" in body  # baselines follow a passing GPU only
+    assert [d[2] for d in dispatches(run)] == ["gpu=cpu"]  # baselines follow a passing GPU only
+    assert "recording of l4's baselines" not in body and "recording of cpu's baselines" in body
     accepted = check_run(checkout, pull_request(labels=("perf-check", "perf-accepted"), added="perf-accepted"), name="accepted", **slower)
     assert accepted["code"] == 0, accepted["out"]
     l4 = [s for s in statuses(checkout) if s["context"] == "perf-check/l4"][-1]
     assert l4["state"] == "success" and l4["description"].startswith("accepted regression (perf-accepted): qwen3-1.7b-lora-4x1 +8.0%")
     assert len(comments(checkout)) == 1 and "### l4: :x: regression, accepted (perf-accepted)" in comments(checkout)[0]["body"]
-    assert "gpu=l4" in comments(checkout)[0]["body"]
+    assert [d[2] for d in dispatches(accepted)] == ["gpu=cpu", "gpu=l4"]  # the accepted GPU's baselines; cpu's were started before
+    assert "the recording of l4's baselines" in comments(checkout)[0]["body"]
 
 
 def test_a_gpu_job_that_left_no_results_is_an_error_status_not_a_pass(checkout):

@@ -17,8 +17,11 @@ comes from the environment, which the workflow fills from the event: ``PR_NUMBER
   interleaved verdict of regression, beyond the comparison's threshold, or a memory or equivalence check that failed),
   ``success`` with the accept label (its description says the regression was accepted) or without a regression,
   ``error`` when the GPU's job left no results or a measurement failed.
-* Where the pins changed and a GPU passed (or was accepted), the comment gives the command that records that GPU's
-  baselines with the new pins on the pull request's branch (update-baselines.yml opens its pull request against it).
+* **Baselines follow the merge**: where the pins changed and a GPU passed (or was accepted), the check starts
+  update-baselines.yml on the pull request's branch for that GPU (``gh workflow run``), once per head commit: it records
+  the GPU's baselines with the new pins and opens a pull request against the branch, so that the first night after the
+  merge judges against them. The comment says so, and keeps a hidden line per GPU and commit so that a later run of the
+  check does not start it again; where gh refuses, the comment gives the command to run by hand.
 
 Exit 0 when the comment and the statuses were written, 1 when gh failed, 2 on bad input.
 """
@@ -37,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # harness.nightly 
 from harness.nightly import NightlyError, load  # noqa: E402
 
 MARKER = "<!-- perf-check -->"
+STARTED = re.compile(r"<!-- baselines-started: ([A-Za-z0-9._-]+) ([0-9a-f]{7,40}) -->")  # a GPU's recording, per commit
 SAFE_REF = re.compile(r"[A-Za-z0-9._/-]+")  # a branch name that a command line may show as it is
 FAILING = ("regression", "fail")
 
@@ -153,13 +157,50 @@ def section(result: dict, accepted: bool, ctx: dict) -> list[str]:
         out.append("")
     out += result["lines"]
     if ctx["pins"] and state == "success" and result["outcome"] != "failed":
-        out.append(f"- baselines: the pins change; record {result['gpu']}'s baselines with them on this branch before the merge: "
-                   f"`{baseline_command(result['gpu'], ctx['branch'])}` (it opens a pull request against this branch)")
+        out.append(baseline_line(result["gpu"], ctx))
     return out + [""]
 
 
+def baseline_line(gpu: str, ctx: dict) -> str:
+    """What the comment says of ``gpu``'s baselines where the pins change and the GPU passed."""
+    started = ctx.get("baselines", {}).get(gpu)
+    if started in ("started", "earlier"):
+        when = "this run of the check" if started == "started" else "an earlier run of the check for this commit"
+        return (f"- baselines: the pins change; {when} started the recording of {gpu}'s baselines with them on this "
+                f"branch (update-baselines.yml): merge the pull request it opens against this branch before this one\n"
+                f"<!-- baselines-started: {gpu} {ctx['sha']} -->")
+    return (f"- baselines: the pins change; record {gpu}'s baselines with them on this branch before the merge: "
+            f"`{baseline_command(gpu, ctx['branch'])}` (it opens a pull request against this branch)")
+
+
+def safe_branch(branch: str) -> bool:
+    return bool(SAFE_REF.fullmatch(branch or "")) and not branch.startswith("-")
+
+
+def record_baselines(results: list[dict], ctx: dict, earlier: str) -> dict[str, str]:
+    """Start update-baselines.yml on the pull request's branch for each GPU whose pins changed and that passed (or was
+    accepted), once per head commit: GPU -> ``started``, ``earlier`` (the comment ``earlier`` says a run of the check
+    started it for this commit) or ``refused`` (gh failed: the comment gives the command instead)."""
+    if not ctx["pins"] or not safe_branch(ctx["branch"]):
+        return {}
+    done = set(STARTED.findall(earlier))
+    out = {}
+    for r in results:
+        if status(r, ctx["accepted"], ctx["accept_label"])[0] != "success" or r["outcome"] == "failed":
+            continue
+        if (r["gpu"], ctx["sha"]) in done:
+            out[r["gpu"]] = "earlier"
+            continue
+        cmd = ["gh", "workflow", "run", "update-baselines.yml", f"--ref={ctx['branch']}", "-f", f"gpu={r['gpu']}",
+               "-f", "env=pinned", "-f", "repeats=5"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        out[r["gpu"]] = "started" if proc.returncode == 0 else "refused"
+        print(f"baselines of {r['gpu']}: {out[r['gpu']]}" + (f" ({proc.stderr.strip()[:200]})" if proc.returncode else ""))
+    return out
+
+
 def baseline_command(gpu: str, branch: str) -> str:
-    ref = branch if SAFE_REF.fullmatch(branch or "") else "<this pull request's branch>"
+    ref = branch if safe_branch(branch) else "<this pull request's branch>"
     return f"gh workflow run update-baselines.yml --ref {ref} -f gpu={gpu} -f env=pinned -f repeats=5"
 
 
@@ -186,15 +227,20 @@ def pages(text: str) -> list:
     return [item for page in json.loads(text or "[]") for item in (page if isinstance(page, list) else [page])]
 
 
-def upsert(repo: str, number: str, text: str) -> str:
-    """Edit the pull request's comment that starts with the marker, or create it; ``"updated"`` or ``"created"``."""
+def find_comment(repo: str, number: str) -> dict | None:
+    """The pull request's comment that starts with the marker, or None."""
     comments = pages(gh_api("--paginate", "--slurp", f"repos/{repo}/issues/{number}/comments"))
     mine = [c for c in comments if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)]
+    return mine[0] if mine else None
+
+
+def upsert(repo: str, number: str, mine: dict | None, text: str) -> str:
+    """Edit the pull request's comment ``mine``, or create it; ``"updated"`` or ``"created"``."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"body": text}, f)
     try:
         if mine:
-            gh_api("--method", "PATCH", f"repos/{repo}/issues/comments/{mine[0]['id']}", "--input", f.name)
+            gh_api("--method", "PATCH", f"repos/{repo}/issues/comments/{mine['id']}", "--input", f.name)
             return "updated"
         gh_api("--method", "POST", f"repos/{repo}/issues/{number}/comments", "--input", f.name)
         return "created"
@@ -224,9 +270,11 @@ def main(argv: list[str]) -> int:
         print(f"::error::pr-comment: {exc}")
         return 2
     results = [gpu_result(Path(argv[0]) / f"pr-check-{g}", g) for g in ctx["gpus"]]
-    text = body(results, ctx)
     try:
-        done = upsert(ctx["repo"], ctx["number"], text)
+        mine = find_comment(ctx["repo"], ctx["number"])
+        ctx["baselines"] = record_baselines(results, ctx, str((mine or {}).get("body", "")))
+        text = body(results, ctx)
+        done = upsert(ctx["repo"], ctx["number"], mine, text)
         for r in results:
             state, description = status(r, ctx["accepted"], ctx["accept_label"])
             gh_api("--method", "POST", f"repos/{ctx['repo']}/statuses/{ctx['sha']}", "-f", f"state={state}", "-f", f"context=perf-check/{r['gpu']}",
