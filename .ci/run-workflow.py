@@ -6,16 +6,17 @@
 In the current directory (the checkout), each ``run:`` step runs as GitHub runs it (``bash --noprofile --norc -eo
 pipefail``) with the workflow's, the job's and the step's ``env:``, the ``GITHUB_*`` variables (the job summary goes to
 ``--summary``) and ``${{ }}`` expressions evaluated: the contexts ``matrix``, ``inputs`` (the workflow_dispatch
-defaults, then ``--input``), ``github`` (``github.event`` is the payload of ``--event FILE``, e.g. a pull_request event's,
-also at ``$GITHUB_EVENT_PATH``), ``needs`` (``--needs FILE``: the earlier jobs' ``result`` and ``outputs``, as JSON),
-``env``, ``steps`` and ``runner``; the functions ``success()``, ``failure()``,
+defaults, then ``--input``), ``github`` (``github.event`` is the payload of ``--event FILE``, e.g. a pull_request
+event's, also at ``$GITHUB_EVENT_PATH``), ``needs`` (``--needs FILE``: the earlier jobs' ``result`` and ``outputs``, as
+JSON), ``env``, ``steps`` and ``runner``; the functions ``success()``, ``failure()``,
 ``always()``, ``cancelled()``, ``hashFiles()``, ``contains()``, ``startsWith()``, ``endsWith()``, ``format()``,
 ``fromJSON()`` and ``toJSON()``. The job's ``if:`` decides whether it runs at all (a job it skips runs no step and
 succeeds, as on GitHub; ``success()`` there means every job of ``--needs`` succeeded); a step's ``if:`` decides whether
 the step runs. ``uses:`` steps (checkout,
 setup-python, artifacts) are not run: the checkout is the current directory and the tools are this machine's; a step
-named with ``--skip-step`` is not run either. Prints each step's outcome and wall time, writes them to ``--outcomes`` (JSON) and
-exits 0 when the job succeeded, 1 when it failed, 2 on bad input; ``--job-outputs`` writes the job's ``outputs:``.
+named with ``--skip-step`` is not run either. Prints each step's outcome and wall time, writes them to ``--outcomes``
+(JSON) and exits 0 when the job succeeded, 1 when it failed, 2 on bad input; ``--job-outputs`` writes the job's
+``outputs:``.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from pathlib import Path
 import yaml
 
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
-TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|(?P<op>&&|\|\||==|!=|<=|>=|[<>!(),\[\]])"
-                   r"|(?P<name>[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z_*][A-Za-z0-9_\-]*)*))")
+TOKEN = re.compile(
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|(?P<op>&&|\|\||==|!=|<=|>=|[<>!(),\[\]])"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z_*][A-Za-z0-9_\-]*)*))"
+)
 STATUS = re.compile(r"\b(success|failure|always|cancelled)\s*\(")
 
 
@@ -65,8 +68,13 @@ class Expressions:
         self.workspace = workspace
         self.failed = False
         self.functions = {
-            "success": lambda: not self.failed, "failure": lambda: self.failed, "always": lambda: True, "cancelled": lambda: False,
-            "hashFiles": self.hash_files, "fromJSON": json.loads, "toJSON": json.dumps,
+            "success": lambda: not self.failed,
+            "failure": lambda: self.failed,
+            "always": lambda: True,
+            "cancelled": lambda: False,
+            "hashFiles": self.hash_files,
+            "fromJSON": json.loads,
+            "toJSON": json.dumps,
             "contains": lambda a, b: (str(b).lower() in str(a).lower()) if isinstance(a, str) else b in (a or []),
             "startsWith": lambda a, b: str(a).lower().startswith(str(b).lower()),
             "endsWith": lambda a, b: str(a).lower().endswith(str(b).lower()),
@@ -74,7 +82,9 @@ class Expressions:
         }
 
     def hash_files(self, *patterns: str) -> str:
-        files = sorted({f for p in patterns for f in glob.glob(str(self.workspace / p), recursive=True) if os.path.isfile(f)})
+        files = sorted(
+            {f for p in patterns for f in glob.glob(str(self.workspace / p), recursive=True) if os.path.isfile(f)}
+        )
         if not files:
             return ""
         h = hashlib.sha256()
@@ -137,7 +147,7 @@ def read_commands_file(path: Path) -> dict[str, str]:
         if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
             name, delim = line.split("<<", 1)
             j = lines.index(delim, i + 1)
-            out[name] = "\n".join(lines[i + 1:j])
+            out[name] = "\n".join(lines[i + 1 : j])
             i = j + 1
             continue
         if "=" in line:
@@ -158,7 +168,10 @@ class Job:
         names = [st.get("name") for st in self.job.get("steps") or []]
         unknown = sorted(skip - set(names))
         if unknown:
-            raise Bad(f"--skip-step {', '.join(map(repr, unknown))}: no such step in job {job_id!r}; its steps: {', '.join(n for n in names if n)}")
+            raise Bad(
+                f"--skip-step {', '.join(map(repr, unknown))}: no such step in job {job_id!r}; its steps: "
+                f"{', '.join(n for n in names if n)}"
+            )
         self.workspace = workspace
         self.skip = skip
         self.ex = Expressions(contexts, workspace)
@@ -191,7 +204,11 @@ class Job:
         if not self.ex.condition(step.get("if")):
             return "skipped"
         if "run" not in step:
-            print(f"::: {name}: uses {step.get('uses')}: not run here (the checkout is this directory, the tools this machine's)", flush=True)
+            print(
+                f"::: {name}: uses {step.get('uses')}: not run here (the checkout is this directory, the tools this "
+                "machine's)",
+                flush=True,
+            )
             return "skipped"
         shell = step.get("shell", "bash")
         if shell not in ("bash", "sh"):
@@ -247,13 +264,29 @@ def contexts_for(workflow: dict, a: argparse.Namespace, workspace: Path) -> dict
     inputs = {k: (v or {}).get("default") for k, v in (dispatch.get("inputs") or {}).items()}
     inputs.update(pairs(a.input, "--input"))
     event = read_json(a.event, "--event", dict) if a.event else {}
-    github = {"token": "fake-token", "repository": a.repository, "server_url": "https://github.com", "run_id": a.run_id,
-              "run_attempt": "1", "ref_name": a.ref_name, "event_name": a.event_name or ("pull_request" if "pull_request" in event else "workflow_dispatch"),
-              "workspace": str(workspace), "repository_owner": a.repository.split("/")[0], "event": event,
-              "event_path": str(a.event.resolve()) if a.event else ""}
+    github = {
+        "token": "fake-token",
+        "repository": a.repository,
+        "server_url": "https://github.com",
+        "run_id": a.run_id,
+        "run_attempt": "1",
+        "ref_name": a.ref_name,
+        "event_name": a.event_name or ("pull_request" if "pull_request" in event else "workflow_dispatch"),
+        "workspace": str(workspace),
+        "repository_owner": a.repository.split("/")[0],
+        "event": event,
+        "event_path": str(a.event.resolve()) if a.event else "",
+    }
     needs = read_json(a.needs, "--needs", dict) if a.needs else {}
-    return {"matrix": pairs(a.matrix, "--matrix"), "inputs": inputs, "github": github, "secrets": {}, "vars": {}, "needs": needs,
-            "runner": {"os": "Linux", "arch": "X64", "temp": tempfile.gettempdir()}}
+    return {
+        "matrix": pairs(a.matrix, "--matrix"),
+        "inputs": inputs,
+        "github": github,
+        "secrets": {},
+        "vars": {},
+        "needs": needs,
+        "runner": {"os": "Linux", "arch": "X64", "temp": tempfile.gettempdir()},
+    }
 
 
 def read_json(path: Path, flag: str, kind: type):
@@ -279,18 +312,35 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("workflow", type=Path)
     p.add_argument("job")
-    p.add_argument("--matrix", action="append", default=[], metavar="NAME=VALUE", help="a value of the job's matrix (repeatable)")
-    p.add_argument("--input", action="append", default=[], metavar="NAME=VALUE", help="a workflow_dispatch input (repeatable)")
-    p.add_argument("--skip-step", action="append", default=[], metavar="NAME", help="a step not to run, by name (repeatable)")
-    p.add_argument("--summary", type=Path, default=Path("step-summary.md"), help="the job summary file (default: step-summary.md)")
+    p.add_argument(
+        "--matrix", action="append", default=[], metavar="NAME=VALUE", help="a value of the job's matrix (repeatable)"
+    )
+    p.add_argument(
+        "--input", action="append", default=[], metavar="NAME=VALUE", help="a workflow_dispatch input (repeatable)"
+    )
+    p.add_argument(
+        "--skip-step", action="append", default=[], metavar="NAME", help="a step not to run, by name (repeatable)"
+    )
+    p.add_argument(
+        "--summary", type=Path, default=Path("step-summary.md"), help="the job summary file (default: step-summary.md)"
+    )
     p.add_argument("--outcomes", type=Path, help="write each step's name, id and outcome here (JSON)")
-    p.add_argument("--job-outputs", type=Path, help="write the job's outputs (its outputs: mapping, evaluated after its steps) here (JSON)")
+    p.add_argument(
+        "--job-outputs",
+        type=Path,
+        help="write the job's outputs (its outputs: mapping, evaluated after its steps) here (JSON)",
+    )
     p.add_argument("--repository", default="owner/repo", help="github.repository (default: owner/repo)")
     p.add_argument("--ref-name", default="main", help="github.ref_name (default: main)")
     p.add_argument("--run-id", default="1", help="github.run_id (default: 1)")
     p.add_argument("--event", type=Path, help="the event's payload (JSON): github.event, and $GITHUB_EVENT_PATH")
-    p.add_argument("--event-name", help="github.event_name (default: pull_request for a pull_request payload, else workflow_dispatch)")
-    p.add_argument("--needs", type=Path, help="the needs context (JSON): {job: {result, outputs}} of the jobs this one needs")
+    p.add_argument(
+        "--event-name",
+        help="github.event_name (default: pull_request for a pull_request payload, else workflow_dispatch)",
+    )
+    p.add_argument(
+        "--needs", type=Path, help="the needs context (JSON): {job: {result, outputs}} of the jobs this one needs"
+    )
     a = p.parse_args(argv)
     workspace = Path.cwd()
     try:
@@ -301,9 +351,20 @@ def main(argv: list[str] | None = None) -> int:
         summary.parent.mkdir(parents=True, exist_ok=True)
         summary.touch()
         g = contexts["github"]
-        base_env = dict(os.environ, CI="true", GITHUB_ACTIONS="true", GITHUB_WORKSPACE=str(workspace), GITHUB_STEP_SUMMARY=str(summary),
-                        GITHUB_RUN_ID=g["run_id"], GITHUB_RUN_ATTEMPT="1", GITHUB_REPOSITORY=g["repository"], GITHUB_SERVER_URL=g["server_url"],
-                        GITHUB_REF_NAME=g["ref_name"], GITHUB_EVENT_NAME=g["event_name"], RUNNER_TEMP=tempfile.gettempdir())
+        base_env = dict(
+            os.environ,
+            CI="true",
+            GITHUB_ACTIONS="true",
+            GITHUB_WORKSPACE=str(workspace),
+            GITHUB_STEP_SUMMARY=str(summary),
+            GITHUB_RUN_ID=g["run_id"],
+            GITHUB_RUN_ATTEMPT="1",
+            GITHUB_REPOSITORY=g["repository"],
+            GITHUB_SERVER_URL=g["server_url"],
+            GITHUB_REF_NAME=g["ref_name"],
+            GITHUB_EVENT_NAME=g["event_name"],
+            RUNNER_TEMP=tempfile.gettempdir(),
+        )
         if g["event_path"]:
             base_env["GITHUB_EVENT_PATH"] = g["event_path"]
         t0 = time.monotonic()
@@ -319,7 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.outcomes:
         a.outcomes.write_text(json.dumps(job.outcomes, indent=1))
     if a.job_outputs:
-        a.job_outputs.write_text(json.dumps({k: job.ex.substitute(v) for k, v in (job.job.get("outputs") or {}).items()}))
+        a.job_outputs.write_text(
+            json.dumps({k: job.ex.substitute(v) for k, v in (job.job.get("outputs") or {}).items()})
+        )
     print(f"::: job {a.job}: {'success' if ok else 'failure'} in {time.monotonic() - t0:.0f} s", flush=True)
     return 0 if ok else 1
 

@@ -18,9 +18,9 @@ nights, then deleted. At the end the history job builds the page from the store,
 The planted effects, after ``--aa`` nights without any (A/A): night aa+1 a new driver and 2 more kernels a step in the
 1x4 census, library pins unchanged (one census issue expected); night aa+2 a new image and +10% on 2x2 that holds to the
 end (one timing issue expected on night aa+3, its 2nd night); night aa+5 a one-night +30% spike on 4x1 (none expected).
-A false alarm is any other issue; the A/A false alarms are those of nights 1..aa. Prints a table; exit 0 when every check
-holds, 1 when one fails, 2 on bad arguments. ``--prefill K`` adds the first K nights with one ``store add`` instead of
-the workflow (a quicker check that skips their alerts).
+A false alarm is any other issue; the A/A false alarms are those of nights 1..aa. Prints a table; exit 0 when every
+check holds, 1 when one fails, 2 on bad arguments. ``--prefill K`` adds the first K nights with one ``store add``
+instead of the workflow (a quicker check that skips their alerts).
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
 DATA = ROOT / "tests" / "data" / "history"
-TEMPLATES = (DATA / "h200" / "lease3-4-fresh-checkout" / "runs.jsonl", DATA / "census-h200" / "lease-c" / "a" / "runs.jsonl")
+TEMPLATES = (
+    DATA / "h200" / "lease3-4-fresh-checkout" / "runs.jsonl",
+    DATA / "census-h200" / "lease-c" / "a" / "runs.jsonl",
+)
 STORE_STEPS = ("Keep the session in the results store", "Open or update environment-regression issues")
 REPO = "sim/lora-perf-harness"
 GPU, TRACK, CASES = "h200", "pinned", ("1x4", "2x2", "4x1")
@@ -89,7 +92,11 @@ def synthesize(template: list[dict], night: int, plan: Plan, noise: dict[str, fl
     for k, tpl in enumerate(template):
         r = copy.deepcopy(tpl)
         case = r["decomposition_id"]
-        r.update(session_id=sid, run_id=f"{sid}-{k:02d}", started_at=f"{t0 + timedelta(minutes=3 * k):%Y-%m-%dT%H:%M:%S+0000}")
+        r.update(
+            session_id=sid,
+            run_id=f"{sid}-{k:02d}",
+            started_at=f"{t0 + timedelta(minutes=3 * k):%Y-%m-%dT%H:%M:%S+0000}",
+        )
         r["env"] = dict(r["env"], boot_id=boot, driver=DRIVERS[night >= plan.census])
         r.pop("log", None)
         if r.get("census"):
@@ -117,7 +124,9 @@ def skipped_steps() -> list[str]:
     names = [s.get("name") for s in steps if "run" in s]
     missing = [n for n in STORE_STEPS if n not in names]
     if missing:
-        raise SystemExit(f"simulate-nights: {WORKFLOW.name} has no step {missing[0]!r}; update STORE_STEPS in {__file__}")
+        raise SystemExit(
+            f"simulate-nights: {WORKFLOW.name} has no step {missing[0]!r}; update STORE_STEPS in {__file__}"
+        )
     return [n for n in names if n not in STORE_STEPS]
 
 
@@ -128,14 +137,24 @@ def environment(work: Path, bare: Path) -> dict[str, str]:
     (bindir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # the history job's python
     (bindir / "python").chmod(0o755)
     gitconfig = work / "gitconfig"
-    subprocess.run(["git", "config", "-f", str(gitconfig), f"url.{bare}.insteadOf", f"https://github.com/{REPO}.git"], check=True)
+    subprocess.run(
+        ["git", "config", "-f", str(gitconfig), f"url.{bare}.insteadOf", f"https://github.com/{REPO}.git"], check=True
+    )
     (work / "issues.json").write_text("[]")
     (work / "gh.log").write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITHUB_", "RUNNER_"))}
-    return dict(env, PATH=f"{bindir}{os.pathsep}{ROOT / '.ci' / 'fake-bin'}{os.pathsep}{env['PATH']}", PYTHONPATH=str(ROOT),
-                GIT_CONFIG_GLOBAL=str(gitconfig), GIT_CONFIG_NOSYSTEM="1", XDG_CACHE_HOME=str(work / "cache"),
-                FAKE_GH_LOG=str(work / "gh.log"), FAKE_GH_ISSUES=str(work / "issues.json"), RUNNER_NAME="gpu-h200-runner-1",
-                PERF_IMAGE=IMAGES[0])
+    return dict(
+        env,
+        PATH=f"{bindir}{os.pathsep}{ROOT / '.ci' / 'fake-bin'}{os.pathsep}{env['PATH']}",
+        PYTHONPATH=str(ROOT),
+        GIT_CONFIG_GLOBAL=str(gitconfig),
+        GIT_CONFIG_NOSYSTEM="1",
+        XDG_CACHE_HOME=str(work / "cache"),
+        FAKE_GH_LOG=str(work / "gh.log"),
+        FAKE_GH_ISSUES=str(work / "issues.json"),
+        RUNNER_NAME="gpu-h200-runner-1",
+        PERF_IMAGE=IMAGES[0],
+    )
 
 
 def workspace(work: Path) -> Path:
@@ -150,8 +169,20 @@ def workspace(work: Path) -> Path:
 
 
 def run_job(job: str, ws: Path, env: dict, night: int, skip: list[str], work: Path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(ROOT / ".ci" / "run-workflow.py"), str(WORKFLOW), job, "--repository", REPO, "--run-id", str(1000 + night),
-           "--summary", str(work / f"summary-{job}.md"), "--outcomes", str(work / f"outcomes-{job}.json")]
+    cmd = [
+        sys.executable,
+        str(ROOT / ".ci" / "run-workflow.py"),
+        str(WORKFLOW),
+        job,
+        "--repository",
+        REPO,
+        "--run-id",
+        str(1000 + night),
+        "--summary",
+        str(work / f"summary-{job}.md"),
+        "--outcomes",
+        str(work / f"outcomes-{job}.json"),
+    ]
     if job == "perf":
         cmd += ["--matrix", f"gpu={GPU}", "--matrix", f"env={TRACK}"]
     for name in skip:
@@ -165,20 +196,28 @@ def gh_calls(work: Path, seen: int) -> list[list[str]]:
     issues = json.loads((work / "issues.json").read_text())
     for c in calls:
         if c[:2] == ["issue", "create"]:
-            issues.append({"number": len(issues) + 1, "title": c[c.index("--title") + 1], "body": c[c.index("--body") + 1]})
+            issues.append(
+                {"number": len(issues) + 1, "title": c[c.index("--title") + 1], "body": c[c.index("--body") + 1]}
+            )
     (work / "issues.json").write_text(json.dumps(issues))
     return calls
 
 
-def night_record(night: int, factors: dict, calls: list[list[str]], ws: Path, proc: subprocess.CompletedProcess | None) -> dict:
+def night_record(
+    night: int, factors: dict, calls: list[list[str]], ws: Path, proc: subprocess.CompletedProcess | None
+) -> dict:
     alerts_file = ws / "perf-results" / "env-alerts.json"
     alerts = json.loads(alerts_file.read_text())["verdicts"] if alerts_file.is_file() else []
     title = lambda c: c[c.index("--title") + 1]  # noqa: E731
-    return {"night": night, "session_id": session_id(night), "factors": {c: round(f, 5) for c, f in factors.items()},
-            "alerts": [f"{a['kind']} {a['case']}" for a in alerts],
-            "issue_create": [title(c) for c in calls if c[:2] == ["issue", "create"]],
-            "issue_comment": [c[2] for c in calls if c[:2] == ["issue", "comment"]],
-            "job": None if proc is None else ("success" if proc.returncode == 0 else f"failure ({proc.returncode})")}
+    return {
+        "night": night,
+        "session_id": session_id(night),
+        "factors": {c: round(f, 5) for c, f in factors.items()},
+        "alerts": [f"{a['kind']} {a['case']}" for a in alerts],
+        "issue_create": [title(c) for c in calls if c[:2] == ["issue", "create"]],
+        "issue_comment": [c[2] for c in calls if c[:2] == ["issue", "comment"]],
+        "job": None if proc is None else ("success" if proc.returncode == 0 else f"failure ({proc.returncode})"),
+    }
 
 
 def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
@@ -189,7 +228,10 @@ def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     env, ws = environment(work, bare), workspace(work)
     arts, nights, seen, secret_seen = work / "artifacts", [], 0, False
-    secrets = ("fake-token", base64.b64encode(b"x-access-token:fake-token").decode())  # run-workflow.py's github.token, its header
+    secrets = (
+        "fake-token",
+        base64.b64encode(b"x-access-token:fake-token").decode(),
+    )  # run-workflow.py's github.token, its header
     prefill = []
     for night in range(1, a.nights + 1):
         noise = {c: math.exp(rng.gauss(0.0, a.sigma)) for c in CASES}
@@ -201,7 +243,18 @@ def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
         if night <= a.prefill:
             prefill.append(str(shutil.copytree(ws / "perf-results", work / "prefill" / f"night-{night:03d}")))
             if night == a.prefill:
-                cmd = [sys.executable, "-m", "harness", "store", "add", *prefill, "--store", f"https://github.com/{REPO}.git", "--track", TRACK]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "harness",
+                    "store",
+                    "add",
+                    *prefill,
+                    "--store",
+                    f"https://github.com/{REPO}.git",
+                    "--track",
+                    TRACK,
+                ]
                 subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, timeout=600)
             nights.append(night_record(night, factors, [], ws, None))
             continue
@@ -213,27 +266,43 @@ def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
         nights.append(night_record(night, factors, calls, ws, proc))
         if not a.quiet:
             n = nights[-1]
-            print(f"night {night:3d}: {n['job']}; alerts {n['alerts'] or '-'}; issues opened {n['issue_create'] or '-'}", flush=True)
+            print(
+                f"night {night:3d}: {n['job']}; alerts {n['alerts'] or '-'}; issues opened {n['issue_create'] or '-'}",
+                flush=True,
+            )
         if proc.returncode != 0:
             print(proc.stdout[-4000:] + proc.stderr[-4000:], file=sys.stderr)
     fresh = dict(env, XDG_CACHE_HOME=str(work / "history-cache"))  # a hosted runner: a fresh clone of the store
     hist = run_job("history", ws, fresh, a.nights, ["Install the history tools"], work)
-    stored = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "perf-results"], capture_output=True, text=True)
+    stored = subprocess.run(
+        ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "perf-results"], capture_output=True, text=True
+    )
     page = ws / "site" / "index.html"
     series = {}
     if page.is_file():
         data = json.loads(page.read_text().split('id="dashboard-data">', 1)[1].split("</script>", 1)[0])
-        series = {s["key"]: {"sessions": len(s["timing"]["t"]), "census": len(s["census"]["t"])} for s in data["series"]}
-    end = {"stored": [p for p in stored.stdout.split() if p.endswith(".json.gz")], "artifacts": sorted(p.name for p in arts.iterdir()),
-           "history_job": "success" if hist.returncode == 0 else f"failure ({hist.returncode}): {(hist.stdout + hist.stderr)[-2000:]}",
-           "series": series, "issues": json.loads((work / "issues.json").read_text()), "secret_seen": secret_seen}
+        series = {
+            s["key"]: {"sessions": len(s["timing"]["t"]), "census": len(s["census"]["t"])} for s in data["series"]
+        }
+    end = {
+        "stored": [p for p in stored.stdout.split() if p.endswith(".json.gz")],
+        "artifacts": sorted(p.name for p in arts.iterdir()),
+        "history_job": "success"
+        if hist.returncode == 0
+        else f"failure ({hist.returncode}): {(hist.stdout + hist.stderr)[-2000:]}",
+        "series": series,
+        "issues": json.loads((work / "issues.json").read_text()),
+        "secret_seen": secret_seen,
+    }
     return nights, end
 
 
 def check(a: argparse.Namespace, nights: list[dict], end: dict) -> tuple[list[tuple[str, str, bool]], dict]:
     """The checks of the simulation: (what, what was seen, whether it holds), and the figures of the summary."""
     plan = Plan(a.nights, a.aa)
-    opened = [(n["night"], t) for n in nights for t in n["issue_create"]]  # titles: perf regression: GPU TRACK env-KIND CASE since SID
+    opened = [
+        (n["night"], t) for n in nights for t in n["issue_create"]
+    ]  # titles: perf regression: GPU TRACK env-KIND CASE since SID
     census = [(k, t) for k, t in opened if " env-census " in t]
     timing = [(k, t) for k, t in opened if " env-timing " in t]
     spike = [(k, t) for k, t in opened if "-4x1 since " in t]
@@ -246,23 +315,57 @@ def check(a: argparse.Namespace, nights: list[dict], end: dict) -> tuple[list[tu
     full = {c: end["series"].get(f"{GPU}/qwen3-1.7b-lora/{c}/{TRACK}", {}) for c in CASES}
     series_nights = len(CASES) * aa_checked
     rate = len(aa_false) / (series_nights / 365) if series_nights else 0.0
-    figures = {"nights": a.nights, "aa_nights": a.aa, "aa_nights_through_the_workflow": aa_checked, "sigma": a.sigma, "seed": a.seed,
-               "stored_sessions": len(end["stored"]), "artifacts_left": len(end["artifacts"]), "page_nights": {c: full[c].get("sessions", 0) for c in CASES},
-               "page_census_nights": {c: full[c].get("census", 0) for c in CASES}, "census_issues": census, "timing_issues": timing,
-               "spike_issues": spike, "false_alarms": false, "aa_false_alarms": len(aa_false), "aa_series_nights": series_nights,
-               "aa_false_alarms_per_series_365_nights": rate, "alpha": 0.05, "history_job": end["history_job"]}
+    figures = {
+        "nights": a.nights,
+        "aa_nights": a.aa,
+        "aa_nights_through_the_workflow": aa_checked,
+        "sigma": a.sigma,
+        "seed": a.seed,
+        "stored_sessions": len(end["stored"]),
+        "artifacts_left": len(end["artifacts"]),
+        "page_nights": {c: full[c].get("sessions", 0) for c in CASES},
+        "page_census_nights": {c: full[c].get("census", 0) for c in CASES},
+        "census_issues": census,
+        "timing_issues": timing,
+        "spike_issues": spike,
+        "false_alarms": false,
+        "aa_false_alarms": len(aa_false),
+        "aa_series_nights": series_nights,
+        "aa_false_alarms_per_series_365_nights": rate,
+        "alpha": 0.05,
+        "history_job": end["history_job"],
+    }
     n_jobs = [n for n in nights if n["job"] is not None]
     checks = [
-        ("every perf job green", f"{sum(n['job'] == 'success' for n in n_jobs)}/{len(n_jobs)}", all(n["job"] == "success" for n in n_jobs)),
+        (
+            "every perf job green",
+            f"{sum(n['job'] == 'success' for n in n_jobs)}/{len(n_jobs)}",
+            all(n["job"] == "success" for n in n_jobs),
+        ),
         ("nothing lost: sessions in the store", f"{len(end['stored'])}/{a.nights}", len(end["stored"]) == a.nights),
-        ("artifacts left (the rest expired)", str(len(end["artifacts"])), len(end["artifacts"]) == min(a.nights, a.retention)),
+        (
+            "artifacts left (the rest expired)",
+            str(len(end["artifacts"])),
+            len(end["artifacts"]) == min(a.nights, a.retention),
+        ),
         ("history job (from the store) green", end["history_job"].split(":")[0], end["history_job"] == "success"),
-        ("page shows every night, each case", " / ".join(str(full[c].get("sessions", 0)) for c in CASES),
-         all(full[c].get("sessions") == a.nights and full[c].get("census") == a.nights for c in CASES)),
-        ("census change: issues opened", ", ".join(f"night {k}" for k, _ in census) or "none",
-         [k for k, _ in census] == [plan.census] and "sm90_gemm_splitk_reduce +2" in body and DRIVERS[1] in body),
-        ("+10% shift that holds: issues", ", ".join(f"night {k}" for k, _ in timing) or "none",
-         [k for k, _ in timing] == [plan.shift + 1] and "2x2" in timing[0][1] and f"image {IMAGES[0]}→{IMAGES[1]}" in timing_body),
+        (
+            "page shows every night, each case",
+            " / ".join(str(full[c].get("sessions", 0)) for c in CASES),
+            all(full[c].get("sessions") == a.nights and full[c].get("census") == a.nights for c in CASES),
+        ),
+        (
+            "census change: issues opened",
+            ", ".join(f"night {k}" for k, _ in census) or "none",
+            [k for k, _ in census] == [plan.census] and "sm90_gemm_splitk_reduce +2" in body and DRIVERS[1] in body,
+        ),
+        (
+            "+10% shift that holds: issues",
+            ", ".join(f"night {k}" for k, _ in timing) or "none",
+            [k for k, _ in timing] == [plan.shift + 1]
+            and "2x2" in timing[0][1]
+            and f"image {IMAGES[0]}→{IMAGES[1]}" in timing_body,
+        ),
         ("one-night +30% spike: issues", str(len(spike)), not spike),
         ("A/A false alarms (series x nights)", f"{len(aa_false)} in {series_nights}", rate <= figures["alpha"]),
         ("false alarms in all", str(len(false)), not false),
@@ -276,17 +379,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nights", type=int, default=120)
     p.add_argument("--aa", type=int, help="nights without a planted effect before the first (default: nights - 20)")
     p.add_argument("--retention", type=int, default=90, help="nights an artifact is kept (default 90)")
-    p.add_argument("--sigma", type=float, default=0.015, help="night-to-night noise, sd of the log step time (default 0.015)")
+    p.add_argument(
+        "--sigma", type=float, default=0.015, help="night-to-night noise, sd of the log step time (default 0.015)"
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--prefill", type=int, default=0, help="the first K nights go to the store with one store add, not the workflow")
-    p.add_argument("--workdir", type=Path, help="keep the store, artifacts and workspace here (default: a temporary folder)")
+    p.add_argument(
+        "--prefill", type=int, default=0, help="the first K nights go to the store with one store add, not the workflow"
+    )
+    p.add_argument(
+        "--workdir", type=Path, help="keep the store, artifacts and workspace here (default: a temporary folder)"
+    )
     p.add_argument("--json", type=Path, help="write each night and the summary as JSONL here (.gz: gzipped)")
     p.add_argument("--quiet", action="store_true", help="no line per night")
     a = p.parse_args(argv)
     a.aa = a.nights - 20 if a.aa is None else a.aa
     if not (a.aa >= 8 and a.nights >= a.aa + 6 and 0 <= a.prefill <= a.aa and a.retention >= 1 and a.sigma > 0):
-        print("simulate-nights: need --aa >= 8 (the timing rule's reference), --nights >= aa + 6 (the effects), "
-              "0 <= --prefill <= aa, --retention >= 1 and --sigma > 0", file=sys.stderr)
+        print(
+            "simulate-nights: need --aa >= 8 (the timing rule's reference), --nights >= aa + 6 (the effects), "
+            "0 <= --prefill <= aa, --retention >= 1 and --sigma > 0",
+            file=sys.stderr,
+        )
         return 2
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="simulate-nights-") as tmp:
@@ -299,7 +411,9 @@ def main(argv: list[str] | None = None) -> int:
     checks, figures = check(a, nights, end)
     figures["wall_s"] = round(time.monotonic() - t0, 1)
     width = max(len(c[0]) for c in checks)
-    print(f"\n{a.nights} nights ({a.aa} A/A, noise sd {a.sigma:.1%} a night, seed {a.seed}) in {figures['wall_s']:.0f} s")
+    print(
+        f"\n{a.nights} nights ({a.aa} A/A, noise sd {a.sigma:.1%} a night, seed {a.seed}) in {figures['wall_s']:.0f} s"
+    )
     for what, seen, ok in checks:
         print(f"  {what:<{width}}  {seen:<16} {'ok' if ok else 'FAILED'}")
     figures["checks"] = [{"check": w, "seen": s, "ok": ok} for w, s, ok in checks]
@@ -308,7 +422,11 @@ def main(argv: list[str] | None = None) -> int:
         opener = gzip.open if a.json.suffix == ".gz" else open
         with opener(a.json, "wt") as fh:
             fh.write("\n".join(lines) + "\n")
-    print(json.dumps({"summary": {k: figures[k] for k in ("stored_sessions", "page_nights", "aa_false_alarms", "wall_s")}}))
+    print(
+        json.dumps(
+            {"summary": {k: figures[k] for k in ("stored_sessions", "page_nights", "aa_false_alarms", "wall_s")}}
+        )
+    )
     return 0 if all(ok for *_, ok in checks) else 1
 
 

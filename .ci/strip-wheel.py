@@ -33,7 +33,9 @@ def strip(src: Path, out_dir: Path, keep: set[str]) -> Path:
         rows = []
         for info in zin.infolist():
             p = info.filename.split("/")
-            if (p[0] == "transformers" and len(p) > 3 and p[1] == "models" and p[2] not in keep) or info.filename == record:
+            if (
+                p[0] == "transformers" and len(p) > 3 and p[1] == "models" and p[2] not in keep
+            ) or info.filename == record:
                 continue
             data = zin.read(info)
             zout.writestr(info, data)
@@ -60,16 +62,26 @@ def needed(src: Path, out_dir: Path, keep: set[str]) -> set[str]:
     for _ in range(60):
         dst = strip(src, out_dir, keep)
         with tempfile.TemporaryDirectory() as site:
-            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", site, str(dst)], check=True)
-            r = subprocess.run([sys.executable, "-c", "from trl import SFTTrainer, SFTConfig; import peft"], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": site})
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", site, str(dst)],
+                check=True,
+            )
+            r = subprocess.run(
+                [sys.executable, "-c", "from trl import SFTTrainer, SFTConfig; import peft"],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONPATH": site},
+            )
         if r.returncode == 0:
             return keep
         m = re.search(r"No module named 'transformers\.models\.(\w+)", r.stderr)
         c = re.search(r"cannot import name '(\w+)' from 'transformers", r.stderr)
         more = m.group(1) if m else classes.get(c.group(1)) if c else None
         if not more or more in keep:
-            raise SystemExit(f"{src.name}: the stripped wheel does not import ({r.stderr.strip().splitlines()[-1]}); add its folder to --keep")
+            raise SystemExit(
+                f"{src.name}: the stripped wheel does not import ({r.stderr.strip().splitlines()[-1]}); add its folder "
+                "to --keep"
+            )
         keep = keep | {more}
     raise SystemExit(f"{src.name}: too many folders needed; strip by hand")
 
@@ -82,7 +94,10 @@ def main() -> None:
     a = p.parse_args()
     a.out_dir.mkdir(parents=True, exist_ok=True)
     keep = needed(a.wheel, a.out_dir, set(a.keep.split(",")))
-    print(f"{a.wheel.name}: kept {','.join(sorted(keep))} -> {a.out_dir / a.wheel.name} ({(a.out_dir / a.wheel.name).stat().st_size} bytes)")
+    print(
+        f"{a.wheel.name}: kept {','.join(sorted(keep))} -> {a.out_dir / a.wheel.name} "
+        f"({(a.out_dir / a.wheel.name).stat().st_size} bytes)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""A model's architecture as transformers builds it: ``model_type`` and a normalised config, what a workload's hash holds.
+"""A model's architecture as transformers builds it: ``model_type`` and a normalised config, what a workload's hash
+holds.
 
 :func:`normalise` builds the transformers config class of ``model_type`` from the given keys and keeps what shapes the
 computation: keys that name weights' origin, tokens, outputs or the cache (:data:`NOT_ARCHITECTURE`) are dropped, and
@@ -26,11 +27,31 @@ from harness.errors import BadInput
 
 # Keys of a config.json that do not change what training computes: the weights' origin, the tokenizer's special ids,
 # what the forward returns, the cache (training runs without it) and the dtype (train.precision sets it).
-NOT_ARCHITECTURE = frozenset({
-    "architectures", "transformers_version", "dtype", "torch_dtype", "_name_or_path", "model_type", "id2label", "label2id",
-    "problem_type", "return_dict", "output_hidden_states", "output_attentions", "bos_token_id", "eos_token_id", "pad_token_id",
-    "sep_token_id", "decoder_start_token_id", "tokenizer_class", "use_cache", "_commit_hash", "_attn_implementation_autoset",
-})
+NOT_ARCHITECTURE = frozenset(
+    {
+        "architectures",
+        "transformers_version",
+        "dtype",
+        "torch_dtype",
+        "_name_or_path",
+        "model_type",
+        "id2label",
+        "label2id",
+        "problem_type",
+        "return_dict",
+        "output_hidden_states",
+        "output_attentions",
+        "bos_token_id",
+        "eos_token_id",
+        "pad_token_id",
+        "sep_token_id",
+        "decoder_start_token_id",
+        "tokenizer_class",
+        "use_cache",
+        "_commit_hash",
+        "_attn_implementation_autoset",
+    }
+)
 
 
 class ArchitectureError(BadInput):
@@ -107,7 +128,10 @@ def _normalise(model_type: str, config: dict[str, Any], strict: bool) -> dict[st
 
     if model_type not in CONFIG_MAPPING:
         near = difflib.get_close_matches(model_type, list(CONFIG_MAPPING.keys()), n=3)
-        return {"error": f"model.model_type {model_type!r} is not a transformers model type" + (f"; did you mean {', '.join(near)}?" if near else "")}
+        return {
+            "error": f"model.model_type {model_type!r} is not a transformers model type"
+            + (f"; did you mean {', '.join(near)}?" if near else "")
+        }
     default = AutoConfig.for_model(model_type)
     cls = type(default)
     try:
@@ -115,9 +139,15 @@ def _normalise(model_type: str, config: dict[str, Any], strict: bool) -> dict[st
     except Exception as exc:  # transformers' own validation of a value
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         return {"error": f"model.config is not a valid {model_type} config: {first}"}
-    known = set(inspect.signature(cls.__init__).parameters) | set(default.to_dict()) | set(getattr(cls, "attribute_map", {}))
+    known = (
+        set(inspect.signature(cls.__init__).parameters)
+        | set(default.to_dict())
+        | set(getattr(cls, "attribute_map", {}))
+    )
     kept = set(built.to_dict())
-    unknown = [k for k in config if strict and k not in known and k in kept]  # neither declared nor consumed (rope_theta is consumed)
+    unknown = [
+        k for k in config if strict and k not in known and k in kept
+    ]  # neither declared nor consumed (rope_theta is consumed)
     if unknown:
         k = unknown[0]
         near = difflib.get_close_matches(k, sorted(known - NOT_ARCHITECTURE - {"self", "kwargs"}), n=1)
@@ -126,7 +156,9 @@ def _normalise(model_type: str, config: dict[str, Any], strict: bool) -> dict[st
     full = _canonical({k: v for k, v in built.to_dict().items() if k not in NOT_ARCHITECTURE})
     defaults = _canonical({k: v for k, v in default.to_dict().items() if k not in NOT_ARCHITECTURE})
     hashed = {k: v for k, v in full.items() if k not in defaults or defaults[k] != v}
-    return json.loads(json.dumps({"model_type": model_type, "config": full, "hashed": hashed}, sort_keys=True, default=str))
+    return json.loads(
+        json.dumps({"model_type": model_type, "config": full, "hashed": hashed}, sort_keys=True, default=str)
+    )
 
 
 def differences(mine: dict[str, Any], theirs: dict[str, Any], limit: int = 3) -> str:
@@ -157,7 +189,9 @@ def config_json(hub_id: str, revision: str | None, *, network: bool = False) -> 
         if isinstance(cached, str):
             return json.loads(Path(cached).read_text())
         if network and not constants.HF_HUB_OFFLINE and _hub_answers(constants.ENDPOINT):
-            return json.loads(Path(hf_hub_download(hub_id, "config.json", revision=revision, etag_timeout=10)).read_text())
+            return json.loads(
+                Path(hf_hub_download(hub_id, "config.json", revision=revision, etag_timeout=10)).read_text()
+            )
     except Exception:  # a malformed id, a missing repository, a gated model: not resolvable from here
         return None
     return None
@@ -183,25 +217,33 @@ def of_model(raw: dict[str, Any]) -> dict[str, Any]:
     return normalise(raw["model_type"], {k: v for k, v in raw.items() if k != "model_type"}, strict=False)
 
 
-def resolve(model_type: str | None, config: dict[str, Any], init: str, hub_id: str | None, revision: str | None) -> dict[str, Any]:
+def resolve(
+    model_type: str | None, config: dict[str, Any], init: str, hub_id: str | None, revision: str | None
+) -> dict[str, Any]:
     """The architecture of a workload's ``[model]``: :func:`normalise` plus ``source``, ``"model"`` where it was read
     from the model's own config (a local folder or the Hugging Face cache; the hub itself only when nothing else can
     say), ``"given"`` where it is ``[model.config]`` (random weights, or a pretrained model not reachable from here:
     the worker then checks it against the real config before it trains)."""
     if init == "random":
         if not model_type:
-            raise ArchitectureError("model.model_type is missing: init = 'random' builds the architecture from model.model_type "
-                                    "and [model.config] (e.g. model_type = 'qwen3')")
+            raise ArchitectureError(
+                "model.model_type is missing: init = 'random' builds the architecture from model.model_type "
+                "and [model.config] (e.g. model_type = 'qwen3')"
+            )
         return dict(normalise(model_type, config), source="given")
     raw = config_json(hub_id, revision, network=not config)
     if raw is None:
         if not config:
-            raise ArchitectureError(f"model.hub_id {hub_id!r}: its config cannot be resolved (not a local folder, not in the Hugging Face "
-                                    "cache, and the hub does not answer); give [model.config] and model.model_type, point model.hub_id "
-                                    "at a local folder, or load it once with the hub reachable")
+            raise ArchitectureError(
+                f"model.hub_id {hub_id!r}: its config cannot be resolved (not a local folder, not in the Hugging Face "
+                "cache, and the hub does not answer); give [model.config] and model.model_type, point model.hub_id "
+                "at a local folder, or load it once with the hub reachable"
+            )
         if not model_type:
-            raise ArchitectureError(f"model.model_type is missing: {hub_id!r} cannot be read from here, so [model.config] needs "
-                                    "model.model_type (e.g. 'qwen3')")
+            raise ArchitectureError(
+                f"model.model_type is missing: {hub_id!r} cannot be read from here, so [model.config] needs "
+                "model.model_type (e.g. 'qwen3')"
+            )
         return dict(normalise(model_type, config), source="given")
     theirs = of_model(raw)
     check_against(model_type, config, theirs, hub_id)
@@ -211,10 +253,15 @@ def resolve(model_type: str | None, config: dict[str, Any], init: str, hub_id: s
 def check_against(model_type: str | None, config: dict[str, Any], theirs: dict[str, Any], hub_id: str | None) -> None:
     """Refuse, in one line, a ``model.model_type`` or ``[model.config]`` that is not the model's own architecture."""
     if model_type and model_type != theirs["model_type"]:
-        raise ArchitectureError(f"model.model_type = {model_type!r} but {hub_id!r} is a {theirs['model_type']!r} model: "
-                                f"set model_type = {theirs['model_type']!r} or leave it out")
+        raise ArchitectureError(
+            f"model.model_type = {model_type!r} but {hub_id!r} is a {theirs['model_type']!r} model: "
+            f"set model_type = {theirs['model_type']!r} or leave it out"
+        )
     if config:
         mine = normalise(theirs["model_type"], config)
         if mine["config"] != theirs["config"]:
-            raise ArchitectureError(f"[model.config] is not the architecture of {hub_id!r}: {differences(mine['config'], theirs['config'])}; "
-                                    "copy the model's values or leave [model.config] out")
+            raise ArchitectureError(
+                f"[model.config] is not the architecture of {hub_id!r}: "
+                f"{differences(mine['config'], theirs['config'])}; "
+                "copy the model's values or leave [model.config] out"
+            )

@@ -34,8 +34,8 @@ class BrokenWorkload(pytest.Item):
 
 
 def relative_line(line: str, root: Path) -> str:
-    """``line`` with the file it starts with named relative to ``root`` (where pytest was started): a summary line trimmed
-    to the terminal's width keeps the file's name and what is wrong with it, not a long absolute path."""
+    """``line`` with the file it starts with named relative to ``root`` (where pytest was started): a summary line
+    trimmed to the terminal's width keeps the file's name and what is wrong with it, not a long absolute path."""
     head, sep, rest = line.partition(": ")
     path = Path(head)
     if sep and path.is_absolute():
@@ -55,8 +55,10 @@ def _nodeid(path: Path, root: Path) -> str:
 def items_for(broken: dict[Path, str], session) -> list[BrokenWorkload]:
     """One item per broken workload file, children of the pytest session."""
     root = Path(session.config.rootpath)
-    return [BrokenWorkload.from_parent(session, name=path.name, path=path, nodeid=_nodeid(path, root), line=line)
-            for path, line in broken.items()]
+    return [
+        BrokenWorkload.from_parent(session, name=path.name, path=path, nodeid=_nodeid(path, root), line=line)
+        for path, line in broken.items()
+    ]
 
 
 class BadInputExit:

@@ -22,8 +22,8 @@ TERMINATED = 143  # SIGTERM (a cancelled CI job): 128 + 15
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C so that the same cleanup runs; the command line and a pytest session
-    then exit 143, not Ctrl-C's 130."""
+    """SIGTERM, raised in the main thread like Ctrl-C so that the same cleanup runs; the command line and a pytest
+    session then exit 143, not Ctrl-C's 130."""
 
 
 def of_interrupt(exc: BaseException) -> int:
@@ -35,8 +35,9 @@ def write_traceback(exc: BaseException, command: str) -> str | None:
     """Write ``exc``'s traceback to a new log file in the temporary directory (never the results dir, which may be the
     cause); its path, or None when even that cannot be written."""
     try:
-        with tempfile.NamedTemporaryFile("w", prefix=f"harness-error-{time.strftime('%Y%m%dT%H%M%S')}-", suffix=".log",
-                                         delete=False) as fh:
+        with tempfile.NamedTemporaryFile(
+            "w", prefix=f"harness-error-{time.strftime('%Y%m%dT%H%M%S')}-", suffix=".log", delete=False
+        ) as fh:
             fh.write(f"python -m harness {command}\n\n")
             fh.write("".join(traceback.format_exception(exc)))
             return fh.name
@@ -52,5 +53,9 @@ def suite_error_line(exc: BaseException, command: str) -> str:
         what = exc.strerror or str(exc)
         path = f" {exc.filename}" if exc.filename else ""
         folder = os.path.dirname(exc.filename) if isinstance(exc.filename, str) and exc.filename else None
-        return f"error: I/O error:{path}: {what}; check that {folder or 'the results dir'} is writable and its disk has room ({where})"
-    return f"error: unexpected {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else '(no message)'}; a bug of the suite, please report it ({where})"
+        return (
+            f"error: I/O error:{path}: {what}; check that {folder or 'the results dir'} is writable "
+            f"and its disk has room ({where})"
+        )
+    message = str(exc).splitlines()[0][:300] if str(exc) else "(no message)"
+    return f"error: unexpected {type(exc).__name__}: {message}; a bug of the suite, please report it ({where})"

@@ -30,7 +30,9 @@ def mark_not_stored(folder: str | Path) -> Path:
     """Make ``folder`` and mark it as not stored (``NOT_STORED``); returns it."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / NOT_STORED).write_text("runs of other environments, or copies: the results store leaves this folder out\n")
+    (folder / NOT_STORED).write_text(
+        "runs of other environments, or copies: the results store leaves this folder out\n"
+    )
     return folder
 
 
@@ -41,7 +43,8 @@ def new_id(prefix: str = "") -> str:
 
 
 class InUse(BadInput):
-    """A results dir that another command holds (:func:`results_lock`): this one is refused before it writes anything."""
+    """A results dir that another command holds (:func:`results_lock`): this one is refused before it writes
+    anything."""
 
 
 class OutsideResults(BadInput):
@@ -50,18 +53,23 @@ class OutsideResults(BadInput):
 
 def refuse_link(path: str | Path) -> None:
     """Raise :class:`OutsideResults` (one line) when ``path`` is a symbolic link whose target lies outside the directory
-    that holds it (``runs.jsonl`` -> ``~/.bashrc``, ``work/`` -> ``/elsewhere``); a link within that directory is followed."""
+    that holds it (``runs.jsonl`` -> ``~/.bashrc``, ``work/`` -> ``/elsewhere``); a link within that directory is
+    followed."""
     path = Path(path)
     if not path.is_symlink():
         return
     target, home = path.resolve(), path.parent.resolve()
     if not target.is_relative_to(home):
-        raise OutsideResults(f"{path} is a symbolic link to {target}, outside {home}: results are written only inside their results dir; "
-                             "remove the link, or pass another --results-dir")
+        raise OutsideResults(
+            f"{path} is a symbolic link to {target}, outside {home}: "
+            "results are written only inside their results dir; "
+            "remove the link, or pass another --results-dir"
+        )
 
 
 def make_dir(path: str | Path) -> Path:
-    """Create the folder ``path`` inside a results dir (``work/``), refusing a symbolic link out of it (:func:`refuse_link`)."""
+    """Create the folder ``path`` inside a results dir (``work/``), refusing a symbolic link out of it
+    (:func:`refuse_link`)."""
     path = Path(path)
     refuse_link(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -69,7 +77,8 @@ def make_dir(path: str | Path) -> Path:
 
 
 def _open_inside(path: str | Path, flags: int) -> int:
-    """``os.open(path, flags | O_CREAT)``, not following a symbolic link out of ``path``'s folder (:func:`refuse_link`)."""
+    """``os.open(path, flags | O_CREAT)``, not following a symbolic link out of ``path``'s folder
+    (:func:`refuse_link`)."""
     try:
         return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
@@ -111,8 +120,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (fsynced before the rename). An OSError (a full disk) names ``path``, not the
-    temporary file or nothing."""
+    """Write ``text`` to ``path`` atomically (fsynced before the rename). An OSError (a full disk) names ``path``, not
+    the temporary file or nothing."""
     try:
         with atomic_path(path) as tmp:
             with open(tmp, "w") as fh:
@@ -129,18 +138,24 @@ def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:
 
 def append_jsonl(path: str | Path, record: dict) -> None:
     """Append one line: a single write on an O_APPEND descriptor, then fsync. A short write (a full disk) is undone and
-    raised as OSError naming the file, so that no torn line is left for the next record to be glued onto; after a torn last
-    line left by a killed writer, the record starts on a line of its own."""
+    raised as OSError naming the file, so that no torn line is left for the next record to be glued onto; after a torn
+    last line left by a killed writer, the record starts on a line of its own."""
     line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
     fd = _open_inside(path, os.O_RDWR | os.O_APPEND)
     try:
         start = os.fstat(fd).st_size
         if start and os.pread(fd, 1, start - 1) != b"\n":
-            line = b"\n" + line  # a torn last line (a killed writer) stays a line of its own: the record is never glued onto it
+            line = (
+                b"\n" + line
+            )  # a torn last line (a killed writer) stays a line of its own: the record is never glued onto it
         written = os.write(fd, line)
         if written != len(line):
             os.ftruncate(fd, start)
-            raise OSError(errno.ENOSPC, f"wrote {written} of {len(line)} bytes of a record (disk full?); the record is not kept", str(path))
+            raise OSError(
+                errno.ENOSPC,
+                f"wrote {written} of {len(line)} bytes of a record (disk full?); the record is not kept",
+                str(path),
+            )
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -149,7 +164,8 @@ def append_jsonl(path: str | Path, record: dict) -> None:
 @contextmanager
 def results_lock(root: str | Path, fix: str = "give this one its own --results-dir") -> Iterator[None]:
     """Hold ``root/.lock`` while a command writes into ``root``; a second command on the same folder is refused at once,
-    with one line naming the holder (its pid and command line, which the holder writes into the lock file) and ``fix``."""
+    with one line naming the holder (its pid and command line, which the holder writes into the lock file) and
+    ``fix``."""
     fd = _open_inside(Path(root) / ".lock", os.O_RDWR)
     try:
         try:
@@ -176,11 +192,11 @@ def _holder(fd: int) -> str:
 
 
 def read_records(path: str | Path, upgrade: Callable[[dict, str], dict] | None = None) -> tuple[list[dict], list[str]]:
-    """The records of a JSON-lines file (runs.jsonl, blocks.jsonl) and one line per line skipped, naming the file and line:
-    a torn last line (a writer killed mid-record), a line that is not JSON, or JSON that is not an object. A missing file has
-    none. Readers put the skipped lines in their report, so that a record lost on disk is said where the numbers are read.
-    ``upgrade(record, where)``: the record at its format's current version (``harness.results.formats``); a record it
-    refuses with a ValueError (a newer format) is skipped and named too."""
+    """The records of a JSON-lines file (runs.jsonl, blocks.jsonl) and one line per line skipped, naming the file and
+    line: a torn last line (a writer killed mid-record), a line that is not JSON, or JSON that is not an object. A
+    missing file has none. Readers put the skipped lines in their report, so that a record lost on disk is said where
+    the numbers are read. ``upgrade(record, where)``: the record at its format's current version
+    (``harness.results.formats``); a record it refuses with a ValueError (a newer format) is skipped and named too."""
     out: list[dict] = []
     skipped: list[str] = []
     if not Path(path).exists():
@@ -195,7 +211,10 @@ def read_records(path: str | Path, upgrade: Callable[[dict, str], dict] | None =
             rec = json.loads(line)
         except json.JSONDecodeError:
             torn = n == len(lines)  # the last line, with no newline after it: the writer stopped mid-record
-            skipped.append(f"{path}:{n}: " + ("a torn last line (a writer stopped mid-record); skipped" if torn else "not valid JSON; skipped"))
+            skipped.append(
+                f"{path}:{n}: "
+                + ("a torn last line (a writer stopped mid-record); skipped" if torn else "not valid JSON; skipped")
+            )
             continue
         if not isinstance(rec, dict):
             skipped.append(f"{path}:{n}: a JSON {type(rec).__name__}, not a record; skipped")
@@ -211,7 +230,8 @@ def read_records(path: str | Path, upgrade: Callable[[dict, str], dict] | None =
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Records of a JSON-lines file; a torn or malformed line is skipped with a warning on stderr (:func:`read_records`)."""
+    """Records of a JSON-lines file; a torn or malformed line is skipped with a warning on stderr
+    (:func:`read_records`)."""
     out, skipped = read_records(path)
     for line in skipped:
         print(f"warning: {line}", file=sys.stderr)
@@ -227,13 +247,19 @@ def ensure_dir(path: str | Path, what: str = "--results-dir") -> Path:
         probe.touch()
         probe.unlink()
     except OSError as exc:
-        raise BadInput(f"{what} {path}: cannot write there ({type(exc).__name__}: {exc.strerror or exc}); pass a writable directory") from None
+        raise BadInput(
+            f"{what} {path}: cannot write there ({type(exc).__name__}: {exc.strerror or exc}); "
+            "pass a writable directory"
+        ) from None
     return path
 
 
-def slug(text: str, *, keep: str = "._-", fill: str = "_", strip: str = "._", width: int | None = None, empty: str = "_") -> str:
+def slug(
+    text: str, *, keep: str = "._-", fill: str = "_", strip: str = "._", width: int | None = None, empty: str = "_"
+) -> str:
     """A file-name-safe form of ``text``: letters, digits and the characters of ``keep``; each run of anything else
-    becomes ``fill``; ``strip`` is trimmed off both ends, then the rest cut to ``width``; ``empty`` when nothing is left."""
+    becomes ``fill``; ``strip`` is trimmed off both ends, then the rest cut to ``width``; ``empty`` when nothing is
+    left."""
     out = re.sub(f"[^A-Za-z0-9{re.escape(keep)}]+", fill, text).strip(strip)
     return (out[:width] if width else out) or empty
 

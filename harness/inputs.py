@@ -56,8 +56,10 @@ def data_digest(data_id: str) -> str:
     path = local_path(data_id)
     if not path.exists():
         where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
-        raise SpecError(f"data.id = {data_id!r}: no such file or folder{where}; data.source = 'local' reads it from disk: "
-                        "correct data.id, or use data.source = 'hub' for a hub dataset")
+        raise SpecError(
+            f"data.id = {data_id!r}: no such file or folder{where}; data.source = 'local' reads it from disk: "
+            "correct data.id, or use data.source = 'hub' for a hub dataset"
+        )
     return digest(path)
 
 
@@ -93,9 +95,14 @@ def _jsonl(path: Path) -> Rows:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise SpecError(f"data.id: {path} line {n} is not JSON ({exc.msg} at column {exc.colno}); fix that line") from None
+                raise SpecError(
+                    f"data.id: {path} line {n} is not JSON ({exc.msg} at column {exc.colno}); fix that line"
+                ) from None
             if not isinstance(row, dict):
-                raise SpecError(f"data.id: {path} line {n} is a JSON {type(row).__name__}, not an object of columns; one object per line")
+                raise SpecError(
+                    f"data.id: {path} line {n} is a JSON {type(row).__name__}, not an object of columns; "
+                    "one object per line"
+                )
             count += 1
             if len(first) < 8:
                 first.append(row)
@@ -119,11 +126,15 @@ def _with_datasets(path: Path, split: str) -> Rows:
         elif path.is_dir():
             ds = datasets.load_dataset(str(path), split=split)
         else:
-            ds = datasets.load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path), split="train")
+            ds = datasets.load_dataset(
+                path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path), split="train"
+            )
     except Exception as exc:  # the loaders' own errors: a bad file, a missing split, an unknown format
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise SpecError(f"data.id: {path} cannot be read as a dataset ({type(exc).__name__}: {first}); give a .jsonl, .json, .csv or "
-                        "a .parquet file, or a folder saved with save_to_disk") from None
+        raise SpecError(
+            f"data.id: {path} cannot be read as a dataset ({type(exc).__name__}: {first}); "
+            "give a .jsonl, .json, .csv or a .parquet file, or a folder saved with save_to_disk"
+        ) from None
     return Rows(str(path), tuple(ds.column_names), len(ds), tuple(ds[i] for i in range(min(8, len(ds)))), {})
 
 
@@ -145,22 +156,36 @@ def check_rows(data, rows: Rows) -> None:
         if column is None:
             continue
         if column not in rows.columns:
-            raise SpecError(f"data.{key} = {column!r} is not a column of {rows.where} (its columns: {', '.join(rows.columns)}); "
-                            f"name one of those in data.{key}")
+            raise SpecError(
+                f"data.{key} = {column!r} is not a column of {rows.where} (its columns: {', '.join(rows.columns)}); "
+                f"name one of those in data.{key}"
+            )
         if column in rows.missing:
-            raise SpecError(f"data.{key} = {column!r}: line {rows.missing[column]} of {rows.where} has no {column!r}; give every row that column")
+            raise SpecError(
+                f"data.{key} = {column!r}: line {rows.missing[column]} of {rows.where} has no {column!r}; "
+                "give every row that column"
+            )
     if data.messages_column is None and data.text_column is None and not set(TRL_COLUMNS) & set(rows.columns):
-        raise SpecError(f"data.messages_column: {rows.where} has none of the columns TRL reads ({', '.join(TRL_COLUMNS)}), only "
-                        f"{', '.join(rows.columns)}; name yours with data.messages_column (conversations) or data.text_column (text)")
+        raise SpecError(
+            f"data.messages_column: {rows.where} has none of the columns TRL reads ({', '.join(TRL_COLUMNS)}), "
+            f"only {', '.join(rows.columns)}; "
+            "name yours with data.messages_column (conversations) or data.text_column (text)"
+        )
     if data.num_samples > rows.count:
-        raise SpecError(f"data.num_samples = {data.num_samples} but {rows.where} has only {rows.count} rows; lower data.num_samples")
+        raise SpecError(
+            f"data.num_samples = {data.num_samples} but {rows.where} has only {rows.count} rows; lower data.num_samples"
+        )
     if data.messages_column is not None and not _conversation(rows.first[0].get(data.messages_column)):
-        raise SpecError(f"data.messages_column = {data.messages_column!r}: the first row of {rows.where} holds no conversation there "
-                        "(a list of {role, content} messages); name the column that does, or use data.text_column for text")
+        raise SpecError(
+            f"data.messages_column = {data.messages_column!r}: "
+            f"the first row of {rows.where} holds no conversation there "
+            "(a list of {role, content} messages); name the column that does, or use data.text_column for text"
+        )
 
 
 def model_template(hub_id: str) -> str | None:
-    """The chat template a local model folder's tokenizer carries (``chat_template.jinja`` or tokenizer_config.json), or None."""
+    """The chat template a local model folder's tokenizer carries (``chat_template.jinja`` or tokenizer_config.json), or
+    None."""
     folder = local_path(hub_id)
     if (folder / "chat_template.jinja").is_file():
         return (folder / "chat_template.jinja").read_text()
@@ -169,27 +194,37 @@ def model_template(hub_id: str) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     if isinstance(template, list):  # named templates: the default one
-        template = next((t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"), None)
+        template = next(
+            (t.get("template") for t in template if isinstance(t, dict) and t.get("name") == "default"), None
+        )
     return template if isinstance(template, str) else None
 
 
 def check_template(template: str, messages: list[dict], where: str) -> None:
-    """The chat template renders ``messages`` (the first conversation of ``where``) to some text, as the tokenizer would."""
+    """The chat template renders ``messages`` (the first conversation of ``where``) to some text, as the tokenizer
+    would."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
     try:
-        rendered, _ = render_jinja_template(conversations=[messages], chat_template=template, bos_token="", eos_token="", pad_token="")
+        rendered, _ = render_jinja_template(
+            conversations=[messages], chat_template=template, bos_token="", eos_token="", pad_token=""
+        )
     except Exception as exc:  # jinja2's TemplateError, UndefinedError, or a TypeError of the template's own expressions
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise SpecError(f"data.chat_template cannot render the first conversation of {where} ({type(exc).__name__}: {first}); "
-                        "fix the template, or use chat_template = true for the tokenizer's own") from None
+        raise SpecError(
+            f"data.chat_template cannot render the first conversation of {where} ({type(exc).__name__}: {first}); "
+            "fix the template, or use chat_template = true for the tokenizer's own"
+        ) from None
     if not "".join(rendered).strip():
-        raise SpecError(f"data.chat_template renders the first conversation of {where} as empty text; check the keys it reads "
-                        "(each message has 'role' and 'content')")
+        raise SpecError(
+            f"data.chat_template renders the first conversation of {where} as empty text; check the keys it reads "
+            "(each message has 'role' and 'content')"
+        )
 
 
 def is_path(hub_id: str) -> bool:
-    """Whether ``model.hub_id`` names a folder rather than a hub id (``org/name``): it exists, or is written as a path."""
+    """Whether ``model.hub_id`` names a folder rather than a hub id (``org/name``): it exists, or is written as a
+    path."""
     return local_path(hub_id).exists() or hub_id.startswith(("/", ".", "~")) or hub_id.count("/") > 1
 
 
@@ -199,18 +234,26 @@ def check_model(model) -> None:
         return
     folder = local_path(model.hub_id)
     if not folder.is_dir():
-        raise SpecError(f"model.hub_id = {model.hub_id!r}: no such folder; give a folder saved with save_pretrained, or a hub id (org/name)")
+        raise SpecError(
+            f"model.hub_id = {model.hub_id!r}: no such folder; "
+            "give a folder saved with save_pretrained, or a hub id (org/name)"
+        )
     try:
         json.loads((folder / "config.json").read_text())
     except OSError:
-        raise SpecError(f"model.hub_id = {model.hub_id!r}: {folder / 'config.json'} is missing; save the model there with "
-                        "save_pretrained") from None
+        raise SpecError(
+            f"model.hub_id = {model.hub_id!r}: {folder / 'config.json'} is missing; save the model there with "
+            "save_pretrained"
+        ) from None
     except ValueError as exc:
-        raise SpecError(f"model.hub_id = {model.hub_id!r}: {folder / 'config.json'} is not valid JSON ({exc}); save it again") from None
+        raise SpecError(
+            f"model.hub_id = {model.hub_id!r}: {folder / 'config.json'} is not valid JSON ({exc}); save it again"
+        ) from None
 
 
 def check_inputs(w) -> None:
-    """Everything of workload ``w`` that can be read from disk here, before any training (see the module's docstring)."""
+    """Everything of workload ``w`` that can be read from disk here, before any training (see the module's
+    docstring)."""
     check_model(w.model)
     d = w.data
     if d.source != "local":
@@ -221,7 +264,9 @@ def check_inputs(w) -> None:
         return
     template = d.chat_template if isinstance(d.chat_template, str) else None
     if template is None and d.chat_template is True and w.model.init == "pretrained" and is_path(w.model.hub_id):
-        template = model_template(w.model.hub_id)  # else the built-in ChatML template, or the hub tokenizer's (the worker's)
+        template = model_template(
+            w.model.hub_id
+        )  # else the built-in ChatML template, or the hub tokenizer's (the worker's)
     messages = rows.first[0].get(d.messages_column or "messages")
     if template is not None and _conversation(messages):
         check_template(template, messages, rows.where)

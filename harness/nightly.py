@@ -1,11 +1,10 @@
 """The nightly's settings, in the one file a team owns: ``nightly.toml`` in the repository root.
 
 Which GPU runners the scheduled night runs on, which workloads each one runs, the A/B of pinned against latest (its
-workload, splits and budget), the budgets of the bisect and of the confirmation, and the pull-request check's labels, splits
-and budget (``[pr]``, read by ``.github/scripts/pr-plan.py``). The workflow
-(``.github/workflows/nightly.yml``) reads it through ``.github/scripts/night-plan.py``; ``python -m harness doctor``
-says what it means on the machine at hand. A manual run's inputs, where given, replace the file's values for that run
-(:meth:`Nightly.with_inputs`).
+workload, splits and budget), the budgets of the bisect and of the confirmation, and the pull-request check's labels,
+splits and budget (``[pr]``, read by ``.github/scripts/pr-plan.py``). The workflow (``.github/workflows/nightly.yml``)
+reads it through ``.github/scripts/night-plan.py``; ``python -m harness doctor`` says what it means on the machine at
+hand. A manual run's inputs, where given, replace the file's values for that run (:meth:`Nightly.with_inputs`).
 
 Only the standard library: the workflow's first job reads the GPU list on a hosted runner that has the checkout and
 Python, nothing installed.
@@ -26,9 +25,13 @@ FILE = "nightly.toml"
 FORMAT = 1
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a runner label suffix, a workload name: nothing a shell would expand
 SPLIT = re.compile(r"[1-9][0-9]*x[1-9][0-9]*")
-KEYS = {"": {"format", "gpus", "workloads", "ab", "budgets", "gpu", "pr"}, "ab": {"workload", "decompositions", "budget_minutes"},
-        "budgets": {"bisect_minutes", "confirm_minutes"}, "gpu.*": {"workloads"},
-        "pr": {"label", "accept_label", "decompositions", "budget_minutes"}}
+KEYS = {
+    "": {"format", "gpus", "workloads", "ab", "budgets", "gpu", "pr"},
+    "ab": {"workload", "decompositions", "budget_minutes"},
+    "budgets": {"bisect_minutes", "confirm_minutes"},
+    "gpu.*": {"workloads"},
+    "pr": {"label", "accept_label", "decompositions", "budget_minutes"},
+}
 
 
 class NightlyError(BadInput):
@@ -48,7 +51,9 @@ def _names(value, where: str, pattern: re.Pattern = NAME, empty: bool = False) -
 
 def _minutes(value, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 360:
-        raise NightlyError(f"{where} must be a number of minutes above 0 and at most 360 (the job's timeout), got {value!r}")
+        raise NightlyError(
+            f"{where} must be a number of minutes above 0 and at most 360 (the job's timeout), got {value!r}"
+        )
     return float(value)
 
 
@@ -64,16 +69,21 @@ class AB:
     def __post_init__(self):
         if not isinstance(self.workload, str) or not NAME.fullmatch(self.workload):
             raise NightlyError(f"{self.where}: ab.workload must be a workload's name, got {self.workload!r}")
-        object.__setattr__(self, "decompositions", _names(self.decompositions, f"{self.where}: ab.decompositions", SPLIT))
+        object.__setattr__(
+            self, "decompositions", _names(self.decompositions, f"{self.where}: ab.decompositions", SPLIT)
+        )
         object.__setattr__(self, "budget_minutes", _minutes(self.budget_minutes, f"{self.where}: ab.budget_minutes"))
 
 
 @dataclass(frozen=True)
 class PR:
-    """The pull-request check (.github/workflows/pr-check.yml): base pins (A) against the pull request's (B) on each GPU."""
+    """The pull-request check (.github/workflows/pr-check.yml): base pins (A) against the pull request's (B) on each
+    GPU."""
 
     label: str = "perf-check"  # a maintainer's label that starts the check
-    accept_label: str = "perf-accepted"  # a maintainer's label that accepts a measured regression: the status passes, saying so
+    accept_label: str = (
+        "perf-accepted"  # a maintainer's label that accepts a measured regression: the status passes, saying so
+    )
     decompositions: tuple[str, ...] = ("4x1",)
     budget_minutes: float = 4.0  # device minutes per interleaved split; it stops sooner once its verdict is clear
     where: str = FILE
@@ -82,10 +92,14 @@ class PR:
         for key in ("label", "accept_label"):
             value = getattr(self, key)
             if not isinstance(value, str) or not NAME.fullmatch(value):
-                raise NightlyError(f"{self.where}: pr.{key} must be a label of letters, digits, '.', '_' and '-', got {value!r}")
+                raise NightlyError(
+                    f"{self.where}: pr.{key} must be a label of letters, digits, '.', '_' and '-', got {value!r}"
+                )
         if self.label == self.accept_label:
             raise NightlyError(f"{self.where}: pr.label and pr.accept_label are both {self.label!r}: name two labels")
-        object.__setattr__(self, "decompositions", _names(self.decompositions, f"{self.where}: pr.decompositions", SPLIT))
+        object.__setattr__(
+            self, "decompositions", _names(self.decompositions, f"{self.where}: pr.decompositions", SPLIT)
+        )
         object.__setattr__(self, "budget_minutes", _minutes(self.budget_minutes, f"{self.where}: pr.budget_minutes"))
 
 
@@ -98,15 +112,21 @@ class Nightly:
     ab: AB | None = None
     bisect_minutes: float = 8.0
     confirm_minutes: float = 4.0
-    per_gpu: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a GPU's own workloads, in place of ``workloads``
+    per_gpu: dict[str, tuple[str, ...]] = field(
+        default_factory=dict
+    )  # a GPU's own workloads, in place of ``workloads``
     where: str = FILE
     pr: PR = field(default_factory=PR)  # the pull-request check; without a [pr] table, the A/B's splits and budget
 
     def __post_init__(self):
         object.__setattr__(self, "gpus", _names(self.gpus, f"{self.where}: gpus"))
         object.__setattr__(self, "workloads", _names(self.workloads, f"{self.where}: workloads", empty=True))
-        object.__setattr__(self, "bisect_minutes", _minutes(self.bisect_minutes, f"{self.where}: budgets.bisect_minutes"))
-        object.__setattr__(self, "confirm_minutes", _minutes(self.confirm_minutes, f"{self.where}: budgets.confirm_minutes"))
+        object.__setattr__(
+            self, "bisect_minutes", _minutes(self.bisect_minutes, f"{self.where}: budgets.bisect_minutes")
+        )
+        object.__setattr__(
+            self, "confirm_minutes", _minutes(self.confirm_minutes, f"{self.where}: budgets.confirm_minutes")
+        )
         per = {g: _names(w, f"{self.where}: gpu.{g}.workloads", empty=True) for g, w in self.per_gpu.items()}
         object.__setattr__(self, "per_gpu", per)
 
@@ -128,14 +148,22 @@ class Nightly:
             except json.JSONDecodeError:
                 gpus = None
             if not isinstance(gpus, list):
-                raise NightlyError(f"the gpus input must be a JSON list such as [\"l4\", \"h200\"], got {got['gpus']!r}")
+                raise NightlyError(f'the gpus input must be a JSON list such as ["l4", "h200"], got {got["gpus"]!r}')
             n = replace(n, gpus=tuple(gpus), where="the gpus input")
         if "workloads" in got:
             n = replace(n, workloads=_names(got["workloads"].split(), "the workloads input"), per_gpu={})
         ab = {"workload": "ab_workload", "decompositions": "ab_decompositions", "budget_minutes": "ab_budget"}
         asked = {k: got[i] for k, i in ab.items() if i in got}
         if asked:
-            base = {"workload": n.ab.workload, "decompositions": n.ab.decompositions, "budget_minutes": n.ab.budget_minutes} if n.ab else {}
+            base = (
+                {
+                    "workload": n.ab.workload,
+                    "decompositions": n.ab.decompositions,
+                    "budget_minutes": n.ab.budget_minutes,
+                }
+                if n.ab
+                else {}
+            )
             base.update(asked)
             if "decompositions" in asked:
                 base["decompositions"] = tuple(asked["decompositions"].split())
@@ -149,11 +177,17 @@ class Nightly:
         return n
 
     def environment(self, gpu: str) -> dict[str, str]:
-        """The variables the nightly's later steps read (through ``$GITHUB_ENV``): this GPU's workloads, the A/B, budgets."""
+        """The variables the nightly's later steps read (through ``$GITHUB_ENV``): this GPU's workloads, the A/B,
+        budgets."""
         ab = self.ab
-        return {"PERF_WORKLOADS": " ".join(self.workloads_on(gpu)), "AB_WORKLOAD": ab.workload if ab else "",
-                "AB_DECOMPOSITIONS": " ".join(ab.decompositions) if ab else "", "AB_BUDGET": _text(ab.budget_minutes) if ab else "",
-                "BISECT_BUDGET": _text(self.bisect_minutes), "CONFIRM_BUDGET": _text(self.confirm_minutes)}
+        return {
+            "PERF_WORKLOADS": " ".join(self.workloads_on(gpu)),
+            "AB_WORKLOAD": ab.workload if ab else "",
+            "AB_DECOMPOSITIONS": " ".join(ab.decompositions) if ab else "",
+            "AB_BUDGET": _text(ab.budget_minutes) if ab else "",
+            "BISECT_BUDGET": _text(self.bisect_minutes),
+            "CONFIRM_BUDGET": _text(self.confirm_minutes),
+        }
 
 
 def _number(text: str, where: str) -> float:
@@ -178,12 +212,17 @@ def _check_keys(table: dict, section: str, where: str) -> None:
 
 
 def parse(data: dict, where: str = FILE) -> Nightly:
-    """The settings from ``nightly.toml``'s tables, every key checked (unknown ones named, with the nearest known one)."""
+    """The settings from ``nightly.toml``'s tables, every key checked (unknown ones named, with the nearest known
+    one)."""
     _check_keys(data, "", where)
     if data.get("format", FORMAT) != FORMAT:
-        raise NightlyError(f"{where}: format {data.get('format')!r} is not one this suite reads ({FORMAT}); update the suite")
+        raise NightlyError(
+            f"{where}: format {data.get('format')!r} is not one this suite reads ({FORMAT}); update the suite"
+        )
     if "gpus" not in data or "workloads" not in data:
-        raise NightlyError(f"{where}: needs gpus (the GPU runners, by label suffix) and workloads (the workloads they run)")
+        raise NightlyError(
+            f"{where}: needs gpus (the GPU runners, by label suffix) and workloads (the workloads they run)"
+        )
     tables = {k: data.get(k, {}) for k in ("ab", "budgets", "gpu", "pr")}
     for k, t in tables.items():
         if not isinstance(t, dict):
@@ -196,9 +235,22 @@ def parse(data: dict, where: str = FILE) -> Nightly:
             raise NightlyError(f"{where}: gpu.{g} must be a table ([gpu.{g}])")
         _check_keys(t, f"gpu.{g}", where)
     ab = AB(**tables["ab"], where=where) if tables["ab"] else None
-    pr = PR(**{**({"decompositions": ab.decompositions, "budget_minutes": ab.budget_minutes} if ab else {}), **tables["pr"]}, where=where)
-    return Nightly(gpus=data["gpus"], workloads=data["workloads"], ab=ab, **tables["budgets"],
-                   per_gpu={g: t.get("workloads", data["workloads"]) for g, t in tables["gpu"].items()}, where=where, pr=pr)
+    pr = PR(
+        **{
+            **({"decompositions": ab.decompositions, "budget_minutes": ab.budget_minutes} if ab else {}),
+            **tables["pr"],
+        },
+        where=where,
+    )
+    return Nightly(
+        gpus=data["gpus"],
+        workloads=data["workloads"],
+        ab=ab,
+        **tables["budgets"],
+        per_gpu={g: t.get("workloads", data["workloads"]) for g, t in tables["gpu"].items()},
+        where=where,
+        pr=pr,
+    )
 
 
 def load(root: Path | str = ".") -> Nightly:
@@ -207,7 +259,9 @@ def load(root: Path | str = ".") -> Nightly:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError as exc:
-        raise NightlyError(f"no {path}: the nightly reads its GPUs, workloads and budgets there (see the README, Nightly)") from exc
+        raise NightlyError(
+            f"no {path}: the nightly reads its GPUs, workloads and budgets there (see the README, Nightly)"
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise NightlyError(f"{path} is not TOML: {exc}") from exc
     return parse(data, str(path))

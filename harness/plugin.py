@@ -1,6 +1,6 @@
 """pytest hooks only: options, device check, parametrisation, the session fixture and the terminal summary.
 
-Options are declared in :mod:`harness.options`; runs are made by :mod:`harness.suite.session`,
+Options are declared in :mod:`harness.options_session`; runs are made by :mod:`harness.suite.session`,
 verdicts given by :mod:`harness.judging.judge`, reports written by :mod:`harness.reporting.report`.
 """
 
@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import sys
 from pathlib import Path
 
 import pytest
 
 from harness import options as opt
-from harness.exits import BAD_INPUT, TERMINATED, Terminated
+from harness.exits import BAD_INPUT
 from harness.measuring.env import detect_gpu, resolve_gpu
+from harness.options_comparison import comparison_config
+from harness.options_session import SESSION
+from harness.sigterm import SigtermStops
 from harness.spec import SpecError, Workload
 from harness.suite.session import Options, PerfSession
 
@@ -29,21 +31,21 @@ _COMPARISON = pytest.StashKey[object]()  # the interleaved comparison's Comparis
 
 
 def pytest_addoption(parser):
-    opt.add(parser.getgroup("perf", "LoRA fine-tuning performance suite (harness)").addoption, opt.SESSION)
+    opt.add(parser.getgroup("perf", "LoRA fine-tuning performance suite (harness)").addoption, SESSION)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which reads its options once
 def pytest_configure(config):
     if hasattr(config.option, "benchmark_quiet") and not getattr(config.option, "benchmark_verbose", False):
-        # one table per session, the suite's: pytest-benchmark's (other statistics of the same step times) is not printed;
-        # its --benchmark-json is still written, and --benchmark-verbose shows its table again
+        # one table per session, the suite's: pytest-benchmark's (other statistics of the same step times) is not
+        # printed; its --benchmark-json is still written, and --benchmark-verbose shows its table again
         config.option.benchmark_quiet = True
     try:
         gpu = resolve_gpu(config.getoption("gpu"), detect_gpu())
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_GPU] = gpu
-    config.pluginmanager.register(SigtermStops(), "harness-sigterm")
+    config.pluginmanager.register(SigtermStops(_SESSION), "harness-sigterm")
     from harness.broken import BadInputExit
 
     config.pluginmanager.register(BadInputExit(), "harness-bad-input")
@@ -53,16 +55,38 @@ def pytest_configure(config):
     budget = o("budget_minutes")
     try:
         config.stash[_OPTIONS] = Options(
-            gpu=gpu, results_dir=Path(o("results_dir")), baselines_dir=Path(o("baselines_dir") or _root(config) / "baselines"),
-            repeats=o("repeats"), max_repeats=o("max_repeats"), order=o("order"), timeout_s=o("run_timeout"),
-            inject_slowdown=o("inject_slowdown"), inject_work=o("inject_work"), census=o("census"), phases=not o("no_phases"), alpha=o("alpha"),
-            threshold=o("threshold"), update_baselines=o("update_baselines"), fail_inconclusive=o("fail_inconclusive"),
-            faults=os.environ.get("HARNESS_FAULTS"), profile_steps=o("profile_steps"), resume=o("resume"),
+            gpu=gpu,
+            results_dir=Path(o("results_dir")),
+            baselines_dir=Path(o("baselines_dir") or _root(config) / "baselines"),
+            repeats=o("repeats"),
+            max_repeats=o("max_repeats"),
+            order=o("order"),
+            timeout_s=o("run_timeout"),
+            inject_slowdown=o("inject_slowdown"),
+            inject_work=o("inject_work"),
+            census=o("census"),
+            phases=not o("no_phases"),
+            alpha=o("alpha"),
+            threshold=o("threshold"),
+            update_baselines=o("update_baselines"),
+            fail_inconclusive=o("fail_inconclusive"),
+            faults=os.environ.get("HARNESS_FAULTS"),
+            profile_steps=o("profile_steps"),
+            resume=o("resume"),
             budget_s=None if budget is None else budget * 60,
-            command="pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args))
-        config.stash[_COMPARISON] = opt.comparison_config(
-            {"python_b": o("interleave_python_b"), "budget_minutes": o("interleave_budget_minutes"), "set": o("interleave_set"),
-             "run_timeout": o("run_timeout")}, workload="", decomposition="", gpu=gpu)
+            command="pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args),
+        )
+        config.stash[_COMPARISON] = comparison_config(
+            {
+                "python_b": o("interleave_python_b"),
+                "budget_minutes": o("interleave_budget_minutes"),
+                "set": o("interleave_set"),
+                "run_timeout": o("run_timeout"),
+            },
+            workload="",
+            decomposition="",
+            gpu=gpu,
+        )
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     if problem := _bad_settings(o):
@@ -70,9 +94,9 @@ def pytest_configure(config):
 
 
 def _root(config) -> Path:
-    """The project: ``$HARNESS_ROOT``; else pytest's rootdir, or, where that holds no workloads/, the directory pytest was
-    started in; else the CLI's project (:func:`harness.options.project_root`). The rootdir is the common ancestor of the
-    arguments that are paths, taken before conftest.py declares this plugin's options, so the value of
+    """The project: ``$HARNESS_ROOT``; else pytest's rootdir, or, where that holds no workloads/, the directory pytest
+    was started in; else the CLI's project (:func:`harness.options.project_root`). The rootdir is the common ancestor of
+    the arguments that are paths, taken before conftest.py declares this plugin's options, so the value of
     ``--interleave-python-b /usr/bin/python3`` counts as one and can move it to /."""
     if os.environ.get(opt.ROOT_ENV):
         return opt.project_root()
@@ -83,8 +107,8 @@ def _root(config) -> Path:
 
 
 def _bad_settings(o) -> str | None:
-    """The first setting of the plugin's own options that would spend device time for nothing, as one line; None when all
-    are sound (the session's settings are checked by :class:`~harness.suite.session.Options`)."""
+    """The first setting of the plugin's own options that would spend device time for nothing, as one line; None when
+    all are sound (the session's settings are checked by :class:`~harness.suite.session.Options`)."""
     from harness.measuring.interpreters import interpreter
 
     if o("update_baselines") and o("calibrate"):
@@ -103,9 +127,9 @@ def _workloads_dir(config) -> Path:
 
 
 def _workloads(config) -> dict[str, Workload]:
-    """Workloads selected for this session (loaded and checked once, :mod:`harness.suite.selection`). A SpecError (a workload
-    named with --workload that is broken) becomes one collection-error line; without --workload a broken workload is
-    set aside (``_BROKEN``) and reported as one failed item of its own."""
+    """Workloads selected for this session (loaded and checked once, :mod:`harness.suite.selection`). A SpecError (a
+    workload named with --workload that is broken) becomes one collection-error line; without --workload a broken
+    workload is set aside (``_BROKEN``) and reported as one failed item of its own."""
     if _WORKLOADS in config.stash:
         return config.stash[_WORKLOADS]
     from harness.suite.selection import Request, select
@@ -113,8 +137,15 @@ def _workloads(config) -> dict[str, Workload]:
     o = config.getoption
     checked = not (o("update_baselines") or o("calibrate"))  # recording replaces a baseline of another hash
     try:
-        chosen = select(Request(_workloads_dir(config), config.stash[_GPU], tuple(o("workload") or ()), o("steps"),
-                                config.stash[_OPTIONS].baselines_dir if checked else None))
+        chosen = select(
+            Request(
+                _workloads_dir(config),
+                config.stash[_GPU],
+                tuple(o("workload") or ()),
+                o("steps"),
+                config.stash[_OPTIONS].baselines_dir if checked else None,
+            )
+        )
     except SpecError as exc:
         config.stash[_WORKLOADS] = exc
         raise
@@ -145,13 +176,19 @@ def pytest_generate_tests(metafunc):
 
 @pytest.hookimpl(trylast=True)  # after -k and -m: a broken workload is always reported
 def pytest_collection_modifyitems(session, config, items):
-    updating, census = config.getoption("update_baselines"), config.getoption("census")  # test_interleaved needs --interleave-python-b
+    updating, census = (
+        config.getoption("update_baselines"),
+        config.getoption("census"),
+    )  # test_interleaved needs --interleave-python-b
     keep, drop = [], []
     for item in items:
         name = getattr(item, "originalname", item.name)
-        if ((updating and name in ("test_runtime", "test_memory", "test_ordering", "test_work", "test_interleaved"))
-                or (not updating and name == "test_record_baseline") or (not census and name == "test_work")
-                or (not config.getoption("interleave_python_b") and name == "test_interleaved")):
+        if (
+            (updating and name in ("test_runtime", "test_memory", "test_ordering", "test_work", "test_interleaved"))
+            or (not updating and name == "test_record_baseline")
+            or (not census and name == "test_work")
+            or (not config.getoption("interleave_python_b") and name == "test_interleaved")
+        ):
             drop.append(item)
         else:
             keep.append(item)
@@ -199,13 +236,20 @@ def perf_session(request) -> PerfSession:
     order = {(w.name, d.id): i for i, (w, d) in enumerate((w, d) for w in ws.values() for d in w.decompositions)}
     cases = sorted(dict.fromkeys(cases), key=order.__getitem__)
     opts = config.stash[_OPTIONS]
-    s = PerfSession(opts, ws, cases, progress=_progress(config),
-                    notes=[f"not run, bad workload: {line}" for line in config.stash.get(_BROKEN, {}).values()])
+    s = PerfSession(
+        opts,
+        ws,
+        cases,
+        progress=_progress(config),
+        notes=[f"not run, bad workload: {line}" for line in config.stash.get(_BROKEN, {}).values()],
+    )
     _refuse_before_training(config, s)
     config.stash[_SESSION] = s
     budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
-    s.progress(f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, order {opts.order}{budget}, "
-               f"results in {opts.results_dir}")
+    s.progress(
+        f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, "
+        f"order {opts.order}{budget}, results in {opts.results_dir}"
+    )
     for note in s.judge().plan_notes(opts.repeats):
         s.progress(note)
     try:
@@ -215,9 +259,9 @@ def perf_session(request) -> PerfSession:
 
 
 def _refuse_before_training(config, s: PerfSession) -> None:
-    """Before the session's first run: refuse a broken stored baseline, hold the results dir's lock until pytest ends (a
-    second session or command there is refused at once, naming this one), and refuse a report or runs.jsonl linked out of
-    the results dir; each with one line and exit 2 (bad input)."""
+    """Before the session's first run: refuse a broken stored baseline, hold the results dir's lock until pytest ends
+    (a second session or command there is refused at once, naming this one), and refuse a report or runs.jsonl linked
+    out of the results dir; each with one line and exit 2 (bad input)."""
     from contextlib import ExitStack
 
     from harness.files import InUse, OutsideResults, ensure_dir, refuse_link, results_lock
@@ -242,10 +286,10 @@ def _refuse_before_training(config, s: PerfSession) -> None:
 
 @pytest.fixture(scope="session")
 def perf_interleave(request):
-    """``perf_interleave((workload, decomposition))``: that case compared against ``--interleave-python-b``, interleaved on this
-    machine (``python -m harness interleave``, A = this interpreter, results in ``<results-dir>/interleave/<case>``);
-    returns the exit code and the comparison's report (as its ``report.json``: verdict, sigma, launches, time), or None when
-    it made none."""
+    """``perf_interleave((workload, decomposition))``: that case compared against ``--interleave-python-b``,
+    interleaved on this machine (``python -m harness interleave``, A = this interpreter, results in
+    ``<results-dir>/interleave/<case>``); returns the exit code and the comparison's report (as its ``report.json``:
+    verdict, sigma, launches, time), or None when it made none."""
     config = request.config
 
     def run(case: tuple[str, str]) -> tuple[int, dict | None]:
@@ -255,8 +299,13 @@ def perf_interleave(request):
 
         o = config.getoption
         out_dir = Path(o("results_dir")) / "interleave" / "-".join(case)
-        cfg = replace(config.stash[_COMPARISON], workload=case[0], decomposition=case[1], workloads_dir=str(_workloads_dir(config)),
-                      results_dir=str(out_dir))
+        cfg = replace(
+            config.stash[_COMPARISON],
+            workload=case[0],
+            decomposition=case[1],
+            workloads_dir=str(_workloads_dir(config)),
+            results_dir=str(out_dir),
+        )
         made = interleave(cfg, out=_progress(config))
         return made.exit_code, dict(made.report) or None
 
@@ -273,52 +322,20 @@ def pytest_runtestloop(session):
     o = config.getoption
     code = 0
     for name in _workloads(config):
-        code |= calibrate(gpu=config.stash[_GPU], workload=name, repeats=o("repeats"), slowdown=o("inject_slowdown") or 0.10, steps=o("steps"),
-                          workloads_dir=_workloads_dir(config), results_dir=Path(o("results_dir")) / "calibrate", run_timeout=o("run_timeout"),
-                          out=_progress(config))
+        code |= calibrate(
+            gpu=config.stash[_GPU],
+            workload=name,
+            repeats=o("repeats"),
+            slowdown=o("inject_slowdown") or 0.10,
+            steps=o("steps"),
+            workloads_dir=_workloads_dir(config),
+            results_dir=Path(o("results_dir")) / "calibrate",
+            run_timeout=o("run_timeout"),
+            out=_progress(config),
+        )
     if code:
         session.testsfailed = 1
     return True
-
-
-class SigtermStops:
-    """A SIGTERM (a cancelled CI job) stops the session as Ctrl-C does (the running worker killed, the finished runs kept
-    in runs.jsonl), but ends it with one line and exit 143, no traceback. A plugin object of its own (registered by
-    :func:`pytest_configure`), since this module's own ``pytest_runtestloop`` is the --calibrate loop that it wraps."""
-
-    def __init__(self):
-        self.previous, self.received = None, False
-
-    def pytest_sessionstart(self, session):
-        def handler(signum, frame):
-            self.received = True
-            raise Terminated(f"received {signal.Signals(signum).name}")
-
-        try:
-            self.previous = signal.signal(signal.SIGTERM, handler)
-        except ValueError:  # not the main thread: the default action stays
-            pass
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtestloop(self, session):
-        """Every test and the session's runs inside (also a fresh run's own handler raises Terminated)."""
-        try:
-            return (yield)
-        except Terminated:
-            s = session.config.stash.get(_SESSION, None)
-            kept = (f", its running worker killed; {len(s.records)} finished run(s) kept in {s.options.results_dir / 'runs.jsonl'} "
-                    "(rerun the same command with --resume to finish)") if s is not None and s.executed else ""
-            pytest.exit(f"SIGTERM: the session stopped{kept}", returncode=TERMINATED)
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session, exitstatus):
-        if self.received:  # a SIGTERM outside the tests (collection, reports): 143 as well
-            session.exitstatus = TERMINATED
-
-    def pytest_unconfigure(self, config):
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-            self.previous = None
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -329,14 +346,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             for line in config.stash[_BROKEN].values():
                 terminalreporter.write_line(f"not run, bad workload: {line}")
         return
-    from harness.reporting.report import terminal_summary
+    from harness.reporting.session_summary import terminal_summary
 
     try:
         terminal_summary(terminalreporter, s)
     except OSError as exc:  # a full disk, a read-only results dir: one line, and the session fails; the runs are kept
-        terminalreporter.write_line(f"error: the report was not written: {exc.filename or s.options.results_dir}: {exc.strerror or exc}; "
-                                    f"the runs are kept in {s.options.results_dir / 'runs.jsonl'}: make room, then python -m harness report "
-                                    f"{s.options.results_dir}")
+        terminalreporter.write_line(
+            f"error: the report was not written: {exc.filename or s.options.results_dir}: {exc.strerror or exc}; "
+            f"the runs are kept in {s.options.results_dir / 'runs.jsonl'}: make room, then python -m harness report "
+            f"{s.options.results_dir}"
+        )
         session = getattr(terminalreporter, "_session", None)  # pytest returns its exitstatus after this hook
         if session is not None and session.exitstatus == 0:
             session.exitstatus = 1

@@ -76,8 +76,17 @@ def is_census(rec: dict) -> bool:
 
 def case_census(records: list[dict], workload: str, decomposition: str) -> dict | None:
     """The newest finished census run of a case whose window fitted, or None."""
-    return next((r for r in reversed(records) if r.get("workload") == workload and r.get("decomposition_id") == decomposition
-                 and r.get("status") == "ok" and (r.get("census") or {}).get("fits")), None)
+    return next(
+        (
+            r
+            for r in reversed(records)
+            if r.get("workload") == workload
+            and r.get("decomposition_id") == decomposition
+            and r.get("status") == "ok"
+            and (r.get("census") or {}).get("fits")
+        ),
+        None,
+    )
 
 
 def run_phases(rec: dict) -> dict[str, float] | None:
@@ -98,7 +107,11 @@ def headline(rec: dict) -> str:
     if rec["status"] != "ok":
         kind = "OOM (does not fit)" if rec["status"] == "oom" else rec["status"].upper()
         return f"{kind}: {rec.get('error', '')}"
-    parts = [f"ok in {rec['wall_s']:.1f} s", f"median step {rec['step_time_median_ms']:.1f} ms", f"train_runtime {rec['train_runtime_s']:.2f} s"]
+    parts = [
+        f"ok in {rec['wall_s']:.1f} s",
+        f"median step {rec['step_time_median_ms']:.1f} ms",
+        f"train_runtime {rec['train_runtime_s']:.2f} s",
+    ]
     if rec.get("peak_reserved_bytes"):
         parts.append(f"peak reserved {rec['peak_reserved_bytes'] / 2**30:.2f} GiB")
     return ", ".join(parts)

@@ -34,60 +34,65 @@ from harness.spec_sections import (
     TrainSpec,
     _check,
 )
+from harness.spec_tables import build_section
 
-__all__ = ["DATA_SOURCES", "INITS", "PRECISIONS", "DataSpec", "Decomposition", "LoraSpec", "MeasureSpec", "ModelSpec",
-           "QuantizationSpec", "SpecError", "TrainSpec", "Workload", "Loaded", "changed_fields", "flatten", "load_each", "load_workload",
-           "load_workloads"]
+__all__ = [
+    "DATA_SOURCES",
+    "INITS",
+    "PRECISIONS",
+    "DataSpec",
+    "Decomposition",
+    "LoraSpec",
+    "MeasureSpec",
+    "ModelSpec",
+    "QuantizationSpec",
+    "SpecError",
+    "TrainSpec",
+    "Workload",
+    "Loaded",
+    "changed_fields",
+    "flatten",
+    "load_each",
+    "load_workload",
+    "load_workloads",
+]
 
 # Fields that do not change what a run computes, so they stay out of the hash. The model enters as its resolved
 # architecture (:meth:`ModelSpec.architecture`): random and pretrained weights of one architecture run the same kernels
 # on the same shapes, so init, hub_id and revision stay out, and [model.config] enters as normalised, not as written.
-_UNHASHED = {"name", "description", "devices", "measure", "decompositions", "model.init", "model.hub_id", "model.revision",
-             "model.model_type", "model.config"}
-_SECTIONS = {"model": ModelSpec, "data": DataSpec, "lora": LoraSpec, "train": TrainSpec, "measure": MeasureSpec,
-             "quantization": QuantizationSpec}
-
-
-# The names PEFT's LoraConfig and TRL's SFTConfig give to a field the workload spells otherwise: a user who brings them
-# is told the workload's name, which no spelling distance would find ('rank' is far from 'r').
-_THEIR_NAMES = {"lora": {"rank": "r", "lora_r": "r", "lora_rank": "r", "lora_alpha": "alpha", "lora_dropout": "dropout"},
-                "train": {"optim": "optimizer", "fp16": "precision", "bf16": "precision", "max_seq_length": "max_length",
-                          "seq_length": "max_length", "lr": "learning_rate"}}
-
-
-def _near(key: str, names: list[str], section: str) -> str | None:
-    """The field a user most likely meant by ``key``: the workload's name for a PEFT or TRL one, else the closest."""
-    if key in _THEIR_NAMES.get(section, {}):
-        return _THEIR_NAMES[section][key]
-    near = difflib.get_close_matches(key, names, n=1)
-    return near[0] if near else None
-
-
-def _build(cls, data: Any, where: str, section: str):
-    """Build dataclass ``cls`` from ``data`` (the ``[section]`` table of file ``where``); every error names both."""
-    _check(isinstance(data, dict), f"{where}: [{section}] must be a table, got {data!r}")
-    names = [f.name for f in dataclasses.fields(cls) if f.init]
-    for key in data:
-        if key not in names:
-            near = _near(key, names, section)
-            hint = f"did you mean {section}.{near}?" if near else f"known: {', '.join(names)}"
-            raise SpecError(f"{where}: unknown field {key!r} in [{section}]; {hint}")
-    missing = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in data
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    _check(not missing, f"{where}: [{section}] needs {', '.join(f'{section}.{m}' for m in missing)}")
-    try:
-        return cls(**data)
-    except SpecError as exc:
-        raise SpecError(f"{where}: {exc}") from None
+_UNHASHED = {
+    "name",
+    "description",
+    "devices",
+    "measure",
+    "decompositions",
+    "model.init",
+    "model.hub_id",
+    "model.revision",
+    "model.model_type",
+    "model.config",
+}
+_SECTIONS = {
+    "model": ModelSpec,
+    "data": DataSpec,
+    "lora": LoraSpec,
+    "train": TrainSpec,
+    "measure": MeasureSpec,
+    "quantization": QuantizationSpec,
+}
 
 
 @dataclass(frozen=True)
 class Workload:
-    name: str = req(pattern=r"[a-z0-9][a-z0-9.\-]*", what="lowercase letters, digits, '.' and '-' (e.g. 'my-model-lora')")
+    name: str = req(
+        pattern=r"[a-z0-9][a-z0-9.\-]*", what="lowercase letters, digits, '.' and '-' (e.g. 'my-model-lora')"
+    )
     model: ModelSpec = req()
     train: TrainSpec = req()
     effective_batch: int = req(low=1, key="batch.effective")
-    decompositions: tuple[Decomposition, ...] = req(nonempty=True, key="batch.decompositions", what="a non-empty list such as ['1x4', '2x2']")
+    decompositions: tuple[Decomposition, ...] = req(
+        nonempty=True, key="batch.decompositions", what="a non-empty list such as ['1x4', '2x2']"
+    )
     data: DataSpec = opt(DataSpec())
     lora: LoraSpec = opt(LoraSpec())
     measure: MeasureSpec = opt(MeasureSpec())
@@ -98,20 +103,35 @@ class Workload:
     def __post_init__(self):
         check_fields(self, "")
         for d in self.devices:
-            _check(re.fullmatch(r"[a-z0-9][a-z0-9\-]*", d) is not None, f"devices: {d!r} is not 'cpu', 'gpu' or a GPU's short name such as 'h200'")
+            _check(
+                re.fullmatch(r"[a-z0-9][a-z0-9\-]*", d) is not None,
+                f"devices: {d!r} is not 'cpu', 'gpu' or a GPU's short name such as 'h200'",
+            )
         for d in self.decompositions:
-            _check(d.product == self.effective_batch,
-                   f"batch.decompositions: decomposition {d.id} gives {d.product} samples per step, not the effective batch {self.effective_batch}; "
-                   f"use micro x grad-accum x world = {self.effective_batch}")
+            _check(
+                d.product == self.effective_batch,
+                f"batch.decompositions: decomposition {d.id} gives {d.product} samples per step, "
+                f"not the effective batch {self.effective_batch}; "
+                f"use micro x grad-accum x world = {self.effective_batch}",
+            )
         ids = [d.id for d in self.decompositions]
         _check(len(set(ids)) == len(ids), f"batch.decompositions repeat: {ids}")
-        _check(self.measure.warmup_steps < self.train.max_steps,
-               f"measure.warmup_steps ({self.measure.warmup_steps}) leaves no step of train.max_steps ({self.train.max_steps}) to measure")
-        _check(self.train.precision != "fp16" or "cpu" not in self.devices,
-               "train.precision = 'fp16' needs a GPU but devices lists 'cpu': use 'fp32' or 'bf16' for a CPU workload")
-        _check(self.quantization is None or self.train.precision != "fp16",  # TRL's SFTTrainer casts a 4-bit model's adapter to bf16
-               "train.precision = 'fp16' cannot train a QLoRA adapter (TRL keeps it in bf16, which fp16 loss scaling refuses): "
-               "use precision 'bf16' with [quantization]")
+        _check(
+            self.measure.warmup_steps < self.train.max_steps,
+            f"measure.warmup_steps ({self.measure.warmup_steps}) leaves no step of "
+            f"train.max_steps ({self.train.max_steps}) to measure",
+        )
+        _check(
+            self.train.precision != "fp16" or "cpu" not in self.devices,
+            "train.precision = 'fp16' needs a GPU but devices lists 'cpu': use 'fp32' or 'bf16' for a CPU workload",
+        )
+        _check(
+            self.quantization is None
+            or self.train.precision != "fp16",  # TRL's SFTTrainer casts a 4-bit model's adapter to bf16
+            "train.precision = 'fp16' cannot train a QLoRA adapter "
+            "(TRL keeps it in bf16, which fp16 loss scaling refuses): "
+            "use precision 'bf16' with [quantization]",
+        )
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -122,25 +142,35 @@ class Workload:
         if (why := out_of_range(data)) is not None:  # nan, inf and a 100-bit step count all parse as TOML
             raise SpecError(f"{where}: {why}; give a finite value in range")
         data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
-        known = [f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions")] + ["batch"]
+        known = [f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions")] + [
+            "batch"
+        ]
         for key in data:
             if key not in known:
                 near = difflib.get_close_matches(key, known, n=1)
-                raise SpecError(f"{where}: unknown field {key!r}; " + (f"did you mean {near[0]}?" if near else f"known: {', '.join(known)}"))
+                raise SpecError(
+                    f"{where}: unknown field {key!r}; "
+                    + (f"did you mean {near[0]}?" if near else f"known: {', '.join(known)}")
+                )
         for f in ("name", "model", "train", "batch"):
             _check(f in data, f"{where}: missing {f!r}" if f == "name" else f"{where}: missing [{f}] table")
         for key, kind in _SECTIONS.items():
             if key in data:
-                data[key] = _build(kind, data[key], where, key)
+                data[key] = build_section(kind, data[key], where, key)
         batch = data.pop("batch")
         _check(isinstance(batch, dict), f"{where}: [batch] must be a table with 'effective' and 'decompositions'")
         for key in sorted(set(batch) - {"effective", "decompositions"}):
             raise SpecError(f"{where}: unknown field {key!r} in [batch]; known: decompositions, effective")
         data["effective_batch"] = batch.get("effective")
         decs = batch.get("decompositions")
-        _check(isinstance(decs, list), f"{where}: batch.decompositions must be a list such as ['1x4', '2x2'], got {decs!r}")
+        _check(
+            isinstance(decs, list), f"{where}: batch.decompositions must be a list such as ['1x4', '2x2'], got {decs!r}"
+        )
         try:
-            data["decompositions"] = tuple(Decomposition.parse(d) if isinstance(d, str) else _build(Decomposition, d, where, "batch") for d in decs)
+            data["decompositions"] = tuple(
+                Decomposition.parse(d) if isinstance(d, str) else build_section(Decomposition, d, where, "batch")
+                for d in decs
+            )
         except SpecError as exc:
             line = str(exc)
             raise SpecError(line if line.startswith(f"{where}: ") else f"{where}: {line}") from None
@@ -163,8 +193,8 @@ class Workload:
         return cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
 
     def with_data_digest(self, where: str) -> Workload:
-        """A copy whose local data carries its content digest (``data.digest``, hashed); a digest the file gives pins the
-        data and is checked. Synthetic and hub data are returned as they are."""
+        """A copy whose local data carries its content digest (``data.digest``, hashed); a digest the file gives pins
+        the data and is checked. Synthetic and hub data are returned as they are."""
         if self.data.source != "local":
             return self
         from harness.inputs import data_digest, short
@@ -173,8 +203,11 @@ class Workload:
             found = data_digest(self.data.id)
         except SpecError as exc:
             raise SpecError(f"{where}: {exc}") from None
-        _check(self.data.digest in (None, found), f"{where}: data.digest pins {short(self.data.digest)} but {self.data.id} now holds "
-               f"{short(found)}: restore the data, or remove data.digest to take the new content")
+        _check(
+            self.data.digest in (None, found),
+            f"{where}: data.digest pins {short(self.data.digest)} but {self.data.id} now holds "
+            f"{short(found)}: restore the data, or remove data.digest to take the new content",
+        )
         return dataclasses.replace(self, data=dataclasses.replace(self.data, digest=found))
 
     def to_dict(self) -> dict[str, Any]:
@@ -190,24 +223,29 @@ class Workload:
         return out
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:
-        """A copy with ``--steps`` applied. The hash changes with it, so baselines stay comparable only at equal steps."""
+        """A copy with ``--steps`` applied. The hash changes with it, so baselines stay comparable only at equal
+        steps."""
         if max_steps is None:
             return self
         _check(max_steps > 0, f"--steps must be positive, got {max_steps}")
         warm = min(self.measure.warmup_steps, max(max_steps - 1, 0))
-        return dataclasses.replace(self, train=dataclasses.replace(self.train, max_steps=max_steps),
-                                   measure=dataclasses.replace(self.measure, warmup_steps=warm))
+        return dataclasses.replace(
+            self,
+            train=dataclasses.replace(self.train, max_steps=max_steps),
+            measure=dataclasses.replace(self.measure, warmup_steps=warm),
+        )
 
     def with_splits(self, effective: int | None = None) -> Workload:
-        """A copy whose decompositions are every micro-batch x grad-accum split of ``effective`` (default: its own effective
-        batch) on one device, largest micro-batch first: what ``python -m harness advise`` compares."""
+        """A copy whose decompositions are every micro-batch x grad-accum split of ``effective`` (default: its own
+        effective batch) on one device, largest micro-batch first: what ``python -m harness advise`` compares."""
         e = self.effective_batch if effective is None else effective
         _check(isinstance(e, int) and e > 0, f"--effective must be a positive whole number, got {e}")
         splits = tuple(Decomposition(m, e // m) for m in range(e, 0, -1) if e % m == 0)
         return dataclasses.replace(self, effective_batch=e, decompositions=splits)
 
     def runs_on(self, device: str) -> bool:
-        """Selected by default on ``device`` ('cpu' or a GPU's short name): its ``devices`` list 'cpu', 'gpu' or that name."""
+        """Selected by default on ``device`` ('cpu' or a GPU's short name): its ``devices`` list 'cpu', 'gpu' or that
+        name."""
         return "cpu" in self.devices if device == "cpu" else ("gpu" in self.devices or device in self.devices)
 
     def decomposition(self, ident: str) -> Decomposition:
@@ -217,17 +255,20 @@ class Workload:
         raise SpecError(f"{self.name}: no decomposition {ident!r}; it has {[d.id for d in self.decompositions]}")
 
     def check_device(self, device: str) -> None:
-        """Refuse, in one line and before any training, a workload that ``device`` ('cpu' or a GPU's short name) cannot run."""
+        """Refuse, in one line and before any training, a workload that ``device`` ('cpu' or a GPU's short name) cannot
+        run."""
         why = self.quantization.unavailable(device) if self.quantization is not None else None
         _check(why is None, f"{self.name}: [quantization] {why}")
 
     # ---- identity -----------------------------------------------------------------------------
     def architecture(self) -> dict[str, Any]:
-        """The model's resolved architecture: ``model_type``, ``config`` (every key) and ``hashed`` (see harness/architecture.py)."""
+        """The model's resolved architecture: ``model_type``, ``config`` (every key) and ``hashed`` (see
+        harness/architecture.py)."""
         return self.model.architecture()
 
     def timing_fields(self) -> dict[str, Any]:
-        """Flattened ``section.field -> value`` of everything that affects timing: the model as its resolved architecture."""
+        """Flattened ``section.field -> value`` of everything that affects timing: the model as its resolved
+        architecture."""
         arch = self.architecture()
         out = {k: v for k, v in flatten(self.to_dict()).items() if not _excluded(k)}
         out["model.model_type"] = arch["model_type"]
@@ -275,39 +316,51 @@ def _timing(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         return Workload.from_dict(spec).timing_fields()
     except SpecError:
-        return {k: v for k, v in flatten(spec).items() if not _excluded(k) or k.startswith("model.config.") or k == "model.model_type"}
+        return {
+            k: v
+            for k, v in flatten(spec).items()
+            if not _excluded(k) or k.startswith("model.config.") or k == "model.model_type"
+        }
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """The workload files of a folder: those that load, by name, with their files; and the one line of each that does not."""
+    """The workload files of a folder: those that load, by name, with their files; and the one line of each that does
+    not."""
 
     workloads: dict[str, Workload]
     files: dict[str, Path]
     broken: dict[Path, str]
 
     def pick(self, names: tuple[str, ...], unknown_head) -> dict[str, Workload]:
-        """The workloads ``names``, whatever the other files hold. A name that is not here raises SpecError: the line of its
-        own file (``NAME.toml``) where that does not load, else ``unknown_head(names not here)``, the known names and the
-        first file that does not load."""
+        """The workloads ``names``, whatever the other files hold. A name that is not here raises SpecError: the line of
+        its own file (``NAME.toml``) where that does not load, else ``unknown_head(names not here)``, the known names
+        and the first file that does not load."""
         unknown = [n for n in names if n not in self.workloads]
         for path, line in self.broken.items():
             _check(path.stem not in unknown, line)
-        others = f"; {len(self.broken)} file(s) do not load, first: {next(iter(self.broken.values()))}" if self.broken else ""
+        others = (
+            f"; {len(self.broken)} file(s) do not load, first: {next(iter(self.broken.values()))}"
+            if self.broken
+            else ""
+        )
         _check(not unknown, f"{unknown_head(unknown)}; known: {', '.join(self.workloads)}{others}")
         return {n: self.workloads[n] for n in names}
 
 
 def load_each(directory: str | Path) -> Loaded:
-    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its error
-    line in ``broken`` and the others load."""
+    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its
+    error line in ``broken`` and the others load."""
     found: dict[str, Workload] = {}
     files: dict[str, Path] = {}
     broken: dict[Path, str] = {}
     for path in sorted(Path(directory).glob("*.toml")):
         try:
             w = Workload.load(path)
-            _check(w.name not in found, f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one")
+            _check(
+                w.name not in found,
+                f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one",
+            )
         except SpecError as exc:
             broken[path] = str(exc)
             continue
@@ -324,7 +377,7 @@ def load_workloads(directory: str | Path) -> dict[str, Workload]:
 
 
 def load_workload(directory: str | Path, name: str, steps: int | None = None) -> Workload:
-    """The workload ``name`` from ``directory``, with ``--steps`` applied; another file's mistake does not stop it. Raises
-    SpecError with the line of ``name``'s own file when that does not load, else naming the known ones."""
+    """The workload ``name`` from ``directory``, with ``--steps`` applied; another file's mistake does not stop it.
+    Raises SpecError with the line of ``name``'s own file when that does not load, else naming the known ones."""
     w = load_each(directory).pick((name,), lambda unknown: f"no workload {name!r} in {directory}")[name]
     return w.with_overrides(max_steps=steps)

@@ -28,8 +28,8 @@ class SpecError(BadInput):
 
 
 def opt(default: Any, **rules: Any) -> Any:
-    """A field with a default and its rules: ``low``/``below`` (a range), ``gt0``, ``choices``, ``pattern``, ``nonempty``;
-    ``what`` (the words of the error) and ``key`` (the name the file uses, where it differs)."""
+    """A field with a default and its rules: ``low``/``below`` (a range), ``gt0``, ``choices``, ``pattern``,
+    ``nonempty``; ``what`` (the words of the error) and ``key`` (the name the file uses, where it differs)."""
     if isinstance(default, (dict, list)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=rules)
     return dataclasses.field(default=default, metadata=rules)
@@ -99,20 +99,27 @@ def describe(tp: Any, rules: dict[str, Any]) -> str:
     return noun
 
 
-INT_BITS = 64  # the integers of a TOML file: a value beyond them is no setting but a typo (a step count that never ends)
+INT_BITS = (
+    64  # the integers of a TOML file: a value beyond them is no setting but a typo (a step count that never ends)
+)
 
 
 def _out_of_range(value: Any, key: str) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"{key or 'a value'} is {value}, not a finite number"
-    if isinstance(value, int) and not isinstance(value, bool) and not -(2 ** (INT_BITS - 1)) <= value < 2 ** (INT_BITS - 1):
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not -(2 ** (INT_BITS - 1)) <= value < 2 ** (INT_BITS - 1)
+    ):
         return f"{key or 'a value'} is an integer of {value.bit_length()} bits, beyond the {INT_BITS} of a TOML integer"
     return None
 
 
 def out_of_range(value: Any, key: str = "") -> str | None:
-    """The first value at or below ``value`` (tables and lists walked) that no workload key takes: a NaN or infinite number,
-    or an integer beyond :data:`INT_BITS` bits; as ``train.learning_rate is nan, not a finite number``. None when none."""
+    """The first value at or below ``value`` (tables and lists walked) that no workload key takes: a NaN or infinite
+    number, or an integer beyond :data:`INT_BITS` bits; as ``train.learning_rate is nan, not a finite number``. None
+    when none."""
     return first_bad(value, _out_of_range, key)
 
 
@@ -123,7 +130,11 @@ def _fails_rules(value: Any, rules: dict[str, Any]) -> bool:
         return value not in rules["choices"]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         low, below = rules.get("low"), rules.get("below")
-        return (low is not None and value < low) or (below is not None and value >= below) or (rules.get("gt0", False) and value <= 0)
+        return (
+            (low is not None and value < low)
+            or (below is not None and value >= below)
+            or (rules.get("gt0", False) and value <= 0)
+        )
     if isinstance(value, str) and "pattern" in rules:
         return re.fullmatch(rules["pattern"], value) is None
     if isinstance(value, (str, list, tuple)) and rules.get("nonempty"):
@@ -132,7 +143,8 @@ def _fails_rules(value: Any, rules: dict[str, Any]) -> bool:
 
 
 def check_fields(obj: Any, section: str) -> None:
-    """Check every field of dataclass ``obj`` against its annotation and rules; raise SpecError naming ``section.key``."""
+    """Check every field of dataclass ``obj`` against its annotation and rules; raise SpecError naming
+    ``section.key``."""
     hints = _hints(type(obj))
     for f in dataclasses.fields(obj):
         value, tp = getattr(obj, f.name), hints[f.name]

@@ -39,9 +39,14 @@ class ModelSpec:
 
     def __post_init__(self):
         check_fields(self, "model")
-        _check(self.init == "random" or bool(self.hub_id), "model.init = 'pretrained' needs model.hub_id (a hub id or a local folder)")
-        _check(self.init == "pretrained" or (self.hub_id is None and self.revision is None),
-               "model.hub_id and model.revision load pretrained weights: set model.init = 'pretrained' or remove them")
+        _check(
+            self.init == "random" or bool(self.hub_id),
+            "model.init = 'pretrained' needs model.hub_id (a hub id or a local folder)",
+        )
+        _check(
+            self.init == "pretrained" or (self.hub_id is None and self.revision is None),
+            "model.hub_id and model.revision load pretrained weights: set model.init = 'pretrained' or remove them",
+        )
         self.architecture()  # unknown keys, a wrong model type or a config that is not the model's: refused here
 
     def architecture(self) -> dict[str, Any]:
@@ -50,7 +55,13 @@ class ModelSpec:
 
         from harness.architecture import ArchitectureError
 
-        key = (self.model_type, json.dumps(self.config, sort_keys=True, default=str), self.init, self.hub_id, self.revision)
+        key = (
+            self.model_type,
+            json.dumps(self.config, sort_keys=True, default=str),
+            self.init,
+            self.hub_id,
+            self.revision,
+        )
         try:
             return _resolved(key)
         except ArchitectureError as exc:
@@ -73,7 +84,8 @@ def _resolved(key: tuple) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class DataSpec:
-    """Synthetic fixed-length tokens, or a hub/local dataset of conversations (formatted by the chat template) or text."""
+    """Synthetic fixed-length tokens, or a hub/local dataset of conversations (formatted by the chat template) or
+    text."""
 
     source: str = opt("synthetic", choices=DATA_SOURCES)
     id: str | None = opt(None, nonempty=True)
@@ -89,23 +101,51 @@ class DataSpec:
     revision: str | None = opt(None, nonempty=True)
     # local data only: the content's sha256 (harness.inputs.data_digest), written by Workload.load; hashed, so that an
     # edited data file is another workload. Absent from to_dict() when None: other sources keep their hashes.
-    digest: str | None = opt(None, pattern=r"sha256:[0-9a-f]{64}", what="'sha256:' and 64 hex digits, as the loader writes it")
+    digest: str | None = opt(
+        None, pattern=r"sha256:[0-9a-f]{64}", what="'sha256:' and 64 hex digits, as the loader writes it"
+    )
 
     def __post_init__(self):
         check_fields(self, "data")
-        _check(self.digest is None or self.source == "local", "data.digest fingerprints a local data file: remove it, or set data.source = 'local'")
-        _check(self.source == "synthetic" or bool(self.id), f"data.source = {self.source!r} needs data.id (a hub dataset id or a local path)")
-        _check(self.source != "synthetic" or self.id is None, "data.id names a hub or local dataset: set data.source = 'hub' or 'local', or remove it")
-        _check(self.name is None or self.source == "hub", "data.name (a subset) applies to hub datasets only: set data.source = 'hub' or remove it")
-        _check(self.revision is None or self.source == "hub", "data.revision pins a hub dataset's version: set data.source = 'hub' or remove it "
-               "(local data is pinned by its content, data.digest)")
-        _check(not (self.text_column and self.messages_column), "data.text_column and data.messages_column exclude each other: keep one")
-        _check(self.source != "synthetic" or not (self.text_column or self.messages_column),
-               "data.text_column and data.messages_column name columns of a hub or local dataset; synthetic data has none")
+        _check(
+            self.digest is None or self.source == "local",
+            "data.digest fingerprints a local data file: remove it, or set data.source = 'local'",
+        )
+        _check(
+            self.source == "synthetic" or bool(self.id),
+            f"data.source = {self.source!r} needs data.id (a hub dataset id or a local path)",
+        )
+        _check(
+            self.source != "synthetic" or self.id is None,
+            "data.id names a hub or local dataset: set data.source = 'hub' or 'local', or remove it",
+        )
+        _check(
+            self.name is None or self.source == "hub",
+            "data.name (a subset) applies to hub datasets only: set data.source = 'hub' or remove it",
+        )
+        _check(
+            self.revision is None or self.source == "hub",
+            "data.revision pins a hub dataset's version: set data.source = 'hub' or remove it "
+            "(local data is pinned by its content, data.digest)",
+        )
+        _check(
+            not (self.text_column and self.messages_column),
+            "data.text_column and data.messages_column exclude each other: keep one",
+        )
+        _check(
+            self.source != "synthetic" or not (self.text_column or self.messages_column),
+            "data.text_column and data.messages_column name columns of a hub or local dataset; synthetic data has none",
+        )
         if isinstance(self.chat_template, str):
-            _check(self.source != "synthetic", "data.chat_template formats conversations; synthetic data has none, so it would be ignored: remove it")
-            _check(not self.text_column, "data.chat_template formats conversations; with data.text_column the rows are plain text "
-                   "and it would be ignored: remove one of them")
+            _check(
+                self.source != "synthetic",
+                "data.chat_template formats conversations; synthetic data has none, so it would be ignored: remove it",
+            )
+            _check(
+                not self.text_column,
+                "data.chat_template formats conversations; with data.text_column the rows are plain text "
+                "and it would be ignored: remove one of them",
+            )
             _check_template(self.chat_template)
 
     @property
@@ -120,8 +160,13 @@ def _check_template(template: str) -> None:
     try:
         jinja2.Environment().parse(template)
     except jinja2.TemplateSyntaxError as exc:
-        raise SpecError(f"data.chat_template is not a valid Jinja template (line {exc.lineno}: {exc.message})") from None
-    _check("{" in template, "data.chat_template has no Jinja tag ({{ }} or {% %}): give a template, or true for the tokenizer's own")
+        raise SpecError(
+            f"data.chat_template is not a valid Jinja template (line {exc.lineno}: {exc.message})"
+        ) from None
+    _check(
+        "{" in template,
+        "data.chat_template has no Jinja tag ({{ }} or {% %}): give a template, or true for the tokenizer's own",
+    )
 
 
 @dataclass(frozen=True)
@@ -174,7 +219,8 @@ class MeasureSpec:
 
 @dataclass(frozen=True)
 class QuantizationSpec:
-    """QLoRA: 4-bit base weights through bitsandbytes (transformers ``BitsAndBytesConfig``); the LoRA adapter trains on top."""
+    """QLoRA: 4-bit base weights through bitsandbytes (transformers ``BitsAndBytesConfig``); the LoRA adapter trains on
+    top."""
 
     load_in_4bit: bool = opt(True)
     bnb_4bit_quant_type: str = opt("nf4", choices=QUANT_TYPES)
@@ -183,16 +229,22 @@ class QuantizationSpec:
 
     def __post_init__(self):
         check_fields(self, "quantization")
-        _check(self.load_in_4bit, "quantization.load_in_4bit = false leaves nothing to quantize (only 4-bit is supported): "
-               "remove the [quantization] table for plain LoRA")
+        _check(
+            self.load_in_4bit,
+            "quantization.load_in_4bit = false leaves nothing to quantize (only 4-bit is supported): "
+            "remove the [quantization] table for plain LoRA",
+        )
 
     @staticmethod
     def unavailable(device: str) -> str | None:
-        """Why 4-bit weights cannot be loaded for ``device`` ('cpu' or a GPU's name), as seen without importing anything:
-        bitsandbytes is not installed. None otherwise (the worker then checks that bitsandbytes has a backend for it)."""
+        """Why 4-bit weights cannot be loaded for ``device`` ('cpu' or a GPU's name), as seen without importing
+        anything: bitsandbytes is not installed. None otherwise (the worker then checks that bitsandbytes has a backend
+        for it)."""
         if importlib.util.find_spec("bitsandbytes") is None:
-            return (f"4-bit weights need bitsandbytes, which is not installed here ({device}): pip install bitsandbytes "
-                    "(or remove [quantization])")
+            return (
+                f"4-bit weights need bitsandbytes, which is not installed here ({device}): pip install bitsandbytes "
+                "(or remove [quantization])"
+            )
         return None
 
 
@@ -215,7 +267,10 @@ class Decomposition:
     def __post_init__(self):
         for name in ("micro_batch", "grad_accum", "world_size"):
             v = getattr(self, name)
-            _check(isinstance(v, int) and not isinstance(v, bool) and v > 0, f"batch.decompositions: {name} must be a positive integer, got {v!r}")
+            _check(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0,
+                f"batch.decompositions: {name} must be a positive integer, got {v!r}",
+            )
 
     @property
     def id(self) -> str:

@@ -8,12 +8,14 @@ from typing import Any
 
 
 def first_bad(value: Any, bad: Callable[[Any, str], str | None], key: str = "") -> str | None:
-    """``bad(v, key)`` of the first value at or below ``value`` (dicts and lists walked, keys joined as ``a.b[2]``) for which
-    it says something; None when it says nothing of any."""
+    """``bad(v, key)`` of the first value at or below ``value`` (dicts and lists walked, keys joined as ``a.b[2]``) for
+    which it says something; None when it says nothing of any."""
     if (why := bad(value, key)) is not None:
         return why
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
     for k, v in items:
-        if (why := first_bad(v, bad, f"{key}[{k}]" if isinstance(k, int) else f"{key}.{k}" if key else str(k))) is not None:
+        if (
+            why := first_bad(v, bad, f"{key}[{k}]" if isinstance(k, int) else f"{key}.{k}" if key else str(k))
+        ) is not None:
             return why
     return None

@@ -36,7 +36,10 @@ def test_run(perf_session, perf_case):
         census = perf_session.judge().runs(*perf_case, ok_only=False, census=True)
         bad = [r for r in census if r["status"] != "ok"]
         if bad or not census:
-            pytest.fail(f"the census run of {perf_case} " + (f"failed: {bad[0].get('error', '')}" if bad else "was not made"), pytrace=False)
+            pytest.fail(
+                f"the census run of {perf_case} " + (f"failed: {bad[0].get('error', '')}" if bad else "was not made"),
+                pytrace=False,
+            )
         pytest.skip("a census-only session (--repeats 0): no timed run")
     if not runs and perf_session.incomplete:
         pytest.skip(perf_session.incomplete)
@@ -46,7 +49,10 @@ def test_run(perf_session, perf_case):
         msg = [f"{len(bad)} of {len(runs)} run(s) failed"]
         for r in bad:
             kind = "oom (does not fit)" if r["status"] == "oom" else r["status"]
-            msg.append(f"run {r['repeat']}: {kind}: {r.get('error', '')}" + (f" (signal {r['signal']})" if r.get("signal") else ""))
+            msg.append(
+                f"run {r['repeat']}: {kind}: {r.get('error', '')}"
+                + (f" (signal {r['signal']})" if r.get("signal") else "")
+            )
             msg.append("  stderr tail: " + "\n  ".join((r.get("stderr_tail") or "").strip().splitlines()[-8:]))
         pytest.fail("\n".join(msg), pytrace=False)
     for r in runs:
@@ -57,7 +63,9 @@ def test_run(perf_session, perf_case):
             measured = sum(ph[p][i] for p in PHASES[:-1])
             step = r["step_times_ms"][i]
             assert measured <= PHASE_SLACK * step, (
-                f"run {r['repeat']} step {i + 1}: measured phases {measured:.1f} ms exceed the step's {step:.1f} ms by more than 5%: mis-measured")
+                f"run {r['repeat']} step {i + 1}: measured phases {measured:.1f} ms exceed the step's {step:.1f} ms by "
+                "more than 5%: mis-measured"
+            )
 
 
 @pytest.mark.benchmark(timer=bench.REPLAY)
@@ -68,7 +76,8 @@ def test_runtime(perf_session, perf_case, request, benchmark):
 
 
 def test_work(perf_session, perf_case, request):
-    """Only with --census: the case's work per optimizer step (every count exact; GPU kernel time) against the baseline's census."""
+    """Only with --census: the case's work per optimizer step (every count exact; GPU kernel time) against the
+    baseline's census."""
     v = perf_session.judge().work(*perf_case)
     if v is None:
         pytest.fail(f"no census run of {perf_case[0]}-{perf_case[1]} finished; see runs.jsonl", pytrace=False)
@@ -76,13 +85,17 @@ def test_work(perf_session, perf_case, request):
 
 
 def test_interleaved(perf_interleave, perf_case, request):
-    """Only with --interleave-python-b: the case against that interpreter's environment, interleaved on this machine in blocks of
-    steps on resident workers; a regression of B fails, an inconclusive comparison is skipped (or fails with --fail-inconclusive)."""
+    """Only with --interleave-python-b: the case against that interpreter's environment, interleaved on this machine in
+    blocks of steps on resident workers; a regression of B fails, an inconclusive comparison is skipped (or fails with
+    --fail-inconclusive)."""
     code, report = perf_interleave(perf_case)
     verdict = (report or {}).get("verdict")
     if verdict is None:
-        pytest.fail(f"the interleaved comparison of {perf_case[0]}-{perf_case[1]} made no verdict (exit code {code}); see its output above",
-                    pytrace=False)
+        pytest.fail(
+            f"the interleaved comparison of {perf_case[0]}-{perf_case[1]} made no verdict (exit code {code}); see its "
+            "output above",
+            pytrace=False,
+        )
     if verdict["outcome"] == "regression":
         pytest.fail(verdict["message"], pytrace=False)
     if verdict["outcome"] == "inconclusive":

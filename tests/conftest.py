@@ -1,4 +1,5 @@
-"""Shared fixtures of the self-tests: the tiny workload, fake run records, a fake runner, and a project layout for pytester."""
+"""Shared fixtures of the self-tests: the tiny workload, fake run records, a fake runner, and a project layout for
+pytester."""
 
 import json
 import os
@@ -21,10 +22,12 @@ for _name in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
     os.environ.pop(_name)
 
 
-# The longest self-tests start first: spread over CPUs (-n), the workers then end together instead of one of them running
-# the newcomer's walk-through alone at the end. pytest-xdist hands the tests out in this order.
-LONGEST_FIRST = ("tests/test_first_night.py::test_a_newcomers_walkthrough_from_the_readme_to_a_green_first_night",
-                 "tests/test_api.py::test_the_api_pages_example_runs_as_written")
+# The longest self-tests start first: spread over CPUs (-n), the workers then end together instead of one of them
+# running the newcomer's walk-through alone at the end. pytest-xdist hands the tests out in this order.
+LONGEST_FIRST = (
+    "tests/test_first_night.py::test_a_newcomers_walkthrough_from_the_readme_to_a_green_first_night",
+    "tests/test_api.py::test_the_api_pages_example_runs_as_written",
+)
 
 
 def pytest_collection_modifyitems(items):
@@ -46,13 +49,21 @@ def perf_project(pytester, monkeypatch):
 
 @pytest.fixture
 def cut_splits(perf_project):
-    """``cut_splits(splits)``: perf_project with tiny-qwen3 cut to ``splits`` (same hash: the split list is not hashed)."""
+    """``cut_splits(splits)``: perf_project with tiny-qwen3 cut to ``splits`` (same hash: the split list is not
+    hashed)."""
+
     def cut(splits: tuple[str, ...]):
         path = perf_project.path / "workloads" / "tiny-qwen3.toml"
         text = path.read_text()
         assert 'decompositions = ["1x4", "2x2", "4x1"]' in text
-        path.write_text(text.replace('decompositions = ["1x4", "2x2", "4x1"]', "decompositions = [" + ", ".join(f'"{s}"' for s in splits) + "]"))
+        path.write_text(
+            text.replace(
+                'decompositions = ["1x4", "2x2", "4x1"]',
+                "decompositions = [" + ", ".join(f'"{s}"' for s in splits) + "]",
+            )
+        )
         return perf_project
+
     return cut
 
 
@@ -73,11 +84,29 @@ def _fake_runs(w, medians, status="ok", gpu="cpu", **extra):
     out = []
     for d in w.decompositions:
         for i, m in enumerate(medians):
-            out.append({"run_id": f"{d.id}-{i}", "session_id": "s", "workload": w.name, "workload_hash": w.hash,
-                        "decomposition_id": d.id, "decomposition": d.as_dict(), "repeat": i + 1, "gpu": gpu, "status": status,
-                        "step_time_median_ms": m, "train_runtime_s": m * w.train.max_steps / 1000, "step_times_ms": [m] * w.train.max_steps,
-                        "warmup_steps": w.measure.warmup_steps, "peak_reserved_bytes": None, "peak_allocated_bytes": None,
-                        "tokens_per_s": 1.0, "losses": [1.0] * w.train.max_steps, "env": {"hostname": "h", "versions": {"torch": "x"}}, **extra})
+            out.append(
+                {
+                    "run_id": f"{d.id}-{i}",
+                    "session_id": "s",
+                    "workload": w.name,
+                    "workload_hash": w.hash,
+                    "decomposition_id": d.id,
+                    "decomposition": d.as_dict(),
+                    "repeat": i + 1,
+                    "gpu": gpu,
+                    "status": status,
+                    "step_time_median_ms": m,
+                    "train_runtime_s": m * w.train.max_steps / 1000,
+                    "step_times_ms": [m] * w.train.max_steps,
+                    "warmup_steps": w.measure.warmup_steps,
+                    "peak_reserved_bytes": None,
+                    "peak_allocated_bytes": None,
+                    "tokens_per_s": 1.0,
+                    "losses": [1.0] * w.train.max_steps,
+                    "env": {"hostname": "h", "versions": {"torch": "x"}},
+                    **extra,
+                }
+            )
     return out
 
 
@@ -94,8 +123,11 @@ class FakeClock:
         return self.now
 
 
-def _fake_runner(times: dict[str, list[float]], calls: list, walls: dict[str, float] | None = None, clock: FakeClock | None = None):
-    """run_one stand-in: the n-th run of a decomposition gets times[d][n % len]; it appends to runs.jsonl like the real one."""
+def _fake_runner(
+    times: dict[str, list[float]], calls: list, walls: dict[str, float] | None = None, clock: FakeClock | None = None
+):
+    """run_one stand-in: the n-th run of a decomposition gets times[d][n % len]; it appends to runs.jsonl like the real
+    one."""
 
     def run_one(req, results_dir, session_id, timeout_s, gpu):
         d = req.decomposition.id
@@ -106,23 +138,44 @@ def _fake_runner(times: dict[str, list[float]], calls: list, walls: dict[str, fl
         wall = (walls or {}).get(d, 1.0)
         if clock is not None:
             clock.now += wall
-        rec = {"run_id": f"{session_id}-{d}-{req.repeat}-{k}", "session_id": session_id, "workload": w.name, "workload_hash": w.hash, "decomposition_id": d,
-               "repeat": req.repeat, "gpu": gpu, "status": "ok", "step_time_median_ms": m, "train_runtime_s": m / 100,
-               "step_times_ms": [m] * w.train.max_steps, "warmup_steps": w.measure.warmup_steps, "losses": [1.0] * w.train.max_steps,
-               "peak_reserved_bytes": None, "peak_allocated_bytes": None, "tokens_per_s": 1.0, "wall_s": wall, "env": {},
-               "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work, "phases_enabled": req.phases,
-               "profile_steps": req.profile_steps}
+        rec = {
+            "run_id": f"{session_id}-{d}-{req.repeat}-{k}",
+            "session_id": session_id,
+            "workload": w.name,
+            "workload_hash": w.hash,
+            "decomposition_id": d,
+            "repeat": req.repeat,
+            "gpu": gpu,
+            "status": "ok",
+            "step_time_median_ms": m,
+            "train_runtime_s": m / 100,
+            "step_times_ms": [m] * w.train.max_steps,
+            "warmup_steps": w.measure.warmup_steps,
+            "losses": [1.0] * w.train.max_steps,
+            "peak_reserved_bytes": None,
+            "peak_allocated_bytes": None,
+            "tokens_per_s": 1.0,
+            "wall_s": wall,
+            "env": {},
+            "inject_slowdown": req.inject_slowdown,
+            "inject_work": req.inject_work,
+            "phases_enabled": req.phases,
+            "profile_steps": req.profile_steps,
+        }
         Path(results_dir).mkdir(parents=True, exist_ok=True)
         append_jsonl(Path(results_dir) / "runs.jsonl", rec)
         return rec
+
     return run_one
 
 
 @pytest.fixture
 def fake_runner(monkeypatch):
     """``fake_runner(times, calls, walls=None, clock=None)`` puts a fake ``run_one`` under the run loop."""
+
     def install(times, calls, walls=None, clock=None):
         monkeypatch.setattr(loop, "run_one", _fake_runner(times, calls, walls, clock))
+
     return install
 
 
@@ -134,10 +187,14 @@ def clock():
 @pytest.fixture
 def make(tmp_path, tiny, fake_runner):
     """``make(times, calls, **options)``: a PerfSession of the tiny workload on the fake runner."""
+
     def build(times, calls, **opts):
         fake_runner(times, calls)
         o = sess.Options(gpu="cpu", results_dir=tmp_path / "out", baselines_dir=tmp_path / "baselines", **opts)
-        return sess.PerfSession(o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None)
+        return sess.PerfSession(
+            o, {tiny.name: tiny}, [(tiny.name, d.id) for d in tiny.decompositions], progress=lambda m: None
+        )
+
     return build
 
 
@@ -145,7 +202,8 @@ def make(tmp_path, tiny, fake_runner):
 ISSUE_SCRIPT = ROOT / ".github" / "scripts" / "regression-issues.sh"
 FAKE_GH = r"""#!/usr/bin/env bash
 # records its arguments, one JSON list a line; `issue list` prints $FAKE_GH_ISSUES
-printf '%s\0' "$@" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split("\0")[:-1]))' >> "$FAKE_GH_LOG"
+printf '%s\0' "$@" |
+    python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().split("\0")[:-1]))' >> "$FAKE_GH_LOG"
 if [[ "$1 $2" == "issue list" ]]; then cat "$FAKE_GH_ISSUES"; fi
 """
 
@@ -164,8 +222,15 @@ def fake_gh(tmp_path):
     log, issues = tmp_path / "gh.log", tmp_path / "issues.json"
     log.write_text("")
     issues.write_text("[]")
-    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", FAKE_GH_LOG=str(log),
-               FAKE_GH_ISSUES=str(issues), GH_TOKEN="x", PERF_ENV="latest", RUN_URL="https://example.invalid/run/1")
+    env = dict(
+        os.environ,
+        PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        FAKE_GH_LOG=str(log),
+        FAKE_GH_ISSUES=str(issues),
+        GH_TOKEN="x",
+        PERF_ENV="latest",
+        RUN_URL="https://example.invalid/run/1",
+    )
 
     def run(report: dict | None, open_issues: list[dict] = (), **extra_env: str):
         issues.write_text(json.dumps(list(open_issues)))
@@ -174,8 +239,13 @@ def fake_gh(tmp_path):
             path.unlink(missing_ok=True)
         else:
             path.write_text(json.dumps(report))
-        proc = subprocess.run(["bash", str(ISSUE_SCRIPT)], env=dict(env, REPORT=str(path), **extra_env),
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            ["bash", str(ISSUE_SCRIPT)],
+            env=dict(env, REPORT=str(path), **extra_env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         calls = [json.loads(line) for line in log.read_text().splitlines()]
         log.write_text("")

@@ -19,5 +19,3 @@ def live_processes(module: bytes, where: Callable[[Path, list[bytes]], bool] = l
         except OSError:
             continue
     return out
-
-

@@ -25,7 +25,9 @@ def test_the_api_pages_example_runs_as_written(tmp_path):
     res = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "aten ops per optimizer step:" in res.stdout and "\nregression " in res.stdout
-    assert (tmp_path / "out" / "side-by-side" / "report.json").is_file() and (tmp_path / "out" / "judged" / "report.json").is_file()
+    assert (tmp_path / "out" / "side-by-side" / "report.json").is_file() and (
+        tmp_path / "out" / "judged" / "report.json"
+    ).is_file()
 
 
 def test_the_api_names_every_function_the_page_shows():

@@ -18,12 +18,15 @@ def test_record_and_load_round_trip(tmp_path, tiny, fake_runs):
     assert "[100, 100, 100" in path.read_text()  # number lists stay on one line
 
 
-@pytest.mark.parametrize("write, expected", [
-    (None, "no baseline for tiny-qwen3 on cpu"),
-    ("{not json", "is unreadable"),
-    (json.dumps({"schema": 99}), "has schema 99, this suite reads schema 1"),
-    (json.dumps([1, 2]), "has schema 'list'"),
-])
+@pytest.mark.parametrize(
+    "write, expected",
+    [
+        (None, "no baseline for tiny-qwen3 on cpu"),
+        ("{not json", "is unreadable"),
+        (json.dumps({"schema": 99}), "has schema 99, this suite reads schema 1"),
+        (json.dumps([1, 2]), "has schema 'list'"),
+    ],
+)
 def test_refusals_on_load(tmp_path, tiny, write, expected):
     if write is not None:
         (tmp_path / "cpu").mkdir()
@@ -46,11 +49,17 @@ def test_refuses_another_gpu_and_another_hash(tmp_path, tiny, fake_runs):
         bl.load(tmp_path, "cpu", tiny.with_overrides(max_steps=30))
 
 
-@pytest.mark.parametrize("records, expected", [
-    (lambda w, fake_runs: fake_runs(w, [100] * 5)[:-1] + fake_runs(w, [100], status="oom")[-1:], "1 run(s) failed (4x1: oom)"),
-    (lambda w, fake_runs: fake_runs(w, [100] * 4), "has 4 run(s), at least 5 needed"),
-    (lambda w, fake_runs: fake_runs(w, [100] * 5, inject_slowdown=0.1), "injected slowdown"),
-])
+@pytest.mark.parametrize(
+    "records, expected",
+    [
+        (
+            lambda w, fake_runs: fake_runs(w, [100] * 5)[:-1] + fake_runs(w, [100], status="oom")[-1:],
+            "1 run(s) failed (4x1: oom)",
+        ),
+        (lambda w, fake_runs: fake_runs(w, [100] * 4), "has 4 run(s), at least 5 needed"),
+        (lambda w, fake_runs: fake_runs(w, [100] * 5, inject_slowdown=0.1), "injected slowdown"),
+    ],
+)
 def test_update_refusals_write_nothing(tmp_path, tiny, records, expected, fake_runs):
     path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "old"))
     before = path.read_text()
@@ -64,13 +73,30 @@ def imported_session(gpu, current):
     recs = []
     for d, values in current.items():
         for v in values:
-            recs.append({"workload": w.name, "decomposition_id": d, "status": "ok", "train_runtime_s": v,
-                         "step_time_median_ms": v * 10, "peak_reserved_bytes": 5 * 2**30, "losses": None})
-    return Judge({w.name: w}, tuple((w.name, d) for d in current), tuple(recs), load_baselines(ROOT / "baselines", gpu, {w.name: w}), gpu=gpu)
+            recs.append(
+                {
+                    "workload": w.name,
+                    "decomposition_id": d,
+                    "status": "ok",
+                    "train_runtime_s": v,
+                    "step_time_median_ms": v * 10,
+                    "peak_reserved_bytes": 5 * 2**30,
+                    "losses": None,
+                }
+            )
+    return Judge(
+        {w.name: w},
+        tuple((w.name, d) for d in current),
+        tuple(recs),
+        load_baselines(ROOT / "baselines", gpu, {w.name: w}),
+        gpu=gpu,
+    )
 
 
 def test_imported_t4_baseline_runtime_ordering_not_memory():
-    same = imported_session("t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [248, 252, 246, 255, 250]})
+    same = imported_session(
+        "t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [248, 252, 246, 255, 250]}
+    )
     b = same.baselines["qwen3-1.7b-lora-pretrained"]
     assert b.imported and b.runtime_metric("1x4") == "train_runtime_s"
     rt = same.runtime
@@ -79,7 +105,9 @@ def test_imported_t4_baseline_runtime_ordering_not_memory():
     order = {v.case.split(":")[1]: v.outcome for v in same.ordering("qwen3-1.7b-lora-pretrained")}
     assert order["4x1<1x4"] == "pass" and order["2x2~4x1"] == "tie"  # the published B/C ranges overlap
     assert same.memory("qwen3-1.7b-lora-pretrained", "1x4").outcome == "skip"
-    slow = imported_session("t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [330, 335, 328, 340, 332]})
+    slow = imported_session(
+        "t4", {"1x4": [285, 288, 280, 290, 284], "2x2": [255, 262, 258, 266, 259], "4x1": [330, 335, 328, 340, 332]}
+    )
     assert slow.runtime["qwen3-1.7b-lora-pretrained-4x1"].outcome == "regression"
     assert any(v.outcome == "fail" for v in slow.ordering("qwen3-1.7b-lora-pretrained"))
 
@@ -97,10 +125,22 @@ def test_committed_h200_baseline_matches_the_workload_and_tells_the_order():
     b = bl.load(ROOT / "baselines", "h200", w)
     assert not b.imported and b.runtime_metric("4x1") == "step_time_median_ms"
     assert all(len(b.values(d, "step_time_median_ms")) >= bl.MIN_REPEATS for d in ("1x4", "2x2", "4x1"))
-    assert len(b.data["provenance"]["sessions"]) > 1 and len(b.data["provenance"]["machines"]) == 5  # several leases, and it says so
-    recs = [{"workload": w.name, "decomposition_id": d, "status": "ok", "step_time_median_ms": v, "train_runtime_s": v / 10,
-             "peak_reserved_bytes": b.values(d, "peak_reserved_bytes")[0], "losses": b.losses(d)}
-            for d in ("1x4", "2x2", "4x1") for v in b.values(d, "step_time_median_ms")]
+    assert (
+        len(b.data["provenance"]["sessions"]) > 1 and len(b.data["provenance"]["machines"]) == 5
+    )  # several leases, and it says so
+    recs = [
+        {
+            "workload": w.name,
+            "decomposition_id": d,
+            "status": "ok",
+            "step_time_median_ms": v,
+            "train_runtime_s": v / 10,
+            "peak_reserved_bytes": b.values(d, "peak_reserved_bytes")[0],
+            "losses": b.losses(d),
+        }
+        for d in ("1x4", "2x2", "4x1")
+        for v in b.values(d, "step_time_median_ms")
+    ]
     s = Judge({w.name: w}, tuple((w.name, d) for d in ("1x4", "2x2", "4x1")), tuple(recs), {w.name: b}, gpu="h200")
     order = {v.case.split(":")[1]: v.outcome for v in s.ordering(w.name)}
     assert order == {"2x2<1x4": "pass", "4x1<1x4": "pass", "4x1<2x2": "pass"}
@@ -116,7 +156,9 @@ def test_runs_are_grouped_by_machine(tmp_path, tiny, fake_runs):
     assert b.grouped("1x4", "step_time_median_ms") == [[100, 101, 99], [100, 102]]
     assert b.data["provenance"]["machines"] == ["boot-a", "boot-b"]
     same = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
-    assert same.grouped("1x4", "step_time_median_ms") == [[100, 101, 99, 100, 102]]  # one session, no boot id: one machine
+    assert same.grouped("1x4", "step_time_median_ms") == [
+        [100, 101, 99, 100, 102]
+    ]  # one session, no boot id: one machine
 
 
 def test_a_session_says_up_front_what_a_multi_machine_baseline_can_detect():
@@ -124,6 +166,8 @@ def test_a_session_says_up_front_what_a_multi_machine_baseline_can_detect():
     s = Judge({w.name: w}, ((w.name, "4x1"),), (), load_baselines(ROOT / "baselines", "h200", {w.name: w}), gpu="h200")
     (note,) = s.plan_notes(repeats=5)
     assert "spans 5 machines" in note and "4x1 x1.22" in note  # as in docs/evidence/h200-baseline-and-its-noise/
-    assert note.endswith("--repeats 4 is enough (the baseline's machines have at most 4 runs each)")  # 2 + 3 + 4 + 1 + 1 runs
+    assert note.endswith(
+        "--repeats 4 is enough (the baseline's machines have at most 4 runs each)"
+    )  # 2 + 3 + 4 + 1 + 1 runs
     assert "is enough" not in s.plan_notes(repeats=4)[0]
     assert Judge({}, (), (), {}, gpu="t4").plan_notes(repeats=5) == []

@@ -32,7 +32,8 @@ def write_wheel(directory, name, version, files, requires=()):
     """A pure-Python wheel of ``files`` (path -> text) with its metadata; its path."""
     info = f"{name}-{version}.dist-info"
     files = dict(files)
-    files[f"{info}/METADATA"] = f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n" + "".join(f"Requires-Dist: {r}\\n" for r in requires)
+    metadata = f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n"
+    files[f"{info}/METADATA"] = metadata + "".join(f"Requires-Dist: {r}\\n" for r in requires)
     files[f"{info}/WHEEL"] = "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
     record = []
     for path, text in files.items():
@@ -50,7 +51,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "lorafx", "__init__.py")) as fh:
         init = fh.read()
-    return os.path.basename(write_wheel(wheel_directory, "lorafx", "0.1", {"lorafx/__init__.py": init, "lorafx.pth": "import lorafx\\n"}))
+    files = {"lorafx/__init__.py": init, "lorafx.pth": "import lorafx\\n"}
+    return os.path.basename(write_wheel(wheel_directory, "lorafx", "0.1", files))
 
 
 def get_requires_for_build_wheel(config_settings=None):
@@ -125,15 +127,27 @@ def lorafx_wheels(directory: Path, sleep: float = 0.05) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     for v in RELEASES:
         src = lorafx_source(v, v >= CAST_FROM, sleep if v >= SLEEP_FROM else 0.0)
-        write_wheel(str(directory), "lorafx", v, {"lorafx/__init__.py": src, "lorafx.pth": "import lorafx\n"},
-                    requires=["lorafx-runtime>=1"] if v == BROKEN else ())
+        write_wheel(
+            str(directory),
+            "lorafx",
+            v,
+            {"lorafx/__init__.py": src, "lorafx.pth": "import lorafx\n"},
+            requires=["lorafx-runtime>=1"] if v == BROKEN else (),
+        )
     return directory
 
 
 # ---- fakes -------------------------------------------------------------------------------------------------
 def fake_census(ops: dict[str, float], python_calls: float = 1000.0) -> dict:
-    return {"fits": True, "device": "cpu", "ops": float(sum(ops.values())), "ops_by_name": dict(ops), "python_calls": python_calls,
-            "cpu_op_ms": 1.0, "steps": [4, 8]}
+    return {
+        "fits": True,
+        "device": "cpu",
+        "ops": float(sum(ops.values())),
+        "ops_by_name": dict(ops),
+        "python_calls": python_calls,
+        "cpu_op_ms": 1.0,
+        "steps": [4, 8],
+    }
 
 
 def measured(ops: dict[str, float]) -> dict:
@@ -144,7 +158,13 @@ class FakeEnvs:
     """Environments without pip: the interpreter of a candidate is its label; ``broken`` labels cannot be installed."""
 
     def __init__(self, broken=()):
-        self.base_python, self.base, self.install_s, self.built, self.broken = sys.executable, {"dists": {}, "site": []}, 0.0, 0, set(broken)
+        self.base_python, self.base, self.install_s, self.built, self.broken = (
+            sys.executable,
+            {"dists": {}, "site": []},
+            0.0,
+            0,
+            set(broken),
+        )
 
     def python_for(self, cand: Candidate) -> Measured:
         if cand.label in self.broken:
@@ -154,8 +174,10 @@ class FakeEnvs:
 
 def census_of_label(effects):
     """A census_fn: the counts of a candidate from its label, ``effects(label) -> ops``."""
+
     def census_fn(python, folder):
         return {"status": "ok", "census": fake_census(effects(python)), "step_time_median_ms": 100.0}
+
     return census_fn
 
 
@@ -206,7 +228,9 @@ def test_census_search_with_no_change_measures_the_ends_only():
 
 
 def test_an_uninstallable_candidate_is_skipped_for_its_neighbour():
-    found = plan.census_search(8, lambda i: Measured(UNINSTALLABLE, reason="no") if i == 3 else Measured(OK, i >= 2), lambda a, b: a != b)
+    found = plan.census_search(
+        8, lambda i: Measured(UNINSTALLABLE, reason="no") if i == 3 else Measured(OK, i >= 2), lambda a, b: a != b
+    )
     assert [(b.lo, b.hi, b.exact) for b in found.boundaries] == [(1, 2, True)]
     assert found.dead == {3: "no"} and 4 in found.measured
 
@@ -216,20 +240,29 @@ def test_one_uninstallable_candidate_costs_at_most_one_census_run_more():
         for first_bad in range(1, n):
             for dead in set(range(1, n - 1)) - {first_bad}:
                 calls = []
-                found = plan.census_search(n, lambda i, c=calls, d=dead, f=first_bad: c.append(i) or (Measured(UNINSTALLABLE) if i == d else
-                                                                                                      Measured(OK, i >= f)), lambda a, b: a != b)
+                found = plan.census_search(
+                    n,
+                    lambda i, c=calls, d=dead, f=first_bad: (
+                        c.append(i) or (Measured(UNINSTALLABLE) if i == d else Measured(OK, i >= f))
+                    ),
+                    lambda a, b: a != b,
+                )
                 assert found.boundaries[0].hi == first_bad
                 assert len([i for i in calls if 0 < i < n - 1 and i != dead]) <= math.ceil(math.log2(n - 1)) + 1
 
 
 def test_the_answer_is_narrowed_around_uninstallable_candidates():
-    found = plan.census_search(8, lambda i: Measured(UNINSTALLABLE, reason="bad") if i in (3, 4) else Measured(OK, i >= 4), lambda a, b: a != b)
+    found = plan.census_search(
+        8, lambda i: Measured(UNINSTALLABLE, reason="bad") if i in (3, 4) else Measured(OK, i >= 4), lambda a, b: a != b
+    )
     b = found.boundaries[0]
     assert (b.lo, b.hi, b.skipped, b.exact) == (2, 5, (3, 4), False)
 
 
 def test_an_end_that_cannot_be_measured_ends_the_search():
-    found = plan.census_search(5, lambda i: Measured(UNINSTALLABLE, reason="x") if i == 4 else Measured(OK, 0), lambda a, b: a != b)
+    found = plan.census_search(
+        5, lambda i: Measured(UNINSTALLABLE, reason="x") if i == 4 else Measured(OK, 0), lambda a, b: a != b
+    )
     assert found.outcome == "ends_failed" and found.dead == {4: "x"}
 
 
@@ -259,12 +292,20 @@ def test_each_count_that_moved_is_named_and_attributed():
     keys = plan.moved(census_diff.diff(base, end))
     assert keys == ["aten ops", "aten op aten::_to_copy", "aten op aten::mm", "attention backend"]
     at = [plan.moved(census_diff.diff(base, mid)), plan.moved(census_diff.diff(mid, end))]
-    assert plan.attribute(keys, at) == {"aten ops": [0, 1], "aten op aten::_to_copy": [0], "aten op aten::mm": [1], "attention backend": [1]}
+    assert plan.attribute(keys, at) == {
+        "aten ops": [0, 1],
+        "aten op aten::_to_copy": [0],
+        "aten op aten::mm": [1],
+        "attention backend": [1],
+    }
 
 
 def test_an_end_is_an_interpreter_releases_a_wheel_or_a_commit(tmp_path):
     assert parse_end(sys.executable, "--good", None).kind == "python"
-    assert parse_end("transformers==5.17.0, peft==0.17", "--good", None).pins == (("transformers", "5.17.0"), ("peft", "0.17"))
+    assert parse_end("transformers==5.17.0, peft==0.17", "--good", None).pins == (
+        ("transformers", "5.17.0"),
+        ("peft", "0.17"),
+    )
     wheel = write_wheel(str(tmp_path), "lorafx", "1.0", {"lorafx/__init__.py": ""})
     assert parse_end(wheel, "--good", None).pins == (("lorafx", "1.0"),)
     assert parse_end("abc123", "--good", "repo").kind == "commit"
@@ -274,8 +315,16 @@ def test_an_end_is_an_interpreter_releases_a_wheel_or_a_commit(tmp_path):
 
 # ---- the loop, on fake environments and measurements ---------------------------------------------------------
 def config(tmp_path, **kw) -> BisectConfig:
-    return BisectConfig(**{"workload": "tiny-qwen3", "decomposition": "4x1", "gpu": "cpu", "workloads_dir": str(ROOT / "workloads"),
-                           "results_dir": str(tmp_path / "results"), **kw})
+    return BisectConfig(
+        **{
+            "workload": "tiny-qwen3",
+            "decomposition": "4x1",
+            "gpu": "cpu",
+            "workloads_dir": str(ROOT / "workloads"),
+            "results_dir": str(tmp_path / "results"),
+            **kw,
+        }
+    )
 
 
 def test_several_packages_each_swapped_alone_then_the_one_that_moved_bisected(tmp_path):
@@ -287,13 +336,21 @@ def test_several_packages_each_swapped_alone_then_the_one_that_moved_bisected(tm
         return {"aten::mm": 10, **({"aten::_to_copy": 2} if b >= "2.3" else {})}
 
     cfg = config(tmp_path, good="a==1.0 b==2.0", bad="a==1.2 b==2.5", wheels=str(wheels))
-    res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(effects), predict=lambda lo, hi: {"delta_pct": 1.5, "lo": 1.0, "hi": 2.0},
-                 out=lambda s: None)
+    res = bisect(
+        cfg,
+        envs=FakeEnvs(),
+        census_fn=census_of_label(effects),
+        predict=lambda lo, hi: {"delta_pct": 1.5, "lo": 1.0, "hi": 2.0},
+        out=lambda s: None,
+    )
     assert res.outcome == "changed" and res.search == "census"
     assert [(p["package"], p["alone"]) for p in res.data["packages"]] == [("a", "unchanged"), ("b", "changed")]
     (c,) = res.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("a 1.0, b 2.2", "a 1.0, b 2.3", True)
-    assert res.data["attribution"] == {"aten ops": ["a 1.0, b 2.2 -> a 1.0, b 2.3"], "aten op aten::_to_copy": ["a 1.0, b 2.2 -> a 1.0, b 2.3"]}
+    assert res.data["attribution"] == {
+        "aten ops": ["a 1.0, b 2.2 -> a 1.0, b 2.3"],
+        "aten op aten::_to_copy": ["a 1.0, b 2.2 -> a 1.0, b 2.3"],
+    }
     assert c["predicted"]["delta_pct"] == 1.5 and "+1.5%" in markdown(res.data)
 
 
@@ -315,16 +372,32 @@ def test_a_release_that_moved_peak_memory_alone_is_named_with_its_before_and_aft
     def census_fn(python, folder):
         v = python.split()[-1]
         peak = int(5.75 * gib) if v < "1.4" else int(4.60 * gib) if v < "1.6" else int(4.60 * gib * 1.01)
-        return {"status": "ok", "census": dict(fake_census({"aten::mm": 10}), device="cuda"), "step_time_median_ms": 100.0,
-                "peak_reserved_bytes": peak, "peak_allocated_bytes": 3 * gib}
+        return {
+            "status": "ok",
+            "census": dict(fake_census({"aten::mm": 10}), device="cuda"),
+            "step_time_median_ms": 100.0,
+            "peak_reserved_bytes": peak,
+            "peak_allocated_bytes": 3 * gib,
+        }
 
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), gpu="h200")
-    res = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, compare_fn=lambda *a: pytest.fail("no timing search"), predict=None,
-                 out=lambda s: None)
+    res = bisect(
+        cfg,
+        envs=FakeEnvs(),
+        census_fn=census_fn,
+        compare_fn=lambda *a: pytest.fail("no timing search"),
+        predict=None,
+        out=lambda s: None,
+    )
     assert res.outcome == "changed" and res.search == "census"
     (c,) = res.changes
     line = "peak reserved memory: 5.75 GiB -> 4.60 GiB (-20%)"
-    assert (c["last_good"], c["first_bad"], c["exact"], c["counts"]) == ("lorafx 1.3", "lorafx 1.4", True, ["peak reserved memory"])
+    assert (c["last_good"], c["first_bad"], c["exact"], c["counts"]) == (
+        "lorafx 1.3",
+        "lorafx 1.4",
+        True,
+        ["peak reserved memory"],
+    )
     assert c["memory"] == [line] and c["diff"] == [line]
     assert res.data["attribution"] == {"peak reserved memory": ["lorafx 1.3 -> lorafx 1.4"]}
     assert f"census change at lorafx 1.3 -> lorafx 1.4: {line}" in "\n".join(summary(res.data))
@@ -342,16 +415,28 @@ def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_a
         return {"verdict": {"outcome": outcome, "message": f"x{outcome}"}}
 
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels))
-    res = bisect(cfg, envs=FakeEnvs(broken={"lorafx 1.4"}), census_fn=census_of_label(lambda label: {"aten::mm": 10}), compare_fn=compare_fn,
-                 out=lambda s: None)
+    res = bisect(
+        cfg,
+        envs=FakeEnvs(broken={"lorafx 1.4"}),
+        census_fn=census_of_label(lambda label: {"aten::mm": 10}),
+        compare_fn=compare_fn,
+        out=lambda s: None,
+    )
     assert res.search == "timing" and seen[0] == "lorafx 1.7", "bad against good first"
     assert res.outcome == "inconclusive" and res.inconclusive[0]["at"] == "lorafx 1.3"
     cfg = config(tmp_path, good="lorafx==1.3", bad="lorafx==1.7", wheels=str(wheels))
-    res = bisect(cfg, envs=FakeEnvs(broken={"lorafx 1.4"}), census_fn=census_of_label(lambda label: {"aten::mm": 10}), compare_fn=compare_fn,
-                 out=lambda s: None)
+    res = bisect(
+        cfg,
+        envs=FakeEnvs(broken={"lorafx 1.4"}),
+        census_fn=census_of_label(lambda label: {"aten::mm": 10}),
+        compare_fn=compare_fn,
+        out=lambda s: None,
+    )
     (c,) = res.changes
     assert (c["kind"], c["last_good"], c["first_bad"], c["exact"]) == ("timing", "lorafx 1.3", "lorafx 1.5", False)
-    assert [s["label"] for s in c["skipped"]] == ["lorafx 1.4"] and [u["label"] for u in res.uninstallable] == ["lorafx 1.4"]
+    assert [s["label"] for s in c["skipped"]] == ["lorafx 1.4"] and [u["label"] for u in res.uninstallable] == [
+        "lorafx 1.4"
+    ]
 
 
 def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):
@@ -359,16 +444,33 @@ def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):
 
     wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels))
-    res = bisect(cfg, envs=FakeEnvs(broken={"lorafx 1.7"}), census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
+    res = bisect(
+        cfg,
+        envs=FakeEnvs(broken={"lorafx 1.7"}),
+        census_fn=census_of_label(lambda label: {"aten::mm": 10}),
+        out=lambda s: None,
+    )
     assert res.outcome == "ends_failed" and "bad (lorafx 1.7)" in res.notes[0]
-    assert res.uninstallable == [{"label": "lorafx 1.7", "reason": "ERROR: No matching distribution found for lorafx-runtime>=1"}]
+    assert res.uninstallable == [
+        {"label": "lorafx 1.7", "reason": "ERROR: No matching distribution found for lorafx-runtime>=1"}
+    ]
     lines = []
     write(res, cfg.results_dir, out=lines.append)
     assert "could not measure an end" in lines[0] and (Path(cfg.results_dir) / "report.md").is_file()
 
 
 def test_bad_ends_are_refused_in_one_line(tmp_path, capsys):
-    argv = ["bisect", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--results-dir", str(tmp_path)]
+    argv = [
+        "bisect",
+        "--gpu",
+        "cpu",
+        "--workload",
+        "tiny-qwen3",
+        "--decomposition",
+        "4x1",
+        "--results-dir",
+        str(tmp_path),
+    ]
     assert cli.main(argv + ["--good", sys.executable, "--bad", "lorafx==1.0"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--good is an interpreter but --bad is releases" in err
@@ -382,8 +484,10 @@ def lorafx_repo(path: Path) -> list[str]:
     path.mkdir()
     (path / "lorafx").mkdir()
     (path / "backend.py").write_text(BACKEND)
-    (path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n\n'
-                                         '[project]\nname = "lorafx"\nversion = "0.1"\n')
+    (path / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n\n'
+        '[project]\nname = "lorafx"\nversion = "0.1"\n'
+    )
     git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git[:3] + ["init", "-q"], check=True)
     shas = []
@@ -392,20 +496,35 @@ def lorafx_repo(path: Path) -> list[str]:
         (path / "NOTES").write_text(f"commit {i}\n")
         subprocess.run(git + ["add", "-A"], check=True)
         subprocess.run(git + ["commit", "-q", "-m", f"commit {i}"], check=True)
-        shas.append(subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip())
+        shas.append(
+            subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        )
     return shas
 
 
 def census_from_env(python, folder):
     """A census_fn that asks the environment which lorafx it has: the cast shows as two more aten ops."""
-    got = subprocess.run([python, "-c", "import lorafx; print(lorafx.CAST, lorafx.VERSION)"], capture_output=True, text=True, check=True).stdout.split()
-    return {"status": "ok", "census": fake_census({"aten::mm": 10, **({"aten::_to_copy": 2} if got[0] == "True" else {})}), "step_time_median_ms": 1.0}
+    got = subprocess.run(
+        [python, "-c", "import lorafx; print(lorafx.CAST, lorafx.VERSION)"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return {
+        "status": "ok",
+        "census": fake_census({"aten::mm": 10, **({"aten::_to_copy": 2} if got[0] == "True" else {})}),
+        "step_time_median_ms": 1.0,
+    }
 
 
 def test_a_commit_range_is_bisected_over_a_checkout_installed_by_path(tmp_path):
     shas = lorafx_repo(tmp_path / "repo")
     assert commits(tmp_path / "repo", shas[0], shas[-1]) == shas
-    cfg = config(tmp_path, checkout=str(tmp_path / "repo"), good=shas[0], bad=shas[-1], no_index=True, env_cache=str(tmp_path / "envs"))
+    cfg = config(
+        tmp_path,
+        checkout=str(tmp_path / "repo"),
+        good=shas[0],
+        bad=shas[-1],
+        no_index=True,
+        env_cache=str(tmp_path / "envs"),
+    )
     res = bisect(cfg, census_fn=census_from_env, out=lambda s: None)
     assert res.data["mode"] == "commits" and res.outcome == "changed"
     (c,) = res.changes
@@ -419,7 +538,12 @@ def test_an_environment_is_built_once_and_a_release_that_cannot_be_installed_is_
     envs = EnvCache(tmp_path / "envs", sys.executable, wheels=str(wheels), out=lambda s: None)
     got = envs.python_for(Candidate((plan.Install("lorafx", "1.2"),)))
     assert got.status == OK
-    assert subprocess.run([got.value, "-c", "import lorafx, torch; print(lorafx.VERSION)"], capture_output=True, text=True).stdout.strip() == "1.2"
+    assert (
+        subprocess.run(
+            [got.value, "-c", "import lorafx, torch; print(lorafx.VERSION)"], capture_output=True, text=True
+        ).stdout.strip()
+        == "1.2"
+    )
     again = EnvCache(tmp_path / "envs", sys.executable, wheels=str(wheels), out=lambda s: None)
     assert again.python_for(Candidate((plan.Install("lorafx", "1.2"),))).value == got.value and again.built == 0
     broken = envs.python_for(Candidate((plan.Install("lorafx", BROKEN),)))
@@ -428,14 +552,34 @@ def test_an_environment_is_built_once_and_a_release_that_cannot_be_installed_is_
     write_wheel(str(wheels), "lorafx", "1.8", {"lorafx/__init__.py": ""}, requires=["iniconfig>=99"])
     needs = Candidate((plan.Install("lorafx", "1.8"),))
     assert "iniconfig" in envs.python_for(needs).reason, "not installable beside the base's iniconfig"
-    moved = EnvCache(tmp_path / "envs", sys.executable, wheels=str(wheels), move_deps=True, out=lambda s: None).python_for(needs)
+    moved = EnvCache(
+        tmp_path / "envs", sys.executable, wheels=str(wheels), move_deps=True, out=lambda s: None
+    ).python_for(needs)
     assert moved.status == OK
 
 
 # ---- end to end on CPU: real census runs ----------------------------------------------------------------------------
 def run_bisect(tmp_path, wheels, *extra) -> dict:
-    argv = ["bisect", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--steps", "12", "--wheels", str(wheels),
-            "--workloads-dir", str(ROOT / "workloads"), "--results-dir", str(tmp_path / "results"), "--env-cache", str(tmp_path / "envs"), *extra]
+    argv = [
+        "bisect",
+        "--gpu",
+        "cpu",
+        "--workload",
+        "tiny-qwen3",
+        "--decomposition",
+        "4x1",
+        "--steps",
+        "12",
+        "--wheels",
+        str(wheels),
+        "--workloads-dir",
+        str(ROOT / "workloads"),
+        "--results-dir",
+        str(tmp_path / "results"),
+        "--env-cache",
+        str(tmp_path / "envs"),
+        *extra,
+    ]
     assert cli.main(argv) == 0
     return Bisection.read(tmp_path / "results")  # the report as the bisect wrote it, read back into its type
 
@@ -447,7 +591,9 @@ def test_the_census_names_the_release_that_added_work_and_a_range_without_says_s
     (c,) = res.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
     assert "aten op aten::_to_copy" in c["counts"] and any("aten::_to_copy" in ln for ln in c["diff"])
-    assert [u["label"] for u in res.uninstallable] == ["lorafx 1.3"] and "lorafx-runtime" in res.uninstallable[0]["reason"]
+    assert [u["label"] for u in res.uninstallable] == ["lorafx 1.3"] and "lorafx-runtime" in res.uninstallable[0][
+        "reason"
+    ]
     n = len(RELEASES)
     assert c["measured_inside"] <= math.ceil(math.log2(n)) + 1
     assert res.spent["census_runs"] <= math.ceil(math.log2(n)) + 3, "the two ends and at most ceil(log2 N) + 1 inside"
@@ -462,19 +608,45 @@ def test_two_interpreters_are_bisected_by_the_package_that_differs(tmp_path):
     good, bad = (ends.python_for(Candidate((plan.Install("lorafx", v),))).value for v in ("1.1", "1.4"))
     cfg = config(tmp_path, good=good, bad=bad, wheels=str(wheels), env_cache=str(tmp_path / "envs"))
     res = bisect(cfg, census_fn=census_from_env, out=lambda s: None)
-    assert res.data["mode"] == "interpreters" and [(p["package"], p["good"], p["bad"]) for p in res.data["packages"]] == [("lorafx", "1.1", "1.4")]
+    assert res.data["mode"] == "interpreters" and [
+        (p["package"], p["good"], p["bad"]) for p in res.data["packages"]
+    ] == [("lorafx", "1.1", "1.4")]
     (c,) = res.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
-    assert res.data["packages"][0]["alone"] == "changed" and res.spent["environments_built"] == 2, "lorafx 1.4 alone on good's, and 1.2"
+    assert res.data["packages"][0]["alone"] == "changed" and res.spent["environments_built"] == 2, (
+        "lorafx 1.4 alone on good's, and 1.2"
+    )
 
 
 # ---- long: real census runs over commits, and interleaved steps for the release that adds only host time -------------
 @pytest.mark.long
 def test_a_commit_range_is_bisected_by_real_census_runs(tmp_path):
     shas = lorafx_repo(tmp_path / "repo")
-    argv = ["bisect", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--steps", "12", "--checkout", str(tmp_path / "repo"),
-            "--good", shas[0], "--bad", shas[-1], "--no-index", "--census-only", "--workloads-dir", str(ROOT / "workloads"),
-            "--results-dir", str(tmp_path / "results"), "--env-cache", str(tmp_path / "envs")]
+    argv = [
+        "bisect",
+        "--gpu",
+        "cpu",
+        "--workload",
+        "tiny-qwen3",
+        "--decomposition",
+        "4x1",
+        "--steps",
+        "12",
+        "--checkout",
+        str(tmp_path / "repo"),
+        "--good",
+        shas[0],
+        "--bad",
+        shas[-1],
+        "--no-index",
+        "--census-only",
+        "--workloads-dir",
+        str(ROOT / "workloads"),
+        "--results-dir",
+        str(tmp_path / "results"),
+        "--env-cache",
+        str(tmp_path / "envs"),
+    ]
     assert cli.main(argv) == 0
     res = Bisection.read(tmp_path / "results")
     (c,) = res.changes
@@ -484,7 +656,18 @@ def test_a_commit_range_is_bisected_by_real_census_runs(tmp_path):
 @pytest.mark.long
 def test_the_release_that_adds_only_host_time_is_named_by_interleaved_steps(tmp_path):
     wheels = lorafx_wheels(tmp_path / "wheels", sleep=0.05)
-    res = run_bisect(tmp_path, wheels, "--good", "lorafx==1.4", "--bad", "lorafx==1.7", "--step-budget-minutes", "1", "--set", "pairs=60")
+    res = run_bisect(
+        tmp_path,
+        wheels,
+        "--good",
+        "lorafx==1.4",
+        "--bad",
+        "lorafx==1.7",
+        "--step-budget-minutes",
+        "1",
+        "--set",
+        "pairs=60",
+    )
     assert res.search == "timing" and res.outcome == "changed"
     (c,) = res.changes
     assert (c["kind"], c["last_good"], c["first_bad"], c["exact"]) == ("timing", "lorafx 1.4", "lorafx 1.5", True)
@@ -500,8 +683,14 @@ def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, mo
     monkeypatch.setattr(steps_mod.time, "monotonic", lambda: next(clock))
     wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), budget_minutes=1.6)
-    res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(lambda label: {"aten::mm": 10, **({"aten::_to_copy": 2} if label >= "lorafx 1.2" else {})}),
-                 out=lambda s: None)
+    res = bisect(
+        cfg,
+        envs=FakeEnvs(),
+        census_fn=census_of_label(
+            lambda label: {"aten::mm": 10, **({"aten::_to_copy": 2} if label >= "lorafx 1.2" else {})}
+        ),
+        out=lambda s: None,
+    )
     assert res.spent["census_runs"] == 3  # the two ends and one step: a fourth would end past 96 s
     (c,) = res.changes
     assert not c["exact"] and any("budget spent" in s["reason"] for s in c["skipped"])
@@ -521,8 +710,14 @@ def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, 
     w = load_workload(ROOT / "workloads", "tiny-qwen3")
 
     def census_fn(python, folder):  # a census run as the harness writes it: a runs.jsonl in its folder
-        rec = {"status": "ok", "workload_hash": w.hash, "decomposition_id": "4x1", "gpu": "cpu", "step_time_median_ms": 100.0,
-               "census": fake_census({"aten::mm": 10, **({"aten::_to_copy": 2} if python >= "lorafx 1.2" else {})})}
+        rec = {
+            "status": "ok",
+            "workload_hash": w.hash,
+            "decomposition_id": "4x1",
+            "gpu": "cpu",
+            "step_time_median_ms": 100.0,
+            "census": fake_census({"aten::mm": 10, **({"aten::_to_copy": 2} if python >= "lorafx 1.2" else {})}),
+        }
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "runs.jsonl").write_text(json.dumps(rec) + "\n")
         return rec
@@ -534,7 +729,9 @@ def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, 
     second = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, out=lambda s: None)
     (c,) = second.changes
     assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
-    assert second.spent["census_reused"] == 3 and second.spent["census_runs"] == 2  # only what the first did not measure
+    assert (
+        second.spent["census_reused"] == 3 and second.spent["census_runs"] == 2
+    )  # only what the first did not measure
 
 
 def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_path, monkeypatch):
@@ -559,7 +756,14 @@ def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_pa
 def test_a_change_names_its_counts_once_not_each_kernel_again():
     from harness.bisect.report import counts_text
 
-    counts = ["aten ops", "kernel launches", "aten op aten::reshape", "aten op aten::view", "kernel void at::native::" + "x" * 300, "Python calls"]
+    counts = [
+        "aten ops",
+        "kernel launches",
+        "aten op aten::reshape",
+        "aten op aten::view",
+        "kernel void at::native::" + "x" * 300,
+        "Python calls",
+    ]
     assert counts_text(counts) == "aten ops, kernel launches, Python calls, 2 aten ops by name, 1 kernel by name"
     assert counts_text(["Python calls"]) == "Python calls"
 
@@ -569,7 +773,11 @@ def test_a_release_boundary_says_how_to_measure_it_alone():
 
     res = {"case": "qwen3-1.7b-lora-4x1", "mode": "interpreters", "good": ".tox/pinned/bin/python", "move_deps": True}
     c = {"last_good": "transformers 5.24.0", "first_bad": "transformers 5.25.0", "kind": "census"}
-    assert recheck_command(res, c) == ("python -m harness bisect --workload qwen3-1.7b-lora --decomposition 4x1 --python .tox/pinned/bin/python "
-                                       "--move-deps --good transformers==5.24.0 --bad transformers==5.25.0 --census-only")
-    assert recheck_command({"case": "w-2x2", "mode": "releases"}, dict(c, kind="interleaved")).endswith("--good transformers==5.24.0 --bad transformers==5.25.0")
+    assert recheck_command(res, c) == (
+        "python -m harness bisect --workload qwen3-1.7b-lora --decomposition 4x1 --python .tox/pinned/bin/python "
+        "--move-deps --good transformers==5.24.0 --bad transformers==5.25.0 --census-only"
+    )
+    assert recheck_command({"case": "w-2x2", "mode": "releases"}, dict(c, kind="interleaved")).endswith(
+        "--good transformers==5.24.0 --bad transformers==5.25.0"
+    )
     assert recheck_command(res, dict(c, last_good="peft@0123456789")) is None  # a commit: its checkout is needed

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def on(monkeypatch):
-    """``on("l4")``: this machine detects that device; the command functions record their arguments instead of training."""
+    """``on("l4")``: this machine detects that device; the command functions record their arguments instead of
+    training."""
     calls: dict[str, dict] = {}
 
     class Done(int):  # what the commands return: an exit code, or a result that carries one
@@ -28,29 +29,41 @@ def on(monkeypatch):
         def record(*args, **kw):
             calls[name] = dict(kw, args=args)
             return Done(0)
+
         return record
 
     from harness.sidebyside import run as interleave
     from harness.suite import ab, calibrate, census, compare
     from harness.workflows import advise
-    for mod, name in ((calibrate, "calibrate"), (census, "census"), (ab, "ab"), (advise, "advise"), (interleave, "interleave"),
-                      (compare, "baseline_update")):
+
+    for mod, name in (
+        (calibrate, "calibrate"),
+        (census, "census"),
+        (ab, "ab"),
+        (advise, "advise"),
+        (interleave, "interleave"),
+        (compare, "baseline_update"),
+    ):
         monkeypatch.setattr(mod, name, fake(name))
     monkeypatch.delenv(opt.ROOT_ENV, raising=False)
 
     def machine(gpu: str):
         monkeypatch.setattr(env, "detect_gpu", lambda: gpu)
         return calls
+
     return machine
 
 
-@pytest.mark.parametrize("argv, fn", [
-    (["calibrate", "--workload", "tiny-qwen3"], "calibrate"),
-    (["census", "--workload", "tiny-qwen3"], "census"),
-    (["ab", "--workload", "tiny-qwen3", "--python-b", sys.executable], "ab"),
-    (["advise", "--workload", "tiny-qwen3"], "advise"),
-    (["baseline", "update", "runs"], "baseline_update"),
-])
+@pytest.mark.parametrize(
+    "argv, fn",
+    [
+        (["calibrate", "--workload", "tiny-qwen3"], "calibrate"),
+        (["census", "--workload", "tiny-qwen3"], "census"),
+        (["ab", "--workload", "tiny-qwen3", "--python-b", sys.executable], "ab"),
+        (["advise", "--workload", "tiny-qwen3"], "advise"),
+        (["baseline", "update", "runs"], "baseline_update"),
+    ],
+)
 def test_gpu_auto_is_the_detected_device(on, argv, fn):
     calls = on("l4")
     assert cli.main([*argv, "--gpu", "auto"]) == 0
@@ -64,15 +77,18 @@ def test_interleave_gets_the_detected_device(on):
     assert calls["interleave"]["args"][0].gpu == "h200"
 
 
-@pytest.mark.parametrize("argv", [
-    ["calibrate", "--workload", "tiny-qwen3", "--gpu", "bogus"],
-    ["calibrate", "--workload", "tiny-qwen3", "--gpu", "l4"],
-    ["census", "--workload", "tiny-qwen3", "--gpu", "l4"],
-    ["ab", "--workload", "tiny-qwen3", "--gpu", "t4", "--python-b", sys.executable],
-    ["advise", "--workload", "tiny-qwen3", "--gpu", "auto-ish"],
-    ["interleave", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--gpu", "h200"],
-    ["overhead", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--gpu", "l4"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["calibrate", "--workload", "tiny-qwen3", "--gpu", "bogus"],
+        ["calibrate", "--workload", "tiny-qwen3", "--gpu", "l4"],
+        ["census", "--workload", "tiny-qwen3", "--gpu", "l4"],
+        ["ab", "--workload", "tiny-qwen3", "--gpu", "t4", "--python-b", sys.executable],
+        ["advise", "--workload", "tiny-qwen3", "--gpu", "auto-ish"],
+        ["interleave", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--gpu", "h200"],
+        ["overhead", "--workload", "tiny-qwen3", "--decomposition", "4x1", "--gpu", "l4"],
+    ],
+)
 def test_a_gpu_this_machine_does_not_have_is_refused_in_one_line(on, capsys, argv):
     calls = on("cpu")
     assert cli.main(argv) == 2 and not calls
@@ -102,8 +118,14 @@ def test_a_command_run_from_another_directory_finds_the_projects_workloads(tmp_p
     (the mismatch of --steps 0) so nothing trains."""
     envs = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     envs.pop(opt.ROOT_ENV, None)
-    res = subprocess.run([sys.executable, "-m", "harness", "census", "--gpu", "cpu", "--workload", "nope"], cwd=tmp_path,
-                         capture_output=True, text=True, env=envs, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "harness", "census", "--gpu", "cpu", "--workload", "nope"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=envs,
+        timeout=120,
+    )
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
     assert f"no workload 'nope' in {ROOT / 'workloads'}; known: " in res.stderr and "tiny-qwen3" in res.stderr
     assert not (tmp_path / "perf-results").exists()
@@ -120,7 +142,8 @@ def _runs(tmp_path, fake_runs, tiny, label, found):
 
 
 def test_baseline_update_refuses_runs_that_ran_on_another_device(tmp_path, fake_runs, tiny, capsys):
-    """Runs labelled l4 whose worker found the CPU (--gpu l4 on a CPU machine, before the CLI refused it) record no L4 baseline."""
+    """Runs labelled l4 whose worker found the CPU (--gpu l4 on a CPU machine, before the CLI refused it) record no L4
+    baseline."""
     d = _runs(tmp_path, fake_runs, tiny, "l4", "cpu")
     assert cli.main(["baseline", "update", str(d), "--gpu", "l4", "--baselines-dir", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -135,14 +158,29 @@ def test_baseline_update_records_runs_of_their_own_device(tmp_path, fake_runs, t
     assert (tmp_path / "b" / "cpu" / "tiny-qwen3.json").exists()
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python-b", "/nonexistent/python"], "--python-b /nonexistent/python: not an executable"),
-    (["ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python-b", "/tmp"], "--python-b /tmp: not an executable"),
-    (["ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python-b", sys.executable, "--repeats", "1"], "--repeats must be at least 2"),
-    (["census", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python", "/nonexistent/python"], "--python /nonexistent/python: not an executable"),
-    (["calibrate", "--gpu", "cpu", "--workload", "tiny-qwen3", "--repeats", "1"], "--repeats must be at least 2"),
-    (["overhead", "--micro", "1x4"], "--micro 1x4: expected DECOMP=MS,... such as 1x4=1510,4x1=394"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (
+            ["ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python-b", "/nonexistent/python"],
+            "--python-b /nonexistent/python: not an executable",
+        ),
+        (
+            ["ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python-b", "/tmp"],
+            "--python-b /tmp: not an executable",
+        ),
+        (
+            ["ab", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python-b", sys.executable, "--repeats", "1"],
+            "--repeats must be at least 2",
+        ),
+        (
+            ["census", "--gpu", "cpu", "--workload", "tiny-qwen3", "--python", "/nonexistent/python"],
+            "--python /nonexistent/python: not an executable",
+        ),
+        (["calibrate", "--gpu", "cpu", "--workload", "tiny-qwen3", "--repeats", "1"], "--repeats must be at least 2"),
+        (["overhead", "--micro", "1x4"], "--micro 1x4: expected DECOMP=MS,... such as 1x4=1510,4x1=394"),
+    ],
+)
 def test_bad_command_settings_are_refused_before_any_run(tmp_path, capsys, monkeypatch, argv, says):
     from harness.suite import ab, calibrate, census
 
@@ -153,14 +191,26 @@ def test_bad_command_settings_are_refused_before_any_run(tmp_path, capsys, monke
     assert len(err) == 1 and says in err[0], err
 
 
-@pytest.mark.parametrize("args, says", [
-    (("--update-baselines", "--repeats", "1"), "--update-baselines records a baseline from at least 5 runs per decomposition, got --repeats 1"),
-    (("--update-baselines", "--inject-slowdown", "0.1"), "--update-baselines records plain runs only; drop --inject-slowdown"),
-    (("--update-baselines", "--calibrate"), "--calibrate replaces the tests"),
-    (("--calibrate", "--repeats", "1"), "--calibrate needs --repeats 2 or more"),
-    (("--interleave-python-b", "/nonexistent/python"), "--interleave-python-b /nonexistent/python: not an executable Python"),
-    (("--gpu", "bogus"), "--gpu=bogus but this machine has"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (
+            ("--update-baselines", "--repeats", "1"),
+            "--update-baselines records a baseline from at least 5 runs per decomposition, got --repeats 1",
+        ),
+        (
+            ("--update-baselines", "--inject-slowdown", "0.1"),
+            "--update-baselines records plain runs only; drop --inject-slowdown",
+        ),
+        (("--update-baselines", "--calibrate"), "--calibrate replaces the tests"),
+        (("--calibrate", "--repeats", "1"), "--calibrate needs --repeats 2 or more"),
+        (
+            ("--interleave-python-b", "/nonexistent/python"),
+            "--interleave-python-b /nonexistent/python: not an executable Python",
+        ),
+        (("--gpu", "bogus"), "--gpu=bogus but this machine has"),
+    ],
+)
 def test_the_plugin_refuses_bad_settings_at_configure(perf_project, args, says):
     """A usage error before collection: one line, exit 2, no results dir made."""
     res = perf_project.runpytest("perftests", "-p", "no:cacheprovider", "--results-dir", "out", *args)

@@ -12,7 +12,8 @@ MAX_MODULE_LINES = 400
 
 
 def oversized(root: Path = ROOT / "harness") -> list[str]:
-    """One line per function over :data:`MAX_FUNCTION_LINES` and per module over :data:`MAX_MODULE_LINES` below ``root``."""
+    """One line per function over :data:`MAX_FUNCTION_LINES` and per module over :data:`MAX_MODULE_LINES` below
+    ``root``."""
     out = []
     for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ RUNS = Path(__file__).parent / "data/history/cpu-e2e/run-b/rec/runs.jsonl"
 def test_runs_that_recorded_one_hash_group_together_even_under_another_hash_rule():
     recs = [json.loads(x) for x in RUNS.read_text().splitlines()]
     recs = [dict(r, workload_hash="0123456789abcdef") for r in recs]
-    (w, runs), = group(recs, "A").values()
+    ((w, runs),) = group(recs, "A").values()
     assert len(runs) == len(recs) and w.name == recs[0]["workload"]
 
 

@@ -68,7 +68,10 @@ def test_calibration_finds_the_mix_a_synthetic_machine_was_made_with():
 def test_splits_alone_cannot_tell_the_mix_but_still_predict_the_split_ratio():
     case, obs = synthetic_observations()
     splits_only = cf.calibrate(obs[:2], (IDLE, IDLE))
-    spans = [max(m.shares()[i] for m in splits_only.feasible) - min(m.shares()[i] for m in splits_only.feasible) for i in range(3)]
+    spans = [
+        max(m.shares()[i] for m in splits_only.feasible) - min(m.shares()[i] for m in splits_only.feasible)
+        for i in range(3)
+    ]
     assert max(spans) > 0.5  # affine counts: the mix is not identified
     assert obs[1].predicted(splits_only.best) == pytest.approx(obs[1].ratio, rel=0.02)
 
@@ -79,7 +82,9 @@ def test_host_work_shows_one_for_one_and_gpu_work_hides_until_the_gpu_bounds_the
     assert host.delta_pct == pytest.approx(5.0) and host.host_part == pytest.approx(5.0)
     hidden = cm.predict_work(case, case.work.plus(cm.Delta(kernel_ms=200.0)))
     assert hidden.delta_pct == pytest.approx(0.0) and hidden.hi == pytest.approx(0.0)
-    shows = cm.predict_work(case, case.work.plus(cm.Delta(kernel_ms=380.0)))  # device path 500 ms: the GPU now bounds it
+    shows = cm.predict_work(
+        case, case.work.plus(cm.Delta(kernel_ms=380.0))
+    )  # device path 500 ms: the GPU now bounds it
     assert shows.delta_pct == pytest.approx(25.0) and shows.gpu_part == pytest.approx(25.0)
     gpu_bound = cm.Case(work(1, kernel_ms=480.0), 500.0, (20.0, 20.0))
     assert gpu_bound.bound == "GPU"
@@ -161,7 +166,10 @@ def test_the_evidence_page_holds_its_script_output():
         mod.main()
     page = (PAGE / "README.md").read_text()
     missing = [ln for ln in buf.getvalue().splitlines() if ln.strip() and ln not in page]
-    assert not missing, "the page is out of date; paste the output of `python docs/evidence/what-does-the-census-predict/predict.py`:\n" + "\n".join(missing[:5])
+    assert not missing, (
+        "the page is out of date; paste the output of `python docs/evidence/what-does-the-census-predict/predict.py`:\n"
+        + "\n".join(missing[:5])
+    )
 
 
 CPU_CENSUS = {"fits": True, "ops": 5_000, "python_calls": 20_000, "kernels": None, "kernel_ms": None, "cpu_op_ms": 80.0}
@@ -169,13 +177,19 @@ CPU_CENSUS = {"fits": True, "ops": 5_000, "python_calls": 20_000, "kernels": Non
 
 def test_a_cpu_census_is_all_host_work_and_predicts_without_dividing_by_zero():
     more_ops = dict(CPU_CENSUS, ops=6_000)
-    p = cm.predict(CPU_CENSUS, 100.0, more_ops)  # every mix, the launches-only one too: no launches, so no share of the step
+    p = cm.predict(
+        CPU_CENSUS, 100.0, more_ops
+    )  # every mix, the launches-only one too: no launches, so no share of the step
     assert p.bound == "CPU" and p.busy == 0 and p.gpu_part == pytest.approx(0.0)
     assert p.lo == pytest.approx(0.0, abs=1e-9) and p.hi == pytest.approx(20.0) and p.lo <= p.delta_pct <= p.hi
     assert "all host" in p.line()
     # host time injected beside the census shows one for one, under every mix
     injected = cm.predict(CPU_CENSUS, 100.0, {"host_ms": 5.0})
-    assert injected.delta_pct == pytest.approx(5.0) and injected.lo == pytest.approx(5.0) and injected.hi == pytest.approx(5.0)
+    assert (
+        injected.delta_pct == pytest.approx(5.0)
+        and injected.lo == pytest.approx(5.0)
+        and injected.hi == pytest.approx(5.0)
+    )
     # a mix with all its share on launches says nothing of a CPU step: the counts it has share the time equally
     assert cm.Mix(0, 0, 1).host_units(cm.Work.of(CPU_CENSUS), cm.Work.of(CPU_CENSUS)) == pytest.approx(1.0)
 
@@ -193,7 +207,11 @@ def test_a_census_the_model_cannot_use_gives_a_one_line_reason_not_an_exception(
 def test_the_prediction_beside_the_measured_change_of_an_interleaved_comparison():
     more_ops = dict(CPU_CENSUS, ops=6_000)
     rec = cm.beside_measured(CPU_CENSUS, more_ops, 100.0, {"ratio": 1.03, "lo": 1.01, "hi": 1.05})
-    assert rec["measured_pct"] == pytest.approx(3.0) and rec["measured_lo"] == pytest.approx(1.0) and 0 < rec["delta_pct"] < 20
+    assert (
+        rec["measured_pct"] == pytest.approx(3.0)
+        and rec["measured_lo"] == pytest.approx(1.0)
+        and 0 < rec["delta_pct"] < 20
+    )
     line = cm.beside_line(rec)
     assert line.startswith("predicted +") and "measured +3.0% [+1.0%, +5.0%]" in line
     assert cm.beside_line(cm.beside_measured(CPU_CENSUS, None, 100.0, None)) == "no prediction: no census of side B"
@@ -219,8 +237,23 @@ def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[d
             for pos, side in enumerate("ab", 1):
                 f = ratio * (1 + 0.005 * (n * 7 % 5 - 2)) if side == "b" else 1.0  # pairs that differ a little
                 steps = [100.0 * f * (1 + 0.004 * ((n + j) % 3 - 1)) for j in range(4)]
-                out.append({"session_id": "s", "side": side, "launch": launch, "pair": n, "position": pos, "order": "ab", "warmup": False,
-                            "k": 4, "step_times_ms": steps, "canary_ms": 1.0, "wall_s": 0.4, "cpu_s": 0.4, "other_cpus": 0.0})
+                out.append(
+                    {
+                        "session_id": "s",
+                        "side": side,
+                        "launch": launch,
+                        "pair": n,
+                        "position": pos,
+                        "order": "ab",
+                        "warmup": False,
+                        "k": 4,
+                        "step_times_ms": steps,
+                        "canary_ms": 1.0,
+                        "wall_s": 0.4,
+                        "cpu_s": 0.4,
+                        "other_cpus": 0.0,
+                    }
+                )
     return out
 
 
@@ -239,8 +272,22 @@ def finish_interleave(root: Path, ratio: float) -> dict:
     blocks = interleave_blocks(ratio)
     check = pd.PairedCheck(s["alpha"], s["threshold"], 1, test=s["test"], unit=s["unit"])
     launches = [{"launch": i, "ready": {"a": {}, "b": {}}, "startup_s": 1.0} for i in (1, 2, 3)]
-    finish(root, settings=s, orders=[], stopped=None, launch_info=launches, blocks=blocks, groups=grouped(pairs_of(blocks)), verdict=None,
-           check=check, case="tiny-qwen3-4x1", wall=10.0, cpu=None, calibrated=False, out=lambda _: None)
+    finish(
+        root,
+        settings=s,
+        orders=[],
+        stopped=None,
+        launch_info=launches,
+        blocks=blocks,
+        groups=grouped(pairs_of(blocks)),
+        verdict=None,
+        check=check,
+        case="tiny-qwen3-4x1",
+        wall=10.0,
+        cpu=None,
+        calibrated=False,
+        out=lambda _: None,
+    )
     return json.loads((root / "report.json").read_text())
 
 
@@ -250,35 +297,88 @@ def test_an_interleaved_report_shows_the_prediction_beside_the_measurement_or_wh
     assert f"no prediction: no census of either side in {tmp_path / 'census-a'}" in (tmp_path / "report.md").read_text()
     for side, census in (("a", CPU_CENSUS), ("b", dict(CPU_CENSUS, ops=5_500))):
         (tmp_path / f"census-{side}").mkdir()
-        (tmp_path / f"census-{side}" / "runs.jsonl").write_text(json.dumps({"workload": "tiny-qwen3", "decomposition_id": "4x1", "status": "ok",
-                                                                              "census": census, "step_time_median_ms": 120.0}) + "\n")
+        (tmp_path / f"census-{side}" / "runs.jsonl").write_text(
+            json.dumps(
+                {
+                    "workload": "tiny-qwen3",
+                    "decomposition_id": "4x1",
+                    "status": "ok",
+                    "census": census,
+                    "step_time_median_ms": 120.0,
+                }
+            )
+            + "\n"
+        )
     report = finish_interleave(tmp_path, 1.05)
     p = report["verdicts"][0]["prediction"]
     assert p == report["prediction"] == report["verdict"]["prediction"]
     assert 0 <= p["lo"] < p["delta_pct"] < p["hi"] <= 10.0 and p["bound"] == "CPU"
     assert p["measured_lo"] < p["measured_pct"] < p["measured_hi"] and p["measured_pct"] == pytest.approx(5.0, abs=0.5)
     line = next(ln for ln in (tmp_path / "report.md").read_text().splitlines() if "predicted" in ln)
-    assert line.startswith("- two-path: predicted +") and ", measured +5." in line and p["model"] == "two-path"  # no timelines
+    assert (
+        line.startswith("- two-path: predicted +") and ", measured +5." in line and p["model"] == "two-path"
+    )  # no timelines
 
 
 def test_the_bisect_report_ranks_its_changes_by_predicted_cost(tmp_path):
     from harness.bisect import report as br
 
     def change(label, predicted, kind="census"):
-        return {"package": "lorafx", "kind": kind, "last_good": f"lorafx {label}", "first_bad": f"lorafx {label}.1", "exact": True,
-                "diff": [f"aten ops {label}"], "counts": ["ops"], "measured_inside": 0, "ladder": 2, "predicted": predicted,
-                "steps": [{"label": f"lorafx {label}.1", "outcome": "regression", "message": "slower"}]}
+        return {
+            "package": "lorafx",
+            "kind": kind,
+            "last_good": f"lorafx {label}",
+            "first_bad": f"lorafx {label}.1",
+            "exact": True,
+            "diff": [f"aten ops {label}"],
+            "counts": ["ops"],
+            "measured_inside": 0,
+            "ladder": 2,
+            "predicted": predicted,
+            "steps": [{"label": f"lorafx {label}.1", "outcome": "regression", "message": "slower"}],
+        }
 
-    changes = [change("1", {"delta_pct": 0.5, "lo": 0.1, "hi": 0.9}), change("2", {"reason": "no prediction: census: no usable counts"}),
-               change("3", {"delta_pct": -4.0, "lo": -5.0, "hi": -3.0}), change("4", None, "timing")]
-    res = {"case": "tiny-qwen3-4x1", "gpu": "cpu", "mode": "releases", "good": "lorafx 1", "bad": "lorafx 4.1", "outcome": "changed",
-           "search": "census", "packages": [{"package": "lorafx"}], "changes": changes, "inconclusive": [], "uninstallable": [], "notes": [],
-           "steps": [], "spent": {"device_s": 1, "census_runs": 4, "census_reused": 0, "interleaved": 0, "install_s": 1, "environments_built": 4}}
+    changes = [
+        change("1", {"delta_pct": 0.5, "lo": 0.1, "hi": 0.9}),
+        change("2", {"reason": "no prediction: census: no usable counts"}),
+        change("3", {"delta_pct": -4.0, "lo": -5.0, "hi": -3.0}),
+        change("4", None, "timing"),
+    ]
+    res = {
+        "case": "tiny-qwen3-4x1",
+        "gpu": "cpu",
+        "mode": "releases",
+        "good": "lorafx 1",
+        "bad": "lorafx 4.1",
+        "outcome": "changed",
+        "search": "census",
+        "packages": [{"package": "lorafx"}],
+        "changes": changes,
+        "inconclusive": [],
+        "uninstallable": [],
+        "notes": [],
+        "steps": [],
+        "spent": {
+            "device_s": 1,
+            "census_runs": 4,
+            "census_reused": 0,
+            "interleaved": 0,
+            "install_s": 1,
+            "environments_built": 4,
+        },
+    }
     assert [c["last_good"][-1] for c in br.ranked(changes)] == ["3", "1", "2", "4"]
     br.write(Bisection(res), tmp_path, out=lambda _: None)
-    assert [c["last_good"][-1] for c in json.loads((tmp_path / "report.json").read_text())["changes"]] == ["3", "1", "2", "4"]
+    assert [c["last_good"][-1] for c in json.loads((tmp_path / "report.json").read_text())["changes"]] == [
+        "3",
+        "1",
+        "2",
+        "4",
+    ]
     md = (tmp_path / "report.md").read_text()
-    assert "ranked by their predicted cost" in md and md.index("last good `lorafx 3`") < md.index("last good `lorafx 1`") < md.index("last good `lorafx 2`")
+    assert "ranked by their predicted cost" in md and md.index("last good `lorafx 3`") < md.index(
+        "last good `lorafx 1`"
+    ) < md.index("last good `lorafx 2`")
     assert "- predicted cost: no prediction: census: no usable counts" in md
     printed = [ln for ln in br.summary(res) if "change at" in ln]
     assert "lorafx 3 ->" in printed[0] and "lorafx 4 ->" in printed[-1]

@@ -1,6 +1,6 @@
 """The critical-path model (harness/judging/critical_path.py, cost_path.py) on hand-made timelines, the timeline's
-extraction from trace events (harness/measuring/timeline.py, on stand-in events), and ``python -m harness cost`` choosing
-the model by what the censuses carry. Pure: no torch."""
+extraction from trace events (harness/measuring/timeline.py, on stand-in events), and ``python -m harness cost``
+choosing the model by what the censuses carry. Pure: no torch."""
 
 import contextlib
 import io
@@ -20,7 +20,13 @@ SYNC = "cudaStreamSynchronize"
 def host_bound() -> Timeline:
     """GPU busy 15%: 60 ms of host work launching 5 ms of kernels, a short segment that queues the work a ``.item()``
     waits for, then 40 ms of host work launching 10 ms, up to the step's end."""
-    return Timeline((Segment(60.0, {"7": 5.0}), Segment(0.0, {}, SYNC, "aten::_local_scalar_dense", ("7",)), Segment(40.0, {"7": 10.0})))
+    return Timeline(
+        (
+            Segment(60.0, {"7": 5.0}),
+            Segment(0.0, {}, SYNC, "aten::_local_scalar_dense", ("7",)),
+            Segment(40.0, {"7": 10.0}),
+        )
+    )
 
 
 def device_bound() -> Timeline:
@@ -32,11 +38,20 @@ def test_on_a_host_bound_step_device_work_before_a_sync_is_exposed_and_after_it_
     t = host_bound()
     base = simulate(t, placement).step_ms
     assert base == pytest.approx(100.0 + (5.0 if placement == "late" else 0.0))
-    assert simulate(t.plus(device_ms=20.0, at=1), placement).step_ms == pytest.approx(base + 20.0)  # queued just before the sync
-    assert simulate(t.plus(device_ms=20.0, at=2), "early").step_ms == pytest.approx(100.0)  # right after it: hidden by 40 ms of host
+    assert simulate(t.plus(device_ms=20.0, at=1), placement).step_ms == pytest.approx(
+        base + 20.0
+    )  # queued just before the sync
+    assert simulate(t.plus(device_ms=20.0, at=2), "early").step_ms == pytest.approx(
+        100.0
+    )  # right after it: hidden by 40 ms of host
     assert simulate(t.plus(host_ms=10.0), placement).step_ms == pytest.approx(base + 10.0)  # host work: one for one
     run = simulate(t.plus(device_ms=20.0, at=1), placement)
-    assert exposed_at(t, run)[0] == {"at": "aten::_local_scalar_dense", "sync": SYNC, "count": 1.0, "exposed_ms": pytest.approx(base - 100.0 + 20.0)}
+    assert exposed_at(t, run)[0] == {
+        "at": "aten::_local_scalar_dense",
+        "sync": SYNC,
+        "count": 1.0,
+        "exposed_ms": pytest.approx(base - 100.0 + 20.0),
+    }
 
 
 def test_on_a_device_bound_step_device_work_adds_one_for_one_and_host_work_hides_until_it_delays_the_launches():
@@ -44,11 +59,15 @@ def test_on_a_device_bound_step_device_work_adds_one_for_one_and_host_work_hides
     assert simulate(t).step_ms == pytest.approx(105.0)
     assert simulate(t.plus(device_ms=20.0)).step_ms == pytest.approx(125.0)
     assert simulate(t.plus(host_ms=50.0, at=0)).step_ms == pytest.approx(105.0)  # while the kernels run
-    assert simulate(t.plus(host_ms=10.0, at=1)).step_ms == pytest.approx(115.0)  # after the sync: the next launches wait for it
+    assert simulate(t.plus(host_ms=10.0, at=1)).step_ms == pytest.approx(
+        115.0
+    )  # after the sync: the next launches wait for it
 
 
 def test_the_tail_after_the_last_sync_is_waited_for_in_the_next_step():
-    t = Timeline((Segment(10.0, {}, SYNC, None, ("7",)), Segment(10.0, {"7": 50.0})))  # 50 ms of kernels after the sync, 20 ms host
+    t = Timeline(
+        (Segment(10.0, {}, SYNC, None, ("7",)), Segment(10.0, {"7": 50.0}))
+    )  # 50 ms of kernels after the sync, 20 ms host
     assert simulate(t).step_ms == pytest.approx(50.0)  # steady state: the device path, carried over the window's edge
 
 
@@ -57,16 +76,32 @@ def test_the_host_scale_takes_the_profilers_overhead_out():
     k, why = host_scale(t, 50.0)
     assert why is None and simulate(t.scaled(k)).step_ms == pytest.approx(50.0, rel=1e-6)
     assert host_scale(device_bound(), 50.0) == (0.0, "the device path alone is as long as the timed step")
-    with_ops = Timeline((Segment(60.0, {"7": 5.0}, ops=100), Segment(0.0, {}, SYNC, None, ("7",)), Segment(40.0, {"7": 10.0}, ops=100)))
-    assert per_op_overhead(with_ops, 80.0) == pytest.approx(0.1) and per_op_overhead(with_ops, 120.0) is None  # 20 ms over 200 ops
+    with_ops = Timeline(
+        (Segment(60.0, {"7": 5.0}, ops=100), Segment(0.0, {}, SYNC, None, ("7",)), Segment(40.0, {"7": 10.0}, ops=100))
+    )
+    assert (
+        per_op_overhead(with_ops, 80.0) == pytest.approx(0.1) and per_op_overhead(with_ops, 120.0) is None
+    )  # 20 ms over 200 ops
 
 
 def census(t: Timeline | None, ops: float = 1000.0, kernels: float = 100.0, kernel_ms: float = 15.0) -> dict:
     out = {"fits": True, "ops": ops, "python_calls": 2 * ops, "kernels": kernels, "kernel_ms": kernel_ms}
     if t is not None:
-        out["timeline"] = {"n": t.n, "segments": [{"host_ms": s.host_ms, "device_ms": dict(s.device_ms), "sync": s.sync, "at": s.at,
-                                                   "waits": list(s.waits) if s.waits is not None else None, "wait_ms": s.wait_ms,
-                                                   "ops": s.ops} for s in t.segments]}
+        out["timeline"] = {
+            "n": t.n,
+            "segments": [
+                {
+                    "host_ms": s.host_ms,
+                    "device_ms": dict(s.device_ms),
+                    "sync": s.sync,
+                    "at": s.at,
+                    "waits": list(s.waits) if s.waits is not None else None,
+                    "wait_ms": s.wait_ms,
+                    "ops": s.ops,
+                }
+                for s in t.segments
+            ],
+        }
     return out
 
 
@@ -75,13 +110,24 @@ def test_the_pair_is_predicted_by_the_model_the_censuses_allow():
     assert Timeline.of(census(a)) == a and Timeline.of(census(None)) is None
     rec = cp.predict_pair(census(a), census(exposed, kernel_ms=35.0), 100.0)
     assert rec["model"] == cp.CRITICAL and rec["lo"] <= 20.0 <= rec["hi"] and rec["host_part"] == pytest.approx(0.0)
-    assert rec["gpu_part"] == pytest.approx(rec["delta_pct"]) and rec["exposed_at"][0]["at"] == "aten::_local_scalar_dense"
+    assert (
+        rec["gpu_part"] == pytest.approx(rec["delta_pct"]) and rec["exposed_at"][0]["at"] == "aten::_local_scalar_dense"
+    )
     rec = cp.predict_pair(census(a), census(hidden, kernel_ms=35.0), 100.0)
     assert rec["model"] == cp.CRITICAL and rec["lo"] <= 0.0 <= rec["hi"] and rec["delta_pct"] < 10.0
     placed = cp.predict_pair(census(a), census(None, kernel_ms=35.0), 100.0)
-    assert placed["model"] == cp.PLACED and placed["lo"] <= 0.0 and placed["hi"] >= 20.0 and "no timeline" in placed["note"]
+    assert (
+        placed["model"] == cp.PLACED
+        and placed["lo"] <= 0.0
+        and placed["hi"] >= 20.0
+        and "no timeline" in placed["note"]
+    )
     old = cp.predict_pair(census(None), census(None, ops=1100.0), 100.0)
-    assert old["model"] == cp.TWO_PATH and "older census" in old["note"] and cp.pair_line(old).startswith("two-path: predicted +")
+    assert (
+        old["model"] == cp.TWO_PATH
+        and "older census" in old["note"]
+        and cp.pair_line(old).startswith("two-path: predicted +")
+    )
     line = cp.pair_line(rec)
     assert line.startswith("critical path: predicted ") and "host waits" in line
 
@@ -89,17 +135,31 @@ def test_the_pair_is_predicted_by_the_model_the_censuses_allow():
 def test_bs_host_time_comes_from_the_counts_and_its_trace_is_said_where_it_disagrees():
     a = host_bound()
     rec = cp.predict_pair(census(a), census(a.plus(host_ms=10.0)), 100.0)  # host work the counts miss, or a busier host
-    assert rec["delta_pct"] == pytest.approx(0.0) and 9.5 <= rec["traced_pct"] <= 10.0 and "B's traced host time gives +9." in rec["note"]
-    assert rec["hi"] == pytest.approx(rec["traced_pct"]) and rec["lo"] == pytest.approx(-rec["traced_pct"])  # wide, not narrow and wrong
-    more = cp.predict_pair(census(a), census(a.plus(host_ms=10.0), ops=1100.0), 100.0)  # the counts see it: +10% ops, python calls
-    assert more["delta_pct"] == pytest.approx(more["host_part"], abs=0.01) and more["lo"] <= 10.0 <= more["hi"] and "note" not in more
+    assert (
+        rec["delta_pct"] == pytest.approx(0.0)
+        and 9.5 <= rec["traced_pct"] <= 10.0
+        and "B's traced host time gives +9." in rec["note"]
+    )
+    assert rec["hi"] == pytest.approx(rec["traced_pct"]) and rec["lo"] == pytest.approx(
+        -rec["traced_pct"]
+    )  # wide, not narrow and wrong
+    more = cp.predict_pair(
+        census(a), census(a.plus(host_ms=10.0), ops=1100.0), 100.0
+    )  # the counts see it: +10% ops, python calls
+    assert (
+        more["delta_pct"] == pytest.approx(more["host_part"], abs=0.01)
+        and more["lo"] <= 10.0 <= more["hi"]
+        and "note" not in more
+    )
 
 
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():
     a, b = census(host_bound()), census(host_bound().plus(device_ms=20.0, at=1), kernel_ms=35.0)
     rec = cp.beside_measured(a, b, 100.0, {"ratio": 1.2, "lo": 1.18, "hi": 1.22})
     assert rec["model"] == cp.CRITICAL and rec["measured_pct"] == pytest.approx(20.0) and rec["lo"] <= 20.0 <= rec["hi"]
-    assert cm.beside_line(rec).startswith("critical path: predicted +") and cm.beside_line(rec).endswith("measured +20.0% [+18.0%, +22.0%]")
+    assert cm.beside_line(rec).startswith("critical path: predicted +") and cm.beside_line(rec).endswith(
+        "measured +20.0% [+18.0%, +22.0%]"
+    )
     assert cp.beside_measured(a, None, 100.0, None) == {"reason": "no prediction: no census of side B"}
     assert cp.beside_measured(census(None), census(None, ops=1100.0), 100.0, None)["model"] == cp.TWO_PATH
 
@@ -113,8 +173,16 @@ def run_cli(*args):
 
 def results(path, c: dict) -> str:
     path.mkdir()
-    rows = [{"workload": "tiny-qwen3", "decomposition_id": "4x1", "status": "ok", "census": c, "step_time_median_ms": None},
-            {"workload": "tiny-qwen3", "decomposition_id": "4x1", "status": "ok", "census": None, "step_time_median_ms": 100.0}]
+    rows = [
+        {"workload": "tiny-qwen3", "decomposition_id": "4x1", "status": "ok", "census": c, "step_time_median_ms": None},
+        {
+            "workload": "tiny-qwen3",
+            "decomposition_id": "4x1",
+            "status": "ok",
+            "census": None,
+            "step_time_median_ms": 100.0,
+        },
+    ]
     (path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)
 
@@ -124,8 +192,13 @@ def test_cost_uses_the_critical_path_where_both_censuses_carry_timelines_and_say
     rc, out = run_cli("--diff", results(tmp_path / "a", census(a)), results(tmp_path / "b", census(b, kernel_ms=35.0)))
     assert rc == 0 and "  critical path: predicted +" in out, out
     rc, out = run_cli("--census", str(tmp_path / "a"))
-    assert rc == 0 and "    timeline: 1 syncs per step, host 100.0 ms traced (x1.00 at the timed step), device 15.0 ms" in out, out
-    rc, out = run_cli("--diff", results(tmp_path / "c", census(None)), results(tmp_path / "d", census(None, ops=1100.0)))
+    assert (
+        rc == 0
+        and "    timeline: 1 syncs per step, host 100.0 ms traced (x1.00 at the timed step), device 15.0 ms" in out
+    ), out
+    rc, out = run_cli(
+        "--diff", results(tmp_path / "c", census(None)), results(tmp_path / "d", census(None, ops=1100.0))
+    )
     assert rc == 0 and "  two-path: predicted +" in out and "no timeline in A's census" in out, out
 
 
@@ -134,29 +207,55 @@ class Ev:
 
     def __init__(self, kind: str, label: str, start: int, end: int, corr: int = 0, stream: int = 7, thread: int = 1):
         self.kind = kind
-        for name, value in (("name", label), ("start_ns", start), ("end_ns", end), ("duration_ns", end - start), ("correlation_id", corr),
-                            ("device_resource_id", stream), ("start_thread_id", thread)):
+        for name, value in (
+            ("name", label),
+            ("start_ns", start),
+            ("end_ns", end),
+            ("duration_ns", end - start),
+            ("correlation_id", corr),
+            ("device_resource_id", stream),
+            ("start_thread_id", thread),
+        ):
             setattr(self, name, lambda v=value: v)
 
 
 def test_the_timeline_cuts_the_host_at_its_blocking_calls_and_places_each_launch_in_its_segment():
     ms = 1_000_000
-    events = [Ev("cpu_op", "aten::mm", 0, 10 * ms), Ev("cuda_runtime", "cudaLaunchKernel", 1 * ms, 2 * ms, 1), Ev("kernel", "gemm", 2 * ms, 6 * ms, 1),
-              Ev("cpu_op", "aten::_local_scalar_dense", 10 * ms, 20 * ms),
-              Ev("cuda_runtime", "cudaMemcpyAsync", 11 * ms, 12 * ms, 2), Ev("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 11 * ms, 12 * ms, 2),
-              Ev("cuda_runtime", SYNC, 12 * ms, 15 * ms, 3),
-              Ev("cpu_op", "aten::mm", 3 * ms, 4 * ms, thread=2), Ev("cuda_runtime", "cudaLaunchKernel", 3 * ms, 4 * ms, 6, thread=2),
-              Ev("kernel", "gemm", 6 * ms, 7 * ms, 6),  # autograd's thread: its launch goes to the segment it starts in
-              Ev("cpu_op", "aten::add", 20 * ms, 30 * ms), Ev("cuda_runtime", "cudaLaunchKernel", 21 * ms, 22 * ms, 4),
-              Ev("kernel", "add", 22 * ms, 24 * ms, 4, stream=9), Ev("cuda_runtime", "cudaDeviceSynchronize", 30 * ms, 31 * ms, 5),
-              Ev("user_annotation", "Optimizer.step#AdamW.step", 20 * ms, 29 * ms), Ev("kernel", "Optimizer.step#AdamW.step", 22 * ms, 29 * ms, 4)]
+    events = [
+        Ev("cpu_op", "aten::mm", 0, 10 * ms),
+        Ev("cuda_runtime", "cudaLaunchKernel", 1 * ms, 2 * ms, 1),
+        Ev("kernel", "gemm", 2 * ms, 6 * ms, 1),
+        Ev("cpu_op", "aten::_local_scalar_dense", 10 * ms, 20 * ms),
+        Ev("cuda_runtime", "cudaMemcpyAsync", 11 * ms, 12 * ms, 2),
+        Ev("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 11 * ms, 12 * ms, 2),
+        Ev("cuda_runtime", SYNC, 12 * ms, 15 * ms, 3),
+        Ev("cpu_op", "aten::mm", 3 * ms, 4 * ms, thread=2),
+        Ev("cuda_runtime", "cudaLaunchKernel", 3 * ms, 4 * ms, 6, thread=2),
+        Ev("kernel", "gemm", 6 * ms, 7 * ms, 6),  # autograd's thread: its launch goes to the segment it starts in
+        Ev("cpu_op", "aten::add", 20 * ms, 30 * ms),
+        Ev("cuda_runtime", "cudaLaunchKernel", 21 * ms, 22 * ms, 4),
+        Ev("kernel", "add", 22 * ms, 24 * ms, 4, stream=9),
+        Ev("cuda_runtime", "cudaDeviceSynchronize", 30 * ms, 31 * ms, 5),
+        Ev("user_annotation", "Optimizer.step#AdamW.step", 20 * ms, 29 * ms),
+        Ev("kernel", "Optimizer.step#AdamW.step", 22 * ms, 29 * ms, 4),
+    ]
     t = extract(events, 2, True, lambda e: e.kind)
     segs = t["segments"]
-    assert [s["sync"] for s in segs] == ["cudaMemcpyAsync", SYNC, None]  # the closing edge's device sync is not the step's
+    assert [s["sync"] for s in segs] == [
+        "cudaMemcpyAsync",
+        SYNC,
+        None,
+    ]  # the closing edge's device sync is not the step's
     assert [s["host_ms"] for s in segs] == [11.0, 0.0, 15.0] and [s["wait_ms"] for s in segs] == [1.0, 3.0, 0.0]
-    assert segs[0]["device_ms"] == {"7": 6.0} and segs[2]["device_ms"] == {"9": 2.0}  # the copy belongs to the segment it ends
+    assert segs[0]["device_ms"] == {"7": 6.0} and segs[2]["device_ms"] == {
+        "9": 2.0
+    }  # the copy belongs to the segment it ends
     # (the optimizer's range mirrored onto the device, labelled a kernel, is no device work)
-    assert segs[0]["at"] == segs[1]["at"] == "aten::_local_scalar_dense" and segs[0]["waits"] == segs[1]["waits"] == ["7"]
-    assert [s["ops"] for s in segs] == [3, 0, 1] and t["syncs"] == 1.0 and t["host_ms"] == 13.0 and t["device_ms"] == 4.0
+    assert segs[0]["at"] == segs[1]["at"] == "aten::_local_scalar_dense" and segs[0]["waits"] == segs[1]["waits"] == [
+        "7"
+    ]
+    assert (
+        [s["ops"] for s in segs] == [3, 0, 1] and t["syncs"] == 1.0 and t["host_ms"] == 13.0 and t["device_ms"] == 4.0
+    )
     cpu = extract([e for e in events if e.kind == "cpu_op"], 2, False, lambda e: e.kind)
     assert [(s["host_ms"], s["sync"], s["device_ms"]) for s in cpu["segments"]] == [(30.0, None, {})]

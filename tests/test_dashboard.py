@@ -1,9 +1,10 @@
-"""The history page in a real browser (Selenium with the distribution's chromium and chromedriver, headless): built from a
-generated store with a planted step-time shift, census counts that move with the pins unchanged and a library release, it
-opens from disk with no console error, lists every series, plots one point per timing session on a time axis, shows a
+"""The history page in a real browser (Selenium with the distribution's chromium and chromedriver, headless): built from
+a generated store with a planted step-time shift, census counts that move with the pins unchanged and a library release,
+it opens from disk with no console error, lists every series, plots one point per timing session on a time axis, shows a
 point's versions on hover, hides a machine's points when its filter is off, names the census change and the change point
-in "what changed", and shows two picked sessions side by side. A store of three years of nights for 3 GPUs x 10 workloads
-x 3 splits opens within the 2-second budget. Without chromium the browser tests skip; with CI=true they fail instead.
+in "what changed", and shows two picked sessions side by side. A store of three years of nights for 3 GPUs x 10
+workloads x 3 splits opens within the 2-second budget. Without chromium the browser tests skip; with CI=true they fail
+instead.
 
 DASHBOARD_SHOTS=DIR writes the screenshots of the README (the index and one series) to DIR; DASHBOARD_TIMES=FILE appends
 the large store's measured open times to FILE (docs/evidence/how-fast-does-the-dashboard-open/)."""
@@ -22,19 +23,36 @@ from harness.reporting import history as hist
 from harness.store import DirStore
 from tests.stores import START, Plan, records
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome")  # Debian's package first; a hosted runner's Chrome also drives
+BROWSERS = (
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+)  # Debian's package first; a hosted runner's Chrome also drives
 
 
 def _found() -> tuple[str | None, str | None]:
     """The browser binary and its driver on PATH (Debian's chromium-driver: /usr/bin/chromedriver)."""
-    return next(filter(None, map(shutil.which, BROWSERS)), None), shutil.which("chromedriver") or shutil.which("/usr/bin/chromedriver")
+    return next(filter(None, map(shutil.which, BROWSERS)), None), shutil.which("chromedriver") or shutil.which(
+        "/usr/bin/chromedriver"
+    )
 
 
 WL = "qwen3-1.7b-lora"
-PLAN = Plan(workloads=(WL, "tiny-qwen3"), tracks=("pinned", "latest"), nights=40, shift=("h200", WL, "4x1", 24, 1.15),
-            census_move=("h200", WL, "2x2", 39, 50.0), release=(20, "transformers", "5.24.0"))
+PLAN = Plan(
+    workloads=(WL, "tiny-qwen3"),
+    tracks=("pinned", "latest"),
+    nights=40,
+    shift=("h200", WL, "4x1", 24, 1.15),
+    census_move=("h200", WL, "2x2", 39, 50.0),
+    release=(20, "transformers", "5.24.0"),
+)
 BUDGET_MS = 2000
-LARGE = Plan(gpus=("h100", "h200", "b200"), workloads=tuple(f"workload-{i:02d}" for i in range(10)), nights=3 * 365, census_every=7)
+LARGE = Plan(
+    gpus=("h100", "h200", "b200"),
+    workloads=tuple(f"workload-{i:02d}" for i in range(10)),
+    nights=3 * 365,
+    census_every=7,
+)
 
 
 def _unavailable() -> str | None:
@@ -60,7 +78,13 @@ def browser():
     binary, driver_path = _found()
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(driver_path), options=opts)
@@ -77,7 +101,9 @@ def build(tmp: Path, plan: Plan, *extra: str) -> Path:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    return build(tmp_path_factory.mktemp("dashboard"), PLAN, "--summary", str(tmp_path_factory.getbasetemp() / "summary.md"))
+    return build(
+        tmp_path_factory.mktemp("dashboard"), PLAN, "--summary", str(tmp_path_factory.getbasetemp() / "summary.md")
+    )
 
 
 def open_page(driver, page: Path, fragment: str = "") -> float:
@@ -114,7 +140,11 @@ def test_the_index_lists_every_series_of_the_store(browser, site):
     expected = [f"h200/{w}/{s}/{t}" for w in PLAN.workloads for s in PLAN.splits for t in sorted(PLAN.tracks)]
     assert sorted(rows) == sorted(expected) == sorted(series_keys(site))
     js(browser, 'const s = document.querySelector("select[data-filter=split]"); s.value = "2x2"; s.onchange()')
-    shown = js(browser, 'return [...document.querySelectorAll("#series-index tbody tr")].filter(r => !r.hidden).map(r => r.dataset.key)')
+    shown = js(
+        browser,
+        'return [...document.querySelectorAll("#series-index tbody tr")]'
+        ".filter(r => !r.hidden).map(r => r.dataset.key)",
+    )
     assert shown and all("/2x2/" in k for k in shown)
 
 
@@ -131,9 +161,13 @@ def hover(driver, track: int, night: int):
     """Move the mouse over night ``night`` of track ``track`` (its index in the group) in the step-time plot."""
     from selenium.webdriver.common.action_chains import ActionChains
 
-    left, top, w, h = js(driver, f"""const u = dashboard.state.plots[0]; const r = u.over.getBoundingClientRect();
+    left, top, w, h = js(
+        driver,
+        f"""const u = dashboard.state.plots[0]; const r = u.over.getBoundingClientRect();
         u.over.scrollIntoView({{block: "center"}});
-        return [u.valToPos(u.data[0][{night}], "x"), u.valToPos(u.data[{track + 1}][{night}], "y"), r.width, r.height];""")
+        return [u.valToPos(u.data[0][{night}], "x"), u.valToPos(u.data[{track + 1}][{night}], "y"),
+            r.width, r.height];""",
+    )
     over = driver.find_element("css selector", "#plots .main .u-over")
     left, top = min(max(left, 1), w - 2), min(max(top, 1), h - 2)  # a point on the plot's edge: just inside it
     ActionChains(driver).move_to_element_with_offset(over, round(left - w / 2), round(top - h / 2)).perform()
@@ -144,31 +178,49 @@ def test_hovering_a_point_shows_its_versions(browser, site):
     open_page(browser, site, f"#series=h200/{WL}/4x1/pinned")
     tracks = js(browser, "return dashboard.state.view.map(s => s.track)")
     text = hover(browser, tracks.index("latest"), 25)
-    assert "h200-latest-night-0025" in text and "transformers 5.24.0" in text and "h200-m1" in text and "commit c0ffee" in text
+    assert (
+        "h200-latest-night-0025" in text
+        and "transformers 5.24.0" in text
+        and "h200-m1" in text
+        and "commit c0ffee" in text
+    )
     text = hover(browser, tracks.index("pinned"), 10)
     assert "h200-pinned-night-0010" in text and "transformers 5.17.0" in text and "h200-m0" in text
 
 
 def test_a_machine_filter_hides_its_points(browser, site):
     open_page(browser, site, f"#series=h200/{WL}/4x1/pinned")
-    js(browser, 'document.querySelector("label[data-machine=\'h200-m1\'] input").click()')
-    assert js(browser, 'return document.querySelector("#plots").dataset.points') == str(PLAN.nights)  # the odd nights of both tracks
-    assert js(browser, "return dashboard.state.plots[0].data.slice(1).every(y => y.every((v, i) => (v === null) === (i % 2 === 1)))")
-    js(browser, 'document.querySelector("label[data-machine=\'h200-m1\'] input").click()')
+    js(browser, "document.querySelector(\"label[data-machine='h200-m1'] input\").click()")
+    assert js(browser, 'return document.querySelector("#plots").dataset.points') == str(
+        PLAN.nights
+    )  # the odd nights of both tracks
+    assert js(
+        browser,
+        "return dashboard.state.plots[0].data.slice(1).every(y => y.every((v, i) => (v === null) === (i % 2 === 1)))",
+    )
+    js(browser, "document.querySelector(\"label[data-machine='h200-m1'] input\").click()")
     assert js(browser, 'return document.querySelector("#plots").dataset.points') == str(PLAN.nights * 2)
 
 
 def test_what_changed_names_the_census_change_and_the_change_point(browser, site):
     open_page(browser, site)
-    items = js(browser, 'return [...document.querySelectorAll("#events li")].map(li => [li.innerText, li.querySelector("a").getAttribute("href")])')
+    items = js(
+        browser,
+        'return [...document.querySelectorAll("#events li")]'
+        '.map(li => [li.innerText, li.querySelector("a").getAttribute("href")])',
+    )
     census = [(t, h) for t, h in items if "census" in t.lower() and f"{WL}-2x2" in t]
     assert census and "kernel launches" in census[0][0] and "1,050" in census[0][0] and "night-0039" in census[0][1]
     cps = [(t, h) for t, h in items if "step time x1.1" in t and f"{WL} · 4x1" in t]
-    assert {h.split("&")[0] for _, h in cps} == {"#series=" + f"h200/{WL}/4x1/{t}".replace("/", "%2F") for t in PLAN.tracks}
+    assert {h.split("&")[0] for _, h in cps} == {
+        "#series=" + f"h200/{WL}/4x1/{t}".replace("/", "%2F") for t in PLAN.tracks
+    }
     assert all("night-0024" in h for _, h in cps)
     assert any("release night" in t and "A/B pass" in t for t, _ in items)
-    js(browser, f'document.querySelector("#events a[href=\'{cps[0][1]}\']").click()')
-    assert js(browser, 'return !document.querySelector("#series").hidden && document.querySelector("#hover").innerText').count("night-0024")
+    js(browser, f"document.querySelector(\"#events a[href='{cps[0][1]}']\").click()")
+    assert js(
+        browser, 'return !document.querySelector("#series").hidden && document.querySelector("#hover").innerText'
+    ).count("night-0024")
 
 
 def test_picking_two_sessions_shows_their_diff(browser, site):
@@ -209,7 +261,9 @@ def test_screenshots_for_the_readme(browser, site):
 def test_three_years_of_nights_open_within_two_seconds(browser, tmp_path, monkeypatch):
     # the open time depends on the page's data, not on the change points; the detector is left out so that the test
     # builds the page in seconds (building it with the detector: the evidence page)
-    monkeypatch.setattr(hist, "detect", lambda v, k, alpha: Detection(len(v), None, None, (), (), "left out by the test"))
+    monkeypatch.setattr(
+        hist, "detect", lambda v, k, alpha: Detection(len(v), None, None, (), (), "left out by the test")
+    )
     page = build(tmp_path, LARGE)
     assert len(series_keys(page)) == 90
     index = open_page(browser, page)
@@ -218,6 +272,17 @@ def test_three_years_of_nights_open_within_two_seconds(browser, tmp_path, monkey
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     if out := os.environ.get("DASHBOARD_TIMES"):
         with open(out, "a") as fh:
-            fh.write(json.dumps({"at": datetime.now(UTC).isoformat(timespec="seconds"), "index_ms": index, "series_ms": series,
-                                 "index_html_bytes": (page / "index.html").stat().st_size, "series": 90, "nights": LARGE.nights}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                        "index_ms": index,
+                        "series_ms": series,
+                        "index_html_bytes": (page / "index.html").stat().st_size,
+                        "series": 90,
+                        "nights": LARGE.nights,
+                    }
+                )
+                + "\n"
+            )
     assert index < BUDGET_MS and series < BUDGET_MS, (index, series)

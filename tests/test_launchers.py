@@ -15,7 +15,10 @@ class FakeWorker:
 
     def release(self):
         if self.dies:
-            raise WorkerDied(f"resident worker {self.side.upper()} (launch {self.launch}) while pre-starting: it was killed by SIGKILL")
+            raise WorkerDied(
+                f"resident worker {self.side.upper()} (launch {self.launch}) while pre-starting: "
+                "it was killed by SIGKILL"
+            )
 
     def start(self, wait=True):
         if self.dies == "fresh":

@@ -1,4 +1,5 @@
-"""The nightly's plan (.github/scripts/night-plan.py) and its choice of what to bisect (.github/scripts/night-bisect.py)."""
+"""The nightly's plan (.github/scripts/night-plan.py) and its choice of what to bisect
+(.github/scripts/night-bisect.py)."""
 
 import json
 from pathlib import Path
@@ -14,12 +15,17 @@ def script(name: str):
 
 
 night_plan, night_bisect = script("night-plan"), script("night-bisect")
-W = [{"name": "qwen3-1.7b-lora", "runs_here": True, "baseline": "ok"}, {"name": "qwen3-1.7b-qlora", "runs_here": True, "baseline": "ok"},
-     {"name": "tiny-qwen3", "runs_here": False, "baseline": "missing"}]
+W = [
+    {"name": "qwen3-1.7b-lora", "runs_here": True, "baseline": "ok"},
+    {"name": "qwen3-1.7b-qlora", "runs_here": True, "baseline": "ok"},
+    {"name": "tiny-qwen3", "runs_here": False, "baseline": "missing"},
+]
 
 
 def job(**kw):
-    return night_plan.Job(**{"gpu": "h200", "env": "pinned", "workloads": ("qwen3-1.7b-lora", "qwen3-1.7b-qlora"), **kw})
+    return night_plan.Job(
+        **{"gpu": "h200", "env": "pinned", "workloads": ("qwen3-1.7b-lora", "qwen3-1.7b-qlora"), **kw}
+    )
 
 
 def test_a_night_with_baselines_makes_one_timed_run_per_decomposition_and_a_census():
@@ -84,20 +90,31 @@ def test_the_versions_key_moves_with_any_version_of_either_environment():
 
 
 def reports(tmp_path: Path, work: dict, ab: dict) -> Path:
-    (tmp_path / "report.json").write_text(json.dumps({"verdicts": [{"kind": "work", "case": f"w-{d}", "outcome": o} for d, o in work.items()]}))
+    (tmp_path / "report.json").write_text(
+        json.dumps({"verdicts": [{"kind": "work", "case": f"w-{d}", "outcome": o} for d, o in work.items()]})
+    )
     for d, o in ab.items():
         (tmp_path / "ab" / d).mkdir(parents=True)
-        (tmp_path / "ab" / d / "report.json").write_text(json.dumps({"verdicts": [{"kind": "interleaved", "case": f"w-{d}", "outcome": o}]}))
+        (tmp_path / "ab" / d / "report.json").write_text(
+            json.dumps({"verdicts": [{"kind": "interleaved", "case": f"w-{d}", "outcome": o}]})
+        )
     return tmp_path
 
 
-@pytest.mark.parametrize("work, ab, expected", [
-    ({"4x1": "pass", "1x4": "pass"}, {"4x1": "pass"}, None),
-    ({"4x1": "changed", "1x4": "pass"}, {"4x1": "pass"}, ("4x1", True)),
-    ({"4x1": "pass", "1x4": "changed"}, {"4x1": "inconclusive"}, None),  # only the A/B workload's A/B decompositions
-    ({"4x1": "pass"}, {"4x1": "regression"}, ("4x1", False)),
-    ({"4x1": "regression"}, {"4x1": "regression"}, ("4x1", True)),
-])
+@pytest.mark.parametrize(
+    "work, ab, expected",
+    [
+        ({"4x1": "pass", "1x4": "pass"}, {"4x1": "pass"}, None),
+        ({"4x1": "changed", "1x4": "pass"}, {"4x1": "pass"}, ("4x1", True)),
+        (
+            {"4x1": "pass", "1x4": "changed"},
+            {"4x1": "inconclusive"},
+            None,
+        ),  # only the A/B workload's A/B decompositions
+        ({"4x1": "pass"}, {"4x1": "regression"}, ("4x1", False)),
+        ({"4x1": "regression"}, {"4x1": "regression"}, ("4x1", True)),
+    ],
+)
 def test_the_bisect_takes_the_ab_regression_first_then_a_census_change(tmp_path, work, ab, expected):
     picked = night_bisect.choose("w", ["4x1"], reports(tmp_path, work, ab))
     assert (picked[:2] if picked else None) == expected
@@ -107,7 +124,10 @@ def test_the_bisect_command_bisects_pinned_against_this_job_within_its_budget(mo
     monkeypatch.setenv("BISECT_BUDGET", "3")
     monkeypatch.setenv("PERF_WHEELS", "/wheels")
     cmd = " ".join(night_bisect.command("w", "4x1", True, "latest"))
-    assert "--good .tox/pinned/bin/python --bad .tox/latest/bin/python --move-deps --packages transformers,trl,peft,accelerate,datasets --budget-minutes 3" in cmd
+    assert (
+        "--good .tox/pinned/bin/python --bad .tox/latest/bin/python --move-deps "
+        "--packages transformers,trl,peft,accelerate,datasets --budget-minutes 3" in cmd
+    )
     assert cmd.endswith("--wheels /wheels --census-only")
 
 
@@ -117,12 +137,25 @@ def test_tonights_census_of_the_case_is_handed_to_the_bisect_as_bads(tmp_path):
     from harness.spec import load_workload
 
     w = load_workload(Path(__file__).resolve().parents[1] / "workloads", "tiny-qwen3")
-    rec = {"workload": "tiny-qwen3", "workload_hash": w.hash, "decomposition_id": "4x1", "gpu": "cpu", "status": "ok", "census": {"fits": True}}
+    rec = {
+        "workload": "tiny-qwen3",
+        "workload_hash": w.hash,
+        "decomposition_id": "4x1",
+        "gpu": "cpu",
+        "status": "ok",
+        "census": {"fits": True},
+    }
     (tmp_path / "runs.jsonl").write_text(json.dumps({**rec, "census": None}) + "\n" + json.dumps(rec) + "\n")
     assert night_bisect.seed_census("tiny-qwen3", "4x1", "latest", tmp_path)
     assert not night_bisect.seed_census("tiny-qwen3", "1x4", "latest", tmp_path)
-    cfg = BisectConfig(workload="tiny-qwen3", decomposition="4x1", good="a==1", bad="a==2", results_dir=str(tmp_path / "bisect"),
-                       workloads_dir=str(Path(__file__).resolve().parents[1] / "workloads"))
+    cfg = BisectConfig(
+        workload="tiny-qwen3",
+        decomposition="4x1",
+        good="a==1",
+        bad="a==2",
+        results_dir=str(tmp_path / "bisect"),
+        workloads_dir=str(Path(__file__).resolve().parents[1] / "workloads"),
+    )
     steps = Steps(cfg, envs=None)
     folder = next(p for p in (tmp_path / "bisect" / "census").iterdir() if p.is_dir())
     assert steps._kept(folder) == rec
@@ -134,10 +167,20 @@ def test_the_ab_gets_the_baselines_census_as_a_and_tonights_as_b(tmp_path):
     ab_censuses = script("ab-censuses")
     c = {"fits": True, "device": "cuda", "ops": 10.0, "kernels": 5.0}
     (tmp_path / "base" / "h200").mkdir(parents=True)
-    (tmp_path / "base" / "h200" / "w.json").write_text(json.dumps(
-        {"workload": {"name": "w"}, "decompositions": {"4x1": {"decomposition": "4x1", "runs": [], "census": [{"run_id": "r", "census": c}]}}}))
+    (tmp_path / "base" / "h200" / "w.json").write_text(
+        json.dumps(
+            {
+                "workload": {"name": "w"},
+                "decompositions": {
+                    "4x1": {"decomposition": "4x1", "runs": [], "census": [{"run_id": "r", "census": c}]}
+                },
+            }
+        )
+    )
     (tmp_path / "res").mkdir()
-    (tmp_path / "res" / "runs.jsonl").write_text(json.dumps({"workload": "w", "decomposition_id": "4x1", "status": "ok", "census": dict(c, ops=12.0)}) + "\n")
+    (tmp_path / "res" / "runs.jsonl").write_text(
+        json.dumps({"workload": "w", "decomposition_id": "4x1", "status": "ok", "census": dict(c, ops=12.0)}) + "\n"
+    )
     lines = ab_censuses.seed(tmp_path / "res", tmp_path / "base", "h200", "w", ["4x1", "1x4"])
     assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-a", "w", "4x1")["ops"] == 10.0
     assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-b", "w", "4x1")["ops"] == 12.0

@@ -66,7 +66,9 @@ def test_the_projects_own_file_loads_and_the_workflow_names_no_gpu_or_workload_o
     n = nightly.load(ROOT)
     assert n.gpus and n.workloads and n.ab is not None
     text = WORKFLOW.read_text()
-    assert "qwen3-1.7b-lora" not in text and not re.search(r"inputs\.\w+ \|\| '[^']", text)  # no default of its own: all in nightly.toml
+    assert "qwen3-1.7b-lora" not in text and not re.search(
+        r"inputs\.\w+ \|\| '[^']", text
+    )  # no default of its own: all in nightly.toml
     assert "NIGHT_INPUTS: ${{ toJSON(inputs) }}" in text and "fromJSON(needs.gpus.outputs.gpus)" in text
 
 
@@ -75,12 +77,22 @@ def test_a_team_changes_gpus_workloads_and_the_ab_in_its_file_and_the_plan_follo
     before = WORKFLOW.read_bytes()
     code, out, env, summary = plan(root, monkeypatch, "a100")
     assert code == 0 and out["suite"] == "true" and out["repeats"] == "5"  # a first baseline of tiny-qwen3 on an a100
-    assert env == {"PERF_WORKLOADS": "tiny-qwen3", "AB_WORKLOAD": "tiny-qwen3", "AB_DECOMPOSITIONS": "2x2 4x1", "AB_BUDGET": "6",
-                   "BISECT_BUDGET": "12", "CONFIRM_BUDGET": "4"}
+    assert env == {
+        "PERF_WORKLOADS": "tiny-qwen3",
+        "AB_WORKLOAD": "tiny-qwen3",
+        "AB_DECOMPOSITIONS": "2x2 4x1",
+        "AB_BUDGET": "6",
+        "BISECT_BUDGET": "12",
+        "CONFIRM_BUDGET": "4",
+    }
     code, out, env, summary = plan(root, monkeypatch, "l4")  # the l4 runners run nothing but the A/B
-    assert code == 0 and out["suite"] == "false" and env["PERF_WORKLOADS"] == "" and "names no workload for l4" in summary
+    assert (
+        code == 0 and out["suite"] == "false" and env["PERF_WORKLOADS"] == "" and "names no workload for l4" in summary
+    )
     # a manual run's inputs over the file, for that run
-    code, out, env, _ = plan(root, monkeypatch, "l4", {"workloads": "tiny-qwen3", "ab_budget": "2", "repeats": "3", "gpus": ""})
+    code, out, env, _ = plan(
+        root, monkeypatch, "l4", {"workloads": "tiny-qwen3", "ab_budget": "2", "repeats": "3", "gpus": ""}
+    )
     assert code == 0 and (out["repeats"], env["PERF_WORKLOADS"], env["AB_BUDGET"]) == ("3", "tiny-qwen3", "2")
     assert WORKFLOW.read_bytes() == before
 
@@ -92,23 +104,41 @@ def test_the_workflows_first_job_reads_the_gpus_from_the_file_or_the_gpus_input(
 
     def gpus(*inputs: str) -> list:
         cmd = [sys.executable, ".ci/run-workflow.py", str(WORKFLOW), "gpus", "--job-outputs", "o.json", *inputs]
-        subprocess.run(cmd, cwd=root, check=True, capture_output=True, env={k: v for k, v in os.environ.items() if k != "NIGHT_INPUTS"})
+        subprocess.run(
+            cmd,
+            cwd=root,
+            check=True,
+            capture_output=True,
+            env={k: v for k, v in os.environ.items() if k != "NIGHT_INPUTS"},
+        )
         return json.loads(json.loads((root / "o.json").read_text())["gpus"])
 
     assert gpus() == ["a100", "l4"]
     assert gpus("--input", 'gpus=["h200"]') == ["h200"]
 
 
-@pytest.mark.parametrize("settings, says", [
-    ('gpus = ["l4"]\nworkload = ["x"]\n', "nightly.toml: unknown key 'workload'; did you mean 'workloads'?"),
-    ('gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\nbudget = 3\n', "unknown key 'ab.budget'; did you mean 'ab.budget_minutes'?"),
-    ('gpus = []\nworkloads = []\n', "nightly.toml: gpus is empty"),
-    ('gpus = ["l4"]\nworkloads = ["$(rm -rf ~)"]\n', "nightly.toml: workloads must be a list of names"),
-    ('gpus = ["l4"]\nworkloads = []\n[budgets]\nbisect_minutes = 0\n', "budgets.bisect_minutes must be a number of minutes above 0"),
-    ('gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\ndecompositions = ["2*2"]\n', "ab.decompositions must be a list of splits"),
-    ('gpus = ["l4"]\n', "needs gpus (the GPU runners, by label suffix) and workloads"),
-    ('gpus = ["l4"\n', "is not TOML"),
-])
+@pytest.mark.parametrize(
+    "settings, says",
+    [
+        ('gpus = ["l4"]\nworkload = ["x"]\n', "nightly.toml: unknown key 'workload'; did you mean 'workloads'?"),
+        (
+            'gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\nbudget = 3\n',
+            "unknown key 'ab.budget'; did you mean 'ab.budget_minutes'?",
+        ),
+        ("gpus = []\nworkloads = []\n", "nightly.toml: gpus is empty"),
+        ('gpus = ["l4"]\nworkloads = ["$(rm -rf ~)"]\n', "nightly.toml: workloads must be a list of names"),
+        (
+            'gpus = ["l4"]\nworkloads = []\n[budgets]\nbisect_minutes = 0\n',
+            "budgets.bisect_minutes must be a number of minutes above 0",
+        ),
+        (
+            'gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\ndecompositions = ["2*2"]\n',
+            "ab.decompositions must be a list of splits",
+        ),
+        ('gpus = ["l4"]\n', "needs gpus (the GPU runners, by label suffix) and workloads"),
+        ('gpus = ["l4"\n', "is not TOML"),
+    ],
+)
 def test_a_wrong_file_is_one_line_naming_the_key(tmp_path, settings, says):
     (tmp_path / "nightly.toml").write_text(settings)
     with pytest.raises(nightly.NightlyError) as err:
@@ -124,28 +154,41 @@ def test_the_plan_refuses_a_workload_the_file_names_that_workloads_does_not_hold
 
 def test_hostile_inputs_are_refused_not_run(tmp_path, monkeypatch, capsys):
     root = project(tmp_path, TEAM)
-    for inputs in ({"workloads": "tiny-qwen3 $(touch pwned)"}, {"gpus": '["l4; id"]'}, {"ab_decompositions": "4x1 `id`"}):
+    for inputs in (
+        {"workloads": "tiny-qwen3 $(touch pwned)"},
+        {"gpus": '["l4; id"]'},
+        {"ab_decompositions": "4x1 `id`"},
+    ):
         code, *_ = plan(root, monkeypatch, "a100", inputs)
         assert code == 2 and "::error::night-plan:" in capsys.readouterr().out
     assert not (root / "pwned").exists()
 
 
-def test_doctor_says_what_the_teams_file_means_here_and_names_a_baseline_not_recorded_with_the_pins(tmp_path, monkeypatch):
+def test_doctor_says_what_the_teams_file_means_here_and_names_a_baseline_not_recorded_with_the_pins(
+    tmp_path, monkeypatch
+):
     root = project(tmp_path, TEAM)
     monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA A100-SXM4-80GB"])
     monkeypatch.setattr(doc, "detect_gpu", lambda: "a100")
     monkeypatch.setattr(doc, "_nvml", lambda: (None, None))
     (root / "baselines" / "a100").mkdir()
-    (root / "baselines" / "a100" / "tiny-qwen3.json").write_text(json.dumps({"env": {"versions": {"transformers": "0.0.1", "trl": None}}}))
+    (root / "baselines" / "a100" / "tiny-qwen3.json").write_text(
+        json.dumps({"env": {"versions": {"transformers": "0.0.1", "trl": None}}})
+    )
     lines: list[str] = []
     doc.doctor(workloads_dir=root / "workloads", baselines_dir=root / "baselines", project=root, out=lines.append)
     text = "\n".join(lines)
-    assert f"nightly tonight ({root / 'nightly.toml'}): a pinned and a latest job on the runner labelled gpu-a100" in text
+    assert (
+        f"nightly tonight ({root / 'nightly.toml'}): a pinned and a latest job on the runner labelled gpu-a100" in text
+    )
     assert "A/B (latest job): pinned vs latest tiny-qwen3 (2x2 4x1)" in text
     assert "pins: " in text and "was recorded with transformers 0.0.1 (pinned " in text and "tox -e pinned" in text
     (root / "nightly.toml").write_text("gpus = 1\n")
     lines.clear()
-    assert doc.doctor(workloads_dir=root / "workloads", baselines_dir=root / "baselines", project=root, out=lines.append) == 2
+    assert (
+        doc.doctor(workloads_dir=root / "workloads", baselines_dir=root / "baselines", project=root, out=lines.append)
+        == 2
+    )
     assert "nightly: BROKEN, the nightly would refuse to run: " in "\n".join(lines)
 
 
@@ -153,10 +196,16 @@ def test_a_broken_workload_the_file_does_not_name_is_a_line_of_the_plan_not_a_re
     root = project(tmp_path, TEAM)
     (root / "workloads").unlink()
     shutil.copytree(ROOT / "workloads", root / "workloads")
-    (root / "workloads" / "typo.toml").write_text((ROOT / "workloads" / "tiny-qwen3.toml").read_text().replace('name = "tiny-qwen3"', 'name = "typo"')
-                                                  .replace("[lora]\n", "[lora]\nrank = 3\n"))
+    (root / "workloads" / "typo.toml").write_text(
+        (ROOT / "workloads" / "tiny-qwen3.toml")
+        .read_text()
+        .replace('name = "tiny-qwen3"', 'name = "typo"')
+        .replace("[lora]\n", "[lora]\nrank = 3\n")
+    )
     code, out, env, summary = plan(root, monkeypatch, "a100")
     assert code == 0 and env["PERF_WORKLOADS"] == "tiny-qwen3" and "typo.toml: BROKEN, not run tonight: " in summary
-    (root / "nightly.toml").write_text(TEAM.replace('workloads = ["tiny-qwen3"]', 'workloads = ["tiny-qwen3", "typo"]', 1))
+    (root / "nightly.toml").write_text(
+        TEAM.replace('workloads = ["tiny-qwen3"]', 'workloads = ["tiny-qwen3", "typo"]', 1)
+    )
     code, *_ = plan(root, monkeypatch, "a100")
     assert code == 2 and "names typo, which workloads/ does not hold or cannot load" in capsys.readouterr().out

@@ -19,7 +19,9 @@ SKIPPED_SUFFIXES = (".gz",)
 
 
 def tracked(*paths: str) -> list[str]:
-    out = subprocess.run(["git", "ls-files", "-z", "--", *paths], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--", *paths], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     return [p for p in out.split("\0") if p and (ROOT / p).is_file()]
 
 
@@ -37,13 +39,20 @@ def text_of(path: str) -> str | None:
 
 
 # a shallow clone (CI's checkout) holds no older commits to look the pages' commits up in
-FULL_HISTORY = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True).stdout.strip() == "false"
+FULL_HISTORY = (
+    subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    == "false"
+)
 
 
 def test_docs_stay_small():
     files = tracked("docs")
     size = sum((ROOT / p).stat().st_size for p in files)
-    assert len(files) <= MAX_DOCS_FILES, f"docs/ tracks {len(files)} files, more than {MAX_DOCS_FILES}: pack raw data into one .jsonl.gz per experiment"
+    assert len(files) <= MAX_DOCS_FILES, (
+        f"docs/ tracks {len(files)} files, more than {MAX_DOCS_FILES}: pack raw data into one .jsonl.gz per experiment"
+    )
     assert size <= MAX_DOCS_BYTES, f"docs/ holds {size / 2**20:.1f} MiB, more than {MAX_DOCS_BYTES / 2**20:.0f} MiB"
 
 
@@ -55,7 +64,7 @@ def test_every_evidence_page_states_question_answer_date_commit_and_command():
         lines = page.read_text().splitlines()
         for label in LABELS:
             hits = [ln for ln in lines if ln.startswith(f"**{label}:**")]
-            if not hits or not hits[0][len(label) + 5:].strip():
+            if not hits or not hits[0][len(label) + 5 :].strip():
                 problems.append(f"{page.parent.name}: no '**{label}:**' line")
         date = next((ln for ln in lines if ln.startswith("**Date:**")), "")
         if date and not re.match(r"\*\*Date:\*\* \d{4}-\d{2}-\d{2}\b", date):
@@ -64,7 +73,13 @@ def test_every_evidence_page_states_question_answer_date_commit_and_command():
         m = re.match(r"\*\*Commit:\*\* ([0-9a-f]{7,40})\b", commit)
         if commit and not m:
             problems.append(f"{page.parent.name}: the commit is not a hash: {commit}")
-        elif m and FULL_HISTORY and subprocess.run(["git", "cat-file", "-e", f"{m.group(1)}^{{commit}}"], cwd=ROOT, capture_output=True).returncode:
+        elif (
+            m
+            and FULL_HISTORY
+            and subprocess.run(
+                ["git", "cat-file", "-e", f"{m.group(1)}^{{commit}}"], cwd=ROOT, capture_output=True
+            ).returncode
+        ):
             problems.append(f"{page.parent.name}: commit {m.group(1)} is not in this repository")
     assert not problems, "\n".join(problems)
 
@@ -94,5 +109,7 @@ def test_nothing_is_named_after_a_work_round():
             if m:
                 offenders.append(f"{path}:{n}: {m.group(0)!r}")
                 break
-    assert not offenders, (f"{len(offenders)} tracked files name a work round (name a result by its question and date):\n"
-                           + "\n".join(offenders))
+    assert not offenders, (
+        f"{len(offenders)} tracked files name a work round (name a result by its question and date):\n"
+        + "\n".join(offenders)
+    )

@@ -5,7 +5,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-TERMS = ("case", "run", "baseline", "regression / pass / inconclusive", "census", "A/A", "block", "pair", "launch", "MDS")
+TERMS = (
+    "case",
+    "run",
+    "baseline",
+    "regression / pass / inconclusive",
+    "census",
+    "A/A",
+    "block",
+    "pair",
+    "launch",
+    "MDS",
+)
 
 
 def test_the_readme_is_at_most_200_lines():
@@ -25,14 +36,22 @@ def test_every_linked_file_exists():
 def test_every_figure_links_its_evidence():
     for line in README.splitlines():
         if re.search(r"\d%", line) and "threshold" not in line:
-            assert "evidence" in line or "docs/evidence" in README[README.index(line):README.index(line) + 400], line
+            assert "evidence" in line or "docs/evidence" in README[README.index(line) : README.index(line) + 400], line
 
 
 def test_the_walkthrough_runs_the_readmes_commands():
     walk = (ROOT / ".ci" / "walkthrough.sh").read_text()
-    for cmd in ("pip install torch==2.13.0", "pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 1", "python -m harness doctor"):
+    for cmd in (
+        "pip install torch==2.13.0",
+        "pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 1",
+        "python -m harness doctor",
+    ):
         assert cmd in README, cmd
-    for cmd in ("pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 1", "python -m harness doctor", "--update-baselines"):
+    for cmd in (
+        "pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 1",
+        "python -m harness doctor",
+        "--update-baselines",
+    ):
         assert cmd in walk, cmd
 
 

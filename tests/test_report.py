@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 
 from harness.judging import baseline as bl
-from harness.reporting import plots, report
+from harness.reporting import plots, report, step_analysis
 
 
 def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
@@ -23,7 +23,9 @@ def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
     assert [p.name for p in paths] == ["report.json", "report.md", "step_times.png", "phases.png", "step_traces.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths[2:])
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "| tiny-qwen3 | 1 × 4 | 4 | 5/5 |" in md and "+30.0%" in md and "**regression** runtime `tiny-qwen3-1x4`" in md
+    assert (
+        "| tiny-qwen3 | 1 × 4 | 4 | 5/5 |" in md and "+30.0%" in md and "**regression** runtime `tiny-qwen3-1x4`" in md
+    )
     assert summary.read_text().startswith("earlier step\n## LoRA fine-tuning performance")
     js = json.loads((tmp_path / "out" / "report.json").read_text())
     assert {v["outcome"] for v in js["verdicts"] if v["kind"] == "runtime"} == {"regression"}
@@ -43,7 +45,13 @@ def _with_phases(records, backward):
     """Give fake runs phase timings: the step split as data 1, forward 30, optimizer 4, other 5, backward the rest."""
     for r in records:
         n, step = len(r["step_times_ms"]), r["step_time_median_ms"]
-        r["phases_ms"] = {"data": [1.0] * n, "forward": [30.0] * n, "backward": [backward(step)] * n, "optimizer": [4.0] * n, "other": [5.0] * n}
+        r["phases_ms"] = {
+            "data": [1.0] * n,
+            "forward": [30.0] * n,
+            "backward": [backward(step)] * n,
+            "optimizer": [4.0] * n,
+            "other": [5.0] * n,
+        }
     return records
 
 
@@ -58,22 +66,39 @@ def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
     _with_phases(s.records, lambda st: st - 40)
     data = report.build(s.judge())
     row = next(r for r in data["rows"] if r["decomposition"] == "1x4")
-    assert row["where"].startswith("median step +30.0 ms; backward +30.0 ms (+50%)")  # report.json: the issue script quotes it
-    (top, *rest) = report.where(row)
-    assert top[0] == "backward" and abs(top[1] - 30) < 1e-9 and abs(top[2] - 0.5) < 1e-9 and all(d == 0 for _, d, _ in rest)
-    assert "where tiny-qwen3-1x4 moved vs baseline (medians): median step +30.0 ms; backward +30.0 ms (+50%)" in "\n".join(report.terminal_lines(data))
+    assert row["where"].startswith(
+        "median step +30.0 ms; backward +30.0 ms (+50%)"
+    )  # report.json: the issue script quotes it
+    (top, *rest) = step_analysis.where(row)
+    assert (
+        top[0] == "backward"
+        and abs(top[1] - 30) < 1e-9
+        and abs(top[2] - 0.5) < 1e-9
+        and all(d == 0 for _, d, _ in rest)
+    )
+    assert (
+        "where tiny-qwen3-1x4 moved vs baseline (medians): median step +30.0 ms; backward +30.0 ms (+50%)"
+        in "\n".join(report.terminal_lines(data))
+    )
     md = report.markdown(data)
     assert "### Where the step time moved against the baseline" in md
     assert "| tiny-qwen3-1x4 | +30.0 | +0.0 (+0%) | +0.0 (+0%) | +30.0 (+50%) | +0.0 (+0%) | +0.0 (+0%) | - |" in md
     # with host probes on both sides, the line says how the machine itself moved (here: 20% slower host)
     for r in s.records:
         r["host_probe"] = {"launch_us": 6.0 if r["decomposition_id"] == "1x4" else 5.0}
-    stored.data["decompositions"]["1x4"]["runs"] = [dict(r, host_probe={"launch_us": 5.0}) for r in stored.data["decompositions"]["1x4"]["runs"]]
+    stored.data["decompositions"]["1x4"]["runs"] = [
+        dict(r, host_probe={"launch_us": 5.0}) for r in stored.data["decompositions"]["1x4"]["runs"]
+    ]
     probed = report.build(replace(s.judge(), baselines={tiny.name: stored}))
     row = next(r for r in probed["rows"] if r["decomposition"] == "1x4")
-    assert report.probe_moved(row) == pytest.approx(0.2) and row["where"].endswith("; host launch probe +20% vs baseline")
+    assert step_analysis.probe_moved(row) == pytest.approx(0.2) and row["where"].endswith(
+        "; host launch probe +20% vs baseline"
+    )
     assert "| +0.0 (+0%) | +20% |" in report.markdown(probed)
-    assert report.probe_moved(next(r for r in probed["rows"] if r["decomposition"] == "2x2")) is None  # no probe in the baseline's 2x2 runs
+    assert (
+        step_analysis.probe_moved(next(r for r in probed["rows"] if r["decomposition"] == "2x2")) is None
+    )  # no probe in the baseline's 2x2 runs
     # a session without phase timings (--no-phases): no section, no line
     plain = report.build(make(base, [], repeats=5).run().judge())
-    assert all(report.where(r) == [] for r in plain["rows"]) and "Where the step time moved" not in report.markdown(plain)
+    assert all(step_analysis.where(r) == [] for r in plain["rows"])
+    assert "Where the step time moved" not in report.markdown(plain)

@@ -11,22 +11,43 @@ import pytest
 from harness.judging.paired import PairedCheck
 from harness.reporting.interleave_head import head_lines
 
-SETTINGS = {"workload": "w", "decomposition": "4x1", "gpu": "cpu", "python_a": "/envs/a/bin/python", "python_b": "/envs/b/bin/python",
-            "inject_slowdown_b": 0.0, "inject_work_b": 0, "budget_minutes": 5.0, "alpha": 0.05, "threshold": 0.02}
+SETTINGS = {
+    "workload": "w",
+    "decomposition": "4x1",
+    "gpu": "cpu",
+    "python_a": "/envs/a/bin/python",
+    "python_b": "/envs/b/bin/python",
+    "inject_slowdown_b": 0.0,
+    "inject_work_b": 0,
+    "budget_minutes": 5.0,
+    "alpha": 0.05,
+    "threshold": 0.02,
+}
 
 
 def comparison(ratio: float, sd: float = 0.01, launches: int = 6, pairs: int = 8, looks: int = 1, **settings) -> dict:
-    """A comparison's report as :func:`head_lines` reads it: its settings and the verdict of pairs drawn around ``ratio``."""
+    """A comparison's report as :func:`head_lines` reads it: its settings and the verdict of pairs drawn around
+    ``ratio``."""
     rng = random.Random(7)
     groups = [[math.log(ratio) + rng.gauss(0, sd) for _ in range(pairs)] for _ in range(launches)]
     v = PairedCheck(0.05, 0.02, looks).decide(groups, "w-4x1")
-    return {"settings": {**SETTINGS, **settings}, "launch_sizes": [pairs] * launches, "pairs": pairs * launches,
-            "verdict": {"outcome": v.outcome, "message": v.message, **v.details}}
+    return {
+        "settings": {**SETTINGS, **settings},
+        "launch_sizes": [pairs] * launches,
+        "pairs": pairs * launches,
+        "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
+    }
 
 
-@pytest.mark.parametrize(("ratio", "sd", "outcome", "words"), [
-    (1.10, 0.01, "regression", "REGRESSION: B takes "), (1.0, 0.005, "pass", "pass: B takes "),
-    (0.90, 0.01, "improvement", "improvement: B takes "), (1.02, 0.2, "inconclusive", "inconclusive: B takes ")])
+@pytest.mark.parametrize(
+    ("ratio", "sd", "outcome", "words"),
+    [
+        (1.10, 0.01, "regression", "REGRESSION: B takes "),
+        (1.0, 0.005, "pass", "pass: B takes "),
+        (0.90, 0.01, "improvement", "improvement: B takes "),
+        (1.02, 0.2, "inconclusive", "inconclusive: B takes "),
+    ],
+)
 def test_interleaved_head_says_verdict_change_interval_and_next_step(ratio, sd, outcome, words):
     r = comparison(ratio, sd)
     assert r["verdict"]["outcome"] == outcome
@@ -83,7 +104,10 @@ def test_suite_report_opens_with_the_regression_its_interval_and_a_next_step(tmp
     from harness.reporting import report
 
     data = _suite(tmp_path, make, tiny, {**BASE, "1x4": [x * 1.3 for x in BASE["1x4"]]})
-    for lines in (report.terminal_lines(data), [ln.strip("*- ") for ln in report.markdown(data).splitlines()[2:] if ln.strip()]):
+    for lines in (
+        report.terminal_lines(data),
+        [ln.strip("*- ") for ln in report.markdown(data).splitlines()[2:] if ln.strip()],
+    ):
         verdict, nxt = lines[0], lines[1]
         assert verdict.startswith("REGRESSION: 1 of 3 case(s) slower than the baseline: tiny-qwen3-1x4 +")
         assert "(interval +" in verdict and "2x2" not in verdict
@@ -94,7 +118,10 @@ def test_suite_report_opens_with_a_pass_and_the_largest_change(tmp_path, make, t
     from harness.reporting import report
 
     verdict, nxt = report.terminal_lines(_suite(tmp_path, make, tiny, BASE))[:2]
-    assert verdict.startswith("pass: 3 case(s) not slower than the baseline (the largest change: tiny-qwen3-") and "(interval " in verdict
+    assert (
+        verdict.startswith("pass: 3 case(s) not slower than the baseline (the largest change: tiny-qwen3-")
+        and "(interval " in verdict
+    )
     assert nxt == "next: nothing to do"
 
 
@@ -103,7 +130,10 @@ def test_suite_report_without_a_baseline_says_how_to_record_one(tmp_path, make, 
 
     verdict, nxt = report.terminal_lines(_suite(tmp_path, make, tiny, BASE, baseline=False))[:2]
     assert verdict.startswith("no runtime verdict: no baseline for tiny-qwen3 on cpu")
-    assert nxt.startswith("next: `pytest perftests --gpu=cpu --workload tiny-qwen3 ") and "--census --update-baselines` records a baseline" in nxt
+    assert (
+        nxt.startswith("next: `pytest perftests --gpu=cpu --workload tiny-qwen3 ")
+        and "--census --update-baselines` records a baseline" in nxt
+    )
 
 
 def test_a_session_that_records_baselines_says_so_and_never_asks_to_record_one(tmp_path, make, tiny):
@@ -122,8 +152,20 @@ def test_a_session_that_records_baselines_says_so_and_never_asks_to_record_one(t
 
 
 # ---- one table per session -----------------------------------------------------------------------------------------
-BENCH_SESSION = ("perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "-p", "no:cacheprovider", "-k", "test_runtime",
-                 "--benchmark-json", "bench.json")
+BENCH_SESSION = (
+    "perftests",
+    "--gpu=cpu",
+    "--results-dir",
+    "out",
+    "--repeats",
+    "1",
+    "-p",
+    "no:cacheprovider",
+    "-k",
+    "test_runtime",
+    "--benchmark-json",
+    "bench.json",
+)
 
 
 @pytest.fixture
@@ -134,12 +176,16 @@ def no_plots(monkeypatch):
     monkeypatch.setattr(plots, "write_all", lambda data, results_dir: [])
 
 
-def test_a_session_prints_the_suites_table_only_and_still_writes_the_benchmark_json(perf_project, fake_runner, no_plots):
+def test_a_session_prints_the_suites_table_only_and_still_writes_the_benchmark_json(
+    perf_project, fake_runner, no_plots
+):
     import json
 
     fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, [])
     text = perf_project.runpytest(*BENCH_SESSION).stdout.str()
-    assert "perf summary" in text and "Name (time in " not in text, text  # pytest-benchmark's table heads its columns so
+    assert "perf summary" in text and "Name (time in " not in text, (
+        text
+    )  # pytest-benchmark's table heads its columns so
     assert len(json.loads((perf_project.path / "bench.json").read_text())["benchmarks"]) == 3
 
 

@@ -22,10 +22,18 @@ STABLE = {"harness.judging.stats", "harness.judging.paired", "raw", "numpy", "sc
 
 @pytest.mark.parametrize("script, page", PAGES)
 def test_page_holds_its_script_output_verbatim(script, page):
-    out = subprocess.run([sys.executable, str(EVIDENCE / script)], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": ""}, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, str(EVIDENCE / script)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        timeout=60,
+    ).stdout
     assert out.strip() and out.strip() in (EVIDENCE / page).read_text(), (
-        f"docs/evidence/{page} is out of date: paste the output of `python docs/evidence/{script}` into it")
+        f"docs/evidence/{page} is out of date: paste the output of `python docs/evidence/{script}` into it"
+    )
 
 
 @pytest.mark.parametrize("script", [s for s, _ in PAGES])
@@ -34,4 +42,6 @@ def test_script_uses_only_stable_apis(script):
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     outside = sorted(m for m in names if m not in STABLE and m.split(".")[0] not in sys.stdlib_module_names)
-    assert not outside, f"{script} imports {outside}: read the data with raw.py and judge it with harness.judging.stats/paired"
+    assert not outside, (
+        f"{script} imports {outside}: read the data with raw.py and judge it with harness.judging.stats/paired"
+    )

@@ -19,7 +19,13 @@ def test_shipped_workloads_load():
     ref = ws["qwen3-1.7b-lora"]
     assert [d.id for d in ref.decompositions] == ["1x4", "2x2", "4x1"]
     assert ref.model.config["vocab_size"] == 151936 and ref.model.config["num_hidden_layers"] == 28
-    assert (ref.lora.r, ref.lora.alpha, ref.lora.dropout, ref.train.precision, ref.train.max_steps) == (16, 32, 0.0, "fp16", 100)
+    assert (ref.lora.r, ref.lora.alpha, ref.lora.dropout, ref.train.precision, ref.train.max_steps) == (
+        16,
+        32,
+        0.0,
+        "fp16",
+        100,
+    )
 
 
 def test_round_trip_and_stable_hash(tiny_dict):
@@ -38,8 +44,12 @@ def test_hash_tracks_timing_fields_only(tiny_dict):
     assert dataclasses.replace(w, lora=dataclasses.replace(w.lora, r=4)).hash != w.hash
     assert changed_fields(w.to_dict(), w.with_overrides(max_steps=3).to_dict()) == ["train.max_steps: 20 -> 3"]
     wider = dataclasses.replace(w, model=dataclasses.replace(w.model, config=dict(w.model.config, hidden_size=256)))
-    assert wider.hash != w.hash and changed_fields(w.to_dict(), wider.to_dict()) == ["model.config.hidden_size: 128 -> 256"]
-    spelled_out = dataclasses.replace(w, model=dataclasses.replace(w.model, config=dict(w.model.config, attention_bias=False)))
+    assert wider.hash != w.hash and changed_fields(w.to_dict(), wider.to_dict()) == [
+        "model.config.hidden_size: 128 -> 256"
+    ]
+    spelled_out = dataclasses.replace(
+        w, model=dataclasses.replace(w.model, config=dict(w.model.config, attention_bias=False))
+    )
     assert spelled_out.hash == w.hash, "a key written out at its default is the same architecture"
 
 
@@ -55,14 +65,20 @@ def test_shipped_baselines_match_their_workloads():
         assert Workload.from_dict(data["workload"]["spec"]).hash == w.hash, f"{path}: its spec is not the workload's"
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda d: d["batch"].update(decompositions=["3x2"]), "decomposition 3x2 gives 6 samples per step, not the effective batch 4"),
-    (lambda d: d["train"].update(max_steps=-5), "train.max_steps must be a positive integer, got -5"),
-    (lambda d: d["lora"].update(rank=8), "unknown field 'rank' in [lora]"),
-    (lambda d: d.update(colour="red"), "unknown field 'colour'"),
-    (lambda d: d["train"].update(precision="fp8"), "train.precision must be one of"),
-    (lambda d: d["batch"].update(decompositions=["2by2"]), "is not MICROxGA"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (
+            lambda d: d["batch"].update(decompositions=["3x2"]),
+            "decomposition 3x2 gives 6 samples per step, not the effective batch 4",
+        ),
+        (lambda d: d["train"].update(max_steps=-5), "train.max_steps must be a positive integer, got -5"),
+        (lambda d: d["lora"].update(rank=8), "unknown field 'rank' in [lora]"),
+        (lambda d: d.update(colour="red"), "unknown field 'colour'"),
+        (lambda d: d["train"].update(precision="fp8"), "train.precision must be one of"),
+        (lambda d: d["batch"].update(decompositions=["2by2"]), "is not MICROxGA"),
+    ],
+)
 def test_bad_workloads_say_what_is_wrong(tiny_dict, mutate, expected):
     mutate(tiny_dict)
     with pytest.raises(SpecError) as err:
@@ -77,7 +93,11 @@ def test_decomposition_parse():
 
 
 BAD = {
-    "3x2": ('decompositions = ["1x4", "2x2", "4x1"]', 'decompositions = ["1x4", "3x2"]', "decomposition 3x2 gives 6 samples per step, not the effective batch 4"),
+    "3x2": (
+        'decompositions = ["1x4", "2x2", "4x1"]',
+        'decompositions = ["1x4", "3x2"]',
+        "decomposition 3x2 gives 6 samples per step, not the effective batch 4",
+    ),
     "unknown": ("[lora]\n", "[lora]\nrank = 3\n", "unknown field 'rank'"),
     "negative": ("max_steps = 20", "max_steps = -1", "train.max_steps must be a positive integer, got -1"),
 }

@@ -2,7 +2,16 @@ import math
 
 import pytest
 
-from harness.judging.stats import EquivalenceCheck, MemoryCheck, OrderingCheck, RuntimeCheck, Sample, holm, log_ratio, mannwhitney_min_p, reachable
+from harness.judging.decomposition_checks import EquivalenceCheck, OrderingCheck
+from harness.judging.stats import (
+    MemoryCheck,
+    RuntimeCheck,
+    Sample,
+    holm,
+    log_ratio,
+    mannwhitney_min_p,
+    reachable,
+)
 
 
 def test_log_ratio_interval_contains_truth_and_is_symmetric_in_logs():
@@ -30,13 +39,15 @@ def test_mannwhitney_reachability_matches_asv_trap():
 def test_runtime_outcomes():
     base = [100.0, 101, 99, 100.5, 99.5]
     chk = RuntimeCheck(alpha=0.05, threshold=0.05)
-    v = chk.decide({
-        "same": (base, [100.2, 99.8, 100.4, 99.6, 100.1]),
-        "slow": (base, [120.0, 121, 119, 120.5, 119.5]),
-        "fast": (base, [80.0, 81, 79, 80.5, 79.5]),
-        "noisy": (base, [95.0, 115, 100, 108, 90]),
-        "one": (base, [130.0]),
-    })
+    v = chk.decide(
+        {
+            "same": (base, [100.2, 99.8, 100.4, 99.6, 100.1]),
+            "slow": (base, [120.0, 121, 119, 120.5, 119.5]),
+            "fast": (base, [80.0, 81, 79, 80.5, 79.5]),
+            "noisy": (base, [95.0, 115, 100, 108, 90]),
+            "one": (base, [130.0]),
+        }
+    )
     assert v["same"].outcome == "pass"
     assert v["slow"].outcome == "regression" and "x1.200" in v["slow"].message and "CI [" in v["slow"].message
     assert v["fast"].outcome == "improvement" and "--update-baselines" in v["fast"].message

@@ -1,8 +1,8 @@
-"""The results store (``docs/store.md``) and its environment alerts: records of the committed results dirs round-trip, stay
-within their size bound and are stored once; a git branch store takes two clones pushing at once; the history page is
-built from a store; a census change with the pins unchanged raises one alert naming it; a +10% shift that holds raises one
-alert on its second night and not on its first; a one-night spike raises none; A/A nights raise at most alpha false
-alerts. Synthetic nights are made from a committed H200 session (tests/data/history), with seeded noise."""
+"""The results store (``docs/store.md``) and its environment alerts: records of the committed results dirs round-trip,
+stay within their size bound and are stored once; a git branch store takes two clones pushing at once; the history page
+is built from a store; a census change with the pins unchanged raises one alert naming it; a +10% shift that holds
+raises one alert on its second night and not on its first; a one-night spike raises none; A/A nights raise at most alpha
+false alerts. Synthetic nights are made from a committed H200 session (tests/data/history), with seeded noise."""
 
 import copy
 import json
@@ -24,8 +24,11 @@ from harness.store.shifts import ShiftRule, find
 from harness.store.summary import LIMIT_BYTES, fit, records_of
 
 R = Path(__file__).resolve().parent / "data" / "history"
-DIRS = [R / "h200" / d for d in ("lease1-100steps", "lease2-100steps", "lease3-4-fresh-checkout", "lease5-round")] + [
-    R / "census-h200" / d for d in ("lease-a/a", "lease-b/a", "lease-b/b", "lease-c/a", "lease-c/ab")] + [R / "cpu-e2e" / "run-b", R / "ab-cpu"]
+DIRS = (
+    [R / "h200" / d for d in ("lease1-100steps", "lease2-100steps", "lease3-4-fresh-checkout", "lease5-round")]
+    + [R / "census-h200" / d for d in ("lease-a/a", "lease-b/a", "lease-b/b", "lease-c/a", "lease-c/ab")]
+    + [R / "cpu-e2e" / "run-b", R / "ab-cpu"]
+)
 DRIFT = 0.10  # night-to-night sd (log) of the A/A nights: the 8-15% lease-to-lease drift of docs/statistics.md
 QUIET = 0.015  # night-to-night sd (log) of the nights a +10% shift is planted in
 
@@ -40,12 +43,17 @@ def base_night() -> dict:
     for case in night["cases"]:
         cc = census[case["decomposition"]]
         case["census"], case["census_runs"], case["kernel_ms"] = cc["census"], 1, cc.get("kernel_ms")
-        case["runs"].append({**next(r for r in cc["runs"] if "census" in r), "run_id": f"census-{case['decomposition']}"})
+        case["runs"].append(
+            {**next(r for r in cc["runs"] if "census" in r), "run_id": f"census-{case['decomposition']}"}
+        )
     return night
 
 
-def night(base: dict, i: int, log_shift: dict[str, float] | float = 0.0, env: dict | None = None, versions: dict | None = None) -> dict:
-    """Night ``i``: the base session moved to 2027-01-01 + i days, every timed run's step time times exp(shift of its case)."""
+def night(
+    base: dict, i: int, log_shift: dict[str, float] | float = 0.0, env: dict | None = None, versions: dict | None = None
+) -> dict:
+    """Night ``i``: the base session moved to 2027-01-01 + i days, every timed run's step time times exp(shift of its
+    case)."""
     rec = copy.deepcopy(base)
     rec["session_id"] = f"night-{i:03d}"
     rec["started_at"] = (datetime(2027, 1, 1, 2, 17) + timedelta(days=i)).strftime("%Y-%m-%dT%H:%M:%S+0000")
@@ -62,10 +70,14 @@ def night(base: dict, i: int, log_shift: dict[str, float] | float = 0.0, env: di
 
 
 def noisy_nights(base: dict, n: int, sigma: float, seed: int, planted=None) -> list[dict]:
-    """``n`` nights with independent log-normal noise of sd ``sigma`` per night and case; ``planted(i)`` adds a log shift."""
+    """``n`` nights with independent log-normal noise of sd ``sigma`` per night and case; ``planted(i)`` adds a log
+    shift."""
     rng = np.random.default_rng(seed)
     decs = [c["decomposition"] for c in base["cases"]]
-    return [night(base, i, {d: float(rng.normal(0, sigma)) + (planted(i) if planted else 0.0) for d in decs}) for i in range(n)]
+    return [
+        night(base, i, {d: float(rng.normal(0, sigma)) + (planted(i) if planted else 0.0) for d in decs})
+        for i in range(n)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -79,10 +91,16 @@ def test_records_round_trip_through_a_directory_store(tmp_path):
     back = {r["session_id"]: r for r in DirStore(tmp_path).records()}
     assert back == {r["session_id"]: json.loads(json.dumps(r)) for r in recs}
     timed = back["20261129T225758-06c514"]
-    assert [c["decomposition"] for c in timed["cases"]] == ["1x4", "2x2", "4x1"] and timed["environment"]["driver"] == "580.159.04"
-    assert timed["environment"]["machines"] == ["91f3a6e8", "d2ee8eb1"] and timed["versions"]["transformers"] == "5.17.0"
+    assert [c["decomposition"] for c in timed["cases"]] == ["1x4", "2x2", "4x1"] and timed["environment"][
+        "driver"
+    ] == "580.159.04"
+    assert (
+        timed["environment"]["machines"] == ["91f3a6e8", "d2ee8eb1"] and timed["versions"]["transformers"] == "5.17.0"
+    )
     cen = back["census-20261130T190812-1a3bb1"]["cases"][2]
-    assert cen["census"]["kernels"] == pytest.approx(10937.4) and cen["census_runs"] == 1  # normalised: no GPU annotation
+    assert (
+        cen["census"]["kernels"] == pytest.approx(10937.4) and cen["census_runs"] == 1
+    )  # normalised: no GPU annotation
     assert (tmp_path / "h200" / "pinned" / "2026-11-29-20261129T225758-06c514.json.gz").is_file()
     (tmp_path / "h200" / "pinned" / "2026-12-01-broken.json.gz").write_bytes(b"torn")  # a broken file: skipped, named
     warned = []
@@ -93,7 +111,12 @@ def test_records_round_trip_through_a_directory_store(tmp_path):
 def test_older_schema_is_upgraded_and_a_newer_one_refused():
     draft = {"session_id": "s1", "gpu": "h200", "env": {"driver": "1"}, "cases": []}
     up = rec_mod.loads(rec_mod.dumps(draft))
-    assert up["schema"] == rec_mod.SCHEMA and up["environment"] == {"driver": "1"} and up["runner"] == "" and "env" not in up
+    assert (
+        up["schema"] == rec_mod.SCHEMA
+        and up["environment"] == {"driver": "1"}
+        and up["runner"] == ""
+        and "env" not in up
+    )
     with pytest.raises(rec_mod.RecordError, match="newer than this harness"):
         rec_mod.loads(rec_mod.dumps({**up, "schema": rec_mod.SCHEMA + 1}), "x.json.gz")
     with pytest.raises(rec_mod.RecordError, match="not a gzipped JSON"):
@@ -103,10 +126,15 @@ def test_older_schema_is_upgraded_and_a_newer_one_refused():
 def test_every_committed_session_fits_and_a_long_one_is_trimmed_to_fit(base_night):
     sizes = [len(rec_mod.dumps(r)) for d in DIRS for r in records_of(d)]
     assert max(sizes) <= LIMIT_BYTES
-    big = copy.deepcopy(base_night)  # 10 runs of 1000 steps per split, on top of a full census: more than a session makes
+    big = copy.deepcopy(
+        base_night
+    )  # 10 runs of 1000 steps per split, on top of a full census: more than a session makes
     rng = np.random.default_rng(0)
     for case in big["cases"]:
-        case["runs"] += [{**case["runs"][0], "run_id": f"x{i}", "steady_us": [round(x) for x in rng.normal(1.3e6, 6e4, 1000)]} for i in range(10)]
+        case["runs"] += [
+            {**case["runs"][0], "run_id": f"x{i}", "steady_us": [round(x) for x in rng.normal(1.3e6, 6e4, 1000)]}
+            for i in range(10)
+        ]
     assert len(rec_mod.dumps(big)) > LIMIT_BYTES
     small = fit(big)
     assert len(rec_mod.dumps(small)) <= LIMIT_BYTES and small["trimmed"]
@@ -115,27 +143,41 @@ def test_every_committed_session_fits_and_a_long_one_is_trimmed_to_fit(base_nigh
 
 def test_adding_a_session_twice_stores_it_once(tmp_path):
     d = str(R / "h200" / "lease5-round")
-    assert cli.main(["store", "add", d, "--store", str(tmp_path), "--track", "pinned", "--runner", "r1", "--image", ""]) == 0
+    assert (
+        cli.main(["store", "add", d, "--store", str(tmp_path), "--track", "pinned", "--runner", "r1", "--image", ""])
+        == 0
+    )
     first = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json.gz"))
     data = (tmp_path / first[0]).read_bytes()
-    assert cli.main(["store", "add", d, "--store", str(tmp_path), "--track", "pinned", "--runner", "r1", "--image", ""]) == 0
+    assert (
+        cli.main(["store", "add", d, "--store", str(tmp_path), "--track", "pinned", "--runner", "r1", "--image", ""])
+        == 0
+    )
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json.gz")) == first
     assert (tmp_path / first[0]).read_bytes() == data
-    done = DirStore(tmp_path).add(records_of(d, track="latest", runner="r1"))  # filed again under another track: moved, not copied
+    done = DirStore(tmp_path).add(
+        records_of(d, track="latest", runner="r1")
+    )  # filed again under another track: moved, not copied
     assert done[0].status == "updated" and done[0].removed == tuple(first)
     assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json.gz")] == [done[0].path]
 
 
 def test_a_night_with_a_bisect_and_the_ab_s_censuses_is_one_session(tmp_path):
-    """The bisect's candidates and the A/B's census copies sit in the night's results dir; the store keeps the night only."""
+    """The bisect's candidates and the A/B's census copies sit in the night's results dir; the store keeps the night
+    only."""
     from harness.files import mark_not_stored
 
     d = tmp_path / "perf-results"
     d.mkdir()
     night = (R / "h200" / "lease5-round" / "runs.jsonl").read_text()
     (d / "runs.jsonl").write_text(night)
-    other = "".join(json.dumps({**json.loads(ln), "session_id": "census-of-a-candidate"}) + "\n" for ln in night.splitlines()[:1])
-    for folder in (mark_not_stored(d / "bisect" / "census") / "transformers_5.22.2-ab12cd34", mark_not_stored(d / "ab" / "4x1" / "census-a")):
+    other = "".join(
+        json.dumps({**json.loads(ln), "session_id": "census-of-a-candidate"}) + "\n" for ln in night.splitlines()[:1]
+    )
+    for folder in (
+        mark_not_stored(d / "bisect" / "census") / "transformers_5.22.2-ab12cd34",
+        mark_not_stored(d / "ab" / "4x1" / "census-a"),
+    ):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "runs.jsonl").write_text(other)
     assert [r["session_id"] for r in records_of(d)] == [json.loads(night.splitlines()[0])["session_id"]]
@@ -146,14 +188,30 @@ def test_verdicts_of_every_report_are_kept(tmp_path):
     d.mkdir()
     (d / "runs.jsonl").write_text((R / "h200" / "lease5-round" / "runs.jsonl").read_text())
     sid = json.loads((d / "runs.jsonl").read_text().splitlines()[0])["session_id"]
-    (d / "report.json").write_text(json.dumps({"session_id": sid, "verdicts": [{"kind": "runtime", "case": "qwen3-1.7b-lora-1x4",
-                                                                                 "outcome": "pass", "message": "ok"}], "rows": []}))
+    (d / "report.json").write_text(
+        json.dumps(
+            {
+                "session_id": sid,
+                "verdicts": [{"kind": "runtime", "case": "qwen3-1.7b-lora-1x4", "outcome": "pass", "message": "ok"}],
+                "rows": [],
+            }
+        )
+    )
     (d / "ab" / "1x4").mkdir(parents=True)
-    (d / "ab" / "1x4" / "report.json").write_text(json.dumps({"session_id": "il-1", "verdict": {"ratio": 1.01, "lo": 0.99, "hi": 1.03},
-                                                              "verdicts": [{"kind": "interleaved", "case": "c", "outcome": "pass", "message": "m"}]}))
+    (d / "ab" / "1x4" / "report.json").write_text(
+        json.dumps(
+            {
+                "session_id": "il-1",
+                "verdict": {"ratio": 1.01, "lo": 0.99, "hi": 1.03},
+                "verdicts": [{"kind": "interleaved", "case": "c", "outcome": "pass", "message": "m"}],
+            }
+        )
+    )
     (rec,) = records_of(d)
-    assert [(v["source"], v["kind"], v["outcome"]) for v in rec["verdicts"]] == [("ab/1x4/report.json", "interleaved", "pass"),
-                                                                                ("report.json", "runtime", "pass")]
+    assert [(v["source"], v["kind"], v["outcome"]) for v in rec["verdicts"]] == [
+        ("ab/1x4/report.json", "interleaved", "pass"),
+        ("report.json", "runtime", "pass"),
+    ]
     assert rec["verdicts"][0]["ratio"] == 1.01
 
 
@@ -164,8 +222,14 @@ def test_a_night_of_one_timed_run_per_split_is_stored_without_the_interval_it_do
     d.mkdir()
     (d / "runs.jsonl").write_text((R / "h200" / "lease5-round" / "runs.jsonl").read_text())
     runs = [json.loads(line) for line in (d / "runs.jsonl").read_text().splitlines()]
-    row = {"workload": runs[0]["workload"], "decomposition": runs[0]["decomposition_id"], "verdict": "inconclusive", "ratio": 0.92,
-           "ratio_lo": float("nan"), "ratio_hi": float("nan")}
+    row = {
+        "workload": runs[0]["workload"],
+        "decomposition": runs[0]["decomposition_id"],
+        "verdict": "inconclusive",
+        "ratio": 0.92,
+        "ratio_lo": float("nan"),
+        "ratio_hi": float("nan"),
+    }
     (d / "report.json").write_text(json.dumps({"session_id": runs[0]["session_id"], "verdicts": [], "rows": [row]}))
     store = DirStore(tmp_path / "store")
     (rec,) = records_of(d)
@@ -179,13 +243,24 @@ def test_a_night_of_one_timed_run_per_split_is_stored_without_the_interval_it_do
 # the git branch store
 # ---------------------------------------------------------------------------------------------------------------------
 def _branch_files(bare: Path) -> list[str]:
-    out = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "perf-results"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "perf-results"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.split()
 
 
 def _commits(bare: Path) -> int:
-    return int(subprocess.run(["git", "--git-dir", str(bare), "rev-list", "--count", "perf-results"], capture_output=True, text=True,
-                              check=True).stdout)
+    return int(
+        subprocess.run(
+            ["git", "--git-dir", str(bare), "rev-list", "--count", "perf-results"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
 
 
 def test_git_store_on_a_bare_repository_with_a_concurrent_push(tmp_path):
@@ -205,27 +280,54 @@ def test_git_store_on_a_bare_repository_with_a_concurrent_push(tmp_path):
     n = _commits(bare)
     a.add(r1 + r2)  # everything stored already: no commit
     assert _commits(bare) == n
-    assert {r["session_id"] for r in GitStore(str(bare), tmp_path / "clone-c").records()} == {r["session_id"] for r in r1 + r2}
+    assert {r["session_id"] for r in GitStore(str(bare), tmp_path / "clone-c").records()} == {
+        r["session_id"] for r in r1 + r2
+    }
     a.sync()
     b.sync()
-    v2 = copy.deepcopy(r1[0])  # the same session with other content on both sides: the rebase conflicts, the later one is written again
+    v2 = copy.deepcopy(
+        r1[0]
+    )  # the same session with other content on both sides: the rebase conflicts, the later one is written again
     v2["verdicts"] = [{"source": "report.json", "kind": "runtime", "case": "c", "outcome": "pass", "message": "later"}]
     a.commit([copy.deepcopy(v2) | {"verdicts": [dict(v2["verdicts"][0], message="earlier")]}])
     b.commit([v2])
     a.push([])
     assert b.push([v2]) >= 1
-    assert next(r for r in GitStore(str(bare), tmp_path / "clone-e").records() if r["session_id"] == v2["session_id"])["verdicts"] == v2["verdicts"]
+    assert (
+        next(r for r in GitStore(str(bare), tmp_path / "clone-e").records() if r["session_id"] == v2["session_id"])[
+            "verdicts"
+        ]
+        == v2["verdicts"]
+    )
     n = _commits(bare)
     d = str(R / "h200" / "lease5-round")  # the command line, on a file:// URL, twice: one more file, one more commit
     for _ in range(2):
-        assert cli.main(["store", "add", d, "--store", f"file://{bare}", "--cache", str(tmp_path / "clone-d"), "--track", "latest"]) == 0
+        assert (
+            cli.main(
+                [
+                    "store",
+                    "add",
+                    d,
+                    "--store",
+                    f"file://{bare}",
+                    "--cache",
+                    str(tmp_path / "clone-d"),
+                    "--track",
+                    "latest",
+                ]
+            )
+            == 0
+        )
     assert len(_branch_files(bare)) == 7 and _commits(bare) == n + 1
 
 
 def test_git_store_two_jobs_adding_at_once(tmp_path):
     bare = tmp_path / "store.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    jobs = [records_of(R / "census-h200" / d, track=t) for d, t in (("lease-a/a", "pinned"), ("lease-b/b", "latest"), ("lease-c/a", "pinned"))]
+    jobs = [
+        records_of(R / "census-h200" / d, track=t)
+        for d, t in (("lease-a/a", "pinned"), ("lease-b/b", "latest"), ("lease-c/a", "pinned"))
+    ]
     errors = []
 
     def job(i):
@@ -276,7 +378,9 @@ def _with_census(rec: dict, dec: str, kernel: str, delta: float) -> dict:
 def test_census_change_with_unchanged_pins_raises_one_alert_naming_it(base_night):
     nights = [night(base_night, i) for i in range(10)]
     k = "void at::native::elementwise_kernel<128, 4>"
-    nights[6] = _with_census(night(base_night, 6, env={"driver": "590.10.01"}), "4x1", k, 1.0)  # a new driver adds a kernel
+    nights[6] = _with_census(
+        night(base_night, 6, env={"driver": "590.10.01"}), "4x1", k, 1.0
+    )  # a new driver adds a kernel
     for i in range(7, 10):
         nights[i] = _with_census(night(base_night, i, env={"driver": "590.10.01"}), "4x1", k, 1.0)
     for i in (8, 9):  # an environment change with no effect: a note
@@ -288,7 +392,9 @@ def test_census_change_with_unchanged_pins_raises_one_alert_naming_it(base_night
     assert "driver 580.159.04→590.10.01" in al["summary"]
     assert [n["text"].split(": ", 1)[1] for n in res["notes"]] == ["cuda 13.0→13.1, no census or timing alert"]
     # the same counts with transformers bumped: a library change, judged by the A/B, no environment alert
-    bumped = [night(base_night, i) for i in range(3)] + [_with_census(night(base_night, 3, versions={"transformers": "5.24.0"}), "4x1", k, 1.0)]
+    bumped = [night(base_night, i) for i in range(3)] + [
+        _with_census(night(base_night, 3, versions={"transformers": "5.24.0"}), "4x1", k, 1.0)
+    ]
     assert find_alerts(bumped)["alerts"] == []
     # one issue per alert: a stable key and title, whatever night the alerts are run
     assert find_alerts(nights + [night(base_night, 10, env={"driver": "590.10.01"})])["alerts"][0]["key"] == al["key"]
@@ -307,12 +413,17 @@ def test_a_ten_percent_shift_that_holds_alerts_on_its_second_night_only(base_nig
     assert find_alerts(planted[:31])["alerts"] == []  # one night proves nothing
     second = find_alerts(planted[:32], new_only=True)["alerts"]
     assert [(a["kind"], a["subject"], a["session_id"], a["raised_at"]) for a in second] == [
-        ("timing", f"qwen3-1.7b-lora-{d}", "night-030", "night-031") for d in ("1x4", "2x2", "4x1")]
+        ("timing", f"qwen3-1.7b-lora-{d}", "night-030", "night-031") for d in ("1x4", "2x2", "4x1")
+    ]
     a = second[0]
-    assert 1.05 < a["ratio"] < 1.15 and a["lo"] < a["ratio"] < a["hi"] and a["nights"] == 2 and a["reference_nights"] == 30
+    assert (
+        1.05 < a["ratio"] < 1.15 and a["lo"] < a["ratio"] < a["hi"] and a["nights"] == 2 and a["reference_nights"] == 30
+    )
     assert "driver 580.159.04→590.10.01" in a["summary"] and len(a["trend"]) == 10
     later = find_alerts(planted)
-    assert sorted(x["key"] for x in later["alerts"]) == sorted(x["key"] for x in second)  # the same alerts, the same keys
+    assert sorted(x["key"] for x in later["alerts"]) == sorted(
+        x["key"] for x in second
+    )  # the same alerts, the same keys
     assert find_alerts(planted, new_only=True)["alerts"] == []  # nothing new on the nights after
 
 
@@ -341,8 +452,17 @@ def test_a_shift_s_issue_text_carries_the_trend_the_size_and_the_environment_dif
 
 
 def test_a_long_trend_is_cut_to_a_readable_table():
-    trend = [{"night": n, "session_id": f"20270101T021700-{n + 50:06x}", "started_at": "2027-01-01T02:17:00+0000", "median_ms": 100.0,
-              "vs_reference": 1.1 if n > 0 else 1.0, "changes": []} for n in [*range(-8, 0), *range(1, 41)]]
+    trend = [
+        {
+            "night": n,
+            "session_id": f"20270101T021700-{n + 50:06x}",
+            "started_at": "2027-01-01T02:17:00+0000",
+            "median_ms": 100.0,
+            "vs_reference": 1.1 if n > 0 else 1.0,
+            "changes": [],
+        }
+        for n in [*range(-8, 0), *range(1, 41)]
+    ]
     table = alert_text.trend_table({"trend": trend})
     assert len(table) == 2 + 8 + alert_text.TREND_AFTER + 1 and table[-1].strip().startswith("(and 28 more night(s)")
     assert "| 00002a |" in table[2] and alert_text.short_session("night-030") == "night-030"
@@ -357,8 +477,13 @@ def test_aa_nights_raise_at_most_alpha_false_alerts(base_night):
     rule = ShiftRule()
     level = base_night["cases"][0]["step_time_ms"]["median"]
     series = 100
-    false = sum(bool(find(list(level * np.exp(np.random.default_rng(1000 + i).normal(0, DRIFT, 100))), rule)) for i in range(series))
-    assert false <= rule.alpha * series  # the rule's budget is alpha per 365 nights: over 100 nights about a quarter of it
+    false = sum(
+        bool(find(list(level * np.exp(np.random.default_rng(1000 + i).normal(0, DRIFT, 100))), rule))
+        for i in range(series)
+    )
+    assert (
+        false <= rule.alpha * series
+    )  # the rule's budget is alpha per 365 nights: over 100 nights about a quarter of it
     # and through the store's records: 100 A/A nights of the three splits
     assert find_alerts(noisy_nights(base_night, 100, DRIFT, seed=7))["alerts"] == []
 
@@ -369,7 +494,10 @@ def test_alerts_command(tmp_path, base_night, capsys):
     nights[3] = _with_census(night(base_night, 3, env={"image": "sha256:feed"}), "1x4", "k", 2.0)
     DirStore(st).add(nights)
     issues = tmp_path / "env-alerts.json"
-    assert cli.main(["store", "alerts", "--store", str(st), "--gpu", "h200", "--new", "--json", "--issues", str(issues)]) == 0
+    assert (
+        cli.main(["store", "alerts", "--store", str(st), "--gpu", "h200", "--new", "--json", "--issues", str(issues)])
+        == 0
+    )
     res = json.loads(capsys.readouterr().out)
     assert [a["key"] for a in res["alerts"]] == ["env-census/h200/pinned/gpu-h200-1/night-003"]
     rep = json.loads(issues.read_text())
@@ -389,8 +517,10 @@ def test_alerts_command(tmp_path, base_night, capsys):
 
 def test_store_commands_start_without_scipy():
     """``store add`` and every ``--help`` only read and write files: they must not pay for importing scipy (seconds)."""
-    code = ("import sys; from harness.commands import cli, store; from harness.store import alerts, summary; "
-            "print(sorted(m for m in ('scipy', 'numpy', 'matplotlib', 'torch') if m in sys.modules))")
+    code = (
+        "import sys; from harness.commands import cli, store; from harness.store import alerts, summary; "
+        "print(sorted(m for m in ('scipy', 'numpy', 'matplotlib', 'torch') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
 
@@ -399,8 +529,10 @@ def test_a_census_s_tokens_and_memory_reach_the_store_and_its_census_alerts(base
     """The data a step sees (tokens per step) and its memory are kept in the store with the counts: a night whose
     tokens per step moved, pins and counts unchanged, raises the census alert that names them."""
     for case in base_night["cases"]:
-        case["census"].update(tokens={"real": 2048.0, "padded": 2048.0},
-                              memory={"peak_reserved_bytes": 4_000_000_000, "peak_allocated_bytes": 3_000_000_000})
+        case["census"].update(
+            tokens={"real": 2048.0, "padded": 2048.0},
+            memory={"peak_reserved_bytes": 4_000_000_000, "peak_allocated_bytes": 3_000_000_000},
+        )
     nights = [night(base_night, i) for i in range(4)]
     for later in nights[2:]:
         c = next(c for c in later["cases"] if c["decomposition"] == "4x1")["census"]
@@ -415,8 +547,18 @@ def test_a_census_s_tokens_and_memory_reach_the_store_and_its_census_alerts(base
 def test_the_store_keeps_a_census_run_s_tokens_and_memory():
     from harness.store.summary import case_entry
 
-    census = {"fits": True, "device": "cuda", "ops": 50192.6, "kernels": 10938.4, "tokens": {"real": 2048.0, "padded": 2048.0},
-              "memory": {"peak_reserved_bytes": 4_487_905_280, "allocated_per_step": 123_456, "allocated_by_op": {"aten::mm": 100_000}}}
+    census = {
+        "fits": True,
+        "device": "cuda",
+        "ops": 50192.6,
+        "kernels": 10938.4,
+        "tokens": {"real": 2048.0, "padded": 2048.0},
+        "memory": {
+            "peak_reserved_bytes": 4_487_905_280,
+            "allocated_per_step": 123_456,
+            "allocated_by_op": {"aten::mm": 100_000},
+        },
+    }
     run = {"run_id": "c1", "workload": "w", "decomposition_id": "4x1", "status": "ok", "census": census}
     kept = case_entry("w", "4x1", [run], None, {id(run): "dir"})["census"]
     assert kept["tokens"] == census["tokens"] and kept["memory"] == census["memory"]

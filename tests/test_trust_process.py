@@ -1,6 +1,6 @@
-"""A verdict the user can trust, as processes see it: every reader takes only the report of the run it started; exit codes
-that tell a regression from bad input, a failed measurement and a crash of the suite; Ctrl-C and SIGTERM end with one
-line (130, 143); a cleanup that kills every worker whatever fails; no worker outlives a killed parent; and no result
+"""A verdict the user can trust, as processes see it: every reader takes only the report of the run it started; exit
+codes that tell a regression from bad input, a failed measurement and a crash of the suite; Ctrl-C and SIGTERM end with
+one line (130, 143); a cleanup that kills every worker whatever fails; no worker outlives a killed parent; and no result
 written through a symbolic link out of the results dir.
 
 Each test asserts the outcome (verdict or refusal, exit code, nothing lost, no process left). Workers are stand-ins (a
@@ -21,7 +21,7 @@ from processes import live_processes
 from venvs import make_venv
 
 from harness import exits
-from harness.commands import cli
+from harness.commands import cli, run_commands
 from harness.errors import BadInput
 from harness.files import OutsideResults, append_jsonl, report_session, write_json_atomic
 from harness.measuring.resident import ResidentWorker, WorkerDied
@@ -38,8 +38,8 @@ ENV.pop("HARNESS_FAULTS", None)
 
 # ---- stand-ins ------------------------------------------------------------------------------------------------------
 class StubWorker:
-    """A resident worker that answers at once, with step times of ``slow`` times 1 s (a deterministic wobble; the report's
-    plan sizes launches by them, so they are not tiny), or that dies at its first block with ``die``."""
+    """A resident worker that answers at once, with step times of ``slow`` times 1 s (a deterministic wobble; the
+    report's plan sizes launches by them, so they are not tiny), or that dies at its first block with ``die``."""
 
     hold_cpus = warm_cpus = None
 
@@ -51,11 +51,20 @@ class StubWorker:
 
     def block(self, k: int, inject=None, micro: bool = False) -> dict:
         if self.die:
-            raise WorkerDied(f"resident worker {self.side.upper()} (launch {self.launch}) during block 1: it was killed by SIGKILL")
+            raise WorkerDied(
+                f"resident worker {self.side.upper()} (launch {self.launch}) during block 1: it was killed by SIGKILL"
+            )
         self.n += 1
         steps = [1000.0 * self.slow * (1 + 0.01 * math.sin(7 * self.n + i + 3 * self.launch)) for i in range(k)]
-        return {"k": k, "step_times_ms": steps, "canary_ms": 1.0, "started_at": time.time(), "wall_s": sum(steps) / 1000,
-                "cpu_s": sum(steps) / 1000, "global_step": self.n * k}
+        return {
+            "k": k,
+            "step_times_ms": steps,
+            "canary_ms": 1.0,
+            "started_at": time.time(),
+            "wall_s": sum(steps) / 1000,
+            "cpu_s": sum(steps) / 1000,
+            "global_step": self.n * k,
+        }
 
     def stop(self) -> None:
         pass
@@ -69,6 +78,7 @@ class StubWorker:
 
 def stub_launcher(monkeypatch, slow_b: float = 1.0, die: bool = False) -> None:
     """Every interleave() from here on runs on :class:`StubWorker` s (B ``slow_b`` times A's step, or dying)."""
+
     class Stub(Plain):
         def open(self, launch):
             return {"a": StubWorker("a", launch), "b": StubWorker("b", launch, slow_b, die)}
@@ -77,15 +87,37 @@ def stub_launcher(monkeypatch, slow_b: float = 1.0, die: bool = False) -> None:
 
 
 def cfg(tmp_path, **kw) -> ComparisonConfig:
-    return ComparisonConfig(**{"workload": "tiny-qwen3", "decomposition": "4x1", "gpu": "cpu", "workloads_dir": str(ROOT / "workloads"),
-                               "results_dir": str(tmp_path / "out"), "pairs": 12, "launches": 3, "block_steps": 2, "warmup_steps": 1,
-                               "cpus": (), "prestart": False, "warm_apart": False, "seed": 3, **kw})
+    return ComparisonConfig(
+        **{
+            "workload": "tiny-qwen3",
+            "decomposition": "4x1",
+            "gpu": "cpu",
+            "workloads_dir": str(ROOT / "workloads"),
+            "results_dir": str(tmp_path / "out"),
+            "pairs": 12,
+            "launches": 3,
+            "block_steps": 2,
+            "warmup_steps": 1,
+            "cpus": (),
+            "prestart": False,
+            "warm_apart": False,
+            "seed": 3,
+            **kw,
+        }
+    )
 
 
 def suite_report(tmp_path) -> Path:
     """A suite's report with one runtime regression against its stored baseline (and nothing else failing)."""
-    data = {"gpu": "cpu", "session_id": "suite-1", "rows": [{"workload": "tiny-qwen3", "decomposition": "4x1"}], "versions": {},
-            "verdicts": [{"kind": "runtime", "case": "tiny-qwen3-4x1", "outcome": "regression", "message": "REGRESSION: x1.30"}]}
+    data = {
+        "gpu": "cpu",
+        "session_id": "suite-1",
+        "rows": [{"workload": "tiny-qwen3", "decomposition": "4x1"}],
+        "versions": {},
+        "verdicts": [
+            {"kind": "runtime", "case": "tiny-qwen3-4x1", "outcome": "regression", "message": "REGRESSION: x1.30"}
+        ],
+    }
     path = tmp_path / "report.json"
     path.write_text(json.dumps(data))
     return path
@@ -96,13 +128,25 @@ def python_b(tmp_path) -> str:
     return make_venv(tmp_path / "venv-b")
 
 
-# ---- 1. a report is read only by the run that wrote it ------------------------------------------------------------------
+# ---- 1. a report is read only by the run that wrote it ---------------------------------------------------------------
 def test_confirm_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, monkeypatch):
     """A rerun whose worker died, beside the earlier confirmation's report: no verdict (exit 3), never "CONFIRMED"."""
     from harness.workflows.confirm import UNCONFIRMED, confirm
 
-    t = ComparisonConfig(workload="", decomposition="", python_a=sys.executable, python_b=python_b(tmp_path), cpus=(), pairs=12, launches=3,
-                         block_steps=2, warmup_steps=1, prestart=False, warm_apart=False, seed=3)
+    t = ComparisonConfig(
+        workload="",
+        decomposition="",
+        python_a=sys.executable,
+        python_b=python_b(tmp_path),
+        cpus=(),
+        pairs=12,
+        launches=3,
+        block_steps=2,
+        warmup_steps=1,
+        prestart=False,
+        warm_apart=False,
+        seed=3,
+    )
     common = dict(workloads_dir=ROOT / "workloads", results_dir=tmp_path / "c", out=lambda _: None)
     stub_launcher(monkeypatch, slow_b=1.5)
     assert confirm(suite_report(tmp_path), t, **common).exit_code == exits.REGRESSION
@@ -118,18 +162,22 @@ def test_confirm_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, mo
     assert confirm(suite_report(tmp_path), t, **common).exit_code == exits.MEASUREMENT_FAILED
     got = json.loads((tmp_path / "c" / "report.json").read_text())
     v = got["verdicts"][0]
-    assert earlier.read_text() == stale and json.loads(stale)["verdict"]["outcome"] == "regression"  # still there, not read
+    assert (
+        earlier.read_text() == stale and json.loads(stale)["verdict"]["outcome"] == "regression"
+    )  # still there, not read
     assert v["outcome"] == UNCONFIRMED and "no interleaved verdict from this run (exit code 3)" in v["message"], v
     assert got["confirm"]["confirmed"] == [] and got["confirm"]["failed"] == ["tiny-qwen3-4x1"]
     assert got["confirm"]["session_id"] != first["confirm"]["session_id"] and got["session_id"] == "suite-1"
     monkeypatch.undo()
-    stub_launcher(monkeypatch, die=True)  # the real comparison, its worker dead: the earlier report is gone, no verdict either
+    stub_launcher(
+        monkeypatch, die=True
+    )  # the real comparison, its worker dead: the earlier report is gone, no verdict either
     assert confirm(suite_report(tmp_path), t, **common).exit_code == exits.MEASUREMENT_FAILED and not earlier.exists()
 
 
 def test_two_virtualenvs_of_one_interpreter_are_two_environments(tmp_path):
-    """tox's .tox/pinned and .tox/latest run one base binary; the environment is the prefix and its distributions. A wrapper
-    of this interpreter (another path, the same prefix) is still this environment."""
+    """tox's .tox/pinned and .tox/latest run one base binary; the environment is the prefix and its distributions. A
+    wrapper of this interpreter (another path, the same prefix) is still this environment."""
     from harness.measuring.interpreters import environment
 
     pinned, latest = make_venv(tmp_path / "pinned"), make_venv(tmp_path / "latest")
@@ -143,16 +191,43 @@ def test_two_virtualenvs_of_one_interpreter_are_two_environments(tmp_path):
 
 
 def test_the_nightly_confirms_a_slowdown_between_two_virtualenvs_and_opens_an_issue(tmp_path, monkeypatch, fake_gh):
-    """The nightly's confirm step as it runs it (pinned's python, A pinned, B latest), its workers stand-ins with B 1.5 times
-    slower: confirmed, exit 1, and the issue step files the runtime regression from the confirmed report."""
+    """The nightly's confirm step as it runs it (pinned's python, A pinned, B latest), its workers stand-ins with B 1.5
+    times slower: confirmed, exit 1, and the issue step files the runtime regression from the confirmed report."""
     pinned, latest = make_venv(tmp_path / "pinned"), make_venv(tmp_path / "latest")
     stub_launcher(monkeypatch, slow_b=1.5)
     out = tmp_path / "confirm"
-    code = cli.main(["confirm", str(suite_report(tmp_path)), "--python-a", pinned, "--python-b", latest, "--results-dir", str(out),
-                     "--workloads-dir", str(ROOT / "workloads"), "--set", "pairs=12", "--set", "launches=3",
-                     "--set", "block_steps=2", "--set", "warmup_steps=1", "--set", "prestart=false", "--set", "warm_apart=false"])
+    code = cli.main(
+        [
+            "confirm",
+            str(suite_report(tmp_path)),
+            "--python-a",
+            pinned,
+            "--python-b",
+            latest,
+            "--results-dir",
+            str(out),
+            "--workloads-dir",
+            str(ROOT / "workloads"),
+            "--set",
+            "pairs=12",
+            "--set",
+            "launches=3",
+            "--set",
+            "block_steps=2",
+            "--set",
+            "warmup_steps=1",
+            "--set",
+            "prestart=false",
+            "--set",
+            "warm_apart=false",
+        ]
+    )
     got = json.loads((out / "report.json").read_text())
-    assert code == exits.REGRESSION and got["confirm"]["confirmed"] == ["tiny-qwen3-4x1"] and not got["confirm"]["same_environment"]
+    assert (
+        code == exits.REGRESSION
+        and got["confirm"]["confirmed"] == ["tiny-qwen3-4x1"]
+        and not got["confirm"]["same_environment"]
+    )
     filed = fake_gh(json.loads(suite_report(tmp_path).read_text()), CONFIRM=str(out / "report.json"))
     titles = [c[c.index("--title") + 1] for c in filed if c[:2] == ["issue", "create"]]
     assert titles == ["perf regression: cpu latest runtime tiny-qwen3-4x1"]
@@ -161,20 +236,41 @@ def test_the_nightly_confirms_a_slowdown_between_two_virtualenvs_and_opens_an_is
 def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, monkeypatch):
     from harness.workflows import advise as ad
 
-    probes = {s: {"status": "ok", "step_ms": ms, "probe_ms": ms} for s, ms in (("4x1", 100.0), ("2x2", 110.0), ("1x4", 400.0))}
+    probes = {
+        s: {"status": "ok", "step_ms": ms, "probe_ms": ms} for s, ms in (("4x1", 100.0), ("2x2", 110.0), ("1x4", 400.0))
+    }
     monkeypatch.setattr(ad, "probe", lambda *a, **k: (probes, None))
     old = tmp_path / "out" / "2x2-vs-4x1"
     old.mkdir(parents=True)
-    (old / "report.json").write_text(json.dumps({"session_id": "interleave-earlier", "verdict": {"outcome": "improvement", "ratio": 0.5,
-                                                                                                   "lo": 0.4, "hi": 0.6, "message": "old"}}))
+    (old / "report.json").write_text(
+        json.dumps(
+            {
+                "session_id": "interleave-earlier",
+                "verdict": {"outcome": "improvement", "ratio": 0.5, "lo": 0.4, "hi": 0.6, "message": "old"},
+            }
+        )
+    )
     (tmp_path / "out" / "report.json").write_text('{"answer": "an earlier advice"}')
-    monkeypatch.setattr(il, "interleave", lambda cfg, *, workload, out: ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir)))
-    advice = ad.advise(gpu="cpu", workload="tiny-qwen3", workloads_dir=ROOT / "workloads", results_dir=tmp_path / "out", census=False,
-                       out=lambda _: None)
+    monkeypatch.setattr(
+        il,
+        "interleave",
+        lambda cfg, *, workload, out: ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir)),
+    )
+    advice = ad.advise(
+        gpu="cpu",
+        workload="tiny-qwen3",
+        workloads_dir=ROOT / "workloads",
+        results_dir=tmp_path / "out",
+        census=False,
+        out=lambda _: None,
+    )
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert advice.exit_code == exits.MEASUREMENT_FAILED and advice.failed == ["2x2"] and advice.recommended == "4x1"
     assert report["failed"] == ["2x2"] and report["session_id"].startswith("advise-")
-    assert report["compared"]["2x2"]["outcome"] == "inconclusive" and "from this run (exit code 3)" in report["compared"]["2x2"]["message"]
+    assert (
+        report["compared"]["2x2"]["outcome"] == "inconclusive"
+        and "from this run (exit code 3)" in report["compared"]["2x2"]["message"]
+    )
     assert report["answer"]["recommended"] == "4x1"  # the old "improvement" of 2x2 did not win it
 
 
@@ -182,12 +278,18 @@ def test_the_pytest_fixture_reads_only_its_own_comparisons_report(perf_project, 
     old = perf_project.path / "out" / "interleave" / "tiny-qwen3-4x1"
     old.mkdir(parents=True)
     (old / "report.json").write_text(json.dumps({"session_id": "interleave-earlier", "verdict": {"outcome": "pass"}}))
-    perf_project.makepyfile(test_fixture="""
+    perf_project.makepyfile(
+        test_fixture="""
         def test_stale(perf_interleave):
             assert perf_interleave(("tiny-qwen3", "4x1")) == (3, None)
-        """)
-    monkeypatch.setattr(il, "interleave", lambda cfg, *, out: ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir)))
-    perf_project.runpytest("test_fixture.py", "--gpu=cpu", "--results-dir", "out", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+        """
+    )
+    monkeypatch.setattr(
+        il, "interleave", lambda cfg, *, out: ComparisonResult(exits.MEASUREMENT_FAILED, Path(cfg.results_dir))
+    )
+    perf_project.runpytest(
+        "test_fixture.py", "--gpu=cpu", "--results-dir", "out", "-p", "no:cacheprovider"
+    ).assert_outcomes(passed=1)
 
 
 def test_recover_tells_an_old_report_from_this_runs(tmp_path):
@@ -201,33 +303,57 @@ def test_recover_tells_an_old_report_from_this_runs(tmp_path):
     own = json.loads((out / "report.json").read_text())
     run = json.loads((out / "progress.json").read_text())["settings"]["session_id"]
     assert own["session_id"] == run and report_session(own) == run
-    with pytest.raises(ValueError, match=f"already has report.json of this run \\({run}\\): the run wrote its own report"):
+    with pytest.raises(
+        ValueError, match=f"already has report.json of this run \\({run}\\): the run wrote its own report"
+    ):
         il.recover(out, out=lambda _: None)
     write_json_atomic(out / "report.json", {**own, "session_id": "interleave-earlier", "verdict": {"outcome": "pass"}})
     said = []
     assert il.recover(out, out=said.append).exit_code == exits.REGRESSION
-    assert any(f"an old report (of run interleave-earlier, not this run's {run}); moved aside to report-interleave-earlier.json" in s
-               for s in said), said
+    assert any(
+        f"an old report (of run interleave-earlier, not this run's {run}); "
+        "moved aside to report-interleave-earlier.json" in s
+        for s in said
+    ), said
     again = json.loads((out / "report.json").read_text())
-    assert again["session_id"] == run and again["recovered"]["pairs"] == own["pairs"] and again["verdict"]["outcome"] == "regression"
+    assert (
+        again["session_id"] == run
+        and again["recovered"]["pairs"] == own["pairs"]
+        and again["verdict"]["outcome"] == "regression"
+    )
     assert json.loads((out / "report-interleave-earlier.json").read_text())["verdict"] == {"outcome": "pass"}
 
 
-# ---- 2. exit codes ---------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("raised, code, says", [
-    (BadInput("--pairs must be positive"), exits.BAD_INPUT, "error: --pairs must be positive"),
-    # a ValueError the suite did not raise as a refusal (a library's, or a bug) is the suite's own error, not bad input
-    (ValueError("math domain error"), exits.SUITE_ERROR, "error: unexpected ValueError: math domain error; a bug of the suite"),
-    (WorkerDied("resident worker B (launch 2) during block 3: it was killed by SIGKILL (full log: w.log)"), exits.MEASUREMENT_FAILED,
-     "error: resident worker B (launch 2) during block 3"),
-    (OSError(errno.EROFS, "Read-only file system", "out/blocks.jsonl"), exits.SUITE_ERROR, "error: I/O error: out/blocks.jsonl: Read-only"),
-    (KeyError("verdict"), exits.SUITE_ERROR, "error: unexpected KeyError: 'verdict'; a bug of the suite"),
-])
+# ---- 2. exit codes ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "raised, code, says",
+    [
+        (BadInput("--pairs must be positive"), exits.BAD_INPUT, "error: --pairs must be positive"),
+        # a ValueError the suite did not raise as a refusal (a library's, or a bug) is the suite's own error,
+        # not bad input
+        (
+            ValueError("math domain error"),
+            exits.SUITE_ERROR,
+            "error: unexpected ValueError: math domain error; a bug of the suite",
+        ),
+        (
+            WorkerDied("resident worker B (launch 2) during block 3: it was killed by SIGKILL (full log: w.log)"),
+            exits.MEASUREMENT_FAILED,
+            "error: resident worker B (launch 2) during block 3",
+        ),
+        (
+            OSError(errno.EROFS, "Read-only file system", "out/blocks.jsonl"),
+            exits.SUITE_ERROR,
+            "error: I/O error: out/blocks.jsonl: Read-only",
+        ),
+        (KeyError("verdict"), exits.SUITE_ERROR, "error: unexpected KeyError: 'verdict'; a bug of the suite"),
+    ],
+)
 def test_each_failure_has_its_own_exit_code_and_one_line(monkeypatch, capsys, raised, code, says):
     def fail(_):
         raise raised
 
-    monkeypatch.setattr(cli, "_cmd_recover", fail)
+    monkeypatch.setattr(run_commands, "_cmd_recover", fail)
     assert cli.main(["recover", "somewhere"]) == code
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(says), err
@@ -238,47 +364,89 @@ def test_each_failure_has_its_own_exit_code_and_one_line(monkeypatch, capsys, ra
 
 
 def test_a_directory_as_python_b_is_bad_input_before_any_work(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "harness", "interleave", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1",
-                          "--workloads-dir", str(ROOT / "workloads"), "--results-dir", str(tmp_path / "out"), "--python-b", str(tmp_path)],
-                         capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=120)
-    assert res.returncode == exits.BAD_INPUT and "not an executable Python" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "interleave",
+            "--gpu",
+            "cpu",
+            "--workload",
+            "tiny-qwen3",
+            "--decomposition",
+            "4x1",
+            "--workloads-dir",
+            str(ROOT / "workloads"),
+            "--results-dir",
+            str(tmp_path / "out"),
+            "--python-b",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert (
+        res.returncode == exits.BAD_INPUT
+        and "not an executable Python" in res.stderr
+        and len(res.stderr.strip().splitlines()) == 1
+    )
     assert not (tmp_path / "out").exists()  # refused before the results dir was made
 
 
 SLEEPING_COMMAND = """
 import sys, time
-from harness.commands import cli
+from harness.commands import cli, run_commands
 def stand_in(_):
     print("ready", flush=True)
     time.sleep(60)
-cli._cmd_recover = stand_in
+run_commands._cmd_recover = stand_in
 sys.exit(cli.main(["recover", "somewhere"]))
 """
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, exits.INTERRUPTED), (signal.SIGTERM, exits.TERMINATED)])
 def test_ctrl_c_and_sigterm_end_a_command_with_one_line_130_and_143(sig, code):
-    proc = subprocess.Popen([sys.executable, "-c", SLEEPING_COMMAND], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLEEPING_COMMAND],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == code and err.strip().startswith("interrupted (") and len(err.strip().splitlines()) == 1, err
+    assert proc.returncode == code and err.strip().startswith("interrupted (") and len(err.strip().splitlines()) == 1, (
+        err
+    )
 
 
 def test_sigterm_ends_a_pytest_session_with_one_line_and_143(pytester):
     """A cancelled CI job: the test that was running stops, the one that finished counts, one line, exit 143."""
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]')
-    pytester.makepyfile(test_slow="""
+    pytester.makepyfile(
+        test_slow="""
         import time
         def test_done():
             pass
         def test_running():
             print("running", flush=True)
             time.sleep(60)
-        """)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "test_slow.py", "--gpu", "cpu"], cwd=pytester.path,
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "test_slow.py", "--gpu", "cpu"],
+        cwd=pytester.path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     while not any("running" in ln for ln in lines):
         lines.append(proc.stdout.readline())
@@ -290,12 +458,12 @@ def test_sigterm_ends_a_pytest_session_with_one_line_and_143(pytester):
     assert "Traceback" not in text and "Terminated: received SIGTERM" not in text
 
 
-# ---- 3. the cleanup kills every worker first -------------------------------------------------------------------------------
+# ---- 3. the cleanup kills every worker first -------------------------------------------------------------------------
 @pytest.mark.parametrize("fault", ["read-only", "killing A fails"])
 def test_a_failing_cleanup_still_kills_both_workers(tmp_path, monkeypatch, fault):
     """progress.json cannot be written (EROFS) once both workers are up, and neither can their request files be removed;
-    or killing worker A itself raises (a second Ctrl-C): worker B is killed all the same, and the first error is what the
-    caller hears."""
+    or killing worker A itself raises (a second Ctrl-C): worker B is killed all the same, and the first error is what
+    the caller hears."""
     from harness.sidebyside.plan import ComparisonPlan
 
     workers = {}
@@ -313,27 +481,34 @@ def test_a_failing_cleanup_still_kills_both_workers(tmp_path, monkeypatch, fault
         raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "progress.json"))
 
     settings = {"inject_work_b_percent": 0, "warmup_steps": 1, "prestart": False}
-    comparison = Comparison(settings, ComparisonPlan.make(4, 2, None, 2, "step", 1, 0), None, Opened(None), tmp_path, "case", {})
+    comparison = Comparison(
+        settings, ComparisonPlan.make(4, 2, None, 2, "step", 1, 0), None, Opened(None), tmp_path, "case", {}
+    )
     monkeypatch.setattr(Comparison, "save_progress", read_only)
     if fault == "read-only":
         monkeypatch.setattr(Path, "unlink", read_only)
     else:
         real = workers["a"].kill
-        monkeypatch.setattr(workers["a"], "kill", lambda: (real(), (_ for _ in ()).throw(KeyboardInterrupt("Ctrl-C again"))))
+        monkeypatch.setattr(
+            workers["a"], "kill", lambda: (real(), (_ for _ in ()).throw(KeyboardInterrupt("Ctrl-C again")))
+        )
     with pytest.raises(OSError if fault == "read-only" else KeyboardInterrupt):
         comparison.run_launch(1)
     assert [w.proc.poll() for w in workers.values()] == [-signal.SIGKILL, -signal.SIGKILL]
 
 
-# ---- 4. a fresh worker dies with its parent ------------------------------------------------------------------------------
+# ---- 4. a fresh worker dies with its parent --------------------------------------------------------------------------
 PARENT = """
 import sys
 from pathlib import Path
 from harness.measuring import runner
 from harness.spec import load_workload
 tag, out, workloads = sys.argv[1:4]
-# the worker itself is a stand-in that would train for a minute: what matters is what happens to it when this parent dies
-runner.worker_command = lambda req, a, b: [sys.executable, "-c", "import time; time.sleep(60)", "harness-stub-worker", tag]
+# the worker itself is a stand-in that would train for a minute:
+# what matters is what happens to it when this parent dies
+runner.worker_command = lambda req, a, b: [
+    sys.executable, "-c", "import time; time.sleep(60)", "harness-stub-worker", tag
+]
 w = load_workload(workloads, "tiny-qwen3")
 runner.run_one(runner.RunRequest(w, w.decompositions[0], 1), Path(out), "s", 600, "cpu")
 """
@@ -342,7 +517,9 @@ runner.run_one(runner.RunRequest(w, w.decompositions[0], 1), Path(out), "s", 600
 def test_a_fresh_worker_dies_with_its_sigkilled_parent(tmp_path):
     tag = f"tag-{os.getpid()}-{time.monotonic_ns()}"
     mine = lambda: live_processes(b"harness-stub-worker", lambda _, argv: tag.encode() in argv)  # noqa: E731
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, tag, str(tmp_path / "out"), str(ROOT / "workloads")], env=ENV)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, tag, str(tmp_path / "out"), str(ROOT / "workloads")], env=ENV
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not mine() and parent.poll() is None:
         time.sleep(0.1)
@@ -355,14 +532,16 @@ def test_a_fresh_worker_dies_with_its_sigkilled_parent(tmp_path):
     assert mine() == [], "a fresh worker outlived its SIGKILLed parent"
 
 
-# ---- 5. results are written inside the results dir only -------------------------------------------------------------------
+# ---- 5. results are written inside the results dir only --------------------------------------------------------------
 def test_symbolic_links_out_of_the_results_dir_are_refused(tmp_path):
     outside, out = tmp_path / "outside", tmp_path / "out"
     outside.mkdir()
     out.mkdir()
     (outside / "victim").write_text("keep me\n")
     (out / "runs.jsonl").symlink_to(outside / "victim")
-    with pytest.raises(OutsideResults, match="runs.jsonl is a symbolic link to .*victim, outside .*: results are written only inside"):
+    with pytest.raises(
+        OutsideResults, match="runs.jsonl is a symbolic link to .*victim, outside .*: results are written only inside"
+    ):
         append_jsonl(out / "runs.jsonl", {"run": 1})
     (out / "report.json").symlink_to(outside / "report.json")
     with pytest.raises(OutsideResults, match="report.json is a symbolic link"):
@@ -371,33 +550,86 @@ def test_symbolic_links_out_of_the_results_dir_are_refused(tmp_path):
     (out / "link.jsonl").symlink_to("inside.jsonl")  # a link within the folder is followed
     append_jsonl(out / "link.jsonl", {"run": 2})
     assert (out / "inside.jsonl").read_text() == '{"run":2}\n'
-    census = [sys.executable, "-m", "harness", "census", "--gpu", "cpu", "--workload", "tiny-qwen3", "--workloads-dir", str(ROOT / "workloads"),
-              "--decomposition", "4x1", "--results-dir", str(out)]
+    census = [
+        sys.executable,
+        "-m",
+        "harness",
+        "census",
+        "--gpu",
+        "cpu",
+        "--workload",
+        "tiny-qwen3",
+        "--workloads-dir",
+        str(ROOT / "workloads"),
+        "--decomposition",
+        "4x1",
+        "--results-dir",
+        str(out),
+    ]
     (out / "work").symlink_to(outside, target_is_directory=True)
     (out / "runs.jsonl").unlink()
-    interleave = [sys.executable, "-m", "harness", "interleave", "--gpu", "cpu", "--workload", "tiny-qwen3", "--decomposition", "4x1",
-                  "--workloads-dir", str(ROOT / "workloads"), "--results-dir", str(tmp_path / "il")]
+    interleave = [
+        sys.executable,
+        "-m",
+        "harness",
+        "interleave",
+        "--gpu",
+        "cpu",
+        "--workload",
+        "tiny-qwen3",
+        "--decomposition",
+        "4x1",
+        "--workloads-dir",
+        str(ROOT / "workloads"),
+        "--results-dir",
+        str(tmp_path / "il"),
+    ]
     (tmp_path / "il").mkdir()
     (tmp_path / "il" / "blocks.jsonl").symlink_to(outside / "blocks.jsonl")
     for args, name in ((census, "work"), (interleave, "blocks.jsonl")):
         res = subprocess.run(args, capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=120)
         assert res.returncode == exits.BAD_INPUT and len(res.stderr.strip().splitlines()) == 1, res.stdout + res.stderr
-        assert f"{name} is a symbolic link to {outside}" in res.stderr and "results are written only inside" in res.stderr
+        assert (
+            f"{name} is a symbolic link to {outside}" in res.stderr and "results are written only inside" in res.stderr
+        )
     assert sorted(p.name for p in outside.iterdir()) == ["victim"] and (outside / "victim").read_text() == "keep me\n"
 
 
-# ---- the end to end: a real pytest session on the tiny workload ------------------------------------------------------------
+# ---- the end to end: a real pytest session on the tiny workload ------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.long
 def test_sigterm_during_a_real_session_keeps_the_finished_run_and_leaves_no_worker(two_splits):
-    """Splits 1x4 and 4x1: SIGTERM while 4x1 trains, after 1x4 finished: exit 143, one line that names what is kept, 1x4's
-    record in runs.jsonl, no worker left."""
+    """Splits 1x4 and 4x1: SIGTERM while 4x1 trains, after 1x4 finished: exit 143, one line that names what is kept,
+    1x4's record in runs.jsonl, no worker left."""
     project = two_splits
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "perftests", "--gpu=cpu", "--results-dir", "out", "--repeats", "1", "--steps", "6",
-                             "-k", "test_run and not runtime", "-p", "no:cacheprovider"], cwd=project.path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "perftests",
+            "--gpu=cpu",
+            "--results-dir",
+            "out",
+            "--repeats",
+            "1",
+            "--steps",
+            "6",
+            "-k",
+            "test_run and not runtime",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=project.path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     log = project.path / "out" / "runs.jsonl"
-    workers = lambda: live_processes(b"harness.measuring.worker", lambda p, _: os.readlink(p / "cwd") == str(project.path))  # noqa: E731
+
+    def workers():
+        return live_processes(b"harness.measuring.worker", lambda p, _: os.readlink(p / "cwd") == str(project.path))
+
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 1 and workers()):
         time.sleep(0.2)
@@ -414,8 +646,27 @@ def test_sigterm_during_a_real_session_keeps_the_finished_run_and_leaves_no_work
 def test_the_exit_codes_are_documented_in_one_short_page():
     text = (ROOT / "docs" / "exit-codes.md").read_text()
     assert len(text.splitlines()) <= 40
-    for code in (exits.OK, exits.REGRESSION, exits.BAD_INPUT, exits.MEASUREMENT_FAILED, exits.SUITE_ERROR, exits.INTERRUPTED, exits.TERMINATED):
+    for code in (
+        exits.OK,
+        exits.REGRESSION,
+        exits.BAD_INPUT,
+        exits.MEASUREMENT_FAILED,
+        exits.SUITE_ERROR,
+        exits.INTERRUPTED,
+        exits.TERMINATED,
+    ):
         assert f"| {code} |" in text
-    assert len({exits.OK, exits.REGRESSION, exits.BAD_INPUT, exits.MEASUREMENT_FAILED, exits.SUITE_ERROR, exits.INTERRUPTED,
-                exits.TERMINATED}) == 7
-
+    assert (
+        len(
+            {
+                exits.OK,
+                exits.REGRESSION,
+                exits.BAD_INPUT,
+                exits.MEASUREMENT_FAILED,
+                exits.SUITE_ERROR,
+                exits.INTERRUPTED,
+                exits.TERMINATED,
+            }
+        )
+        == 7
+    )

@@ -13,8 +13,19 @@ from harness.results.suite_report import SuiteReport
 from harness.results.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
-MEASURES = {"interleave", "census", "compare", "ab", "confirm", "recover", "write_report", "run_case", "side_by_side", "fresh_fallback",
-            "run_rounds"}
+MEASURES = {
+    "interleave",
+    "census",
+    "compare",
+    "ab",
+    "confirm",
+    "recover",
+    "write_report",
+    "run_case",
+    "side_by_side",
+    "fresh_fallback",
+    "run_rounds",
+}
 READS = {"read_jsonl", "read_records", "own_report", "read_text", "load", "loads"}
 
 
@@ -35,8 +46,10 @@ def test_no_caller_reads_back_what_a_measurement_it_called_wrote():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 calls = _called(node)
                 if (calls & MEASURES) and (calls & READS) and node.name not in MEASURES:
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} calls {sorted(calls & MEASURES)} "
-                                 f"and reads {sorted(calls & READS)}")
+                    found.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} calls {sorted(calls & MEASURES)} "
+                        f"and reads {sorted(calls & READS)}"
+                    )
     assert not found, "\n".join(found)
 
 
@@ -44,7 +57,9 @@ def test_a_format_upgrades_old_files_and_refuses_newer_ones():
     fmt = formats.Format("thing", 2, {0: lambda d: d, 1: lambda d: {**d, "b": d.get("a")}})
     assert fmt.read({"a": 1}) == {"a": 1, "b": 1, "format": 2}  # no key: version 0, upgraded twice
     assert fmt.stamp({"a": 1, "format": 0}) == {"format": 2, "a": 1}
-    with pytest.raises(formats.FormatError, match="thing format 3 is newer than this harness reads .2.; update the harness"):
+    with pytest.raises(
+        formats.FormatError, match="thing format 3 is newer than this harness reads .2.; update the harness"
+    ):
         fmt.read({"format": 3})
     with pytest.raises(formats.FormatError, match="not a thing"):
         fmt.read([1])
@@ -82,7 +97,9 @@ def test_the_committed_files_of_today_load_through_their_formats():
             assert formats.BLOCK.read(data, where)["format"] == formats.BLOCK.version
         elif "settings" in data:  # an interleaved comparison's report
             made = ComparisonResult.from_json(data, ".", where=where)
-            assert made.to_json()["format"] == formats.COMPARISON.version and (made.verdict is None or made.verdict.outcome)
+            assert made.to_json()["format"] == formats.COMPARISON.version and (
+                made.verdict is None or made.verdict.outcome
+            )
         elif "verdicts" in data:
             assert SuiteReport.from_json(data, where).exit_code in (0, 1)
         counts[name] = counts.get(name, 0) + 1
@@ -124,13 +141,18 @@ def test_every_dotted_name_the_code_and_the_docs_give_exists():
 
 
 def test_every_option_is_declared_once_in_the_options_module():
-    """The commands add their options from harness.options (``opt.add``); only positional arguments are added by hand."""
+    """The commands add their options from harness.options (``opt.add``); only positional arguments are added by
+    hand."""
     found = []
     for path in sorted((ROOT / "harness").rglob("*.py")):
         if path.name == "options.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("add_argument", "addoption"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("add_argument", "addoption")
+            ):
                 first = node.args[0] if node.args else None
                 if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("-"):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.value}")

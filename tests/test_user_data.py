@@ -1,6 +1,6 @@
-"""A user's own inputs: a local JSONL is part of the work (its digest is in the hash, so an edited file is refused against
-the old baseline, naming the data), every local input is checked at collection (exit 2, one line, no hub call), and a
-broken workload file is a failure of its own while the other workloads run."""
+"""A user's own inputs: a local JSONL is part of the work (its digest is in the hash, so an edited file is refused
+against the old baseline, naming the data), every local input is checked at collection (exit 2, one line, no hub call),
+and a broken workload file is a failure of its own while the other workloads run."""
 
 import json
 import re
@@ -16,12 +16,16 @@ from harness.spec import SpecError, Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = (ROOT / "workloads" / "tiny-qwen3.toml").read_text()
-CHATS = [{"messages": [{"role": "user", "content": f"w{i} w2"}, {"role": "assistant", "content": "w3 w4"}]} for i in range(6)]
+CHATS = [
+    {"messages": [{"role": "user", "content": f"w{i} w2"}, {"role": "assistant", "content": "w3 w4"}]} for i in range(6)
+]
 
 
 def local_toml(data: Path, name: str = "mine", extra: str = "") -> str:
     """tiny-qwen3 renamed, on local data ``data``."""
-    text = re.sub(r"\[data\]\n.*?\n\n", f'[data]\nsource = "local"\nid = "{data}"\nnum_samples = 4\n{extra}\n', TINY, flags=re.S)
+    text = re.sub(
+        r"\[data\]\n.*?\n\n", f'[data]\nsource = "local"\nid = "{data}"\nnum_samples = 4\n{extra}\n', TINY, flags=re.S
+    )
     return text.replace('name = "tiny-qwen3"', f'name = "{name}"')
 
 
@@ -53,11 +57,15 @@ def test_a_hub_datasets_revision_enters_the_hash_and_only_a_hub_dataset_takes_on
     hub = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").to_dict()
     hub["data"] = {"source": "hub", "id": "org/chats", "messages_column": "messages"}
     unpinned = Workload.from_dict(hub)
-    assert "revision" not in unpinned.to_dict()["data"]  # without one, the hash is the one it had before the key existed
+    assert (
+        "revision" not in unpinned.to_dict()["data"]
+    )  # without one, the hash is the one it had before the key existed
     pinned = Workload.from_dict({**hub, "data": {**hub["data"], "revision": "3f2a9c1"}})
     assert pinned.hash != unpinned.hash and Workload.from_dict(pinned.to_dict()).hash == pinned.hash
     local = {**hub, "data": {"source": "local", "id": "data/chat.jsonl", "revision": "main"}}
-    with pytest.raises(SpecError, match="data.revision pins a hub dataset's version: set data.source = 'hub' or remove it"):
+    with pytest.raises(
+        SpecError, match="data.revision pins a hub dataset's version: set data.source = 'hub' or remove it"
+    ):
         Workload.from_dict(local)
 
 
@@ -67,7 +75,9 @@ def test_a_pinned_digest_refuses_other_content(tmp_path):
     (tmp_path / "pinned.toml").write_text(pinned)
     assert Workload.load(tmp_path / "pinned.toml").hash == w.hash
     jsonl(tmp_path / "chat.jsonl", CHATS[:5])
-    with pytest.raises(SpecError, match=r"pinned.toml: data.digest pins sha256:[0-9a-f]{12} but .*chat.jsonl now holds"):
+    with pytest.raises(
+        SpecError, match=r"pinned.toml: data.digest pins sha256:[0-9a-f]{12} but .*chat.jsonl now holds"
+    ):
         Workload.load(tmp_path / "pinned.toml")
 
 
@@ -101,28 +111,42 @@ def test_an_edited_jsonl_is_refused_at_collection_not_judged(perf_project, fake_
     (perf_project.path / "workloads" / "mine.toml").write_text(local_toml(data))
     w = Workload.load(perf_project.path / "workloads" / "mine.toml")
     bl.write(perf_project.path / "baselines", bl.from_runs(w, "cpu", fake_runs(w, [100] * 5), "cmd"))
-    ok = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider")
+    ok = perf_project.runpytest_subprocess(
+        "perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider"
+    )
     assert ok.ret == 0, ok.stdout.str()
     jsonl(data, CHATS[:5])
-    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider")
+    result = perf_project.runpytest_subprocess(
+        "perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider"
+    )
     assert result.ret == 2
     lines = [ln for ln in result.outlines if ln.startswith("bad workload:")]
-    assert lines and "is for another version of mine" in lines[0] and f"data.digest: the content of {data} changed" in lines[0], lines
+    assert (
+        lines
+        and "is for another version of mine" in lines[0]
+        and f"data.digest: the content of {data} changed" in lines[0]
+    ), lines
 
 
 def test_a_baseline_of_another_hash_is_refused_before_any_run(perf_project, tiny, fake_runs):
     bl.write(perf_project.path / "baselines", bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "cmd"))
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--steps", "6", "--results-dir", "out")
     assert result.ret == 2 and not (perf_project.path / "out" / "runs.jsonl").exists()
-    result.stdout.fnmatch_lines(["*bad workload: baseline * is for another version of tiny-qwen3*train.max_steps: 20 -> 6*"])
-    recording = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--steps", "6", "--update-baselines", "--collect-only")
+    result.stdout.fnmatch_lines(
+        ["*bad workload: baseline * is for another version of tiny-qwen3*train.max_steps: 20 -> 6*"]
+    )
+    recording = perf_project.runpytest_subprocess(
+        "perftests", "--gpu=cpu", "--steps", "6", "--update-baselines", "--collect-only"
+    )
     assert recording.ret == 0, recording.stdout.str()  # recording a new baseline is the way out
 
 
 def test_the_missing_baseline_hint_is_a_command_that_records_one(tmp_path, tiny):
     with pytest.raises(bl.MissingBaseline) as err:
         bl.load(tmp_path, "cpu", tiny)
-    assert "`pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 5 --census --update-baselines`" in str(err.value)
+    assert "`pytest perftests --gpu=cpu --workload tiny-qwen3 --repeats 5 --census --update-baselines`" in str(
+        err.value
+    )
 
 
 def test_the_worker_refuses_data_edited_after_loading(tmp_path):
@@ -145,23 +169,46 @@ def test_a_run_on_local_data_records_the_digest_it_trained_on(tmp_path):
     from harness.measuring.runner import RunRequest, run_one
 
     w = mine(tmp_path, CHATS * 2)
-    w = dataclasses.replace(w.with_overrides(max_steps=2), measure=dataclasses.replace(w.measure, warmup_steps=1),
-                            decompositions=w.decompositions[-1:])
+    w = dataclasses.replace(
+        w.with_overrides(max_steps=2),
+        measure=dataclasses.replace(w.measure, warmup_steps=1),
+        decompositions=w.decompositions[-1:],
+    )
     rec = run_one(RunRequest(w, w.decompositions[0], 1), tmp_path / "out", "s", 300, "cpu")
     assert rec["status"] == "ok", rec.get("error")
     assert rec["data_digest"] == w.data.digest == rec["workload_spec"]["data"]["digest"]
 
 
 # ---- every input checked before any training ---------------------------------------------------------------------
-@pytest.mark.parametrize("rows, extra, expected", [
-    ([CHATS[0], "not an object"], "", r"chat.jsonl line 2 is a JSON str, not an object of columns"),
-    (CHATS, 'messages_column = "conversation"\n', r"data.messages_column = 'conversation' is not a column of .*chat.jsonl \(its columns: messages\)"),
-    (CHATS[:1] + [{"text": "w1"}], "", r"data.num_samples = 4 but .*chat.jsonl has only 2 rows"),
-    ([{"body": "w1"}] * 6, "", r"data.messages_column: .*chat.jsonl has none of the columns TRL reads \(messages, text, prompt\), only body"),
-    (CHATS, "chat_template = \"{{ messages[5]['content'] }}\"\n", r"data.chat_template cannot render the first conversation of .*chat.jsonl "
-     r"\(UndefinedError: list object has no element 5\)"),
-    (CHATS, "chat_template = \"{{ messages[0]['text'] }}\"\n", r"data.chat_template renders the first conversation of .*chat.jsonl as empty text"),
-])
+@pytest.mark.parametrize(
+    "rows, extra, expected",
+    [
+        ([CHATS[0], "not an object"], "", r"chat.jsonl line 2 is a JSON str, not an object of columns"),
+        (
+            CHATS,
+            'messages_column = "conversation"\n',
+            r"data.messages_column = 'conversation' is not a column of .*chat.jsonl \(its columns: messages\)",
+        ),
+        (CHATS[:1] + [{"text": "w1"}], "", r"data.num_samples = 4 but .*chat.jsonl has only 2 rows"),
+        (
+            [{"body": "w1"}] * 6,
+            "",
+            r"data.messages_column: .*chat.jsonl has none of the columns TRL reads "
+            r"\(messages, text, prompt\), only body",
+        ),
+        (
+            CHATS,
+            "chat_template = \"{{ messages[5]['content'] }}\"\n",
+            r"data.chat_template cannot render the first conversation of .*chat.jsonl "
+            r"\(UndefinedError: list object has no element 5\)",
+        ),
+        (
+            CHATS,
+            "chat_template = \"{{ messages[0]['text'] }}\"\n",
+            r"data.chat_template renders the first conversation of .*chat.jsonl as empty text",
+        ),
+    ],
+)
 def test_bad_local_data_is_one_line_naming_the_file_and_the_key(tmp_path, rows, extra, expected):
     w = mine(tmp_path, rows, extra)
     with pytest.raises(SpecError) as err:
@@ -242,13 +289,19 @@ def test_bad_local_input_exits_2_at_collection_without_the_hub(perf_project, hub
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     (perf_project.path / "data").mkdir()
     data = jsonl(perf_project.path / "data" / "chat.jsonl", CHATS)
-    extra, expected = {"missing file": ("", "data.id = 'data/gone.jsonl': no such file or folder"),
-                       "wrong column": ('messages_column = "conversation"\n', "data.messages_column = 'conversation' is not a column"),
-                       "bad template": ("chat_template = \"{{ messages[0]['content'] + 1 }}\"\n", "data.chat_template cannot render")}[case]
-    text = local_toml(Path("data/gone.jsonl") if case == "missing file" else data.relative_to(perf_project.path), extra=extra)
+    extra, expected = {
+        "missing file": ("", "data.id = 'data/gone.jsonl': no such file or folder"),
+        "wrong column": ('messages_column = "conversation"\n', "data.messages_column = 'conversation' is not a column"),
+        "bad template": ("chat_template = \"{{ messages[0]['content'] + 1 }}\"\n", "data.chat_template cannot render"),
+    }[case]
+    text = local_toml(
+        Path("data/gone.jsonl") if case == "missing file" else data.relative_to(perf_project.path), extra=extra
+    )
     (perf_project.path / "workloads" / "mine.toml").write_text(text)
     for args in (("--workload", "mine"), ()):
-        result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--collect-only", "-p", "no:cacheprovider", *args, timeout=300)
+        result = perf_project.runpytest_subprocess(
+            "perftests", "--gpu=cpu", "--collect-only", "-p", "no:cacheprovider", *args, timeout=300
+        )
         assert result.ret == 2, result.stdout.str()
         out = result.stdout.str()
         assert "workloads/mine.toml: " in out and expected in out, out
@@ -265,22 +318,30 @@ def broken(perf_project) -> Path:
 
 def test_a_typo_in_another_file_does_not_block_a_named_workload(perf_project):
     broken(perf_project)
-    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "tiny-qwen3", "--collect-only", "-q")
+    result = perf_project.runpytest_subprocess(
+        "perftests", "--gpu=cpu", "--workload", "tiny-qwen3", "--collect-only", "-q"
+    )
     assert result.ret == 0, result.stdout.str()
     assert "typo" not in result.stdout.str()
     named = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "typo", "--collect-only")
-    assert named.ret == 2 and any("bad workload:" in ln and "unknown field 'rank' in [lora]" in ln for ln in named.outlines)
+    assert named.ret == 2 and any(
+        "bad workload:" in ln and "unknown field 'rank' in [lora]" in ln for ln in named.outlines
+    )
 
 
 def test_a_command_loads_its_workload_beside_a_broken_file(tmp_path):
     from harness.spec import load_workload
 
     (tmp_path / "tiny-qwen3.toml").write_text(TINY)
-    (tmp_path / "typo.toml").write_text(TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8"))
+    (tmp_path / "typo.toml").write_text(
+        TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8")
+    )
     assert load_workload(tmp_path, "tiny-qwen3", steps=4).train.max_steps == 4
     with pytest.raises(SpecError, match=r"typo.toml: unknown field 'rank' in \[lora\]"):
         load_workload(tmp_path, "typo")
-    with pytest.raises(SpecError, match=r"no workload 'nope' in .*; known: tiny-qwen3; 1 file\(s\) do not load, first: .*typo.toml"):
+    with pytest.raises(
+        SpecError, match=r"no workload 'nope' in .*; known: tiny-qwen3; 1 file\(s\) do not load, first: .*typo.toml"
+    ):
         load_workload(tmp_path, "nope")
 
 
@@ -288,19 +349,28 @@ def test_without_a_filter_the_broken_workload_is_one_item_and_one_summary_line(p
     path = broken(perf_project)
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--collect-only", "-q")
     assert result.ret == 2
-    result.stdout.fnmatch_lines(["*test_run[[]tiny-qwen3-1x4[]]*", "workloads/typo.toml::bad-workload",
-                                 f"not run, bad workload: {path}: unknown field 'rank' in [[]lora]*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_run[[]tiny-qwen3-1x4[]]*",
+            "workloads/typo.toml::bad-workload",
+            f"not run, bad workload: {path}: unknown field 'rank' in [[]lora]*",
+        ]
+    )
 
 
 @pytest.mark.slow
 def test_the_other_workloads_run_beside_a_broken_one(cut_splits):
     perf_project = cut_splits(("4x1",))
     path = broken(perf_project)
-    result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--repeats", "1", "--steps", "4", "-p", "no:cacheprovider")
+    result = perf_project.runpytest_subprocess(
+        "perftests", "--gpu=cpu", "--repeats", "1", "--steps", "4", "-p", "no:cacheprovider"
+    )
     assert result.ret == 2, result.stdout.str()  # the broken file is bad input; the run itself passed
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] == 1 and outcomes["passed"] >= 1, outcomes
-    result.stdout.fnmatch_lines([f"*note: not run, bad workload: {path}: unknown field 'rank'*", "FAILED workloads/typo.toml::bad-workload*"])
+    result.stdout.fnmatch_lines(
+        [f"*note: not run, bad workload: {path}: unknown field 'rank'*", "FAILED workloads/typo.toml::bad-workload*"]
+    )
     report = (perf_project.path / "perf-results" / "report.md").read_text()
     assert f"not run, bad workload: {path}" in report
 
@@ -309,31 +379,49 @@ def test_doctor_lists_each_broken_workload_in_one_line_and_the_others(tmp_path):
     from harness.commands import doctor as doc
 
     (tmp_path / "tiny-qwen3.toml").write_text(TINY)
-    (tmp_path / "typo.toml").write_text(TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8"))
+    (tmp_path / "typo.toml").write_text(
+        TINY.replace('name = "tiny-qwen3"', 'name = "typo"').replace("r = 8", "rank = 8")
+    )
     (tmp_path / "gone.toml").write_text(local_toml(tmp_path / "gone.jsonl", name="gone"))
     lines: list[str] = []
     assert doc.doctor(workloads_dir=tmp_path, baselines_dir=tmp_path, project=tmp_path, out=lines.append) == 2
     text = "\n".join(lines).splitlines()
     assert f"workloads ({tmp_path}): 2 cannot run (BROKEN below), the others can" in text
     assert any(ln.startswith("  typo.toml: BROKEN, not run: ") and "unknown field 'rank'" in ln for ln in text), text
-    assert any(ln.startswith("  gone.toml: BROKEN, not run: ") and "data.id = " in ln and "no such file" in ln for ln in text), text
+    assert any(
+        ln.startswith("  gone.toml: BROKEN, not run: ") and "data.id = " in ln and "no such file" in ln for ln in text
+    ), text
     assert any(ln.startswith("  tiny-qwen3: runs here") for ln in text), text
 
 
-@pytest.mark.parametrize("name, short", [
-    ("NVIDIA H200", "h200"), ("NVIDIA H200 NVL", "h200-nvl"), ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H100 PCIe", "h100-pcie"),
-    ("NVIDIA H100 NVL", "h100-nvl"), ("NVIDIA A100-SXM4-40GB", "a100"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
-    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("NVIDIA A100-PCIE-40GB", "a100-pcie"), ("NVIDIA GH200 480GB", "gh200"),
-    ("NVIDIA L4", "l4"), ("Tesla T4", "t4")])
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA H200 NVL", "h200-nvl"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H100 NVL", "h100-nvl"),
+        ("NVIDIA A100-SXM4-40GB", "a100"),
+        ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+        ("NVIDIA A100-PCIE-40GB", "a100-pcie"),
+        ("NVIDIA GH200 480GB", "gh200"),
+        ("NVIDIA L4", "l4"),
+        ("Tesla T4", "t4"),
+    ],
+)
 def test_the_variants_of_a_gpu_that_run_differently_never_share_a_name(name, short):
-    """SXM, PCIe and NVL parts (and the A100's 40 and 80 GB) run at other clocks, power or memory: each its own baselines."""
+    """SXM, PCIe and NVL parts (and the A100's 40 and 80 GB) run at other clocks, power or memory: each its own
+    baselines."""
     from harness.measuring.env import short_gpu_name
 
     assert short_gpu_name(name) == short
 
 
 def test_a_runner_names_its_machine_class_and_a_bad_name_is_one_line(monkeypatch):
-    """HARNESS_MACHINE files results, baselines and the runner label under the team's own name for a class of machines."""
+    """HARNESS_MACHINE files results, baselines and the runner label under the team's own name for a class of
+    machines."""
     from harness.errors import BadInput
     from harness.measuring import env
 
@@ -355,17 +443,27 @@ def test_a_q_summary_line_keeps_the_bad_files_name_and_what_is_wrong(perf_projec
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
-    item = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "-q", "-k", "no-such-test", "-p", "no:cacheprovider")
+    item = perf_project.runpytest_subprocess(
+        "perftests", "--gpu=cpu", "-q", "-k", "no-such-test", "-p", "no:cacheprovider"
+    )
     item.stdout.fnmatch_lines(["FAILED workloads/typo.toml::bad-workload - Failed: unknown field 'rank' in *"])
-    named = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "-q", "--workload", "typo", "-p", "no:cacheprovider")
-    named.stdout.fnmatch_lines(["bad workload: workloads/typo.toml: unknown field 'rank' in [[]lora]*",
-                                "ERROR perftests/test_perf.py - Failed: bad workload: workloads/typo.toml: *"])
+    named = perf_project.runpytest_subprocess(
+        "perftests", "--gpu=cpu", "-q", "--workload", "typo", "-p", "no:cacheprovider"
+    )
+    named.stdout.fnmatch_lines(
+        [
+            "bad workload: workloads/typo.toml: unknown field 'rank' in [[]lora]*",
+            "ERROR perftests/test_perf.py - Failed: bad workload: workloads/typo.toml: *",
+        ]
+    )
 
 
 def test_relative_line_names_a_file_under_the_root_relative_to_it(tmp_path):
     from harness.broken import relative_line
 
-    assert relative_line(f"{tmp_path}/workloads/a.toml: lora.r must be a positive integer", tmp_path) == \
-        "workloads/a.toml: lora.r must be a positive integer"
+    assert (
+        relative_line(f"{tmp_path}/workloads/a.toml: lora.r must be a positive integer", tmp_path)
+        == "workloads/a.toml: lora.r must be a positive integer"
+    )
     assert relative_line("/elsewhere/a.toml: bad", tmp_path) == "/elsewhere/a.toml: bad"
     assert relative_line("baseline of x: bad", tmp_path) == "baseline of x: bad"

@@ -31,16 +31,25 @@ def known_names() -> list[str]:
 
 
 def problem(name: str, repeats: str | None, baselines: Path = ROOT / "baselines") -> str | None:
-    """None when ``name`` (and ``repeats``) may start the job; else the one line that says what is wrong and what to do."""
+    """None when ``name`` (and ``repeats``) may start the job; else the one line that says what is wrong and what to
+    do."""
     known = known_names()
     if not SLUG.fullmatch(name) or name in NOT_GPUS:
-        return (f"gpu {name!r} is not a GPU name (lower-case letters, digits, - and _, as `python -m harness doctor` prints it; "
-                f"not {', '.join(NOT_GPUS)}); give the suffix of the runner's gpu-<name> label")
+        return (
+            f"gpu {name!r} is not a GPU name (lower-case letters, digits, - and _, as `python -m harness doctor` "
+            f"prints it; not {', '.join(NOT_GPUS)}); give the suffix of the runner's gpu-<name> label"
+        )
     if name not in known and not (baselines / name).is_dir():
-        return (f"gpu {name!r} is not a name the harness detects ({', '.join(known)}) and baselines/{name}/ does not exist; give the "
-                "suffix of the runner's gpu-<name> label as `python -m harness doctor` prints it on that runner")
+        return (
+            f"gpu {name!r} is not a name the harness detects ({', '.join(known)}) and baselines/{name}/ does not "
+            "exist; give the suffix of the runner's gpu-<name> label as `python -m harness doctor` prints it on that "
+            "runner"
+        )
     if repeats is not None and (not repeats.isdigit() or int(repeats) < MIN_REPEATS):
-        return f"repeats must be a whole number of at least {MIN_REPEATS} (a baseline's fewest runs per decomposition), got {repeats!r}"
+        return (
+            f"repeats must be a whole number of at least {MIN_REPEATS} (a baseline's fewest runs per "
+            f"decomposition), got {repeats!r}"
+        )
     return None
 
 

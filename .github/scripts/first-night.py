@@ -57,7 +57,9 @@ class Night:
 
     def __post_init__(self):
         if not NAME.fullmatch(self.gpu or ""):
-            raise ValueError(f"PERF_GPU / --gpu: {self.gpu!r} is not a GPU short name (lowercase letters, digits, '.' and '-')")
+            raise ValueError(
+                f"PERF_GPU / --gpu: {self.gpu!r} is not a GPU short name (lowercase letters, digits, '.' and '-')"
+            )
         if not self.env:
             raise ValueError("PERF_ENV / --env is empty; give the tox environment of the job (pinned, latest, pre)")
 
@@ -82,17 +84,35 @@ def run(args: list[str], **kw) -> subprocess.CompletedProcess:
 
 def last_line(proc: subprocess.CompletedProcess) -> str:
     lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines() if ln.strip()]
-    errors = [re.sub(r"^(error|fatal):\s*", "", ln, flags=re.I) for ln in lines if ln.lower().startswith(("error", "fatal"))]
+    errors = [
+        re.sub(r"^(error|fatal):\s*", "", ln, flags=re.I) for ln in lines if ln.lower().startswith(("error", "fatal"))
+    ]
     return (errors or lines or [f"exit code {proc.returncode}"])[-1]
 
 
 def open_pull(night: Night) -> dict | None:
     """The open pull request of ``night.branch`` (number, url, files), or None."""
     try:
-        proc = run([night.gh, "pr", "list", "--head", night.branch, "--state", "open", "--json", "number,url,files", "--limit", "5"])
+        proc = run(
+            [
+                night.gh,
+                "pr",
+                "list",
+                "--head",
+                night.branch,
+                "--state",
+                "open",
+                "--json",
+                "number,url,files",
+                "--limit",
+                "5",
+            ]
+        )
     except FileNotFoundError:
-        raise Refused("the gh CLI is not installed on this runner; install it (https://cli.github.com): the first night opens "
-                      "the baseline pull request with it") from None
+        raise Refused(
+            "the gh CLI is not installed on this runner; install it (https://cli.github.com): the first night opens "
+            "the baseline pull request with it"
+        ) from None
     if proc.returncode != 0:
         raise Refused(f"gh pr list failed ({last_line(proc)}); the job needs GH_TOKEN with pull-requests: write")
     pulls = json.loads(proc.stdout or "[]")
@@ -100,10 +120,25 @@ def open_pull(night: Night) -> dict | None:
 
 
 def record(night: Night, names: list[str]) -> str:
-    """Tonight's runs of ``names`` as their first baselines under ``night.recorded_dir``; returns the before/after table."""
-    note = f"first baseline of this GPU, recorded by the nightly ({night.env})" + (f": {night.run_url}" if night.run_url else "")
-    args = [sys.executable, "-m", "harness", "baseline", "update", str(night.results), "--gpu", night.gpu,
-            "--baselines-dir", str(night.recorded_dir), "--note", note]
+    """Tonight's runs of ``names`` as their first baselines under ``night.recorded_dir``; returns the before/after
+    table."""
+    note = f"first baseline of this GPU, recorded by the nightly ({night.env})" + (
+        f": {night.run_url}" if night.run_url else ""
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "harness",
+        "baseline",
+        "update",
+        str(night.results),
+        "--gpu",
+        night.gpu,
+        "--baselines-dir",
+        str(night.recorded_dir),
+        "--note",
+        note,
+    ]
     for n in names:
         args += ["--workload", n]
     proc = run(args)
@@ -113,9 +148,15 @@ def record(night: Night, names: list[str]) -> str:
 
 
 def commit(night: Night, names: list[str]) -> str:
-    """One commit on top of HEAD that adds the recorded files under baselines/<gpu>/, made in a scratch index so that the
-    working tree and the checked-out branch stay as they are; returns its hash."""
-    env = dict(os.environ, GIT_AUTHOR_NAME=BOT[0], GIT_AUTHOR_EMAIL=BOT[1], GIT_COMMITTER_NAME=BOT[0], GIT_COMMITTER_EMAIL=BOT[1])
+    """One commit on top of HEAD that adds the recorded files under baselines/<gpu>/, made in a scratch index so that
+    the working tree and the checked-out branch stay as they are; returns its hash."""
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME=BOT[0],
+        GIT_AUTHOR_EMAIL=BOT[1],
+        GIT_COMMITTER_NAME=BOT[0],
+        GIT_COMMITTER_EMAIL=BOT[1],
+    )
     with tempfile.TemporaryDirectory() as tmp:
         env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
 
@@ -128,27 +169,46 @@ def commit(night: Night, names: list[str]) -> str:
         git("read-tree", "HEAD")
         for n in names:
             blob = git("hash-object", "-w", str(night.recorded_dir / night.gpu / f"{n}.json"))
-            git("update-index", "--add", "--cacheinfo", f"100644,{blob},{night.baselines.as_posix()}/{night.gpu}/{n}.json")
+            git(
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                f"100644,{blob},{night.baselines.as_posix()}/{night.gpu}/{n}.json",
+            )
         tree = git("write-tree")
-        return git("commit-tree", tree, "-p", "HEAD", "-m", f"Record the first {night.gpu} baselines: {', '.join(names)}")
+        return git(
+            "commit-tree", tree, "-p", "HEAD", "-m", f"Record the first {night.gpu} baselines: {', '.join(names)}"
+        )
 
 
 def push(night: Night, sha: str) -> None:
     """The branch ``night.branch`` becomes ``sha`` (forced: it holds only the nightly's proposal)."""
     proc = run(["git", "push", "--force", night.remote, f"{sha}:refs/heads/{night.branch}"])
     if proc.returncode != 0:
-        raise Refused(f"git push of {night.branch} failed ({last_line(proc)}); the nightly's perf job needs permissions "
-                      "contents: write")
+        raise Refused(
+            f"git push of {night.branch} failed ({last_line(proc)}); the nightly's perf job needs permissions "
+            "contents: write"
+        )
 
 
 def body(night: Night, names: list[str], table: str) -> str:
     made = f"[run]({night.run_url})" if night.run_url else "the nightly"
-    return "\n".join([
-        f"No baseline existed for {', '.join(f'`{n}`' for n in names)} on `{night.gpu}`, so the nightly judged nothing "
-        f"against one. {made} recorded tonight's runs (`tox -e {night.env}`" + (f", {night.repeats} repeats" if night.repeats else "")
-        + ") as the first baseline. Verdicts against it start once this pull request is merged.", "",
-        "```", table or "(no before/after table)", "```", "",
-        "A pull request opened by GitHub Actions starts no workflow of its own: close and reopen it to run CI on it.", ""])
+    return "\n".join(
+        [
+            f"No baseline existed for {', '.join(f'`{n}`' for n in names)} on `{night.gpu}`, so the nightly judged "
+            f"nothing against one. {made} recorded tonight's runs (`tox -e {night.env}`"
+            + (f", {night.repeats} repeats" if night.repeats else "")
+            + ") as the first baseline. Verdicts against it start once this pull request is merged.",
+            "",
+            "```",
+            table or "(no before/after table)",
+            "```",
+            "",
+            "A pull request opened by GitHub Actions starts no workflow of its own: close and reopen it to run CI on "
+            "it.",
+            "",
+        ]
+    )
 
 
 def propose(night: Night, names: list[str], table: str, pull: dict | None) -> str:
@@ -159,14 +219,26 @@ def propose(night: Night, names: list[str], table: str, pull: dict | None) -> st
         if pull is not None:
             args = [night.gh, "pr", "comment", str(pull["number"]), "--body-file", fh.name]
         else:
-            args = [night.gh, "pr", "create", "--head", night.branch, "--title", f"Record the first {night.gpu} baselines", "--body-file", fh.name]
+            args = [
+                night.gh,
+                "pr",
+                "create",
+                "--head",
+                night.branch,
+                "--title",
+                f"Record the first {night.gpu} baselines",
+                "--body-file",
+                fh.name,
+            ]
             args += ["--base", night.base] if night.base else []
         proc = run(args)
     finally:
         os.unlink(fh.name)
     if proc.returncode != 0:
-        raise Refused(f"gh pr {args[2]} failed ({last_line(proc)}); allow it in Settings > Actions > General > Workflow permissions: "
-                      "'Allow GitHub Actions to create and approve pull requests'")
+        raise Refused(
+            f"gh pr {args[2]} failed ({last_line(proc)}); allow it in Settings > Actions > General > Workflow "
+            "permissions: 'Allow GitHub Actions to create and approve pull requests'"
+        )
     if pull is not None:
         return pull["url"]
     urls = re.findall(r"https?://\S+", proc.stdout)
@@ -178,18 +250,28 @@ def bootstrap(night: Night, names: list[str]) -> list[str]:
     pull = open_pull(night)
     held = {Path(f["path"]).stem for f in (pull or {}).get("files") or [] if Path(f["path"]).parent.name == night.gpu}
     if pull is not None and set(names) <= held:
-        return [f"- :warning: No baseline yet for `{n}` on `{night.gpu}`: the checks against a baseline were skipped. Its first baseline "
-                f"waits in the open pull request {pull['url']}; verdicts start once it is merged." for n in names]
+        return [
+            f"- :warning: No baseline yet for `{n}` on `{night.gpu}`: the checks against a baseline were skipped. Its "
+            f"first baseline waits in the open pull request {pull['url']}; verdicts start once it is merged."
+            for n in names
+        ]
     table = record(night, names)
     push(night, commit(night, names))
     url = propose(night, names, table, pull)
-    return [f"- No baseline yet for `{n}` on `{night.gpu}`: recorded one from tonight's runs and proposed it in {url}; the verdicts "
-            f"against a baseline (runtime, memory, ordering) start once it is merged." for n in names]
+    return [
+        f"- No baseline yet for `{n}` on `{night.gpu}`: recorded one from tonight's runs and proposed it in {url}; the "
+        f"verdicts against a baseline (runtime, memory, ordering) start once it is merged."
+        for n in names
+    ]
 
 
 def warn(night: Night, names: list[str]) -> list[str]:
-    return [f"- :warning: No baseline yet for `{n}` on `{night.gpu}`: the checks against a baseline were skipped. The pinned job "
-            "records the first one from its runs and opens a pull request with it; verdicts start once it is merged." for n in names]
+    return [
+        f"- :warning: No baseline yet for `{n}` on `{night.gpu}`: the checks against a baseline were skipped. "
+        "The pinned job records the first one from its runs and opens a pull request with it; verdicts start once "
+        "it is merged."
+        for n in names
+    ]
 
 
 def write_summary(night: Night, lines: list[str]) -> None:
@@ -221,11 +303,16 @@ def first_night(night: Night) -> int:
     try:
         lines = bootstrap(night, names)
     except Refused as exc:
-        write_summary(night, [f"- :x: No baseline yet for `{n}` on `{night.gpu}`, and none was proposed: {exc}" for n in names])
+        write_summary(
+            night, [f"- :x: No baseline yet for `{n}` on `{night.gpu}`, and none was proposed: {exc}" for n in names]
+        )
         print(f"::error::first night on {night.gpu}: {exc}")
         return 1
     write_summary(night, lines)
-    print(f"::notice::first night on {night.gpu}: recorded the first baseline of {', '.join(names)} and proposed it; see the job summary")
+    print(
+        f"::notice::first night on {night.gpu}: recorded the first baseline of {', '.join(names)} and proposed it; see "
+        "the job summary"
+    )
     return 0
 
 
@@ -234,12 +321,27 @@ def parse(argv: list[str] | None = None) -> Night:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gpu", default=e("PERF_GPU", ""), help="the job's GPU (default: $PERF_GPU)")
     p.add_argument("--env", default=e("PERF_ENV", ""), help="the job's tox environment (default: $PERF_ENV)")
-    p.add_argument("--results", type=Path, default=Path("perf-results"), help="the suite's results dir (default: perf-results)")
-    p.add_argument("--baselines", type=Path, default=Path("baselines"), help="the baseline store in the repository (default: baselines)")
+    p.add_argument(
+        "--results", type=Path, default=Path("perf-results"), help="the suite's results dir (default: perf-results)"
+    )
+    p.add_argument(
+        "--baselines",
+        type=Path,
+        default=Path("baselines"),
+        help="the baseline store in the repository (default: baselines)",
+    )
     a = p.parse_args(argv)
     summary = e("GITHUB_STEP_SUMMARY")
-    return Night(gpu=a.gpu, env=a.env, results=a.results, baselines=a.baselines, base=e("GITHUB_REF_NAME", ""),
-                 summary=Path(summary) if summary else None, run_url=e("RUN_URL", ""), repeats=e("PERF_REPEATS", ""))
+    return Night(
+        gpu=a.gpu,
+        env=a.env,
+        results=a.results,
+        baselines=a.baselines,
+        base=e("GITHUB_REF_NAME", ""),
+        summary=Path(summary) if summary else None,
+        run_url=e("RUN_URL", ""),
+        repeats=e("PERF_REPEATS", ""),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The nightly's bisect (docs/nightly.md): after the latest job's suite and A/B, which package and release made the change.
+"""The nightly's bisect (docs/nightly.md): after the latest job's suite and A/B, which package and release made the
+change.
 
 Run in the repository root with the pinned tox environment's interpreter. It looks at what tonight found for the A/B
 workload (``AB_WORKLOAD``) and picks one case to bisect, the first of:
@@ -28,7 +29,8 @@ import sys
 from pathlib import Path
 
 BUDGET_MINUTES = "8"
-LIBRARIES = "transformers,trl,peft,accelerate,datasets"  # what tox's latest environment upgrades (tox.ini); their dependencies follow them
+# what tox's latest environment upgrades (tox.ini); their dependencies follow them
+LIBRARIES = "transformers,trl,peft,accelerate,datasets"
 
 
 def _verdicts(path: Path) -> list[dict]:
@@ -41,8 +43,13 @@ def _verdicts(path: Path) -> list[dict]:
 def choose(workload: str, decompositions: list[str], results: Path) -> tuple[str, bool, str] | None:
     """(decomposition, census-only, why) of the case to bisect, or None. Pure but for reading tonight's reports."""
     work = {v["case"]: v for v in _verdicts(results / "report.json") if v.get("kind") == "work"}
-    ab = {d: next((v for v in _verdicts(results / "ab" / d / "report.json") if v.get("outcome")), None) for d in decompositions}
-    changed = {d for d in decompositions if work.get(f"{workload}-{d}", {}).get("outcome") in ("changed", "regression", "fail")}
+    ab = {
+        d: next((v for v in _verdicts(results / "ab" / d / "report.json") if v.get("outcome")), None)
+        for d in decompositions
+    }
+    changed = {
+        d for d in decompositions if work.get(f"{workload}-{d}", {}).get("outcome") in ("changed", "regression", "fail")
+    }
     slower = [d for d in decompositions if (ab[d] or {}).get("outcome") == "regression"]
     for d in slower:
         if d in changed:
@@ -56,17 +63,38 @@ def choose(workload: str, decompositions: list[str], results: Path) -> tuple[str
 
 
 def command(workload: str, dec: str, census_only: bool, env: str) -> list[str]:
-    cmd = [sys.executable, "-m", "harness", "bisect", "--gpu", os.environ.get("PERF_GPU", "auto"), "--workload", workload,
-           "--decomposition", dec, "--good", ".tox/pinned/bin/python", "--bad", f".tox/{env}/bin/python", "--move-deps",
-           "--packages", LIBRARIES, "--budget-minutes", os.environ.get("BISECT_BUDGET") or BUDGET_MINUTES, "--results-dir", "perf-results/bisect"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness",
+        "bisect",
+        "--gpu",
+        os.environ.get("PERF_GPU", "auto"),
+        "--workload",
+        workload,
+        "--decomposition",
+        dec,
+        "--good",
+        ".tox/pinned/bin/python",
+        "--bad",
+        f".tox/{env}/bin/python",
+        "--move-deps",
+        "--packages",
+        LIBRARIES,
+        "--budget-minutes",
+        os.environ.get("BISECT_BUDGET") or BUDGET_MINUTES,
+        "--results-dir",
+        "perf-results/bisect",
+    ]
     if os.environ.get("PERF_WHEELS"):
         cmd += ["--wheels", os.environ["PERF_WHEELS"]]
     return cmd + (["--census-only"] if census_only else [])
 
 
 def seed_census(workload: str, dec: str, env: str, results: Path) -> bool:
-    """Put tonight's census of the case under bad's interpreter where the bisect keeps bad's census, so that it is reused,
-    not measured again (a census already in its folder costs nothing: docs/bisect.md). True when there was one."""
+    """Put tonight's census of the case under bad's interpreter where the bisect keeps bad's census, so that it is
+    reused, not measured again (a census already in its folder costs nothing: docs/bisect.md). True when there was
+    one."""
     from harness.bisect.steps import census_folder
     from harness.files import read_jsonl
     from harness.record import case_census
@@ -105,7 +133,9 @@ def main() -> int:
     seed_census(workload, dec, env, Path("perf-results"))
     code = subprocess.run(command(workload, dec, census_only, env)).returncode
     md = Path("perf-results/bisect/report.md")
-    summary(md.read_text() if md.is_file() else f"The bisect made no report (exit {code}); its output is in the log above.")
+    summary(
+        md.read_text() if md.is_file() else f"The bisect made no report (exit {code}); its output is in the log above."
+    )
     return 0
 
 

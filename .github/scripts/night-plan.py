@@ -7,16 +7,16 @@ runner: the standard library and the checkout, nothing installed).
 
 Otherwise run in the repository root with the pinned tox environment's interpreter, after the job's environments are
 built. It writes to ``$GITHUB_ENV`` the settings the later steps read (``PERF_WORKLOADS``, ``AB_WORKLOAD``,
-``AB_DECOMPOSITIONS``, ``AB_BUDGET``, ``BISECT_BUDGET``, ``CONFIRM_BUDGET``: :meth:`harness.nightly.Nightly.environment`),
-and to ``$GITHUB_OUTPUT``:
+``AB_DECOMPOSITIONS``, ``AB_BUDGET``, ``BISECT_BUDGET``, ``CONFIRM_BUDGET``:
+:meth:`harness.nightly.Nightly.environment`), and to ``$GITHUB_OUTPUT``:
 
 * ``suite``: ``true`` when the job runs the suite. The latest job skips it on a night when latest resolved to the pinned
   versions: that night has nothing new to measure, and the pinned job measures the runner.
-* ``repeats``: timed runs per decomposition. On the pinned job one: the between-machine spread, not the runs, bounds what
-  a stored baseline can see (docs/nightly.md), and the night's trend, memory and equivalence need one run each; five when a
-  selected workload has no baseline on this GPU (a first baseline needs five). On the latest job none (a census-only
-  session): the A/B times latest against pinned on this runner far more finely than a stored baseline, and the census
-  runs give its work, memory and equivalence. The repeats input overrides both.
+* ``repeats``: timed runs per decomposition. On the pinned job one: the between-machine spread, not the runs, bounds
+  what a stored baseline can see (docs/nightly.md), and the night's trend, memory and equivalence need one run each;
+  five when a selected workload has no baseline on this GPU (a first baseline needs five). On the latest job none (a
+  census-only session): the A/B times latest against pinned on this runner far more finely than a stored baseline, and
+  the census runs give its work, memory and equivalence. The repeats input overrides both.
 * ``versions``: ``differ`` when this job's library versions are not the pinned ones (the A/B and the bisect run only
   then), ``same`` otherwise.
 * ``versions_key``: on the latest job, a short hash of both environments' versions (Python, torch and the libraries);
@@ -74,29 +74,47 @@ def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
     missing = [w["name"] for w in selected if w["baseline"] != "ok"]
     differ = job.env != "pinned" and same is None
     if not selected:
-        return {"suite": False, "repeats": 0, "versions": "differ" if differ else "same",
-                "lines": [f"- no runs: nightly.toml names no workload for {job.gpu} (its workloads, or a [gpu.{job.gpu}] table)"]}
+        return {
+            "suite": False,
+            "repeats": 0,
+            "versions": "differ" if differ else "same",
+            "lines": [
+                f"- no runs: nightly.toml names no workload for {job.gpu} (its workloads, or a [gpu.{job.gpu}] table)"
+            ],
+        }
     suite = job.env == "pinned" or differ
     if job.repeats:
         repeats, why = int(job.repeats), "as asked (the repeats input)"
     elif job.env == "pinned" and missing:
-        repeats, why = FIRST_BASELINE_REPEATS, f"a first baseline of {', '.join(missing)} needs {FIRST_BASELINE_REPEATS}"
+        repeats, why = (
+            FIRST_BASELINE_REPEATS,
+            f"a first baseline of {', '.join(missing)} needs {FIRST_BASELINE_REPEATS}",
+        )
     elif job.env == "pinned":
         repeats, why = 1, "the machine, not the run, bounds a stored-baseline verdict (docs/nightly.md)"
     else:
         repeats, why = 0, "the A/B times latest against pinned; the census runs give its work, memory and equivalence"
-    lines = [f"- timed runs per decomposition: {repeats} ({why}), then one census run per case"] if suite else [
-        f"- no runs: {job.env} resolved to the pinned versions ({same}); the pinned job measures this runner tonight"]
+    lines = (
+        [f"- timed runs per decomposition: {repeats} ({why}), then one census run per case"]
+        if suite
+        else [
+            f"- no runs: {job.env} resolved to the pinned versions ({same}); the pinned job measures this runner "
+            "tonight"
+        ]
+    )
     if job.env != "pinned" and differ:
-        lines.append("- the versions differ from the pins: the A/B (pinned against latest, interleaved) and, where it or the census "
-                     "finds a change, the bisect run after the suite")
+        lines.append(
+            "- the versions differ from the pins: the A/B (pinned against latest, interleaved) and, where it or the "
+            "census finds a change, the bisect run after the suite"
+        )
     return {"suite": suite, "repeats": repeats, "versions": "differ" if differ else "same", "lines": lines}
 
 
 def decide(job: Job, root: Path) -> dict:
     """Gather what :func:`plan` needs (the workloads and baselines here, and both environments' versions) and plan; the
     baselines of tonight's workloads that were not recorded with the pins are named in the plan's lines."""
-    from harness.commands.doctor import pin_gaps, workloads_here
+    from harness.commands.doctor import workloads_here
+    from harness.commands.doctor_nightly import pin_gaps
     from harness.measuring.interpreters import shared, side_versions
 
     broken: dict = {}  # a workload file that does not load: a line of the plan, and a refusal only if tonight names it
@@ -106,10 +124,15 @@ def decide(job: Job, root: Path) -> dict:
     unknown = sorted(named - known)
     if unknown:
         why = f"; BROKEN: {'; '.join(broken.values())}" if broken else ""
-        raise ValueError(f"{job.settings.where if job.settings else 'the workloads input'} names {', '.join(unknown)}, which workloads/ "
-                         f"does not hold or cannot load; known: {', '.join(sorted(known))}{why}")
+        raise ValueError(
+            f"{job.settings.where if job.settings else 'the workloads input'} names {', '.join(unknown)}, which "
+            f"workloads/ does not hold or cannot load; known: {', '.join(sorted(known))}{why}"
+        )
     gaps = [f"- {Path(f).name}: BROKEN, not run tonight: {line}" for f, line in broken.items()]
-    gaps += [f"- {line}" for line in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, job.workloads)]
+    gaps += [
+        f"- {line}"
+        for line in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, job.workloads)
+    ]
     if job.env == "pinned":
         p, key = plan(job, workloads, "pinned"), ""
     else:
@@ -131,8 +154,12 @@ def _append(var: str, lines: list[str]) -> None:
 
 
 def write(result: dict, job: Job) -> None:
-    outputs = {"suite": str(result["suite"]).lower(), "repeats": str(result["repeats"]), "versions": result["versions"],
-               "versions_key": result.get("versions_key", "")}
+    outputs = {
+        "suite": str(result["suite"]).lower(),
+        "repeats": str(result["repeats"]),
+        "versions": result["versions"],
+        "versions_key": result.get("versions_key", ""),
+    }
     _append("GITHUB_OUTPUT", [f"{k}={v}" for k, v in outputs.items()])
     settings = job.settings.environment(job.gpu) if job.settings else {}
     _append("GITHUB_ENV", [f"{k}={v}" for k, v in settings.items()])
@@ -156,14 +183,24 @@ def job_from_environment(python: str, root: Path) -> Job:
     asked = inputs()
     settings = load(root).with_inputs(asked)
     gpu = e("PERF_GPU", "")
-    return Job(gpu=gpu, env=e("PERF_ENV", ""), workloads=settings.workloads_on(gpu), repeats=str(asked.get("repeats") or "").strip(),
-               python=python, settings=settings)
+    return Job(
+        gpu=gpu,
+        env=e("PERF_ENV", ""),
+        workloads=settings.workloads_on(gpu),
+        repeats=str(asked.get("repeats") or "").strip(),
+        python=python,
+        settings=settings,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--python", default="", help="this job's interpreter (default: .tox/$PERF_ENV/bin/python)")
-    p.add_argument("--gpus", action="store_true", help="write the GPU matrix (gpus=<JSON list>) to $GITHUB_OUTPUT, and nothing else")
+    p.add_argument(
+        "--gpus",
+        action="store_true",
+        help="write the GPU matrix (gpus=<JSON list>) to $GITHUB_OUTPUT, and nothing else",
+    )
     a = p.parse_args(argv)
     root = Path.cwd()
     try:

@@ -3,16 +3,17 @@
 
     python .github/scripts/pr-comment.py RESULTS
 
-On a hosted runner with the base branch's checkout, the standard library only (and harness.nightly, which needs no more). ``RESULTS`` holds one folder per GPU,
-``pr-check-<gpu>/`` (each GPU job's artifact: ``pr-check.json`` and the reports of ``pr-measure.py``). The pull request
-comes from the environment, which the workflow fills from the event: ``PR_NUMBER``, ``PR_SHA`` (its head commit),
-``PR_BRANCH``, ``PR_GPUS`` (the plan's GPUs, JSON), ``PR_PINS`` and ``PR_ACCEPTED`` (the plan's), ``RUN_URL``,
-``GH_REPO`` and ``GH_TOKEN`` for the gh CLI; the accept label is nightly.toml's (``[pr] accept_label``).
+On a hosted runner with the base branch's checkout, the standard library only (and harness.nightly, which needs no
+more). ``RESULTS`` holds one folder per GPU, ``pr-check-<gpu>/`` (each GPU job's artifact: ``pr-check.json`` and the
+reports of ``pr-measure.py``). The pull request comes from the environment, which the workflow fills from the event:
+``PR_NUMBER``, ``PR_SHA`` (its head commit), ``PR_BRANCH``, ``PR_GPUS`` (the plan's GPUs, JSON), ``PR_PINS`` and
+``PR_ACCEPTED`` (the plan's), ``RUN_URL``, ``GH_REPO`` and ``GH_TOKEN`` for the gh CLI; the accept label is
+nightly.toml's (``[pr] accept_label``).
 
 * **The comment**: one per pull request, found by its first line, the hidden marker ``<!-- perf-check -->``, among the
-  pull request's comments (``gh api``), and edited in place (PATCH), else created: never a second one. Per GPU a table of
-  workload x split: the interleaved verdict, the change of the step with its interval, the cost model's prediction, the
-  memory and the work (the census diff); then the bisect's answer, the equivalence, and the link to the run.
+  pull request's comments (``gh api``), and edited in place (PATCH), else created: never a second one. Per GPU a table
+  of workload x split: the interleaved verdict, the change of the step with its interval, the cost model's prediction,
+  the memory and the work (the census diff); then the bisect's answer, the equivalence, and the link to the run.
 * **A commit status per GPU** (context ``perf-check/<gpu>``) on the head commit: ``failure`` on a regression (an
   interleaved verdict of regression, beyond the comparison's threshold, or a memory or equivalence check that failed),
   ``success`` with the accept label (its description says the regression was accepted) or without a regression,
@@ -64,8 +65,12 @@ def interleaved(report: dict) -> dict:
         return {"verdict": "no verdict" if report else "not interleaved", "change": "-", "predicted": "-"}
     change = pct(v.get("ratio")) + (f" [{pct(v.get('lo'))}, {pct(v.get('hi'))}]" if v.get("lo") is not None else "")
     p = report.get("prediction") or {}
-    predicted = "-" if p.get("delta_pct") is None else f"{p['delta_pct']:+.1f}%" + (
-        f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else "")
+    predicted = (
+        "-"
+        if p.get("delta_pct") is None
+        else f"{p['delta_pct']:+.1f}%"
+        + (f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else "")
+    )
     return {"verdict": v.get("outcome", "?"), "change": change, "predicted": predicted}
 
 
@@ -91,48 +96,88 @@ def workload_rows(folder: Path, workload: str) -> tuple[list[dict], list[str]]:
         row = next((r for r in census.get("rows") or [] if r.get("decomposition") == dec), {})
         mem, wk = memory.get(case, {}), work.get(case, {})
         gib = f" ({row['peak_reserved_gib']:.2f} GiB)" if isinstance(row.get("peak_reserved_gib"), (int, float)) else ""
-        rows.append({"workload": workload, "split": dec, **interleaved(read(folder / workload / "ab" / dec / "report.json")),
-                     "memory": (mem.get("outcome") or "-") + gib, "work": "same" if wk.get("outcome") == "pass" else short(wk.get("message") or "-"),
-                     "failing": mem.get("outcome") in FAILING})
+        rows.append(
+            {
+                "workload": workload,
+                "split": dec,
+                **interleaved(read(folder / workload / "ab" / dec / "report.json")),
+                "memory": (mem.get("outcome") or "-") + gib,
+                "work": "same" if wk.get("outcome") == "pass" else short(wk.get("message") or "-"),
+                "failing": mem.get("outcome") in FAILING,
+            }
+        )
     lines = []
     for v in by_case(verdicts, "equivalence").values():
         lines.append(f"- equivalence of the splits ({workload}): {short(v.get('message') or v.get('outcome'), 200)}")
     bisect = read(folder / workload / "bisect" / "report.json")
     for c in bisect.get("changes") or []:
-        lines.append(f"- bisect ({bisect.get('case', workload)}): last good `{c.get('last_good')}`, first bad `{c.get('first_bad')}`")
+        lines.append(
+            f"- bisect ({bisect.get('case', workload)}): last good `{c.get('last_good')}`, "
+            f"first bad `{c.get('first_bad')}`"
+        )
     if bisect and not bisect.get("changes"):
         lines.append(f"- bisect ({bisect.get('case', workload)}): {bisect.get('outcome', 'no answer')}")
     if census.get("versions") and census.get("baseline_versions") and census["versions"] != census["baseline_versions"]:
-        moved = [f"{k} {census['baseline_versions'].get(k)} -> {v}" for k, v in census["versions"].items() if census["baseline_versions"].get(k) != v]
+        moved = [
+            f"{k} {census['baseline_versions'].get(k)} -> {v}"
+            for k, v in census["versions"].items()
+            if census["baseline_versions"].get(k) != v
+        ]
         lines.append(f"- versions ({workload}), base -> head: {', '.join(moved)}")
     return rows, lines
 
 
 def gpu_result(folder: Path, gpu: str) -> dict:
-    """One GPU's rows, lines and outcome: ``regression``, ``failed`` (no results, or a measurement failed) or ``pass``."""
+    """One GPU's rows, lines and outcome: ``regression``, ``failed`` (no results, or a measurement failed) or
+    ``pass``."""
     index = read(folder / "pr-check.json")
     if not index:
-        return {"gpu": gpu, "outcome": "failed", "rows": [], "lines": [f"- no results from the {gpu} runner: its job ended before its measurements"]}
+        return {
+            "gpu": gpu,
+            "outcome": "failed",
+            "rows": [],
+            "lines": [f"- no results from the {gpu} runner: its job ended before its measurements"],
+        }
     rows, lines, failed = [], [], []
     for workload, info in (index.get("workloads") or {}).items():
         r, ls = workload_rows(folder, workload)
         rows += r
         lines += ls
-        failed += [f"{workload} {step} (exit {code})" for step, code in (info.get("steps") or {}).items() if code not in (0, 1)]
+        failed += [
+            f"{workload} {step} (exit {code})" for step, code in (info.get("steps") or {}).items() if code not in (0, 1)
+        ]
         verdicts = read(folder / workload / "census" / "report.json").get("verdicts") or []
         if any(v.get("kind") == "equivalence" and v.get("outcome") in FAILING for v in verdicts):
-            rows.append({"workload": workload, "split": "all", "verdict": "-", "change": "-", "predicted": "-", "memory": "-",
-                         "work": "-", "failing": True})
+            rows.append(
+                {
+                    "workload": workload,
+                    "split": "all",
+                    "verdict": "-",
+                    "change": "-",
+                    "predicted": "-",
+                    "memory": "-",
+                    "work": "-",
+                    "failing": True,
+                }
+            )
     if failed:
         lines.append(f"- a measurement failed: {', '.join(failed)} (its log is in the run)")
     slower = [r for r in rows if r["verdict"] == "regression" or r["failing"]]
     outcome = "regression" if slower else "failed" if failed else "pass"
-    return {"gpu": gpu, "outcome": outcome, "rows": [r for r in rows if r["split"] != "all"], "lines": lines, "slower": slower}
+    return {
+        "gpu": gpu,
+        "outcome": outcome,
+        "rows": [r for r in rows if r["split"] != "all"],
+        "lines": lines,
+        "slower": slower,
+    }
 
 
 def status(result: dict, accepted: bool, accept_label: str) -> tuple[str, str]:
     """The commit status (state, description of at most 140 characters) of one GPU."""
-    slower = ", ".join(sorted({f"{r['workload']}-{r['split']} {r['change'].split(' ')[0]}" for r in result.get("slower", [])}))
+    slower = ", ".join(
+        sorted({f"{r['workload']}-{r['split']} {r['change'].split(' ')[0]}" for r in result.get("slower", [])})
+    )
     if result["outcome"] == "regression" and accepted:
         return "success", f"accepted regression ({accept_label}): {slower}"[:140]
     if result["outcome"] == "regression":
@@ -147,13 +192,21 @@ ICONS = {"pass": ":white_check_mark: no regression", "regression": ":x: regressi
 
 def section(result: dict, accepted: bool, ctx: dict) -> list[str]:
     state, _ = status(result, accepted, ctx["accept_label"])
-    head = ICONS[result["outcome"]] + (f", accepted ({ctx['accept_label']})" if result["outcome"] == "regression" and accepted else "")
+    head = ICONS[result["outcome"]] + (
+        f", accepted ({ctx['accept_label']})" if result["outcome"] == "regression" and accepted else ""
+    )
     out = [f"### {result['gpu']}: {head}", ""]
     if result["rows"]:
-        out += ["| workload | split | verdict (interleaved) | step change [interval] | predicted (cost model) | memory | work (census diff) |",
-                "|---|---|---|---|---|---|---|"]
-        out += [f"| {r['workload']} | {r['split']} | {r['verdict']} | {r['change']} | {r['predicted']} | {r['memory']} | {r['work']} |"
-                for r in result["rows"]]
+        out += [
+            "| workload | split | verdict (interleaved) | step change [interval] | predicted (cost model) | memory "
+            "| work (census diff) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['workload']} | {r['split']} | {r['verdict']} | {r['change']} | {r['predicted']} | {r['memory']} "
+            f"| {r['work']} |"
+            for r in result["rows"]
+        ]
         out.append("")
     out += result["lines"]
     if ctx["pins"] and state == "success" and result["outcome"] != "failed":
@@ -166,11 +219,15 @@ def baseline_line(gpu: str, ctx: dict) -> str:
     started = ctx.get("baselines", {}).get(gpu)
     if started in ("started", "earlier"):
         when = "this run of the check" if started == "started" else "an earlier run of the check for this commit"
-        return (f"- baselines: the pins change; {when} started the recording of {gpu}'s baselines with them on this "
-                f"branch (update-baselines.yml): merge the pull request it opens against this branch before this one\n"
-                f"<!-- baselines-started: {gpu} {ctx['sha']} -->")
-    return (f"- baselines: the pins change; record {gpu}'s baselines with them on this branch before the merge: "
-            f"`{baseline_command(gpu, ctx['branch'])}` (it opens a pull request against this branch)")
+        return (
+            f"- baselines: the pins change; {when} started the recording of {gpu}'s baselines with them on this "
+            f"branch (update-baselines.yml): merge the pull request it opens against this branch before this one\n"
+            f"<!-- baselines-started: {gpu} {ctx['sha']} -->"
+        )
+    return (
+        f"- baselines: the pins change; record {gpu}'s baselines with them on this branch before the merge: "
+        f"`{baseline_command(gpu, ctx['branch'])}` (it opens a pull request against this branch)"
+    )
 
 
 def safe_branch(branch: str) -> bool:
@@ -191,11 +248,24 @@ def record_baselines(results: list[dict], ctx: dict, earlier: str) -> dict[str, 
         if (r["gpu"], ctx["sha"]) in done:
             out[r["gpu"]] = "earlier"
             continue
-        cmd = ["gh", "workflow", "run", "update-baselines.yml", f"--ref={ctx['branch']}", "-f", f"gpu={r['gpu']}",
-               "-f", "env=pinned", "-f", "repeats=5"]
+        cmd = [
+            "gh",
+            "workflow",
+            "run",
+            "update-baselines.yml",
+            f"--ref={ctx['branch']}",
+            "-f",
+            f"gpu={r['gpu']}",
+            "-f",
+            "env=pinned",
+            "-f",
+            "repeats=5",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         out[r["gpu"]] = "started" if proc.returncode == 0 else "refused"
-        print(f"baselines of {r['gpu']}: {out[r['gpu']]}" + (f" ({proc.stderr.strip()[:200]})" if proc.returncode else ""))
+        print(
+            f"baselines of {r['gpu']}: {out[r['gpu']]}" + (f" ({proc.stderr.strip()[:200]})" if proc.returncode else "")
+        )
     return out
 
 
@@ -205,13 +275,24 @@ def baseline_command(gpu: str, branch: str) -> str:
 
 
 def body(results: list[dict], ctx: dict) -> str:
-    lines = [MARKER, "## Performance check: base pins (A) against this pull request's (B)", "",
-             f"Head `{ctx['sha'][:12]}`, [run]({ctx['run_url']}); "
-             + ("the pins change: each split interleaved, base against head, on the GPU runner" if ctx["pins"] else
-                "the pins do not change: the work (census) of base against head, no interleaved comparison"), ""]
+    lines = [
+        MARKER,
+        "## Performance check: base pins (A) against this pull request's (B)",
+        "",
+        f"Head `{ctx['sha'][:12]}`, [run]({ctx['run_url']}); "
+        + (
+            "the pins change: each split interleaved, base against head, on the GPU runner"
+            if ctx["pins"]
+            else "the pins do not change: the work (census) of base against head, no interleaved comparison"
+        ),
+        "",
+    ]
     for r in results:
         lines += section(r, ctx["accepted"], ctx)
-    lines.append(f"<sub>Updated on each run of the check (.github/workflows/pr-check.yml); the {ctx['accept_label']} label accepts a regression.</sub>")
+    lines.append(
+        f"<sub>Updated on each run of the check (.github/workflows/pr-check.yml); the {ctx['accept_label']} label "
+        "accepts a regression.</sub>"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -254,10 +335,20 @@ def context() -> dict:
     if not isinstance(gpus, list) or not all(isinstance(g, str) and SAFE_REF.fullmatch(g) for g in gpus) or not gpus:
         raise ValueError(f"PR_GPUS must be the plan's JSON list of GPUs, got {e('PR_GPUS')!r}")
     if not (e("PR_NUMBER") or "").isdigit() or not re.fullmatch(r"[0-9a-f]{7,40}", e("PR_SHA") or ""):
-        raise ValueError("PR_NUMBER and PR_SHA must be the pull request's number and head commit (the workflow sets them)")
-    return {"gpus": gpus, "number": e("PR_NUMBER"), "sha": e("PR_SHA"), "branch": e("PR_BRANCH") or "", "pins": e("PR_PINS") == "true",
-            "accepted": e("PR_ACCEPTED") == "true", "accept_label": load(Path.cwd()).pr.accept_label, "run_url": e("RUN_URL") or "",
-            "repo": e("GH_REPO") or e("GITHUB_REPOSITORY") or ""}
+        raise ValueError(
+            "PR_NUMBER and PR_SHA must be the pull request's number and head commit (the workflow sets them)"
+        )
+    return {
+        "gpus": gpus,
+        "number": e("PR_NUMBER"),
+        "sha": e("PR_SHA"),
+        "branch": e("PR_BRANCH") or "",
+        "pins": e("PR_PINS") == "true",
+        "accepted": e("PR_ACCEPTED") == "true",
+        "accept_label": load(Path.cwd()).pr.accept_label,
+        "run_url": e("RUN_URL") or "",
+        "repo": e("GH_REPO") or e("GITHUB_REPOSITORY") or "",
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -277,8 +368,19 @@ def main(argv: list[str]) -> int:
         done = upsert(ctx["repo"], ctx["number"], mine, text)
         for r in results:
             state, description = status(r, ctx["accepted"], ctx["accept_label"])
-            gh_api("--method", "POST", f"repos/{ctx['repo']}/statuses/{ctx['sha']}", "-f", f"state={state}", "-f", f"context=perf-check/{r['gpu']}",
-                   "-f", f"description={description}", "-f", f"target_url={ctx['run_url']}")
+            gh_api(
+                "--method",
+                "POST",
+                f"repos/{ctx['repo']}/statuses/{ctx['sha']}",
+                "-f",
+                f"state={state}",
+                "-f",
+                f"context=perf-check/{r['gpu']}",
+                "-f",
+                f"description={description}",
+                "-f",
+                f"target_url={ctx['run_url']}",
+            )
             print(f"perf-check/{r['gpu']}: {state}: {description}")
     except RuntimeError as exc:
         print(f"::error::pr-comment: {exc}")

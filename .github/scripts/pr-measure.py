@@ -44,7 +44,13 @@ class Check:
     """One GPU's measurements, each command's exit code kept for the comment."""
 
     def __init__(self, gpu: str, pins: bool, budget: float, bisect_budget: float, decompositions: tuple[str, ...]):
-        self.gpu, self.pins, self.budget, self.bisect_budget, self.decompositions = gpu, pins, budget, bisect_budget, decompositions
+        self.gpu, self.pins, self.budget, self.bisect_budget, self.decompositions = (
+            gpu,
+            pins,
+            budget,
+            bisect_budget,
+            decompositions,
+        )
         self.index: dict = {"gpu": gpu, "pins": pins, "workloads": {}}
 
     def run(self, workload: str, step: str, cmd: list[str], cwd: str = ".") -> int:
@@ -58,27 +64,107 @@ class Check:
         out = RESULTS / name
         head = ["--gpu", self.gpu, "--workload", name]
         # run from base/ (its measuring code); absolute, not resolved: a venv's python is a symlink out of the venv
-        a = self.run(name, "census-a", [str(Path(PYTHON_A).absolute()), "-m", "harness", "census", *head, "--workloads-dir", str(workloads_dir),
-                                        "--results-dir", str((out / "census-a").absolute())], cwd="base")
-        b = self.run(name, "census-b", [PYTHON_B, "-m", "harness", "census", *head, "--workloads-dir", str(workloads_dir),
-                                        "--results-dir", str(out / "census-b")])
+        a = self.run(
+            name,
+            "census-a",
+            [
+                str(Path(PYTHON_A).absolute()),
+                "-m",
+                "harness",
+                "census",
+                *head,
+                "--workloads-dir",
+                str(workloads_dir),
+                "--results-dir",
+                str((out / "census-a").absolute()),
+            ],
+            cwd="base",
+        )
+        b = self.run(
+            name,
+            "census-b",
+            [
+                PYTHON_B,
+                "-m",
+                "harness",
+                "census",
+                *head,
+                "--workloads-dir",
+                str(workloads_dir),
+                "--results-dir",
+                str(out / "census-b"),
+            ],
+        )
         if a in (0, 3) and b in (0, 3):
-            self.run(name, "census", [PYTHON_B, "-m", "harness", "report", str(out / "census-b"), "--baseline", str(out / "census-a"),
-                                      "--out", str(out / "census")])
+            self.run(
+                name,
+                "census",
+                [
+                    PYTHON_B,
+                    "-m",
+                    "harness",
+                    "report",
+                    str(out / "census-b"),
+                    "--baseline",
+                    str(out / "census-a"),
+                    "--out",
+                    str(out / "census"),
+                ],
+            )
         if not self.pins:
             return
         splits = [d for d in self.decompositions if d in splits_of(out / "census-b", name)]
         for dec in splits:
             seed(out, name, dec)
-            self.run(name, f"ab/{dec}", [PYTHON_B, "-m", "harness", "interleave", *head, "--decomposition", dec, "--python-a", PYTHON_A,
-                                         "--python-b", PYTHON_B, "--budget-minutes", minutes(self.budget), "--workloads-dir",
-                                         str(workloads_dir), "--results-dir", str(out / "ab" / dec)])
+            self.run(
+                name,
+                f"ab/{dec}",
+                [
+                    PYTHON_B,
+                    "-m",
+                    "harness",
+                    "interleave",
+                    *head,
+                    "--decomposition",
+                    dec,
+                    "--python-a",
+                    PYTHON_A,
+                    "--python-b",
+                    PYTHON_B,
+                    "--budget-minutes",
+                    minutes(self.budget),
+                    "--workloads-dir",
+                    str(workloads_dir),
+                    "--results-dir",
+                    str(out / "ab" / dec),
+                ],
+            )
         changed = work_changed(out / "census" / "report.json", name)
         if changed:
-            cmd = [PYTHON_B, "-m", "harness", "bisect", *head, "--decomposition", changed, "--good", PYTHON_A, "--bad", PYTHON_B,
-                   "--move-deps", "--census-only", "--budget-minutes", minutes(self.bisect_budget), "--workloads-dir", str(workloads_dir),
-                   "--results-dir", str(out / "bisect")]
-            self.run(name, "bisect", cmd + (["--wheels", os.environ["PERF_WHEELS"]] if os.environ.get("PERF_WHEELS") else []))
+            cmd = [
+                PYTHON_B,
+                "-m",
+                "harness",
+                "bisect",
+                *head,
+                "--decomposition",
+                changed,
+                "--good",
+                PYTHON_A,
+                "--bad",
+                PYTHON_B,
+                "--move-deps",
+                "--census-only",
+                "--budget-minutes",
+                minutes(self.bisect_budget),
+                "--workloads-dir",
+                str(workloads_dir),
+                "--results-dir",
+                str(out / "bisect"),
+            ]
+            self.run(
+                name, "bisect", cmd + (["--wheels", os.environ["PERF_WHEELS"]] if os.environ.get("PERF_WHEELS") else [])
+            )
 
 
 def minutes(x: float) -> str:
@@ -100,7 +186,11 @@ def records(folder: Path) -> list[dict]:
 
 def splits_of(folder: Path, workload: str) -> list[str]:
     """The splits with a census run of ``workload`` in ``folder``, in the order they ran."""
-    return list(dict.fromkeys(r.get("decomposition_id") for r in records(folder) if r.get("workload") == workload and r.get("census")))
+    return list(
+        dict.fromkeys(
+            r.get("decomposition_id") for r in records(folder) if r.get("workload") == workload and r.get("census")
+        )
+    )
 
 
 def seed(out: Path, workload: str, dec: str) -> None:
@@ -109,7 +199,11 @@ def seed(out: Path, workload: str, dec: str) -> None:
     from harness.files import mark_not_stored
 
     for side in ("a", "b"):
-        found = [r for r in records(out / f"census-{side}") if r.get("workload") == workload and r.get("decomposition_id") == dec and r.get("census")]
+        found = [
+            r
+            for r in records(out / f"census-{side}")
+            if r.get("workload") == workload and r.get("decomposition_id") == dec and r.get("census")
+        ]
         if found:
             folder = mark_not_stored(out / "ab" / dec / f"census-{side}")
             (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in found[:1]))
@@ -122,8 +216,12 @@ def work_changed(report: Path, workload: str) -> str | None:
     except (OSError, json.JSONDecodeError):
         return None
     for v in verdicts:
-        if v.get("kind") == "work" and v.get("outcome") in ("changed", "regression", "fail") and str(v.get("case", "")).startswith(f"{workload}-"):
-            return str(v["case"])[len(workload) + 1:]
+        if (
+            v.get("kind") == "work"
+            and v.get("outcome") in ("changed", "regression", "fail")
+            and str(v.get("case", "")).startswith(f"{workload}-")
+        ):
+            return str(v["case"])[len(workload) + 1 :]
     return None
 
 
@@ -137,9 +235,18 @@ def main() -> int:
         return 2
     names = by_gpu.get(gpu) if isinstance(by_gpu, dict) else None
     if not gpu or not isinstance(names, list) or not all(isinstance(n, str) and NAME.fullmatch(n) for n in names):
-        print(f"::error::pr-measure: PR_WORKLOADS has no list of workload names for PERF_GPU {gpu!r}; the plan job sets both")
+        print(
+            f"::error::pr-measure: PR_WORKLOADS has no list of workload names for PERF_GPU {gpu!r}; the plan job sets "
+            "both"
+        )
         return 2
-    check = Check(gpu, os.environ.get("PR_PINS") == "true", settings.pr.budget_minutes, settings.bisect_minutes, settings.pr.decompositions)
+    check = Check(
+        gpu,
+        os.environ.get("PR_PINS") == "true",
+        settings.pr.budget_minutes,
+        settings.bisect_minutes,
+        settings.pr.decompositions,
+    )
     RESULTS.mkdir(exist_ok=True)
     for name in names:
         check.workload(name, Path("workloads").absolute())

@@ -45,7 +45,9 @@ def pages(text: str) -> list:
 
 def changed_files(repo: str, number: str) -> list[dict]:
     """The pull request's files (``filename``, ``status``), through the gh CLI."""
-    proc = subprocess.run(["gh", "api", "--paginate", "--slurp", f"repos/{repo}/pulls/{number}/files"], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["gh", "api", "--paginate", "--slurp", f"repos/{repo}/pulls/{number}/files"], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"gh api could not list the pull request's files: {proc.stderr.strip() or proc.returncode}")
     return [f for f in pages(proc.stdout) if isinstance(f, dict)]
@@ -56,7 +58,9 @@ def label_names(raw: str) -> list[str]:
     try:
         labels = json.loads(raw or "[]")
     except json.JSONDecodeError as exc:
-        raise ValueError(f"PR_LABELS is not JSON ({exc}); the workflow sets it to toJSON(github.event.pull_request.labels)") from exc
+        raise ValueError(
+            f"PR_LABELS is not JSON ({exc}); the workflow sets it to toJSON(github.event.pull_request.labels)"
+        ) from exc
     return [str(lb.get("name", "")) if isinstance(lb, dict) else str(lb) for lb in labels or []]
 
 
@@ -65,7 +69,9 @@ def wanted(settings: Nightly, labels: list[str], action: str, added: str) -> str
     if settings.pr.label not in labels:
         return f"no {settings.pr.label} label: a maintainer starts the check by adding it"
     if action == "labeled" and added not in (settings.pr.label, settings.pr.accept_label):
-        return f"the label added ({added!r}) is not one of the check's ({settings.pr.label}, {settings.pr.accept_label})"
+        return (
+            f"the label added ({added!r}) is not one of the check's ({settings.pr.label}, {settings.pr.accept_label})"
+        )
     return None
 
 
@@ -76,9 +82,12 @@ def workloads(settings: Nightly, files: list[dict]) -> tuple[dict[str, list[str]
         path = str(f.get("filename", ""))
         if not (path.startswith("workloads/") and path.endswith(".toml") and path.count("/") == 1):
             continue
-        name = path[len("workloads/"):-len(".toml")]
+        name = path[len("workloads/") : -len(".toml")]
         if not NAME.fullmatch(name):
-            lines.append("- a changed workload file whose name is not a workload name (letters, digits, '.', '_', '-'): not measured")
+            lines.append(
+                "- a changed workload file whose name is not a workload name (letters, digits, '.', '_', '-'): not "
+                "measured"
+            )
         elif f.get("status") == "removed":
             lines.append(f"- {path}: removed by the pull request, not measured")
         elif name not in changed:
@@ -89,24 +98,43 @@ def workloads(settings: Nightly, files: list[dict]) -> tuple[dict[str, list[str]
 
 def decide(settings: Nightly, env: dict, files_of) -> dict:
     """The plan: ``run``, and where it runs ``gpus``, ``workloads``, ``pins``, ``accepted`` and the summary's ``lines``.
-    ``files_of()`` lists the changed files (called only when the check runs). Raises Refused for a fork's pull request."""
+    ``files_of()`` lists the changed files (called only when the check runs). Raises Refused for a fork's pull
+    request."""
     labels = label_names(env.get("PR_LABELS", ""))
     why = wanted(settings, labels, env.get("PR_ACTION", ""), env.get("PR_LABEL_ADDED", ""))
     if why:
         return {"run": False, "lines": [f"- not run: {why}"]}
     head, base = env.get("PR_HEAD_REPO", ""), env.get("GITHUB_REPOSITORY", "")
     if not head or head != base:
-        raise Refused(f"the pull request comes from {'the fork ' + head if head else 'a deleted fork'}, not {base}: the GPU runners never run "
-                      "a fork's code; a maintainer may push its branch to this repository and label that pull request")
+        raise Refused(
+            f"the pull request comes from {'the fork ' + head if head else 'a deleted fork'}, not {base}: "
+            "the GPU runners never run a fork's code; a maintainer may push its branch to this repository and label "
+            "that pull request"
+        )
     files = files_of()
     by_gpu, lines = workloads(settings, files)
     pins = any(str(f.get("filename", "")).startswith("constraints/") for f in files)
     accepted = settings.pr.accept_label in labels
-    lines = [f"- GPUs (nightly.toml): {', '.join(settings.gpus)}",
-             *[f"- {g}: {', '.join(w) if w else 'no workload'}" for g, w in by_gpu.items()],
-             "- pins: " + ("changed (constraints/): base pins (A) against the pull request's (B), interleaved" if pins else "unchanged: censuses only"),
-             f"- {settings.pr.accept_label}: {'set, a measured regression is accepted' if accepted else 'not set'}", *lines]
-    return {"run": True, "gpus": list(settings.gpus), "workloads": by_gpu, "pins": pins, "accepted": accepted, "lines": lines}
+    lines = [
+        f"- GPUs (nightly.toml): {', '.join(settings.gpus)}",
+        *[f"- {g}: {', '.join(w) if w else 'no workload'}" for g, w in by_gpu.items()],
+        "- pins: "
+        + (
+            "changed (constraints/): base pins (A) against the pull request's (B), interleaved"
+            if pins
+            else "unchanged: censuses only"
+        ),
+        f"- {settings.pr.accept_label}: {'set, a measured regression is accepted' if accepted else 'not set'}",
+        *lines,
+    ]
+    return {
+        "run": True,
+        "gpus": list(settings.gpus),
+        "workloads": by_gpu,
+        "pins": pins,
+        "accepted": accepted,
+        "lines": lines,
+    }
 
 
 def _append(var: str, lines: list[str]) -> None:
@@ -119,7 +147,11 @@ def main() -> int:
     env = dict(os.environ)
     try:
         settings = load(Path.cwd())
-        result = decide(settings, env, lambda: changed_files(env.get("GH_REPO") or env.get("GITHUB_REPOSITORY", ""), env.get("PR_NUMBER", "")))
+        result = decide(
+            settings,
+            env,
+            lambda: changed_files(env.get("GH_REPO") or env.get("GITHUB_REPOSITORY", ""), env.get("PR_NUMBER", "")),
+        )
     except Refused as exc:
         print(f"::error::pr-check: refused: {exc}")
         _append("GITHUB_OUTPUT", ["run=false"])
@@ -131,8 +163,12 @@ def main() -> int:
         return 2
     outputs = {"run": str(result["run"]).lower()}
     if result["run"]:
-        outputs.update(gpus=json.dumps(result["gpus"]), workloads=json.dumps(result["workloads"]), pins=str(result["pins"]).lower(),
-                       accepted=str(result["accepted"]).lower())
+        outputs.update(
+            gpus=json.dumps(result["gpus"]),
+            workloads=json.dumps(result["workloads"]),
+            pins=str(result["pins"]).lower(),
+            accepted=str(result["accepted"]).lower(),
+        )
     _append("GITHUB_OUTPUT", [f"{k}={v}" for k, v in outputs.items()])
     _append("GITHUB_STEP_SUMMARY", ["### Performance check: the plan", "", *result["lines"]])
     print("\n".join(result["lines"]))

@@ -40,8 +40,8 @@ class Axis:
 
 @dataclass
 class Range:
-    """``mode`` (``interpreters``, ``releases``, ``commits``), the ends, the axes, and the packages found in one end only
-    (not bisected: there is nothing to swap)."""
+    """``mode`` (``interpreters``, ``releases``, ``commits``), the ends, the axes, and the packages found in one end
+    only (not bisected: there is nothing to swap)."""
 
     mode: str
     good: Candidate
@@ -52,7 +52,8 @@ class Range:
 
 
 def base_python(cfg: BisectConfig) -> str:
-    """The interpreter every candidate is built on: good's when the ends are interpreters, else ``--python`` or this one."""
+    """The interpreter every candidate is built on: good's when the ends are interpreters, else ``--python`` or this
+    one."""
     good, _ = cfg.ends()
     return good.text if good.kind == "python" else (cfg.python or sys.executable)
 
@@ -73,8 +74,14 @@ def resolve(cfg: BisectConfig, envs: ev.EnvCache) -> Range:
         asked = {canonical(p) for p in cfg.packages}
         left_out = [f"{p} {a} -> {b}" for p, a, b in moved if asked and p not in asked]
         moved = [m for m in moved if not asked or m[0] in asked]
-        return Range("interpreters", Candidate(python=good.text), Candidate(python=bad.text),
-                     [_axis(cfg, envs, Candidate(), p, a, b) for p, a, b in moved], one_side, left_out)
+        return Range(
+            "interpreters",
+            Candidate(python=good.text),
+            Candidate(python=bad.text),
+            [_axis(cfg, envs, Candidate(), p, a, b) for p, a, b in moved],
+            one_side,
+            left_out,
+        )
     gp = {canonical(n): v for n, v in good.pins}
     bp = {canonical(n): v for n, v in bad.pins}
     start = Candidate(tuple(Install(n, v) for n, v in sorted(gp.items())))
@@ -113,4 +120,6 @@ def _commits(cfg: BisectConfig, good: str, bad: str) -> Range:
     shas = ev.commits(cfg.checkout, good, bad)
     package = cfg.package or ev.package_name(cfg.checkout, shas[-1])
     ladder = [Candidate((Install(package, sha, "commit", str(cfg.checkout)),)) for sha in shas]
-    return Range("commits", ladder[0], ladder[-1], [Axis(package, shas[0], shas[-1], ladder[-1], lambda: ladder, ladder)])
+    return Range(
+        "commits", ladder[0], ladder[-1], [Axis(package, shas[0], shas[-1], ladder[-1], lambda: ladder, ladder)]
+    )

@@ -55,12 +55,18 @@ def parse_end(text: str, flag: str, checkout: str | None) -> End:
         return End("pins", text, ((str(name), str(version)),), str(Path(text).resolve().parent))
     if os.sep in text or os.path.isfile(text):
         if not (os.path.isfile(text) and os.access(text, os.X_OK)):
-            raise BadInput(f"{flag} {text}: not an executable Python; pass an interpreter such as .tox/latest/bin/python, or name==version")
+            raise BadInput(
+                f"{flag} {text}: not an executable Python; pass an interpreter such as .tox/latest/bin/python, "
+                "or name==version"
+            )
         return End("python", text)
     pins = [p for p in re.split(r"[\s,]+", text) if p]
     bad = [p for p in pins if not _PIN.match(p)]
     if not pins or bad:
-        raise BadInput(f"{flag} {text!r}: expected an interpreter, a wheel file, or releases as name==version (e.g. transformers==5.17.0)")
+        raise BadInput(
+            f"{flag} {text!r}: expected an interpreter, a wheel file, or releases as name==version "
+            "(e.g. transformers==5.17.0)"
+        )
     return End("pins", text, tuple((m.group(1), m.group(2)) for m in map(_PIN.match, pins)))
 
 
@@ -73,11 +79,11 @@ class BisectConfig:
     own), ``checkout`` (and ``package``, its distribution name when pyproject.toml or setup.py do not say it), where
     releases come from: ``wheels`` (a folder; pip installs from it alone), ``index_url``, ``no_index``; ``move_deps``: a
     release may bring its dependencies at other versions than the base's (default: it is uninstallable); ``packages``:
-    with interpreter ends, only these of the packages that moved are tried (the others are named in the report). The steps:
-    census runs; where the counts are equal at both ends, interleaved comparisons of ``step_budget_minutes`` each
+    with interpreter ends, only these of the packages that moved are tried (the others are named in the report). The
+    steps: census runs; where the counts are equal at both ends, interleaved comparisons of ``step_budget_minutes`` each
     (``alpha``, ``threshold``, ``sets``: the comparison's knobs) unless ``census_only``; ``budget_minutes``: no step is
-    started that would end past this many device minutes of the whole bisection (the search narrows around it). Where things go:
-    ``results_dir``, ``env_cache``.
+    started that would end past this many device minutes of the whole bisection (the search narrows around it). Where
+    things go: ``results_dir``, ``env_cache``.
     """
 
     workload: str
@@ -112,17 +118,32 @@ class BisectConfig:
         if good.text == bad.text:
             raise BadInput(f"--good and --bad are both {good.text}: nothing lies between them")
         if good.kind == "pins" and {canonical(n) for n, _ in good.pins} != {canonical(n) for n, _ in bad.pins}:
-            raise BadInput(f"--good {good.text!r} and --bad {bad.text!r} name other packages: name the same packages at both ends")
-        if self.checkout and not os.path.isdir(os.path.join(self.checkout, ".git")) and not os.path.isfile(os.path.join(self.checkout, ".git")):
+            raise BadInput(
+                f"--good {good.text!r} and --bad {bad.text!r} name other packages: name the same packages at both ends"
+            )
+        if (
+            self.checkout
+            and not os.path.isdir(os.path.join(self.checkout, ".git"))
+            and not os.path.isfile(os.path.join(self.checkout, ".git"))
+        ):
             raise BadInput(f"--checkout {self.checkout}: not a git checkout (no .git); pass the folder of a clone")
         if self.wheels and not os.path.isdir(self.wheels):
-            raise BadInput(f"--wheels {self.wheels}: no such folder; pass the folder the wheels were downloaded to (pip download -d)")
+            raise BadInput(
+                f"--wheels {self.wheels}: no such folder; pass the folder the wheels were downloaded to "
+                "(pip download -d)"
+            )
         if self.python and not (os.path.isfile(self.python) and os.access(self.python, os.X_OK)):
             raise BadInput(f"--python {self.python}: not an executable Python; pass e.g. .venv/bin/python")
         if self.packages and good.kind != "python":
-            raise BadInput("--packages chooses among the packages that differ between two interpreters; with releases or commits, name them in --good and --bad")
+            raise BadInput(
+                "--packages chooses among the packages that differ between two interpreters; with releases or commits, "
+                "name them in --good and --bad"
+            )
         if self.python and good.kind == "python":
-            raise BadInput("--python names the base environment of releases or commits; with interpreters as ends, good's is the base")
+            raise BadInput(
+                "--python names the base environment of releases or commits; with interpreters as ends, good's is "
+                "the base"
+            )
         if not self.step_budget_minutes > 0:
             raise BadInput(f"--step-budget-minutes must be positive, got {self.step_budget_minutes}")
         if self.budget_minutes is not None and not self.budget_minutes > 0:
@@ -139,10 +160,20 @@ class BisectConfig:
 
     def comparison(self, python_a: str, python_b: str, results_dir: str | None = None) -> ComparisonConfig:
         """The interleaved comparison of one timing step: B's candidate against A's (good) within the step's budget."""
-        return ComparisonConfig(workload=self.workload, decomposition=self.decomposition, python_a=python_a, python_b=python_b, gpu=self.gpu,
-                                budget_minutes=self.step_budget_minutes, alpha=self.alpha, threshold=self.threshold,
-                                workloads_dir=self.workloads_dir, results_dir=results_dir or self.results_dir, run_timeout=self.run_timeout,
-                                **self.sets)
+        return ComparisonConfig(
+            workload=self.workload,
+            decomposition=self.decomposition,
+            python_a=python_a,
+            python_b=python_b,
+            gpu=self.gpu,
+            budget_minutes=self.step_budget_minutes,
+            alpha=self.alpha,
+            threshold=self.threshold,
+            workloads_dir=self.workloads_dir,
+            results_dir=results_dir or self.results_dir,
+            run_timeout=self.run_timeout,
+            **self.sets,
+        )
 
 
 def canonical(name: str) -> str:

@@ -57,11 +57,14 @@ def describe(python: str) -> dict:
 
 
 def last_line(text: str, width: int = 300) -> str:
-    """pip's reason, shortened: what a dependency conflict is caused by, else its last ``ERROR:`` line, else the last line."""
+    """pip's reason, shortened: what a dependency conflict is caused by, else its last ``ERROR:`` line, else the last
+    line."""
     raw = (text or "").splitlines()
     if "The conflict is caused by:" in raw:
-        cause = raw[raw.index("The conflict is caused by:") + 1:]
-        line = "conflict: " + "; ".join(ln.strip() for ln in cause[: next((i for i, ln in enumerate(cause) if not ln.strip()), len(cause))])
+        cause = raw[raw.index("The conflict is caused by:") + 1 :]
+        line = "conflict: " + "; ".join(
+            ln.strip() for ln in cause[: next((i for i, ln in enumerate(cause) if not ln.strip()), len(cause))]
+        )
     else:
         lines = [ln.strip() for ln in raw if ln.strip()]
         errors = [ln for ln in lines if ln.startswith("ERROR:") and "ResolutionImpossible" not in ln]
@@ -78,8 +81,17 @@ class EnvCache:
     from (pip's ``--no-index --find-links``); ``index_url``: another index; ``no_index``: nothing from an index;
     ``move_deps``: no constraints, a candidate's dependencies may move away from the base's versions."""
 
-    def __init__(self, root: str | Path, base_python: str, *, wheels: str | None = None, index_url: str | None = None,
-                 no_index: bool = False, move_deps: bool = False, out=print):
+    def __init__(
+        self,
+        root: str | Path,
+        base_python: str,
+        *,
+        wheels: str | None = None,
+        index_url: str | None = None,
+        no_index: bool = False,
+        move_deps: bool = False,
+        out=print,
+    ):
         self.root, self.base_python, self.wheels, self.index_url = Path(root), base_python, wheels, index_url
         self.no_index, self.move_deps = no_index or wheels is not None, move_deps
         self.out, self.install_s, self.built, self._base, self._known = out, 0.0, 0, None, {}
@@ -93,12 +105,19 @@ class EnvCache:
     def needed(self, cand: Candidate) -> tuple[Install, ...]:
         """The installs of ``cand`` the base environment does not already have."""
         dists = self.base["dists"]
-        return tuple(i for i in cand.installs if not (i.kind == "release" and dists.get(canonical(i.package)) == i.version))
+        return tuple(
+            i for i in cand.installs if not (i.kind == "release" and dists.get(canonical(i.package)) == i.version)
+        )
 
     def key(self, installs: tuple[Install, ...]) -> str:
-        blob = json.dumps({"base": os.path.realpath(self.base_python), "dists": sorted(self.base["dists"].items()),
-                           "installs": sorted((canonical(i.package), i.version, i.kind, i.source) for i in installs),
-                           "from": [self.wheels and os.path.realpath(self.wheels), self.index_url, self.no_index, self.move_deps]})
+        blob = json.dumps(
+            {
+                "base": os.path.realpath(self.base_python),
+                "dists": sorted(self.base["dists"].items()),
+                "installs": sorted((canonical(i.package), i.version, i.kind, i.source) for i in installs),
+                "from": [self.wheels and os.path.realpath(self.wheels), self.index_url, self.no_index, self.move_deps],
+            }
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def python_for(self, cand: Candidate) -> Measured:
@@ -123,11 +142,19 @@ class EnvCache:
         shutil.rmtree(home, ignore_errors=True)  # a build that did not finish
         home.mkdir(parents=True)
         self.out(f"  building the environment of {label} in {home}")
-        venv = subprocess.run([self.base_python, "-m", "venv", "--without-pip", str(home / "env")], capture_output=True, text=True)
+        venv = subprocess.run(
+            [self.base_python, "-m", "venv", "--without-pip", str(home / "env")], capture_output=True, text=True
+        )
         if venv.returncode:
-            raise BadInput(f"cannot make a venv with {self.base_python} ({last_line(venv.stderr)}); install the venv module")
-        purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], capture_output=True,
-                                 text=True, check=True).stdout.strip()
+            raise BadInput(
+                f"cannot make a venv with {self.base_python} ({last_line(venv.stderr)}); install the venv module"
+            )
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         lines = [f"import site; site.addsitedir({d!r})" for d in self.base["site"]]
         Path(purelib, "_harness_bisect_base.pth").write_text("\n".join(lines) + "\n")
         try:
@@ -136,9 +163,17 @@ class EnvCache:
             return Measured(UNINSTALLABLE, reason=str(exc))
         constraints = home / "constraints.txt"
         skip = {canonical(i.package) for i in installs}
-        constraints.write_text("" if self.move_deps else "".join(f"{n}=={v}\n" for n, v in sorted(self.base["dists"].items()) if n not in skip))
-        proc = subprocess.run(self._pip(python, constraints, any(i.kind == "commit" for i in installs)) + targets, capture_output=True,
-                              text=True, timeout=PIP_TIMEOUT_S)
+        constraints.write_text(
+            ""
+            if self.move_deps
+            else "".join(f"{n}=={v}\n" for n, v in sorted(self.base["dists"].items()) if n not in skip)
+        )
+        proc = subprocess.run(
+            self._pip(python, constraints, any(i.kind == "commit" for i in installs)) + targets,
+            capture_output=True,
+            text=True,
+            timeout=PIP_TIMEOUT_S,
+        )
         (home / "pip.log").write_text(proc.stdout + proc.stderr)
         if proc.returncode:
             return Measured(UNINSTALLABLE, reason=last_line(proc.stdout + "\n" + proc.stderr))
@@ -147,9 +182,22 @@ class EnvCache:
         return Measured(OK, str(python))
 
     def _pip(self, python: Path, constraints: Path, from_source: bool) -> list[str]:
-        cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "--disable-pip-version-check", "--no-input", "-c", str(constraints)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+            "-c",
+            str(constraints),
+        ]
         if self.no_index:
-            cmd += ["--no-index"] + (["--no-build-isolation"] if from_source else [])  # offline: build with the base's tools
+            cmd += ["--no-index"] + (
+                ["--no-build-isolation"] if from_source else []
+            )  # offline: build with the base's tools
         if self.wheels:
             cmd += ["--find-links", str(self.wheels)]
         if self.index_url:
@@ -174,7 +222,9 @@ def wheel_releases(wheels: str | Path, package: str) -> list[str]:
     out = set()
     for f in Path(wheels).iterdir():
         try:
-            name, version = parse_wheel_filename(f.name)[:2] if f.name.endswith(".whl") else parse_sdist_filename(f.name)
+            name, version = (
+                parse_wheel_filename(f.name)[:2] if f.name.endswith(".whl") else parse_sdist_filename(f.name)
+            )
         except (InvalidWheelFilename, InvalidSdistFilename):
             continue
         if canonical(name) == canonical(package):
@@ -185,10 +235,15 @@ def wheel_releases(wheels: str | Path, package: str) -> list[str]:
 def index_releases(package: str, python: str, index_url: str | None = None) -> list[str]:
     """The versions of ``package`` on the index that ``python`` can install (``pip index versions``)."""
     cmd = [sys.executable, "-m", "pip", "--python", python, "index", "versions", package, "--disable-pip-version-check"]
-    proc = subprocess.run(cmd + (["--index-url", index_url] if index_url else []), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        cmd + (["--index-url", index_url] if index_url else []), capture_output=True, text=True, timeout=600
+    )
     found = re.search(r"Available versions:\s*(.+)", proc.stdout)
     if proc.returncode or not found:
-        raise BadInput(f"cannot list the releases of {package} ({last_line(proc.stderr or proc.stdout)}); offline, pass --wheels DIR")
+        raise BadInput(
+            f"cannot list the releases of {package} ({last_line(proc.stderr or proc.stdout)}); "
+            "offline, pass --wheels DIR"
+        )
     return [v.strip() for v in found.group(1).split(",") if v.strip()]
 
 
@@ -220,8 +275,8 @@ def export(repo: str | Path, commit: str, dest: Path) -> None:
 
 
 def package_name(repo: str | Path, commit: str) -> str:
-    """The distribution name of a checkout at ``commit``: ``[project] name`` of pyproject.toml, else ``name=`` in setup.py,
-    else the folder's name."""
+    """The distribution name of a checkout at ``commit``: ``[project] name`` of pyproject.toml, else ``name=`` in
+    setup.py, else the folder's name."""
     import tomllib
 
     try:

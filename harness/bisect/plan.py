@@ -134,10 +134,10 @@ class Boundary:
 
 @dataclass
 class Search:
-    """What a search found. ``boundaries`` (census) or ``boundary`` (timing); ``measured``: the indices measured in order
-    (ends included), ``dead``: index -> reason; ``outcome``: ``changed``, ``no_change``, ``inconclusive`` (timing only: an
-    inconclusive step at ``inconclusive_at`` left the interval ``boundary``) or ``ends_failed`` (an end could not be
-    measured: ``dead`` says why)."""
+    """What a search found. ``boundaries`` (census) or ``boundary`` (timing); ``measured``: the indices measured in
+    order (ends included), ``dead``: index -> reason; ``outcome``: ``changed``, ``no_change``, ``inconclusive`` (timing
+    only: an inconclusive step at ``inconclusive_at`` left the interval ``boundary``) or ``ends_failed`` (an end could
+    not be measured: ``dead`` says why)."""
 
     outcome: str
     boundaries: list[Boundary] = field(default_factory=list)
@@ -152,7 +152,8 @@ class Search:
 
 
 def probe_order(lo: int, hi: int) -> list[int]:
-    """The candidates strictly between ``lo`` and ``hi``, nearest to the middle first (the lower of two equally near)."""
+    """The candidates strictly between ``lo`` and ``hi``, nearest to the middle first (the lower of two equally
+    near)."""
     mid = (lo + hi) / 2
     return sorted(range(lo + 1, hi), key=lambda i: (abs(i - mid), i))
 
@@ -183,8 +184,8 @@ class _Ladder:
 
 
 def census_search(n: int, measure: Callable[[int], Measured], differ: Callable[[Any, Any], bool]) -> Search:
-    """Every boundary of the ladder ``0 .. n-1`` where ``differ(value(lo), value(hi))``; ``measure(i)`` is called at most
-    once per index. See the module docstring."""
+    """Every boundary of the ladder ``0 .. n-1`` where ``differ(value(lo), value(hi))``; ``measure(i)`` is called at
+    most once per index. See the module docstring."""
     lad = _Ladder(measure)
     ends = [lad.get(0), lad.get(n - 1)] if n >= 2 else []
     if len(ends) < 2 or any(m.dead for m in ends):
@@ -238,7 +239,11 @@ def timing_search(n: int, compare: Callable[[int], Measured]) -> Search:
 
 
 # ---- which counts moved ----------------------------------------------------------------------------
-TOTALS = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Python calls"}  # the totals :func:`moved` names
+TOTALS = {
+    "ops": "aten ops",
+    "kernels": "kernel launches",
+    "python_calls": "Python calls",
+}  # the totals :func:`moved` names
 
 
 def moved(d) -> list[str]:

@@ -12,7 +12,12 @@ from harness.bisect.plan import TOTALS
 from harness.files import write_atomic, write_json_atomic
 from harness.results.bisection import Bisection
 
-OUTCOMES = {"changed": "found", "no_change": "no change", "inconclusive": "inconclusive", "ends_failed": "could not measure an end"}
+OUTCOMES = {
+    "changed": "found",
+    "no_change": "no change",
+    "inconclusive": "inconclusive",
+    "ends_failed": "could not measure an end",
+}
 
 
 def boundary_text(c: dict) -> str:
@@ -29,7 +34,11 @@ def counts_text(counts: list[str]) -> str:
     by_name = {"aten op ": "aten op", "kernel ": "kernel"}
 
     def named_by(c: str) -> str | None:
-        return None if c in TOTALS.values() else next((label for prefix, label in by_name.items() if c.startswith(prefix)), None)
+        return (
+            None
+            if c in TOTALS.values()
+            else next((label for prefix, label in by_name.items() if c.startswith(prefix)), None)
+        )
 
     named = {label: sum(named_by(c) == label for c in counts) for label in by_name.values()}
     totals = [c for c in counts if named_by(c) is None]
@@ -37,28 +46,38 @@ def counts_text(counts: list[str]) -> str:
 
 
 def recheck_command(res: dict, c: dict) -> str | None:
-    """The command that measures one boundary of releases alone (a maintainer's check, about two census runs); None where
-    an end is not one release of one package (a commit, an interpreter, several packages)."""
+    """The command that measures one boundary of releases alone (a maintainer's check, about two census runs); None
+    where an end is not one release of one package (a commit, an interpreter, several packages)."""
     ends = [re.fullmatch(r"([A-Za-z0-9_.\-]+) (\S+)", c[k]) for k in ("last_good", "first_bad")]
     if not all(ends):
         return None
     workload, decomposition = res["case"].rsplit("-", 1)
-    base = (f" --python {res['good']}" if res.get("mode") == "interpreters" else "") + (" --move-deps" if res.get("move_deps") else "")
-    return (f"python -m harness bisect --workload {workload} --decomposition {decomposition}{base} "
-            f"--good {ends[0][1]}=={ends[0][2]} --bad {ends[1][1]}=={ends[1][2]}" + (" --census-only" if c["kind"] == "census" else ""))
+    base = (f" --python {res['good']}" if res.get("mode") == "interpreters" else "") + (
+        " --move-deps" if res.get("move_deps") else ""
+    )
+    return (
+        f"python -m harness bisect --workload {workload} --decomposition {decomposition}{base} "
+        f"--good {ends[0][1]}=={ends[0][2]} --bad {ends[1][1]}=={ends[1][2]}"
+        + (" --census-only" if c["kind"] == "census" else "")
+    )
 
 
 def predicted_text(p: dict | None) -> str:
     if not p or p.get("delta_pct") is None:
         return (p or {}).get("reason") or "no prediction (no cost model for this case)"
     span = f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else ""
-    parts = f" (host {p['host_part']:+.1f}%, GPU {p['gpu_part']:+.1f}%)" if p.get("host_part") is not None and p.get("gpu_part") is not None else ""
+    parts = (
+        f" (host {p['host_part']:+.1f}%, GPU {p['gpu_part']:+.1f}%)"
+        if p.get("host_part") is not None and p.get("gpu_part") is not None
+        else ""
+    )
     return f"{p['delta_pct']:+.1f}%{span}{parts} of the step"
 
 
 def ranked(changes: list[dict]) -> list[dict]:
     """The changes by predicted cost, the costliest (largest |change| of the step) first; those without a prediction
     (a timing change, or one the cost model could not price) after them, in the order found."""
+
     def cost(c: dict) -> float:
         d = (c.get("predicted") or {}).get("delta_pct")
         return -abs(d) if d is not None else float("inf")
@@ -68,26 +87,39 @@ def ranked(changes: list[dict]) -> list[dict]:
 
 def spent_text(s: dict, gpu: str) -> str:
     device = "CPU" if gpu == "cpu" else "GPU"
-    return (f"{device} time {s['device_s']:.0f} s: {s['census_runs']} census run(s)" + (f" ({s['census_reused']} reused)" if s["census_reused"] else "")
-            + f", {s['interleaved']} interleaved comparison(s); installs {s['install_s']:.0f} s ({s['environments_built']} environment(s) built)")
+    return (
+        f"{device} time {s['device_s']:.0f} s: {s['census_runs']} census run(s)"
+        + (f" ({s['census_reused']} reused)" if s["census_reused"] else "")
+        + f", {s['interleaved']} interleaved comparison(s); installs {s['install_s']:.0f} s "
+        f"({s['environments_built']} environment(s) built)"
+    )
 
 
 def _first_bad_message(c: dict) -> str:
-    return next((s.get("message") or s["outcome"] for s in c.get("steps", []) if s["label"] == c["first_bad"]), "regression")
+    return next(
+        (s.get("message") or s["outcome"] for s in c.get("steps", []) if s["label"] == c["first_bad"]), "regression"
+    )
 
 
 def summary(res: dict) -> list[str]:
     """The printed lines: the outcome, one line per change, what could not be installed or decided, the time spent."""
-    out = [f"bisect {res['case']} ({res['mode']}), {res['good']} -> {res['bad']}: {OUTCOMES.get(res['outcome'], res['outcome'])}"
-           + (f", by {res['search']}" if res.get("search") not in (None, "none") else "")]
+    out = [
+        f"bisect {res['case']} ({res['mode']}), {res['good']} -> {res['bad']}: "
+        f"{OUTCOMES.get(res['outcome'], res['outcome'])}"
+        + (f", by {res['search']}" if res.get("search") not in (None, "none") else "")
+    ]
     for c in ranked(res["changes"]):
-        shown = c["diff"][:2] + [ln for ln in c.get("memory") or [] if ln not in c["diff"][:2]]  # a peak that moved is always named
+        shown = c["diff"][:2] + [
+            ln for ln in c.get("memory") or [] if ln not in c["diff"][:2]
+        ]  # a peak that moved is always named
         what = "; ".join(shown) if c["kind"] == "census" else f"slower, the census unchanged: {_first_bad_message(c)}"
         out.append(f"  {c['kind']} change at {boundary_text(c)}" + ("" if c["exact"] else " (not exact)") + f": {what}")
         if c["kind"] == "census":
             out.append(f"    predicted: {predicted_text(c.get('predicted'))}")
     for c in res["inconclusive"]:
-        out.append(f"  inconclusive between {boundary_text(c)}: the comparison of {c['at']} against good decided nothing")
+        out.append(
+            f"  inconclusive between {boundary_text(c)}: the comparison of {c['at']} against good decided nothing"
+        )
     for u in res["uninstallable"]:
         out.append(f"  not installable: {u['label']}: {u['reason']}")
     out += [f"  {n}" for n in res["notes"]]
@@ -96,39 +128,78 @@ def summary(res: dict) -> list[str]:
 
 
 def markdown(res: dict) -> str:
-    lines = [f"# Bisect {res['case']} on {res['gpu']}", "",
-             f"Good: `{res['good']}`; bad: `{res['bad']}` ({res['mode']}). Outcome: **{OUTCOMES.get(res['outcome'], res['outcome'])}**"
-             + (f", searched by {res['search']}." if res.get("search") not in (None, "none") else "."), ""]
+    lines = [
+        f"# Bisect {res['case']} on {res['gpu']}",
+        "",
+        f"Good: `{res['good']}`; bad: `{res['bad']}` ({res['mode']}). "
+        f"Outcome: **{OUTCOMES.get(res['outcome'], res['outcome'])}**"
+        + (f", searched by {res['search']}." if res.get("search") not in (None, "none") else "."),
+        "",
+    ]
     if res.get("census"):
-        lines += ["## The census from good to bad", ""] + [f"- {ln}" for ln in res["census"]["lines"] or ["no count or peak memory changed"]]
+        lines += ["## The census from good to bad", ""] + [
+            f"- {ln}" for ln in res["census"]["lines"] or ["no count or peak memory changed"]
+        ]
         lines += [f"- {res['census']['time_line']}"] if res["census"].get("time_line") else []
         lines.append("")
     if len(res["packages"]) > 1:
         lines += ["## Packages", "", "| package | good | bad | swapped alone |", "|---|---|---|---|"]
-        lines += [f"| {p['package']} | {p['good']} | {p['bad']} | {p.get('alone', '-')} |" for p in res["packages"]] + [""]
+        lines += [f"| {p['package']} | {p['good']} | {p['bad']} | {p.get('alone', '-')} |" for p in res["packages"]] + [
+            ""
+        ]
     if sum((c.get("predicted") or {}).get("delta_pct") is not None for c in res["changes"]) > 1:
         lines += ["Changes ranked by their predicted cost, the costliest first.", ""]
     for i, c in enumerate(ranked(res["changes"]), 1):
-        lines += [f"## Change {i}: {c['package']}, {c['kind']}", "", f"- boundary: last good `{c['last_good']}`, first bad `{c['first_bad']}`"
-                  + ("" if c["exact"] else " (the candidates between could not be installed)")]
+        lines += [
+            f"## Change {i}: {c['package']}, {c['kind']}",
+            "",
+            f"- boundary: last good `{c['last_good']}`, first bad `{c['first_bad']}`"
+            + ("" if c["exact"] else " (the candidates between could not be installed)"),
+        ]
         lines += [f"- not installable between them: `{s['label']}`: {s['reason']}" for s in c.get("skipped", [])]
         lines += [f"- to measure it alone: `{cmd}`"] if (cmd := recheck_command(res, c)) else []
         if c["kind"] == "census":
-            lines += ["- census diff at the boundary:"] + [f"  - {ln}" for ln in c["diff"]] + ([f"  - {c['time_line']}"] if c.get("time_line") else [])
-            lines += [f"- counts attributed here: {counts_text(c['counts'])}", f"- predicted cost: {predicted_text(c.get('predicted'))}",
-                      f"- the search measured {c['measured_inside']} of the {c['ladder'] - 2} {c['package']} candidates between good and bad"]
+            lines += (
+                ["- census diff at the boundary:"]
+                + [f"  - {ln}" for ln in c["diff"]]
+                + ([f"  - {c['time_line']}"] if c.get("time_line") else [])
+            )
+            lines += [
+                f"- counts attributed here: {counts_text(c['counts'])}",
+                f"- predicted cost: {predicted_text(c.get('predicted'))}",
+                f"- the search measured {c['measured_inside']} of the {c['ladder'] - 2} {c['package']} candidates "
+                "between good and bad",
+            ]
         else:
-            lines += ["- interleaved steps against good:"] + [f"  - `{s['label']}`: {s.get('message') or s['outcome']}" for s in c["steps"]]
+            lines += ["- interleaved steps against good:"] + [
+                f"  - `{s['label']}`: {s.get('message') or s['outcome']}" for s in c["steps"]
+            ]
         lines.append("")
     for c in res["inconclusive"]:
-        lines += [f"## Inconclusive: {c['package']}", "", f"- left between `{c['last_good']}` and `{c['first_bad']}`: `{c['at']}` against good was "
-                  "inconclusive; a larger --step-budget-minutes narrows it", "- steps: " + ", ".join(f"{s['label']}: {s['outcome']}" for s in c["steps"]), ""]
+        lines += [
+            f"## Inconclusive: {c['package']}",
+            "",
+            f"- left between `{c['last_good']}` and `{c['first_bad']}`: `{c['at']}` against good was "
+            "inconclusive; a larger --step-budget-minutes narrows it",
+            "- steps: " + ", ".join(f"{s['label']}: {s['outcome']}" for s in c["steps"]),
+            "",
+        ]
     if res["uninstallable"]:
         lines += ["## Not installable", ""] + [f"- `{u['label']}`: {u['reason']}" for u in res["uninstallable"]] + [""]
     if res["notes"]:
         lines += ["## Notes", ""] + [f"- {n}" for n in res["notes"]] + [""]
-    lines += ["## Spent", "", f"{spent_text(res['spent'], res['gpu'])}.", "", "| step | candidate | outcome | seconds |", "|---|---|---|---|"]
-    lines += [f"| {s['kind']} | {s['label']} | {s['outcome']} | {'reused' if s['reused'] else round(s['wall_s'], 1)} |" for s in res["steps"]]
+    lines += [
+        "## Spent",
+        "",
+        f"{spent_text(res['spent'], res['gpu'])}.",
+        "",
+        "| step | candidate | outcome | seconds |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s['kind']} | {s['label']} | {s['outcome']} | {'reused' if s['reused'] else round(s['wall_s'], 1)} |"
+        for s in res["steps"]
+    ]
     return "\n".join(lines) + "\n"
 
 

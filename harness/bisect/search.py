@@ -5,8 +5,8 @@ commit of it, asking :mod:`harness.bisect.plan` what to measure next and :mod:`h
    search is by census: each package of the range is
    swapped alone on good's environment and censused (only when several moved), and on the ladder of each package
    whose swap changed the counts, :func:`~harness.bisect.plan.census_search` finds every boundary.
-2. Where every count and the peak memory are equal at both ends (and not ``census_only``), the search is by interleaved comparisons
-   against good: bad first, then, with several packages, each swap, then
+2. Where every count and the peak memory are equal at both ends (and not ``census_only``), the search is by interleaved
+   comparisons against good: bad first, then, with several packages, each swap, then
    :func:`~harness.bisect.plan.timing_search` on the ladder of each package whose swap is a regression.
 
 ``predict(base, cur)`` is the hook of the cost model: given the measured censuses at a boundary (``{"census",
@@ -44,35 +44,73 @@ def predicted_cost(base: dict, cur: dict) -> dict | None:
     return cost_model.prediction_record(base["census"], {"step_ms": base.get("step_ms")}, cur["census"])
 
 
-def bisect(cfg: BisectConfig, *, envs: EnvCache | None = None, census_fn=None, compare_fn=None, predict: Predict | None = predicted_cost,
-           out: Callable[[str], None] = print) -> Bisection:
+def bisect(
+    cfg: BisectConfig,
+    *,
+    envs: EnvCache | None = None,
+    census_fn=None,
+    compare_fn=None,
+    predict: Predict | None = predicted_cost,
+    out: Callable[[str], None] = print,
+) -> Bisection:
     """Run the bisection ``cfg`` asks for and return its result (what :mod:`harness.bisect.report` writes)."""
     Path(cfg.results_dir).mkdir(parents=True, exist_ok=True)
-    envs = envs or EnvCache(cfg.env_cache or default_cache(), base_python(cfg), wheels=cfg.wheel_dir, index_url=cfg.index_url,
-                            no_index=cfg.no_index, move_deps=cfg.move_deps, out=out)
+    envs = envs or EnvCache(
+        cfg.env_cache or default_cache(),
+        base_python(cfg),
+        wheels=cfg.wheel_dir,
+        index_url=cfg.index_url,
+        no_index=cfg.no_index,
+        move_deps=cfg.move_deps,
+        out=out,
+    )
     rng = resolve(cfg, envs)
     steps = Steps(cfg, envs, census_fn=census_fn, compare_fn=compare_fn, out=out)
-    res = {"case": f"{cfg.workload}-{cfg.decomposition}", "gpu": cfg.gpu, "mode": rng.mode, "good": rng.good.label, "bad": rng.bad.label,
-           "packages": [{"package": a.package, "good": a.good, "bad": a.bad} for a in rng.axes], "one_side": rng.one_side,
-           "left_out": rng.left_out, "move_deps": cfg.move_deps,
-           "changes": [], "inconclusive": [], "uninstallable": [], "notes": [], "attribution": {}}
+    res = {
+        "case": f"{cfg.workload}-{cfg.decomposition}",
+        "gpu": cfg.gpu,
+        "mode": rng.mode,
+        "good": rng.good.label,
+        "bad": rng.bad.label,
+        "packages": [{"package": a.package, "good": a.good, "bad": a.bad} for a in rng.axes],
+        "one_side": rng.one_side,
+        "left_out": rng.left_out,
+        "move_deps": cfg.move_deps,
+        "changes": [],
+        "inconclusive": [],
+        "uninstallable": [],
+        "notes": [],
+        "attribution": {},
+    }
     if rng.left_out:
         res["notes"].append("moved as well, not tried (not among --packages): " + ", ".join(rng.left_out))
-    out(f"bisect {res['case']} on {cfg.gpu}: {rng.good.label} (good) -> {rng.bad.label} (bad)"
-        + (f"; packages that moved: {', '.join(a.package for a in rng.axes)}" if len(rng.axes) > 1 else ""))
+    out(
+        f"bisect {res['case']} on {cfg.gpu}: {rng.good.label} (good) -> {rng.bad.label} (bad)"
+        + (f"; packages that moved: {', '.join(a.package for a in rng.axes)}" if len(rng.axes) > 1 else "")
+    )
     g, b = steps.census(rng.good), steps.census(rng.bad)
     if g.dead or b.dead:
         res.update(outcome="ends_failed", search="none")
-        res["notes"] += [f"{side} ({lab}): {m.reason}" for side, lab, m in (("good", rng.good.label, g), ("bad", rng.bad.label, b)) if m.dead]
+        res["notes"] += [
+            f"{side} ({lab}): {m.reason}"
+            for side, lab, m in (("good", rng.good.label, g), ("bad", rng.bad.label, b))
+            if m.dead
+        ]
     else:
         d = census_diff.diff(g.value["census"], b.value["census"], CENSUS_TOLERANCES)
-        res["census"] = {"changed": d.changed, "lines": census_diff.lines(d, g.value["census"], b.value["census"]),
-                         "time_line": census_diff.time_line(d)}
+        res["census"] = {
+            "changed": d.changed,
+            "lines": census_diff.lines(d, g.value["census"], b.value["census"]),
+            "time_line": census_diff.time_line(d),
+        }
         if d.changed:
             _by_census(rng, steps, g, plan.moved(d), res, predict)
         elif cfg.census_only:
             res.update(outcome="no_change", search="census")
-            res["notes"].append(f"no count or peak memory changed between {rng.good.label} and {rng.bad.label}; the timing was not compared (--census-only)")
+            res["notes"].append(
+                f"no count or peak memory changed between {rng.good.label} and {rng.bad.label}; "
+                "the timing was not compared (--census-only)"
+            )
         else:
             _by_timing(rng, steps, res)
     dead = {s["label"]: s["outcome"].split(": ", 1)[-1] for s in steps.log if s["kind"] == "install"}  # each once
@@ -91,11 +129,15 @@ def _culprits(rng: Range, judge: Callable[[Axis], str], res: dict) -> list[Axis]
         if row["alone"] == "changed":
             found.append(axis)
     if not found:
-        res["notes"].append("no package swapped alone on good's environment reproduces the change: it needs several of them together")
+        res["notes"].append(
+            "no package swapped alone on good's environment reproduces the change: it needs several of them together"
+        )
     return found
 
 
-def _by_census(rng: Range, steps: Steps, good: plan.Measured, keys: list[str], res: dict, predict: Predict | None) -> None:
+def _by_census(
+    rng: Range, steps: Steps, good: plan.Measured, keys: list[str], res: dict, predict: Predict | None
+) -> None:
     res["search"] = "census"
 
     def alone(axis: Axis) -> str:
@@ -107,19 +149,33 @@ def _by_census(rng: Range, steps: Steps, good: plan.Measured, keys: list[str], r
         ladder = axis.ladder()
         found = plan.census_search(len(ladder), lambda i, lad=ladder: steps.census(lad[i]), differ)
         if found.outcome == "ends_failed":
-            res["notes"].append(f"{axis.package}: an end of its ladder could not be measured: {'; '.join(found.dead.values())}")
+            res["notes"].append(
+                f"{axis.package}: an end of its ladder could not be measured: {'; '.join(found.dead.values())}"
+            )
         for bd in found.boundaries:
             lo, hi = steps.census(ladder[bd.lo]).value, steps.census(ladder[bd.hi]).value
             d = census_diff.diff(lo["census"], hi["census"], CENSUS_TOLERANCES)
             at.append(plan.moved(d))
-            res["changes"].append({**_boundary(axis, ladder, bd, found), "kind": "census", "counts": at[-1], "memory": census_diff.memory_lines(d),
-                                   "diff": census_diff.lines(d, lo["census"], hi["census"]), "time_line": census_diff.time_line(d),
-                                   "predicted": predict(lo, hi) if predict else None, "measured_inside": _inside(found, len(ladder))})
+            res["changes"].append(
+                {
+                    **_boundary(axis, ladder, bd, found),
+                    "kind": "census",
+                    "counts": at[-1],
+                    "memory": census_diff.memory_lines(d),
+                    "diff": census_diff.lines(d, lo["census"], hi["census"]),
+                    "time_line": census_diff.time_line(d),
+                    "predicted": predict(lo, hi) if predict else None,
+                    "measured_inside": _inside(found, len(ladder)),
+                }
+            )
     labels = [f"{c['last_good']} -> {c['first_bad']}" for c in res["changes"]]
     res["attribution"] = {k: [labels[i] for i in ix] for k, ix in plan.attribute(keys, at).items()}
     res["outcome"] = "changed" if res["changes"] else "no_change"
     if any(not v for v in res["attribution"].values()):
-        res["notes"].append("counts that moved from good to bad but at no boundary found: " + ", ".join(k for k, v in res["attribution"].items() if not v))
+        res["notes"].append(
+            "counts that moved from good to bad but at no boundary found: "
+            + ", ".join(k for k, v in res["attribution"].items() if not v)
+        )
 
 
 def _by_timing(rng: Range, steps: Steps, res: dict) -> None:
@@ -131,9 +187,17 @@ def _by_timing(rng: Range, steps: Steps, res: dict) -> None:
     top = compare(rng.bad)
     if top.dead or top.value != plan.REGRESSION:
         what = top.reason if top.dead else top.value
-        res["outcome"] = "inconclusive" if not top.dead and top.value == plan.INCONCLUSIVE else "no_change" if not top.dead else "ends_failed"
-        res["notes"].append(f"no count changed, and {rng.bad.label} against {rng.good.label} interleaved: {what}"
-                            + ("; nothing to bisect" if not top.dead else ""))
+        res["outcome"] = (
+            "inconclusive"
+            if not top.dead and top.value == plan.INCONCLUSIVE
+            else "no_change"
+            if not top.dead
+            else "ends_failed"
+        )
+        res["notes"].append(
+            f"no count changed, and {rng.bad.label} against {rng.good.label} interleaved: {what}"
+            + ("; nothing to bisect" if not top.dead else "")
+        )
         return
 
     def alone(axis: Axis) -> str:
@@ -144,11 +208,18 @@ def _by_timing(rng: Range, steps: Steps, res: dict) -> None:
         ladder = axis.ladder()
         found = plan.timing_search(len(ladder), lambda i, lad=ladder: compare(lad[i]))
         if found.boundary is None:
-            res["notes"].append(f"{axis.package}: {ladder[-1].label} against good: {found.outcome} ({'; '.join(found.dead.values())})")
+            res["notes"].append(
+                f"{axis.package}: {ladder[-1].label} against good: {found.outcome} ({'; '.join(found.dead.values())})"
+            )
             continue
         said = {s["label"]: s.get("message") for s in steps.log if s["kind"] == "interleave"}
-        row = {**_boundary(axis, ladder, found.boundary, found), "kind": "timing",
-               "steps": [{"label": ladder[i].label, "outcome": o, "message": said.get(ladder[i].label)} for i, o in found.steps]}
+        row = {
+            **_boundary(axis, ladder, found.boundary, found),
+            "kind": "timing",
+            "steps": [
+                {"label": ladder[i].label, "outcome": o, "message": said.get(ladder[i].label)} for i, o in found.steps
+            ],
+        }
         if found.outcome == plan.INCONCLUSIVE:
             res["inconclusive"].append({**row, "at": ladder[found.inconclusive_at].label})
         else:
@@ -157,9 +228,14 @@ def _by_timing(rng: Range, steps: Steps, res: dict) -> None:
 
 
 def _boundary(axis: Axis, ladder: list, bd: plan.Boundary, found: plan.Search) -> dict:
-    return {"package": axis.package, "last_good": ladder[bd.lo].label, "first_bad": ladder[bd.hi].label, "exact": bd.exact,
-            "skipped": [{"label": ladder[i].label, "reason": found.dead.get(i, "")} for i in bd.skipped],
-            "ladder": len(ladder)}
+    return {
+        "package": axis.package,
+        "last_good": ladder[bd.lo].label,
+        "first_bad": ladder[bd.hi].label,
+        "exact": bd.exact,
+        "skipped": [{"label": ladder[i].label, "reason": found.dead.get(i, "")} for i in bd.skipped],
+        "ladder": len(ladder),
+    }
 
 
 def _inside(found: plan.Search, n: int) -> int:

@@ -45,8 +45,15 @@ def census_folder(root: str | Path, label: str, python: str) -> Path:
 class Steps:
     """The measurements of one bisection (``cfg``) on the environments of ``envs``, logged in ``self.log``."""
 
-    def __init__(self, cfg: BisectConfig, envs: EnvCache, *, census_fn: CensusFn | None = None, compare_fn: CompareFn | None = None,
-                 out: Callable[[str], None] = print):
+    def __init__(
+        self,
+        cfg: BisectConfig,
+        envs: EnvCache,
+        *,
+        census_fn: CensusFn | None = None,
+        compare_fn: CompareFn | None = None,
+        out: Callable[[str], None] = print,
+    ):
         self.cfg, self.envs, self.out = cfg, envs, out
         self.census_fn = census_fn or self._census_run
         self.compare_fn = compare_fn or self._compare_run
@@ -59,8 +66,8 @@ class Steps:
 
     # ---- census ---------------------------------------------------------------------------------------
     def census(self, cand: Candidate) -> Measured:
-        """The census of ``cand`` (``value``: ``{"census", "step_ms", "python"}``), measured once per environment; past the
-        budget, a candidate not measured yet is not even installed."""
+        """The census of ``cand`` (``value``: ``{"census", "step_ms", "python"}``), measured once per environment; past
+        the budget, a candidate not measured yet is not even installed."""
         if cand.key() in self._by_candidate:
             return self._by_candidate[cand.key()]
         if not cand.python and (why := self._over_budget("census")):
@@ -87,7 +94,9 @@ class Steps:
             self.out(f"census of {cand.label}")
             rec = self.census_fn(python, folder)
         wall = 0.0 if reused else time.monotonic() - t0
-        census = with_memory(normalize((rec or {}).get("census")), rec or {})  # the record's peaks: every rank's, and older runs'
+        census = with_memory(
+            normalize((rec or {}).get("census")), rec or {}
+        )  # the record's peaks: every rank's, and older runs'
         if not rec or rec.get("status", "ok") != "ok" or not census or not census.get("fits"):
             why = (census or {}).get("reason") or f"the census run failed; its log: {(rec or {}).get('log') or folder}"
             self._note("census", cand, wall, reused, f"failed: {why}", folder)
@@ -106,17 +115,29 @@ class Steps:
             w = load_workload(self.cfg.workloads_dir, self.cfg.workload, self.cfg.steps)
             self._expected = (w.hash, self.cfg.decomposition, self.cfg.gpu)
         for rec in reversed(read_jsonl(path)):
-            if (rec.get("workload_hash"), rec.get("decomposition_id"), rec.get("gpu")) == self._expected and rec.get("status") == "ok" \
-                    and (rec.get("census") or {}).get("fits"):
+            if (
+                (rec.get("workload_hash"), rec.get("decomposition_id"), rec.get("gpu")) == self._expected
+                and rec.get("status") == "ok"
+                and (rec.get("census") or {}).get("fits")
+            ):
                 return rec
         return None
 
     def _census_run(self, python: str, folder: Path) -> dict | None:
         from harness.suite.census import census
 
-        made = census(gpu=self.cfg.gpu, workload=self.cfg.workload, decompositions=[self.cfg.decomposition], repeats=1, python=python,
-                      steps=self.cfg.steps, workloads_dir=self.cfg.workloads_dir, results_dir=folder, run_timeout=self.cfg.run_timeout,
-                      out=lambda s: self.out(f"    {s}"))
+        made = census(
+            gpu=self.cfg.gpu,
+            workload=self.cfg.workload,
+            decompositions=[self.cfg.decomposition],
+            repeats=1,
+            python=python,
+            steps=self.cfg.steps,
+            workloads_dir=self.cfg.workloads_dir,
+            results_dir=folder,
+            run_timeout=self.cfg.run_timeout,
+            out=lambda s: self.out(f"    {s}"),
+        )
         last = made.latest(self.cfg.decomposition)
         return dict(last) if last is not None else None
 
@@ -161,22 +182,42 @@ class Steps:
         """Why a step of ``kind`` may not start (it would end past the budget), or None."""
         if self.cfg.budget_minutes is None:
             return None
-        used = sum(s["wall_s"] for s in self.log if s["kind"] in ("census", "interleave")) + self.envs.install_s  # installs hold the device too
+        used = (
+            sum(s["wall_s"] for s in self.log if s["kind"] in ("census", "interleave")) + self.envs.install_s
+        )  # installs hold the device too
         typical = max((s["wall_s"] for s in self.log if s["kind"] == kind), default=0.0)
         if kind == "interleave":
             typical = max(typical, 60.0 * self.cfg.step_budget_minutes)
         if used + typical <= 60.0 * self.cfg.budget_minutes:
             return None
-        return f"budget spent ({used / 60:.1f} of {self.cfg.budget_minutes:g} device minutes used; a step takes about {typical / 60:.1f})"
+        return (
+            f"budget spent ({used / 60:.1f} of {self.cfg.budget_minutes:g} device minutes used; "
+            f"a step takes about {typical / 60:.1f})"
+        )
 
-    def _note(self, kind: str, cand: Candidate, wall: float, reused: bool, outcome: str, folder: Path | None = None, **extra) -> None:
-        self.log.append({"kind": kind, "label": cand.label, "wall_s": round(wall, 3), "reused": reused, "outcome": outcome,
-                         "dir": str(folder) if folder else None, **extra})
+    def _note(
+        self, kind: str, cand: Candidate, wall: float, reused: bool, outcome: str, folder: Path | None = None, **extra
+    ) -> None:
+        self.log.append(
+            {
+                "kind": kind,
+                "label": cand.label,
+                "wall_s": round(wall, 3),
+                "reused": reused,
+                "outcome": outcome,
+                "dir": str(folder) if folder else None,
+                **extra,
+            }
+        )
 
     def spent(self) -> dict:
         """Device seconds by kind of step (reused censuses cost none), and the host seconds of installs."""
         runs = [s for s in self.log if s["kind"] in ("census", "interleave") and not s["outcome"].startswith("skipped")]
-        return {"device_s": round(sum(s["wall_s"] for s in runs), 1), "census_runs": sum(1 for s in runs if s["kind"] == "census" and not s["reused"]),
-                "census_reused": sum(1 for s in runs if s["kind"] == "census" and s["reused"]),
-                "interleaved": sum(1 for s in runs if s["kind"] == "interleave"), "install_s": round(self.envs.install_s, 1),
-                "environments_built": self.envs.built}
+        return {
+            "device_s": round(sum(s["wall_s"] for s in runs), 1),
+            "census_runs": sum(1 for s in runs if s["kind"] == "census" and not s["reused"]),
+            "census_reused": sum(1 for s in runs if s["kind"] == "census" and s["reused"]),
+            "interleaved": sum(1 for s in runs if s["kind"] == "interleave"),
+            "install_s": round(self.envs.install_s, 1),
+            "environments_built": self.envs.built,
+        }

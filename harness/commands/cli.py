@@ -1,4 +1,5 @@
-"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab | interleave | recover | confirm | advise | history | store {add | alerts} | doctor | cost | bisect}``.
+"""Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab |
+interleave | recover | confirm | advise | history | store {add | alerts} | doctor | cost | bisect}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. Exit codes (:mod:`harness.exits`, docs/exit-codes.md): 0 pass, 1 regression,
@@ -13,107 +14,72 @@ import sys
 
 from harness import exits
 from harness import options as opt
-from harness.errors import BadInput, UsageError
+from harness.errors import BadInput
 from harness.judging import baseline as bl
-from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import sigterm_as_interrupt
+from harness.options_results import HISTORY, STORE, STORE_ADD, STORE_ALERTS, STORE_CACHE
 
 
 def _cmd_baseline_update(a) -> int:
     from harness.suite.compare import baseline_update
 
     a = opt.here(a, this_machine=False)
-    return baseline_update(a.results_dirs, gpu=a.gpu, workload=a.workload, baselines_dir=a.baselines_dir, min_repeats=a.min_repeats, note=a.note)
-
-
-def _cmd_advise(a) -> int:
-    from harness.workflows.advise import advise
-
-    a = opt.here(a)
-    return advise(gpu=a.gpu, workload=a.workload, effective=a.effective, budget_minutes=a.budget_minutes, probe_steps=a.probe_steps,
-                  block_seconds=a.block_seconds, pairs=a.pairs, launches=a.launches, alpha=a.alpha if a.alpha is not None else ALPHA,
-                  threshold=a.threshold if a.threshold is not None else INTERLEAVED, census=not a.no_census, screen=a.screen, cpus=a.cpus,
-                  memory_limit_micro=a.memory_limit_micro, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout).exit_code
-
-
-def _cmd_confirm(a) -> int:
-    from harness.workflows.confirm import confirm
-
-    template = opt.comparison_config(vars(opt.here(a)), workload="", decomposition="")
-    return confirm(a.report, template, workloads_dir=a.workloads_dir, results_dir=a.results_dir).exit_code
+    return baseline_update(
+        a.results_dirs,
+        gpu=a.gpu,
+        workload=a.workload,
+        baselines_dir=a.baselines_dir,
+        min_repeats=a.min_repeats,
+        note=a.note,
+    )
 
 
 def _cmd_compare(a) -> int:
     from harness.suite.compare import compare
 
-    return compare(a.a, a.b, alpha=a.alpha, threshold=a.threshold, markdown=a.markdown, allow_gpu_mismatch=a.allow_gpu_mismatch).exit_code
+    return compare(
+        a.a, a.b, alpha=a.alpha, threshold=a.threshold, markdown=a.markdown, allow_gpu_mismatch=a.allow_gpu_mismatch
+    ).exit_code
 
 
 def _cmd_report(a) -> int:
     from harness.suite.compare import write_report
 
     a = opt.here(a)
-    return write_report(a.results_dirs, baseline=a.baseline, baselines_dir=a.baselines_dir, out_dir=a.out, alpha=a.alpha,
-                        threshold=a.threshold, allow_gpu_mismatch=a.allow_gpu_mismatch).exit_code
-
-
-def _cmd_overhead(a) -> int:
-    from harness.commands.overhead import measure, micro, micro_report
-
-    if a.micro:
-        try:  # "1x4=1510,4x1=394": each decomposition's step in ms, its grad-accum after the x
-            steps = {d: (int(d.split("x")[1]), float(ms)) for d, ms in (kv.split("=") for kv in a.micro.split(","))}
-        except (ValueError, IndexError):
-            raise UsageError(f"--micro {a.micro}: expected DECOMP=MS,... such as 1x4=1510,4x1=394") from None
-        print("\n".join(micro_report(micro(), steps)))
-        return 0
-    missing = [f"--{k}" for k in ("gpu", "workload", "decomposition") if not getattr(a, k)]
-    if missing:
-        raise UsageError(f"overhead needs {', '.join(missing)} (or --micro)")
-    a = opt.here(a)
-    return measure(gpu=a.gpu, workload=a.workload, decomposition=a.decomposition, pairs=a.pairs, steps=a.steps,
-                   workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout)
-
-
-def _cmd_calibrate(a) -> int:
-    from harness.suite.calibrate import calibrate
-
-    a = opt.here(a)
-    return calibrate(gpu=a.gpu, workload=a.workload, repeats=a.repeats, slowdown=a.slowdown, steps=a.steps, workloads_dir=a.workloads_dir,
-                     results_dir=a.results_dir, run_timeout=a.run_timeout)
-
-
-def _cmd_ab(a) -> int:
-    from harness.suite.ab import ab
-
-    a = opt.here(a)
-    return ab(gpu=a.gpu, workload=a.workload, python_a=a.python_a, python_b=a.python_b, decompositions=a.decomposition,
-              repeats=a.repeats, steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout,
-              inject_slowdown_b=a.inject_slowdown_b, skip_same_versions=a.skip_same_versions, alpha=a.alpha, threshold=a.threshold).exit_code
-
-
-def _cmd_census(a) -> int:
-    from harness.suite.census import census
-
-    a = opt.here(a)
-    return census(gpu=a.gpu, workload=a.workload, decompositions=a.decomposition, repeats=a.repeats, python=a.python, inject_work=a.inject_work,
-                  steps=a.steps, workloads_dir=a.workloads_dir, results_dir=a.results_dir, run_timeout=a.run_timeout).exit_code
+    return write_report(
+        a.results_dirs,
+        baseline=a.baseline,
+        baselines_dir=a.baselines_dir,
+        out_dir=a.out,
+        alpha=a.alpha,
+        threshold=a.threshold,
+        allow_gpu_mismatch=a.allow_gpu_mismatch,
+    ).exit_code
 
 
 def _cmd_doctor(a) -> int:
     from harness.commands.doctor import doctor
 
     a = opt.here(a)
-    return doctor(workloads_dir=a.workloads_dir, baselines_dir=a.baselines_dir, project=opt.project_root(),
-                  as_json=a.json)
+    return doctor(
+        workloads_dir=a.workloads_dir, baselines_dir=a.baselines_dir, project=opt.project_root(), as_json=a.json
+    )
 
 
 def _cmd_history(a) -> int:
     from harness.commands.history import history
 
-    return history(a.results_dirs, out_dir=a.out_dir, alpha=a.alpha, penalty=a.penalty, store=a.store, cache=a.cache,
-                   summary=a.summary, page_url=a.page_url)
+    return history(
+        a.results_dirs,
+        out_dir=a.out_dir,
+        alpha=a.alpha,
+        penalty=a.penalty,
+        store=a.store,
+        cache=a.cache,
+        summary=a.summary,
+        page_url=a.page_url,
+    )
 
 
 def _cmd_store_add(a) -> int:
@@ -125,46 +91,50 @@ def _cmd_store_add(a) -> int:
 def _cmd_store_alerts(a) -> int:
     from harness.commands.store import store_alerts
 
-    return store_alerts(store=a.store, cache=a.cache, new_only=a.new, gpu=a.gpu, track=a.track, as_json=a.json, issues=a.issues, alpha=a.alpha)
+    return store_alerts(
+        store=a.store,
+        cache=a.cache,
+        new_only=a.new,
+        gpu=a.gpu,
+        track=a.track,
+        as_json=a.json,
+        issues=a.issues,
+        alpha=a.alpha,
+    )
 
 
-def _cmd_interleave(a) -> int:
-    import os
-
-    from harness.sidebyside.launchers import Hooks
-    from harness.sidebyside.run import interleave
-
-    a = opt.here(a)
-    cfg = opt.comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=a.gpu)
-    return interleave(cfg, hooks=Hooks(faults=os.environ.get("HARNESS_FAULTS"))).exit_code
-
-
-def _cmd_recover(a) -> int:
-    from harness.sidebyside.run import recover
-
-    return recover(a.results_dir).exit_code
-
-
-DESCRIPTION = ("The suite's commands beside `pytest perftests`: check this machine (doctor); compare two environments side by side "
-               "(interleave, ab, confirm, recover); count the work per step (census) and find what changed it (bisect, cost); choose a "
-               "split (advise); keep, judge and chart results (baseline, compare, report, store, history); measure the suite itself "
-               "(overhead, calibrate). Each command's --help lists "
-               "its options. Exit codes: 0 pass, 1 regression, 2 bad input (nothing measured), 3 a measurement failed, 4 the suite's own "
-               "error (its traceback in a log file), 130 Ctrl-C, 143 SIGTERM (docs/exit-codes.md).")
+DESCRIPTION = (
+    "The suite's commands beside `pytest perftests`: check this machine (doctor); compare two environments side by "
+    "side (interleave, ab, confirm, recover); count the work per step (census) and find what changed it (bisect, "
+    "cost); choose a split (advise); keep, judge and chart results (baseline, compare, report, store, history); "
+    "measure the suite itself (overhead, calibrate). Each command's --help lists its options. Exit codes: 0 pass, "
+    "1 regression, 2 bad input (nothing measured), 3 a measurement failed, 4 the suite's own error (its traceback in "
+    "a log file), 130 Ctrl-C, 143 SIGTERM (docs/exit-codes.md)."
+)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=DESCRIPTION)
     sub = p.add_subparsers(dest="cmd", required=True)
-    bp = sub.add_parser("baseline", help="record a GPU's baseline from results dirs (baseline update)").add_subparsers(dest="bcmd", required=True)
+    bp = sub.add_parser("baseline", help="record a GPU's baseline from results dirs (baseline update)").add_subparsers(
+        dest="bcmd", required=True
+    )
     up = bp.add_parser("update", help="record the runs of RESULTS_DIR(s) as the baseline of --gpu")
     up.add_argument("results_dirs", nargs="+")
-    opt.add(up.add_argument, (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR), defaults={"baselines_dir": opt.InProject("baselines")}, required=("gpu",))
+    opt.add(
+        up.add_argument,
+        (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR),
+        defaults={"baselines_dir": opt.InProject("baselines")},
+        required=("gpu",),
+    )
     opt.add(up.add_argument, (opt.MIN_REPEATS, opt.NOTE), defaults={"min_repeats": bl.MIN_REPEATS})
     up.set_defaults(fn=_cmd_baseline_update)
 
-    cp = sub.add_parser("compare", help="compare results dir B against A (a results dir, or a baseline file such as "
-                        "baselines/h200/qwen3-1.7b-lora.json) with the suite's statistics; exit 1 on a regression")
+    cp = sub.add_parser(
+        "compare",
+        help="compare results dir B against A (a results dir, or a baseline file such as "
+        "baselines/h200/qwen3-1.7b-lora.json) with the suite's statistics; exit 1 on a regression",
+    )
     cp.add_argument("a", nargs=1)
     cp.add_argument("b", nargs=1)
     opt.add(cp.add_argument, opt.JUDGE)
@@ -178,22 +148,38 @@ def parser() -> argparse.ArgumentParser:
     opt.add(rp.add_argument, (opt.REPORT_OUT, opt.ALLOW_GPU_MISMATCH))
     rp.set_defaults(fn=_cmd_report)
 
-    hi = sub.add_parser("history", help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
-                        "changes, census counts and change points, as a dashboard page opened from disk (index.html and its assets)")
-    hi.add_argument("results_dirs", nargs="*", metavar="[TRACK=]RESULTS_DIR",
-                    help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart (pinned=DIR latest=DIR)")
-    opt.add(hi.add_argument, opt.HISTORY)
+    hi = sub.add_parser(
+        "history",
+        help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
+        "changes, census counts and change points, as a dashboard page opened from disk (index.html and its assets)",
+    )
+    hi.add_argument(
+        "results_dirs",
+        nargs="*",
+        metavar="[TRACK=]RESULTS_DIR",
+        help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart "
+        "(pinned=DIR latest=DIR)",
+    )
+    opt.add(hi.add_argument, HISTORY)
     _store_options(hi.add_argument, required=False)
     hi.set_defaults(fn=_cmd_history)
     _store_commands(sub)
 
-    dr = sub.add_parser("doctor", help="what this machine is to the suite: the detected GPU and its runner label, driver, CUDA and library "
-                        "versions, the workloads that run here and their baselines, what the nightly would do here, what is missing")
-    opt.add(dr.add_argument, (opt.WORKLOADS_DIR, opt.BASELINES_DIR), defaults={"workloads_dir": opt.InProject("workloads"),
-                                                                             "baselines_dir": opt.InProject("baselines")})
+    dr = sub.add_parser(
+        "doctor",
+        help="what this machine is to the suite: the detected GPU and its runner label, driver, CUDA and library "
+        "versions, the workloads that run here and their baselines, what the nightly would do here, what is missing",
+    )
+    opt.add(
+        dr.add_argument,
+        (opt.WORKLOADS_DIR, opt.BASELINES_DIR),
+        defaults={"workloads_dir": opt.InProject("workloads"), "baselines_dir": opt.InProject("baselines")},
+    )
     opt.add(dr.add_argument, (opt.DOCTOR_JSON,))
     dr.set_defaults(fn=_cmd_doctor)
-    _measuring_commands(sub)
+    from harness.commands.run_commands import add_parsers as run_parsers  # the commands that make runs
+
+    run_parsers(sub)
     from harness.commands.cost import add_parser as cost_parser  # the cost model: harness.judging.cost_model
 
     cost_parser(sub)
@@ -204,91 +190,55 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _store_options(add, required: bool) -> None:
-    opt.add(add, (opt.STORE, opt.STORE_CACHE), required=("store",) if required else ())
+    opt.add(add, (STORE, STORE_CACHE), required=("store",) if required else ())
 
 
 def _store_commands(sub) -> None:
     """``store add`` and ``store alerts``: the results store (harness.commands.store)."""
-    sp = sub.add_parser("store", help="the results store: one compact record per session, in a directory or on a git branch").add_subparsers(
-        dest="scmd", required=True)
-    ad = sp.add_parser("add", help="add each session of RESULTS_DIR(s) to the store (a session stored already is stored once)")
+    sp = sub.add_parser(
+        "store", help="the results store: one compact record per session, in a directory or on a git branch"
+    ).add_subparsers(dest="scmd", required=True)
+    ad = sp.add_parser(
+        "add", help="add each session of RESULTS_DIR(s) to the store (a session stored already is stored once)"
+    )
     ad.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR")
     _store_options(ad.add_argument, required=True)
-    opt.add(ad.add_argument, opt.STORE_ADD)
+    opt.add(ad.add_argument, STORE_ADD)
     ad.set_defaults(fn=_cmd_store_add)
-    al = sp.add_parser("alerts", help="environment regressions in the store: census counts that moved and timing shifts that held "
-                       "with the library pins unchanged; environment changes with no effect as notes")
+    al = sp.add_parser(
+        "alerts",
+        help="environment regressions in the store: census counts that moved and timing shifts that held "
+        "with the library pins unchanged; environment changes with no effect as notes",
+    )
     _store_options(al.add_argument, required=True)
-    opt.add(al.add_argument, opt.STORE_ALERTS)
+    opt.add(al.add_argument, STORE_ALERTS)
     al.set_defaults(fn=_cmd_store_alerts)
-
-
-def _measuring_commands(sub) -> None:
-    """The commands that make runs: fresh-process runs, interleaved comparisons and the advisor."""
-    run_defaults = {"workloads_dir": opt.InProject("workloads")}
-    op = sub.add_parser("overhead", help="phases on vs off, interleaved ABBA, on one decomposition")
-    opt.add(op.add_argument, (opt.MICRO,))
-    opt.add(op.add_argument, (opt.GPU, opt.WORKLOAD, *opt.RUN), defaults={**run_defaults, "gpu": None, "results_dir": opt.InProject("perf-results/overhead")})
-    opt.add(op.add_argument, (opt.OVERHEAD_DECOMPOSITION, opt.OVERHEAD_PAIRS))
-    op.set_defaults(fn=_cmd_overhead)
-
-    ca = sub.add_parser("calibrate", help="A/A and injected-slowdown runs; prints the minimum detectable slowdown")
-    opt.add(ca.add_argument, (opt.GPU, opt.WORKLOAD, opt.REPEATS, *opt.RUN), defaults={**run_defaults, "results_dir": opt.InProject("perf-results/calibrate")},
-            required=("workload",))
-    opt.add(ca.add_argument, (opt.SLOWDOWN,))
-    ca.set_defaults(fn=_cmd_calibrate)
-
-    ce = sub.add_parser("census", help="census runs only: count the work per optimizer step (kernels, aten ops, syncs, allocations, "
-                        "Python calls), and whether the counts are identical across runs")
-    opt.add(ce.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
-            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/census"), "repeats": 1}, required=("workload",))
-    opt.add(ce.add_argument, (opt.PYTHON,))
-    ce.set_defaults(fn=_cmd_census)
-
-    ab = sub.add_parser("ab", help="one workload under two Python environments, interleaved on this machine; B judged against A")
-    opt.add(ab.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, *opt.JUDGE), defaults={**run_defaults, "results_dir": opt.InProject("perf-results/ab")},
-            required=("workload",))
-    opt.add(ab.add_argument, opt.AB, required=("python_b",))
-    ab.set_defaults(fn=_cmd_ab)
-
-    il = sub.add_parser("interleave", help="A against B on this machine, block-interleaved on two resident workers over several launches; "
-                        "exit 1 on a regression")
-    opt.add(il.add_argument, (opt.GPU, opt.WORKLOAD, *opt.INTERLEAVE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/interleave")}, required=("workload", "decomposition"))
-    il.set_defaults(fn=_cmd_interleave)
-    rc = sub.add_parser("recover", help="judge an interleave run that stopped before its report (the machine lost, a kill -9, a job's "
-                        "timeout) from the blocks and launches its results dir kept; writes report.json and report.md, never over the run's own")
-    rc.add_argument("results_dir", help="the run's --results-dir (holds blocks.jsonl and progress.json)")
-    rc.set_defaults(fn=_cmd_recover)
-    cf = sub.add_parser("confirm", help="re-measure each runtime regression of a suite report interleaved on this machine (A = the reference "
-                        "environment, B = the one the report measured); unconfirmed ones raise no alert; writes the confirmed report.json")
-    cf.add_argument("report", help="report.json of a suite session")
-    opt.add(cf.add_argument, (*opt.CONFIRM, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/confirm")})
-    cf.set_defaults(fn=_cmd_confirm)
-    ad = sub.add_parser("advise", help="which micro-batch x grad-accum split of the effective batch is fastest here: fit probes, "
-                        "interleaved comparisons, census diagnosis; table, report, plot and the TOML lines that pin it")
-    opt.add(ad.add_argument, (opt.GPU, opt.WORKLOAD, *opt.ADVISE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-            defaults={**run_defaults, "results_dir": opt.InProject("perf-results/advise")}, required=("workload",))
-    ad.set_defaults(fn=_cmd_advise)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code is one of :mod:`harness.exits`, and a failure is one line on stderr."""
     args = parser().parse_args(argv)
     try:
-        with sigterm_as_interrupt():  # a SIGTERM anywhere in the command ends it as Ctrl-C does: its workers killed first
+        # a SIGTERM anywhere in the command ends it as Ctrl-C does: its workers killed first
+        with sigterm_as_interrupt():
             return args.fn(args)
-    except (BadInput, bl.BaselineError) as exc:  # a refused input, said in one line; any other ValueError is the suite's own
+    except (BadInput, bl.BaselineError) as exc:
+        # a refused input, said in one line; any other ValueError is the suite's own
         print(f"error: {exc}", file=sys.stderr)
         return exits.BAD_INPUT
     except WorkerDied as exc:  # a worker died where the command judges nothing of what it kept
         print(f"error: {exc}", file=sys.stderr)
         return exits.MEASUREMENT_FAILED
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (runner.Terminated): the workers are killed, finished runs kept
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, or SIGTERM (runner.Terminated): the workers are killed, finished runs kept
         if not getattr(exc, "said", False):  # interleave says it with its kept blocks
-            print(f"interrupted ({exc or 'Ctrl-C'}): stopped, its workers killed; what finished is kept in the results dir", file=sys.stderr)
+            print(
+                f"interrupted ({exc or 'Ctrl-C'}): stopped, its workers killed; what finished is kept in the "
+                "results dir",
+                file=sys.stderr,
+            )
         return exits.of_interrupt(exc)
-    except Exception as exc:  # I/O (a read-only results dir, a full disk) or a bug: one line, the traceback in a log file
+    except Exception as exc:
+        # I/O (a read-only results dir, a full disk) or a bug: one line, the traceback in a log file
         print(exits.suite_error_line(exc, " ".join(sys.argv[1:] if argv is None else argv)), file=sys.stderr)
         return exits.SUITE_ERROR

@@ -1,12 +1,12 @@
 """``python -m harness doctor``: what this machine is to the suite, before its first run or a runner's set-up.
 
 It prints the detected GPU and the runner label to give it (``gpu-<name>``, the name as
-:func:`harness.measuring.env.detect_gpu` makes it, which is what ``--gpu auto`` resolves to), the driver, CUDA,
-torch and library versions, the workloads that would run here and which of them have a baseline for this GPU,
-what the nightly would do here tonight (from nightly.toml), whether the pull-request check is set up (its workflow, its
-labels, the GPUs it runs on), and what is missing. It makes no run
-and writes nothing; what it cannot check from here, it says so. Exit 0, or 2 when a workload cannot run (a file that does
-not load, or a local data file or model folder that does not pass; one line each in the output) or nightly.toml is wrong.
+:func:`harness.measuring.env.detect_gpu` makes it, which is what ``--gpu auto`` resolves to), the driver, CUDA, torch
+and library versions, the workloads that would run here and which of them have a baseline for this GPU, what the nightly
+would do here tonight (from nightly.toml), whether the pull-request check is set up (its workflow, its labels, the GPUs
+it runs on), and what is missing. It makes no run and writes nothing; what it cannot check from here, it says so. Exit
+0, or 2 when a workload cannot run (a file that does not load, or a local data file or model folder that does not pass;
+one line each in the output) or nightly.toml is wrong.
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
+from harness.commands.doctor_nightly import nightly, nightly_lines, pr_check, pr_lines
 from harness.judging import baseline as bl
 from harness.measuring.env import detect_gpu, gpu_names, versions
-from harness.nightly import FILE as NIGHTLY_FILE
-from harness.nightly import NightlyError
-from harness.nightly import load as load_nightly
 from harness.spec import SpecError, load_each
 
 LIBRARIES = ("transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes")
-TOOLS = {"gh": "the nightly's issue, pull-request and history steps", "jq": "the nightly's regression-issue script",
-         "tox": "the nightly's pinned and latest environments"}
+TOOLS = {
+    "gh": "the nightly's issue, pull-request and history steps",
+    "jq": "the nightly's regression-issue script",
+    "tox": "the nightly's pinned and latest environments",
+}
 
 
 def _nvml() -> tuple[str | None, str | None]:
@@ -77,8 +78,17 @@ def machine() -> dict:
             libs[lib] = importlib.metadata.version(lib)
         except importlib.metadata.PackageNotFoundError:
             libs[lib] = None
-    return {"gpu": gpu, "gpu_names": names, "runner_label": f"gpu-{gpu}" if names else None, "driver": driver,
-            "cuda_driver": cuda_driver, "torch_cuda": torch_cuda, "python": soft["python"], "torch": soft.get("torch"), "libraries": libs}
+    return {
+        "gpu": gpu,
+        "gpu_names": names,
+        "runner_label": f"gpu-{gpu}" if names else None,
+        "driver": driver,
+        "cuda_driver": cuda_driver,
+        "torch_cuda": torch_cuda,
+        "python": soft["python"],
+        "torch": soft.get("torch"),
+        "libraries": libs,
+    }
 
 
 def workloads_here(workloads_dir: Path, baselines_dir: Path, gpu: str, broken: dict | None = None) -> list[dict]:
@@ -109,11 +119,21 @@ def workloads_here(workloads_dir: Path, baselines_dir: Path, gpu: str, broken: d
             baseline = f"unusable: {exc}"
         hub = []
         if w.model.init == "pretrained" and not Path(w.model.hub_id).expanduser().is_dir():
-            hub.append(f"{w.model.hub_id} ({'in' if _cached(w.model.hub_id, w.model.revision) else 'not in'} the local cache)")
+            hub.append(
+                f"{w.model.hub_id} ({'in' if _cached(w.model.hub_id, w.model.revision) else 'not in'} the local cache)"
+            )
         if w.data.source == "hub":
             hub.append(f"dataset {w.data.id}")
-        out.append({"name": name, "devices": list(w.devices), "runs_here": w.runs_on(gpu), "baseline": baseline,
-                    "baseline_path": str(bl.path_for(baselines_dir, gpu, name)), "hub": hub})
+        out.append(
+            {
+                "name": name,
+                "devices": list(w.devices),
+                "runs_here": w.runs_on(gpu),
+                "baseline": baseline,
+                "baseline_path": str(bl.path_for(baselines_dir, gpu, name)),
+                "hub": hub,
+            }
+        )
     return out
 
 
@@ -127,124 +147,53 @@ def _cached(hub_id: str, revision: str | None) -> bool:
         return False
 
 
-def pins(path: Path) -> dict[str, str]:
-    """``name==version`` lines of a constraints file (comments and other specifiers left out)."""
-    if not path.is_file():
-        return {}
-    lines = (ln.split("#")[0].strip() for ln in path.read_text().splitlines())
-    return dict(ln.split("==", 1) for ln in lines if "==" in ln)
-
-
-def pin_gaps(pins_file: Path, baselines_dir: Path, gpu: str, names) -> list[str]:
-    """One line per baseline of ``names`` on ``gpu`` whose library versions are not the pins: a baseline recorded by
-    hand in another environment, which the pinned job would judge as if it had been recorded with the pins."""
-    pinned, out = pins(pins_file), []
-    for name in names:
-        path = bl.path_for(baselines_dir, gpu, name)
-        try:
-            recorded = json.loads(path.read_text()).get("env", {}).get("versions", {})
-        except (OSError, ValueError, AttributeError):
-            continue  # no baseline, or one the baseline check names
-        differ = [f"{k} {recorded[k]} (pinned {v})" for k, v in sorted(pinned.items()) if recorded.get(k) not in (None, v)]
-        if differ:
-            out.append(f"{path} was recorded with {', '.join(differ)}: record it again with the pins (tox -e pinned, docs/nightly.md) "
-                       f"or make {pins_file.name} the versions it was recorded with")
-    return out
-
-
-def _step(w: dict | None) -> tuple[str, str]:
-    """What tonight's pinned job does with a workload (``w`` as :func:`workloads_here` lists it, None if absent)."""
-    if w is None:
-        return "fail", "nightly.toml names it, but workloads/ holds no such workload (or it is BROKEN above): the plan refuses the night"
-    if w["baseline"] == "ok":
-        return "judge", f"judge against {w['baseline_path']}"
-    if w["baseline"] == "missing":
-        return "bootstrap", ("no baseline yet: the pinned job records a first one from tonight's runs and opens its pull request, the "
-                             "latest job warns; verdicts start once it is merged")
-    return "fail", f"the job fails: baseline {w['baseline']}"
-
-
-def nightly(project: Path, gpu: str, workloads: list[dict]) -> dict:
-    """What the nightly would do on this machine tonight, from the project's nightly.toml (:mod:`harness.nightly`)."""
-    where = str(project / NIGHTLY_FILE)
-    if not (project / NIGHTLY_FILE).is_file():
-        return {"file": where, "found": False}
-    try:
-        n = load_nightly(project)
-    except NightlyError as exc:
-        return {"file": where, "found": True, "error": str(exc)}
-    by_name = {w["name"]: w for w in workloads}
-    names = n.workloads_on(gpu)
-    plan = []
-    for name in names:
-        action, says = _step(by_name.get(name))
-        plan.append({"workload": name, "action": action, "says": says})
-    ab = n.ab.workload if n.ab else None
-    return {"file": where, "found": True, "error": None, "matrix": list(n.gpus), "runs_here": gpu in n.gpus, "plan": plan,
-            "ab_workload": ab, "ab_decompositions": list(n.ab.decompositions) if n.ab else [], "ab_runs_here": ab in by_name,
-            "pins": pin_gaps(project / "constraints" / "pinned.txt", project / "baselines", gpu, names)}
-
-
-PR_WORKFLOW = Path(".github") / "workflows" / "pr-check.yml"
-
-
-def pr_check(project: Path, gpu: str) -> dict:
-    """Whether the pull-request check is set up here: its workflow file, and from nightly.toml its labels and GPUs."""
-    found = (project / PR_WORKFLOW).is_file()
-    try:
-        n = load_nightly(project)
-    except NightlyError:
-        return {"workflow": str(project / PR_WORKFLOW), "found": found, "settings": None}
-    return {"workflow": str(project / PR_WORKFLOW), "found": found, "settings": {
-        "label": n.pr.label, "accept_label": n.pr.accept_label, "gpus": list(n.gpus), "runs_here": gpu in n.gpus,
-        "decompositions": list(n.pr.decompositions), "budget_minutes": n.pr.budget_minutes}}
-
-
-def _pr_lines(p: dict) -> list[str]:
-    if not p["found"]:
-        return [f"pull-request check: not set up (no {p['workflow']}; docs/pr-check.md)"]
-    s = p["settings"]
-    if s is None:
-        return [f"pull-request check ({p['workflow']}): reads nightly.toml, which is BROKEN (above): it would refuse to plan"]
-    return [f"pull-request check ({p['workflow']}): set up; the label {s['label']} starts it on a pull request that changes constraints/, "
-            f"workloads/ or harness/measuring/ (not from a fork), {s['accept_label']} accepts a measured regression; create both "
-            f"labels in the repository (gh label create {s['label']}; gh label create {s['accept_label']})",
-            f"  runs on the runners labelled {', '.join('gpu-' + g for g in s['gpus'])} (nightly.toml gpus)"
-            + ("" if s["runs_here"] else ", not this one") + f"; base pins against the pull request's, splits {' '.join(s['decompositions'])}, "
-            f"{s['budget_minutes']:g} device minutes each"]
-
-
 def hub_status(needed: bool) -> str:
     """Whether the model hub can be reached from here; never a download."""
     if not needed:
         return "not needed (no workload loads from it)"
     if any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
-        return "offline (HF_HUB_OFFLINE): cannot check the hub from here; the model must be in the local cache (HF_HOME)"
+        return (
+            "offline (HF_HUB_OFFLINE): cannot check the hub from here; the model must be in the local cache (HF_HOME)"
+        )
     host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
     try:
         socket.create_connection((host, 443), timeout=3).close()
         return f"{host} reachable"
     except OSError as exc:
-        return f"{host} not reachable from here ({type(exc).__name__}): cannot check the hub; the model must be in the local cache (HF_HOME)"
+        return (
+            f"{host} not reachable from here ({type(exc).__name__}): cannot check the hub; "
+            "the model must be in the local cache (HF_HOME)"
+        )
 
 
 def missing(workloads: list[dict]) -> dict:
     """Tools on PATH, the hub, and the token: each as found/missing with what needs it."""
     hub_ids = sorted({h for w in workloads for h in w["hub"]})
-    return {"tools": {t: shutil.which(t) for t in TOOLS}, "hub_for": hub_ids, "hub": hub_status(bool(hub_ids)),
-            "hf_token": bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN"))}
+    return {
+        "tools": {t: shutil.which(t) for t in TOOLS},
+        "hub_for": hub_ids,
+        "hub": hub_status(bool(hub_ids)),
+        "hf_token": bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")),
+    }
 
 
 def facts(workloads_dir: str | Path, baselines_dir: str | Path, project: str | Path) -> dict:
-    """Everything doctor says; ``broken`` lists each workload file that cannot run with its one line (``workloads_error`` is
-    the first of them), ``workloads`` the others."""
+    """Everything doctor says; ``broken`` lists each workload file that cannot run with its one line
+    (``workloads_error`` is the first of them), ``workloads`` the others."""
     m = machine()
     broken: dict = {}
     ws = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"], broken)
     error = next(iter(broken.values()), None)
-    return {**m, "workloads_dir": str(workloads_dir), "workloads": ws, "workloads_error": error,
-            "broken": [{"file": str(p), "line": line} for p, line in broken.items()], "nightly": nightly(Path(project), m["gpu"], ws),
-            "pr_check": pr_check(Path(project), m["gpu"]), "missing": missing(ws)}
+    return {
+        **m,
+        "workloads_dir": str(workloads_dir),
+        "workloads": ws,
+        "workloads_error": error,
+        "broken": [{"file": str(p), "line": line} for p, line in broken.items()],
+        "nightly": nightly(Path(project), m["gpu"], ws),
+        "pr_check": pr_check(Path(project), m["gpu"]),
+        "missing": missing(ws),
+    }
 
 
 def _version(v: str | None) -> str:
@@ -257,56 +206,60 @@ def text(f: dict) -> list[str]:
         names = ", ".join(f"{n} x {name}" if n > 1 else name for name, n in Counter(f["gpu_names"]).items())
         lines = [f"GPU: {f['gpu']} ({names}); give the runner the labels self-hosted, linux, {f['runner_label']}"]
     else:
-        lines = ["GPU: none detected (cpu); the suite runs its CPU workloads here (--gpu cpu); a nightly runner needs a GPU"]
+        lines = [
+            "GPU: none detected (cpu); the suite runs its CPU workloads here (--gpu cpu); a nightly runner needs a GPU"
+        ]
     cuda = f"torch built for CUDA {f['torch_cuda']}" if f["torch_cuda"] else "torch is a CPU build"
-    lines.append(f"driver: {f['driver'] or 'none'}; CUDA: {cuda}" + (f", the driver supports up to {f['cuda_driver']}" if f["cuda_driver"] else ""))
-    lines.append(f"python {f['python']}, torch {_version(f['torch'])}; " + ", ".join(f"{k} {_version(v)}" for k, v in f["libraries"].items()))
-    lines.append(f"workloads ({f['workloads_dir']}):" + (f" {len(f['broken'])} cannot run (BROKEN below), the others can" if f["broken"] else ""))
+    lines.append(
+        f"driver: {f['driver'] or 'none'}; CUDA: {cuda}"
+        + (f", the driver supports up to {f['cuda_driver']}" if f["cuda_driver"] else "")
+    )
+    lines.append(
+        f"python {f['python']}, torch {_version(f['torch'])}; "
+        + ", ".join(f"{k} {_version(v)}" for k, v in f["libraries"].items())
+    )
+    lines.append(
+        f"workloads ({f['workloads_dir']}):"
+        + (f" {len(f['broken'])} cannot run (BROKEN below), the others can" if f["broken"] else "")
+    )
     lines += [f"  {Path(b['file']).name}: BROKEN, not run: {b['line']}" for b in f["broken"]]
     for w in f["workloads"]:
-        where = "runs here" if w["runs_here"] else f"not selected here (devices {w['devices']}; run it by name with --workload)"
-        base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {f['gpu']}"}.get(w["baseline"], f"baseline {w['baseline']}")
-        lines.append(f"  {w['name']}: {where}; {base}" + (f"; needs the hub: {', '.join(w['hub'])}" if w["hub"] else ""))
-    lines += _nightly_lines(f["nightly"], f["gpu"])
-    lines += _pr_lines(f["pr_check"])
+        where = (
+            "runs here"
+            if w["runs_here"]
+            else f"not selected here (devices {w['devices']}; run it by name with --workload)"
+        )
+        base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {f['gpu']}"}.get(
+            w["baseline"], f"baseline {w['baseline']}"
+        )
+        lines.append(
+            f"  {w['name']}: {where}; {base}" + (f"; needs the hub: {', '.join(w['hub'])}" if w["hub"] else "")
+        )
+    lines += nightly_lines(f["nightly"], f["gpu"])
+    lines += pr_lines(f["pr_check"])
     m = f["missing"]
     gaps = [t for t, p in m["tools"].items() if p is None]
     lines.append(f"tools and access ({'missing: ' + ', '.join(gaps) if gaps else 'no tool missing'}):")
     lines += [f"  {t}: {'found at ' + p if p else 'MISSING, not on PATH'} ({TOOLS[t]})" for t, p in m["tools"].items()]
     lines.append("  hub" + (f" (for {', '.join(m['hub_for'])})" if m["hub_for"] else "") + f": {m['hub']}")
     if f["gpu_names"] and not f["torch_cuda"]:
-        lines.append("  torch: a CPU build on a GPU machine; set TORCH_PIN and PIP_EXTRA_INDEX_URL for a CUDA build (tox.ini)")
-    lines.append(f"  HF_TOKEN: {'set' if m['hf_token'] else 'not set (needed for gated or private models and datasets only)'}")
+        lines.append(
+            "  torch: a CPU build on a GPU machine; set TORCH_PIN and PIP_EXTRA_INDEX_URL for a CUDA build (tox.ini)"
+        )
+    lines.append(
+        f"  HF_TOKEN: {'set' if m['hf_token'] else 'not set (needed for gated or private models and datasets only)'}"
+    )
     return lines
 
 
-def _nightly_lines(n: dict, gpu: str) -> list[str]:
-    if not n["found"]:
-        return [f"nightly: no {n['file']} in this project (the nightly reads its GPUs, workloads and budgets there)"]
-    if n["error"]:
-        return [f"nightly: BROKEN, the nightly would refuse to run: {n['error']}"]
-    if n["runs_here"]:
-        head = f"nightly tonight ({n['file']}): a pinned and a latest job on the runner labelled gpu-{gpu}"
-    elif gpu == "cpu":
-        head = f"nightly ({n['file']}): runs on GPU runners only (gpus {n['matrix']}), not here. Its steps on this machine"
-    else:
-        head = f"nightly ({n['file']}): its gpus {n['matrix']} have no {gpu}; add \"{gpu}\" there. If it ran here"
-    lines = [head + ":", "  pinned job: one timed run per decomposition (five on a first night) and one census run per case; latest job: "
-             "no runs when latest resolves to the pins, else one census run per case (docs/nightly.md)"]
-    lines += [f"  {p['workload']}: {p['says']}" for p in n["plan"]]
-    if not n["plan"]:
-        lines.append(f"  no workload is named for {gpu}: the jobs would make no runs (add one to workloads, or a [gpu.{gpu}] table)")
-    if n["ab_workload"]:
-        decs = " ".join(n["ab_decompositions"])
-        lines.append(f"  A/B (latest job): pinned vs latest {n['ab_workload']} ({decs}) interleaved, on nights when the latest releases differ "
-                     "from the pins, then the bisect of a change it or the census finds"
-                     + ("" if n["ab_runs_here"] else f"; workloads/ holds no {n['ab_workload']}"))
-    lines += [f"  pins: {line}" for line in n["pins"]]
-    return lines
-
-
-def doctor(*, workloads_dir: str | Path, baselines_dir: str | Path, project: str | Path = ".", as_json: bool = False,
-           out: Callable[[str], None] = print) -> int:
+def doctor(
+    *,
+    workloads_dir: str | Path,
+    baselines_dir: str | Path,
+    project: str | Path = ".",
+    as_json: bool = False,
+    out: Callable[[str], None] = print,
+) -> int:
     """Print the facts (text, or JSON with ``as_json``); 0, or 2 when a workload file or nightly.toml does not load."""
     f = facts(workloads_dir, baselines_dir, project)
     out(json.dumps(f, indent=2) if as_json else "\n".join(text(f)))

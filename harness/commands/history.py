@@ -1,4 +1,5 @@
-"""``history``: the trend of the sessions in many results dirs, with version changes and change points, as a dashboard page.
+"""``history``: the trend of the sessions in many results dirs, with version changes and change points, as a dashboard
+page.
 
 A RESULTS_DIR argument is a results dir (its ``runs.jsonl``), or a folder holding results dirs at any depth
 (every ``runs.jsonl`` below it: the nightly downloads its artifacts into one), optionally labelled
@@ -28,7 +29,8 @@ _LABEL = re.compile(r"^([A-Za-z0-9_.-]+)=(.+)$")
 
 
 def expand(arg: str) -> list[tuple[str, str]]:
-    """``(track, results dir)`` pairs of one argument: ``[TRACK=]DIR``; a DIR without runs.jsonl stands for every results dir below it."""
+    """``(track, results dir)`` pairs of one argument: ``[TRACK=]DIR``; a DIR without runs.jsonl stands for every
+    results dir below it."""
     track, path = "", arg
     m = _LABEL.match(arg)
     if m and not Path(arg).exists():
@@ -45,8 +47,8 @@ def expand(arg: str) -> list[tuple[str, str]]:
 
 
 def read_dir(d: str) -> tuple[list[dict], list[str]]:
-    """The records of one results dir that the page can use (each with its machine, as :func:`compare.records` gives it),
-    and one line per record or file left out, naming it and why."""
+    """The records of one results dir that the page can use (each with its machine, as :func:`compare.records` gives
+    it), and one line per record or file left out, naming it and why."""
     path = Path(d) / "runs.jsonl"
     try:
         recs, skipped = read_records(path)
@@ -71,12 +73,22 @@ def _store_inputs(store: str, cache: str | None, out: Callable[[str], None]) -> 
     return store_runs.history_input(recs), store_events(recs)
 
 
-def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: float = changepoints.ALPHA, penalty: float = changepoints.PENALTY_K,
-            store: str | None = None, cache: str | None = None, summary: str | None = None, page_url: str = "",
-            out: Callable[[str], None] = print) -> int:
+def history(
+    results_dirs: list[str],
+    *,
+    out_dir: str = "perf-history",
+    alpha: float = changepoints.ALPHA,
+    penalty: float = changepoints.PENALTY_K,
+    store: str | None = None,
+    cache: str | None = None,
+    summary: str | None = None,
+    page_url: str = "",
+    out: Callable[[str], None] = print,
+) -> int:
     """Write the history page (``index.html`` with its data, ``method.html``, ``history.json`` and the page's assets) to
-    ``out_dir``, from the results dirs and every session of ``store`` (a results store, ``docs/store.md``: a directory or a
-    git URL); ``summary``: append the newest night's "what changed" list, as markdown, to that file (the job summary)."""
+    ``out_dir``, from the results dirs and every session of ``store`` (a results store, ``docs/store.md``: a directory
+    or a git URL); ``summary``: append the newest night's "what changed" list, as markdown, to that file (the job
+    summary)."""
     try:
         import ruptures  # noqa: F401
     except ImportError:
@@ -100,9 +112,14 @@ def history(results_dirs: list[str], *, out_dir: str = "perf-history", alpha: fl
     events = newest_first(events + history_events(data))
     paths = history_page.write(data, out_dir, events)
     for s in data["series"]:
-        cps = "; ".join(f"{c['started_at']} x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] p={c['p']:.2g}" for c in s["change_points"])
-        out(f"{s['name']}: {len(s['sessions'])} sessions, {len(s['census_sessions'])} census; "
-            f"{len(s['version_changes'])} version change(s); change points: {cps or 'none'}")
+        cps = "; ".join(
+            f"{c['started_at']} x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] p={c['p']:.2g}"
+            for c in s["change_points"]
+        )
+        out(
+            f"{s['name']}: {len(s['sessions'])} sessions, {len(s['census_sessions'])} census; "
+            f"{len(s['version_changes'])} version change(s); change points: {cps or 'none'}"
+        )
     if data["excluded_runs"]:
         out("left out of the timing series: " + ", ".join(f"{k} {v}" for k, v in data["excluded_runs"].items()))
     if summary:

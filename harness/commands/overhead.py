@@ -18,9 +18,18 @@ from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.spec import load_workload
 
 
-def measure(*, gpu: str, workload: str, decomposition: str, pairs: int = 5, steps: int | None = None,
-            workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/overhead", run_timeout: float = RUN_TIMEOUT_S,
-            out: Callable[[str], None] = print) -> int:
+def measure(
+    *,
+    gpu: str,
+    workload: str,
+    decomposition: str,
+    pairs: int = 5,
+    steps: int | None = None,
+    workloads_dir: str | Path = "workloads",
+    results_dir: str | Path = "perf-results/overhead",
+    run_timeout: float = RUN_TIMEOUT_S,
+    out: Callable[[str], None] = print,
+) -> int:
     w = load_workload(workloads_dir, workload, steps)
     d = w.decomposition(decomposition)
     root, session = ensure_dir(results_dir), new_id("overhead")
@@ -35,15 +44,24 @@ def measure(*, gpu: str, workload: str, decomposition: str, pairs: int = 5, step
             times[slot.side.name].append(rec["step_time_median_ms"])
 
     # ABBA: drift lands on both sides
-    run_slots(schedule(sides, [(w, d)], pairs, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out, on_record=keep,
-              stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None)
+    run_slots(
+        schedule(sides, [(w, d)], pairs, alternate=True),
+        timeout_s=run_timeout,
+        gpu=gpu,
+        progress=out,
+        on_record=keep,
+        stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None,
+    )
     if failed:
         return MEASUREMENT_FAILED
     on, off = times["on"], times["off"]
     e = log_ratio(off, on, 0.05)
     out(f"\n{w.name}-{d.id}, {w.train.max_steps} steps, {pairs} pairs, on {gpu}")
     out("per pair (on/off): " + ", ".join(f"{a / b:.4f}" for a, b in zip(on, off)))
-    out(f"phase instrumentation overhead: {(e.ratio - 1) * 100:+.2f}% of step time, 90% CI [{(e.lo - 1) * 100:+.2f}%, {(e.hi - 1) * 100:+.2f}%]")
+    out(
+        f"phase instrumentation overhead: {(e.ratio - 1) * 100:+.2f}% of step time, "
+        f"90% CI [{(e.lo - 1) * 100:+.2f}%, {(e.hi - 1) * 100:+.2f}%]"
+    )
     return 0
 
 
@@ -90,13 +108,24 @@ def micro(n: int = 20000) -> dict:
     hooked = loop()
     for h in hooks:
         h.remove()
-    return {"device": torch.cuda.get_device_name(0) if cuda else "cpu", "mark_us": mark_us, "hook_pair_us": max(hooked - plain, 0.0), "n": n}
+    return {
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "mark_us": mark_us,
+        "hook_pair_us": max(hooked - plain, 0.0),
+        "n": n,
+    }
 
 
 def micro_report(res: dict, step_ms: dict[str, tuple[int, float]]) -> list[str]:
     """Overhead per optimizer step for decompositions given as id -> (grad_accum, median step ms)."""
-    out = [f"{res['device']}: one clock mark {res['mark_us']:.2f} us, forward hook pair {res['hook_pair_us']:.2f} us (n={res['n']})"]
+    out = [
+        f"{res['device']}: one clock mark {res['mark_us']:.2f} us, "
+        f"forward hook pair {res['hook_pair_us']:.2f} us (n={res['n']})"
+    ]
     for d, (ga, ms) in step_ms.items():
         cost_us = (4 * ga + 2) * res["mark_us"] + ga * res["hook_pair_us"]
-        out.append(f"  {d}: {4 * ga + 2} marks + {ga} hook pairs = {cost_us:.0f} us per step = {cost_us / 1000 / ms:.4%} of a {ms:.0f} ms step")
+        out.append(
+            f"  {d}: {4 * ga + 2} marks + {ga} hook pairs = {cost_us:.0f} us per step = "
+            f"{cost_us / 1000 / ms:.4%} of a {ms:.0f} ms step"
+        )
     return out

@@ -1,5 +1,5 @@
-"""``store add`` and ``store alerts``: keep each session's compact record in a results store (a directory or a git branch,
-``docs/store.md``) and find the environment regressions in it (:mod:`harness.store.alerts`)."""
+"""``store add`` and ``store alerts``: keep each session's compact record in a results store (a directory or a git
+branch, ``docs/store.md``) and find the environment regressions in it (:mod:`harness.store.alerts`)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,12 @@ def harness_commit() -> str:
     if os.environ.get("GITHUB_SHA"):
         return os.environ["GITHUB_SHA"][:12]
     try:
-        p = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                           text=True, timeout=10)
+        p = subprocess.run(
+            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return p.stdout.strip() if p.returncode == 0 else ""
@@ -38,8 +42,16 @@ def _open(store: str, cache: str | None):
         raise UsageError(str(exc)) from None
 
 
-def store_add(results_dirs: list[str], *, store: str, track: str = "", runner: str | None = None, image: str | None = None,
-              cache: str | None = None, out: Callable[[str], None] = print) -> int:
+def store_add(
+    results_dirs: list[str],
+    *,
+    store: str,
+    track: str = "",
+    runner: str | None = None,
+    image: str | None = None,
+    cache: str | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
     """Add one record per session of each results dir to the store; a session stored already is stored once."""
     runner = os.environ.get("RUNNER_NAME", "") if runner is None else runner
     image = os.environ.get("PERF_IMAGE", "") if image is None else image
@@ -57,8 +69,11 @@ def store_add(results_dirs: list[str], *, store: str, track: str = "", runner: s
     for a, rec in zip(done, recs):
         note = f" (trimmed: {', '.join(rec['trimmed'])})" if rec["trimmed"] else ""
         out(f"{a.status}: {a.path}" + (f" (replaces {', '.join(a.removed)})" if a.removed else "") + note)
-    out(f"{len(done)} session(s) in {st}: {sum(a.status == 'added' for a in done)} added, {sum(a.status == 'updated' for a in done)} updated, "
-        f"{sum(a.status == 'unchanged' for a in done)} unchanged")
+    out(
+        f"{len(done)} session(s) in {st}: {sum(a.status == 'added' for a in done)} added, "
+        f"{sum(a.status == 'updated' for a in done)} updated, "
+        f"{sum(a.status == 'unchanged' for a in done)} unchanged"
+    )
     return 0
 
 
@@ -70,22 +85,45 @@ def store_records(store: str, cache: str | None = None, out: Callable[[str], Non
     except GitStoreError as exc:
         raise UsageError(str(exc)) from None
     if not recs:
-        raise UsageError(f"--store {store}: no session stored there; add sessions first (python -m harness store add RESULTS_DIR --store {store})")
+        raise UsageError(
+            f"--store {store}: no session stored there; add sessions first "
+            f"(python -m harness store add RESULTS_DIR --store {store})"
+        )
     return recs
 
 
-def history_input(store: str, cache: str | None = None, out: Callable[[str], None] = print) -> list[tuple[str, str, list[dict]]]:
+def history_input(
+    store: str, cache: str | None = None, out: Callable[[str], None] = print
+) -> list[tuple[str, str, list[dict]]]:
     """The store's sessions as ``(track, where, runs)`` for the history page."""
     return store_runs.history_input(store_records(store, cache, out))
 
 
-def store_alerts(*, store: str, cache: str | None = None, new_only: bool = False, gpu: str | None = None, track: str | None = None,
-                 as_json: bool = False, issues: str | None = None, alpha: float = DEFAULT_RULE.alpha, out: Callable[[str], None] = print) -> int:
-    """Print the store's environment alerts and notes (as JSON with ``as_json``); ``issues``: also write the alerts of ``gpu``
-    as a report for ``.github/scripts/regression-issues.sh``. Exit 0 either way (an alert is news, not a failure here)."""
-    recs = [r for r in store_records(store, cache, out) if (gpu is None or r["gpu"] == gpu) and (track is None or (r.get("track") or "") == track)]
+def store_alerts(
+    *,
+    store: str,
+    cache: str | None = None,
+    new_only: bool = False,
+    gpu: str | None = None,
+    track: str | None = None,
+    as_json: bool = False,
+    issues: str | None = None,
+    alpha: float = DEFAULT_RULE.alpha,
+    out: Callable[[str], None] = print,
+) -> int:
+    """Print the store's environment alerts and notes (as JSON with ``as_json``); ``issues``: also write the alerts of
+    ``gpu`` as a report for ``.github/scripts/regression-issues.sh``. Exit 0 either way (an alert is news, not a failure
+    here)."""
+    recs = [
+        r
+        for r in store_records(store, cache, out)
+        if (gpu is None or r["gpu"] == gpu) and (track is None or (r.get("track") or "") == track)
+    ]
     if not recs:
-        raise UsageError(f"--store {store}: no session of gpu {gpu or 'any'} and track {track if track is not None else 'any'}; check --gpu and --track")
+        raise UsageError(
+            f"--store {store}: no session of gpu {gpu or 'any'} and track {track if track is not None else 'any'}; "
+            "check --gpu and --track"
+        )
     result = find_alerts(recs, ShiftRule(alpha=alpha), new_only=new_only)
     if issues:
         if not gpu:

@@ -22,13 +22,26 @@ from harness.judging.baseline_schema import problem
 from harness.judging.census_diff import normalize
 from harness.judging.thresholds import ALPHA, MEMORY_ABS_MIB, MEMORY_REL
 from harness.record import is_census, median_phases, run_phases
-from harness.spec import Workload, changed_fields
+from harness.spec import Decomposition, Workload, changed_fields
 
 SCHEMA = 1
-RUN_KEYS = ("step_time_median_ms", "train_runtime_s", "peak_reserved_bytes", "peak_allocated_bytes", "tokens_per_s", "host_probe")
+RUN_KEYS = (
+    "step_time_median_ms",
+    "train_runtime_s",
+    "peak_reserved_bytes",
+    "peak_allocated_bytes",
+    "tokens_per_s",
+    "host_probe",
+)
 # kernel_time: the practical threshold of the census's GPU kernel time per optimizer step (its noise is far
 # below wall time's: docs/evidence/are-census-counts-deterministic/); census counts are compared exactly
-DEFAULT_THRESHOLDS = {"alpha": ALPHA, "runtime": 0.05, "memory_rel": MEMORY_REL, "memory_abs_mib": MEMORY_ABS_MIB, "kernel_time": 0.005}
+DEFAULT_THRESHOLDS = {
+    "alpha": ALPHA,
+    "runtime": 0.05,
+    "memory_rel": MEMORY_REL,
+    "memory_abs_mib": MEMORY_ABS_MIB,
+    "kernel_time": 0.005,
+}
 # CPU runners share cores with everything else; a looser practical threshold keeps false alarms away.
 GPU_DEFAULTS = {"cpu": {"runtime": 0.10}}
 MIN_REPEATS = 5
@@ -48,8 +61,8 @@ class MissingBaseline(BaselineError):
 
 
 class BadBaseline(BaselineError):
-    """A stored baseline that is broken (unreadable, another schema, a key missing, a bad value, filed under another GPU): bad
-    input, refused before any run, unlike one that is missing or of another version of its workload."""
+    """A stored baseline that is broken (unreadable, another schema, a key missing, a bad value, filed under another
+    GPU): bad input, refused before any run, unlike one that is missing or of another version of its workload."""
 
 
 def path_for(root: str | Path, gpu: str, workload: str) -> Path:
@@ -102,7 +115,10 @@ class Baseline:
 
     def census(self, decomp: str) -> list[dict]:
         """The censuses recorded for ``decomp`` (one per census run), each with its ``machine``."""
-        return [dict(normalize(c["census"]), machine=c.get("machine")) for c in self.data["decompositions"].get(decomp, {}).get("census", [])]
+        return [
+            dict(normalize(c["census"]), machine=c.get("machine"))
+            for c in self.data["decompositions"].get(decomp, {}).get("census", [])
+        ]
 
     def census_grouped(self, decomp: str, key: str) -> list[list[float]]:
         """A census value (e.g. ``kernel_ms``) of each census run, grouped by machine."""
@@ -120,33 +136,55 @@ def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
     """Load and check the baseline of ``workload`` on ``gpu``. Raises :class:`BaselineError`."""
     path = path_for(root, gpu, workload.name)
     if not path.exists():
-        raise MissingBaseline(f"no baseline for {workload.name} on {gpu} ({path}); record one with `pytest perftests --gpu={gpu} "
-                              f"--workload {workload.name} --repeats {MIN_REPEATS} --census --update-baselines`")
+        raise MissingBaseline(
+            f"no baseline for {workload.name} on {gpu} ({path}); record one with `pytest perftests --gpu={gpu} "
+            f"--workload {workload.name} --repeats {MIN_REPEATS} --census --update-baselines`"
+        )
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadBaseline(f"baseline {path} is unreadable ({type(exc).__name__}: {exc}); restore it from git or record a new one") from None
+        raise BadBaseline(
+            f"baseline {path} is unreadable ({type(exc).__name__}: {exc}); restore it from git or record a new one"
+        ) from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise BadBaseline(f"baseline {path} has schema {got!r}, this suite reads schema {SCHEMA}; record a new one with --update-baselines")
+        raise BadBaseline(
+            f"baseline {path} has schema {got!r}, this suite reads schema {SCHEMA}; "
+            "record a new one with --update-baselines"
+        )
     for key in ("gpu", "workload", "provenance", "decompositions"):
         if key not in data:
             raise BadBaseline(f"baseline {path} lacks '{key}'; restore it from git or record a new one")
     if (why := problem(data)) is not None:
-        raise BadBaseline(f"baseline {path}: {why}; correct it, restore it from git or record a new one with --update-baselines")
+        raise BadBaseline(
+            f"baseline {path}: {why}; correct it, restore it from git or record a new one with --update-baselines"
+        )
     if data["gpu"] != gpu:
-        raise BadBaseline(f"baseline {path} was recorded on {data['gpu']!r}, not {gpu!r}; move it to baselines/{data['gpu']}/ or record one on {gpu}")
+        raise BadBaseline(
+            f"baseline {path} was recorded on {data['gpu']!r}, not {gpu!r}; "
+            f"move it to baselines/{data['gpu']}/ or record one on {gpu}"
+        )
     if data["workload"].get("hash") != workload.hash:
         diff = changed_fields(data["workload"].get("spec", {}), workload.to_dict())
-        raise BaselineError(f"baseline {path} is for another version of {workload.name} (hash {data['workload'].get('hash')} != {workload.hash}): "
-                            f"{'; '.join(diff) or 'fields unknown'}; rerun with the baseline's settings or record a new baseline")
+        raise BaselineError(
+            f"baseline {path} is for another version of {workload.name} "
+            f"(hash {data['workload'].get('hash')} != {workload.hash}): "
+            f"{'; '.join(diff) or 'fields unknown'}; rerun with the baseline's settings or record a new baseline"
+        )
     return Baseline(path, data)
 
 
 def _compact(obj: Any) -> str:
     """JSON with two-space indent but lists of numbers on one line, so diffs stay readable."""
     text = json.dumps(obj, indent=2)
-    return re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
+    return (
+        re.sub(
+            r"\[\s+([-+0-9.eE,\s]+?)\s+\]",
+            lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+            text,
+        )
+        + "\n"
+    )
 
 
 def unique_runs(records: list[dict], workload: str) -> list[dict]:
@@ -159,8 +197,10 @@ def unique_runs(records: list[dict], workload: str) -> list[dict]:
         rid = r.get("run_id")
         if rid is not None and rid in seen:
             if {k: v for k, v in r.items() if k != "machine"} != {k: v for k, v in seen[rid].items() if k != "machine"}:
-                raise BaselineError(f"refusing to record a baseline for {workload}: run {rid} is recorded twice with different values; "
-                                    "pass each results dir once and leave out edited copies")
+                raise BaselineError(
+                    f"refusing to record a baseline for {workload}: run {rid} is recorded twice with different values; "
+                    "pass each results dir once and leave out edited copies"
+                )
             continue
         seen[rid] = r
         out.append(r)
@@ -181,16 +221,23 @@ def record_problem(r: dict) -> str | None:
     return None
 
 
-def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS, require_all: bool = True) -> None:
+def check_runs(
+    workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS, require_all: bool = True
+) -> None:
     """Refuse to record a baseline from failed runs or too few repeats (each run counted once). Raises BaselineError."""
     failed = [r for r in records if r.get("status") != "ok"]
     if failed:
         kinds = ", ".join(sorted({f"{r['decomposition_id']}: {r['status']}" for r in failed}))
-        raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(failed)} run(s) failed ({kinds}); fix them and rerun")
+        raise BaselineError(
+            f"refusing to record a baseline for {workload.name}: {len(failed)} run(s) failed ({kinds}); "
+            "fix them and rerun"
+        )
     profiled = [r for r in records if r.get("profile_steps") or r.get("inject_slowdown") or r.get("inject_work")]
     if profiled:
-        raise BaselineError(f"refusing to record a baseline for {workload.name}: {len(profiled)} run(s) were profiled or had injected "
-                            "slowdown or work; record from plain runs")
+        raise BaselineError(
+            f"refusing to record a baseline for {workload.name}: {len(profiled)} run(s) were profiled or had injected "
+            "slowdown or work; record from plain runs"
+        )
     records = [r for r in unique_runs(records, workload.name) if not is_census(r)]
     ran = {r.get("decomposition_id") for r in records}
     for d in workload.decompositions:
@@ -198,61 +245,121 @@ def check_runs(workload: Workload, records: list[dict], min_repeats: int = MIN_R
             continue
         n = sum(1 for r in records if r.get("decomposition_id") == d.id)
         if n < min_repeats:
-            raise BaselineError(f"refusing to record a baseline for {workload.name}: {d.id} has {n} run(s), at least {min_repeats} needed; rerun with --repeats {min_repeats}")
+            raise BaselineError(
+                f"refusing to record a baseline for {workload.name}: "
+                f"{d.id} has {n} run(s), at least {min_repeats} needed; rerun with --repeats {min_repeats}"
+            )
 
 
-def from_runs(workload: Workload, gpu: str, records: list[dict], command: str, thresholds: dict | None = None,
-              note: str = "", min_repeats: int = MIN_REPEATS, require_all: bool = True) -> dict[str, Any]:
-    """Baseline data from the ok runs of ``workload`` (one hash), each run once. Raises BaselineError on a refusal, also for
-    a run whose values a baseline cannot hold (a NaN or negative step time)."""
+def _run_row(r: dict) -> dict:
+    """A timed run as a baseline keeps it: its ids, host and machine, the run keys, its steady step times and phases."""
+    env = r.get("env") or {}
+    row = {
+        "run_id": r["run_id"],
+        "session_id": r.get("session_id"),
+        "host": env.get("hostname"),
+        "machine": env.get("boot_id") or r.get("machine") or r.get("session_id"),
+    }
+    row.update({k: r.get(k) for k in RUN_KEYS})
+    row["steady_step_times_ms"] = [round(x, 3) for x in r["step_times_ms"][r["warmup_steps"] :]]
+    if (ph := run_phases(r)) is not None:
+        row["phases_ms"] = ph
+    return row
+
+
+def _decomposition(d: Decomposition, records: list[dict]) -> dict[str, Any] | None:
+    """The baseline entry of decomposition ``d``: its timed runs, the first one's losses and its census runs whose
+    window fit; None where ``records`` hold no run of it."""
+    rs = [r for r in records if r["decomposition_id"] == d.id and not is_census(r)]
+    if not rs and not any(r["decomposition_id"] == d.id for r in records):
+        return None
+    entry = {
+        "decomposition": d.as_dict(),
+        "runs": [_run_row(r) for r in rs],
+        "losses": rs[0].get("losses") if rs else None,
+    }
+    census = [
+        {
+            "run_id": r["run_id"],
+            "machine": (r.get("env") or {}).get("boot_id") or r.get("machine") or r.get("session_id"),
+            "versions": (r.get("env") or {}).get("versions"),
+            "census": r["census"],
+        }
+        for r in records
+        if r["decomposition_id"] == d.id and is_census(r) and r["census"].get("fits")
+    ]
+    if census:
+        entry["census"] = census
+    return entry
+
+
+def _provenance(records: list[dict], decs: dict[str, Any], command: str, note: str) -> dict[str, Any]:
+    """Where a measured baseline comes from: the command, its sessions, hosts and machines, and the note (by default,
+    over how many sessions and machines it was gathered)."""
+    sessions = sorted({r.get("session_id") for r in records if r.get("session_id")})
+    hosts = sorted({(r.get("env") or {}).get("hostname") for r in records if (r.get("env") or {}).get("hostname")})
+    machines = sorted({row["machine"] for d in decs.values() for row in d["runs"] if row["machine"]})
+    return {
+        "kind": "measured",
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": command,
+        "sessions": sessions,
+        "hosts": hosts,
+        "machines": machines,
+        "note": note
+        or (
+            f"gathered over {len(sessions)} sessions on {len(hosts)} machine(s) of this kind"
+            if len(sessions) > 1
+            else ""
+        ),
+    }
+
+
+def from_runs(
+    workload: Workload,
+    gpu: str,
+    records: list[dict],
+    command: str,
+    thresholds: dict | None = None,
+    note: str = "",
+    min_repeats: int = MIN_REPEATS,
+    require_all: bool = True,
+) -> dict[str, Any]:
+    """Baseline data from the ok runs of ``workload`` (one hash), each run once. Raises BaselineError on a refusal, also
+    for a run whose values a baseline cannot hold (a NaN or negative step time)."""
     check_runs(workload, records, min_repeats, require_all)
     records = unique_runs(records, workload.name)
     for r in records:
         if (why := record_problem(r)) is not None:
-            raise BaselineError(f"refusing to make a baseline of {workload.name} from these runs: run {r.get('run_id')}: {why}; "
-                                "leave that run's results dir out or rerun it")
+            raise BaselineError(
+                f"refusing to make a baseline of {workload.name} from these runs: run {r.get('run_id')}: {why}; "
+                "leave that run's results dir out or rerun it"
+            )
     bad = sorted({r.get("workload_hash") for r in records} - {workload.hash})
     if bad:
-        raise BaselineError(f"refusing to record a baseline for {workload.name}: runs of another spec (hash {', '.join(map(str, bad))}) are mixed in")
+        raise BaselineError(
+            f"refusing to record a baseline for {workload.name}: "
+            f"runs of another spec (hash {', '.join(map(str, bad))}) are mixed in"
+        )
     decs: dict[str, Any] = {}
     for d in workload.decompositions:
-        rs = [r for r in records if r["decomposition_id"] == d.id and not is_census(r)]
-        if not rs and not any(r["decomposition_id"] == d.id for r in records):
-            continue
-        runs = []
-        for r in rs:
-            env = r.get("env") or {}
-            row = {"run_id": r["run_id"], "session_id": r.get("session_id"), "host": env.get("hostname"),
-                   "machine": env.get("boot_id") or r.get("machine") or r.get("session_id")}
-            row.update({k: r.get(k) for k in RUN_KEYS})
-            row["steady_step_times_ms"] = [round(x, 3) for x in r["step_times_ms"][r["warmup_steps"]:]]
-            if (ph := run_phases(r)) is not None:
-                row["phases_ms"] = ph
-            runs.append(row)
-        decs[d.id] = {"decomposition": d.as_dict(), "runs": runs, "losses": rs[0].get("losses") if rs else None}
-        census = [{"run_id": r["run_id"], "machine": (r.get("env") or {}).get("boot_id") or r.get("machine") or r.get("session_id"),
-                   "versions": (r.get("env") or {}).get("versions"), "census": r["census"]}
-                  for r in records if r["decomposition_id"] == d.id and is_census(r) and r["census"].get("fits")]
-        if census:
-            decs[d.id]["census"] = census
+        if (entry := _decomposition(d, records)) is not None:
+            decs[d.id] = entry
     timed = [r for r in records if not is_census(r)] or records
-    env = dict(timed[0].get("env") or {})
-    sessions = sorted({r.get("session_id") for r in records if r.get("session_id")})
-    hosts = sorted({(r.get("env") or {}).get("hostname") for r in records if (r.get("env") or {}).get("hostname")})
-    machines = sorted({row["machine"] for d in decs.values() for row in d["runs"] if row["machine"]})
     data = {
         "schema": SCHEMA,
         "gpu": gpu,
         "workload": {"name": workload.name, "hash": workload.hash, "spec": workload.to_dict()},
-        "env": env,
-        "provenance": {"kind": "measured", "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command,
-                       "sessions": sessions, "hosts": hosts, "machines": machines,
-                       "note": note or (f"gathered over {len(sessions)} sessions on {len(hosts)} machine(s) of this kind" if len(sessions) > 1 else "")},
+        "env": dict(timed[0].get("env") or {}),
+        "provenance": _provenance(records, decs, command, note),
         "thresholds": {**default_thresholds(gpu), **(thresholds or {})},
         "decompositions": decs,
     }
     if (why := problem(data, need_runs=False)) is not None:
-        raise BaselineError(f"refusing to make a baseline of {workload.name} from these runs: {why}; leave that run's results dir out or rerun it")
+        raise BaselineError(
+            f"refusing to make a baseline of {workload.name} from these runs: {why}; "
+            "leave that run's results dir out or rerun it"
+        )
     return data
 
 
@@ -270,8 +377,15 @@ def read_any(path: str | Path) -> dict | None:
         return None
 
 
-def record(root: str | Path, workload: Workload, gpu: str, records: list[dict], command: str, note: str = "",
-           min_repeats: int = MIN_REPEATS) -> tuple[Path, dict | None, dict]:
+def record(
+    root: str | Path,
+    workload: Workload,
+    gpu: str,
+    records: list[dict],
+    command: str,
+    note: str = "",
+    min_repeats: int = MIN_REPEATS,
+) -> tuple[Path, dict | None, dict]:
     """Write the baseline of ``workload`` on ``gpu`` from ``records``; return (path, old data or None, new data).
 
     Raises BaselineError, writing nothing, on a refusal."""

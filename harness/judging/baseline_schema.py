@@ -14,9 +14,13 @@ from typing import Any
 
 # alpha: a level of a test; runtime, memory_rel and kernel_time: fractions (0.05 is +5%); memory_abs_mib: MiB, below
 # 1 TiB (more than any accelerator holds), so that no value can make every memory verdict pass
-THRESHOLD_RANGES = {"alpha": (0.0, 0.5, "a level in (0, 0.5) such as 0.05"), "runtime": (0.0, 1.0, "a fraction in [0, 1) such as 0.05 (+5%)"),
-                    "memory_rel": (0.0, 1.0, "a fraction in [0, 1) such as 0.02"), "kernel_time": (0.0, 1.0, "a fraction in [0, 1) such as 0.005"),
-                    "memory_abs_mib": (0.0, 2.0 ** 20, "a number of MiB in [0, 1048576) such as 64")}
+THRESHOLD_RANGES = {
+    "alpha": (0.0, 0.5, "a level in (0, 0.5) such as 0.05"),
+    "runtime": (0.0, 1.0, "a fraction in [0, 1) such as 0.05 (+5%)"),
+    "memory_rel": (0.0, 1.0, "a fraction in [0, 1) such as 0.02"),
+    "kernel_time": (0.0, 1.0, "a fraction in [0, 1) such as 0.005"),
+    "memory_abs_mib": (0.0, 2.0**20, "a number of MiB in [0, 1048576) such as 64"),
+}
 POSITIVE = ("step_time_median_ms", "train_runtime_s")  # a run's runtime values: finite and positive, or null
 NON_NEGATIVE = ("tokens_per_s", "peak_reserved_bytes", "peak_allocated_bytes")
 
@@ -57,7 +61,9 @@ def _run_values(where: str, r: dict) -> Iterator[str]:
         if v is not None and not (_number(v) and math.isfinite(v) and v >= 0):
             yield f"{where}.{key} is {_kind(v)}, not a finite number >= 0 (or null)"
     steps = r.get("steady_step_times_ms")
-    if steps is not None and not (isinstance(steps, list) and all(_number(x) and math.isfinite(x) and x > 0 for x in steps)):
+    if steps is not None and not (
+        isinstance(steps, list) and all(_number(x) and math.isfinite(x) and x > 0 for x in steps)
+    ):
         yield f"{where}.steady_step_times_ms is not a list of finite positive numbers (or null)"
     for key in ("machine", "session_id", "host"):
         if r.get(key) is not None and not isinstance(r[key], str):
@@ -82,19 +88,24 @@ def _decomposition(name: str, dec: Any, need_runs: bool) -> Iterator[str]:
     for i, r in enumerate(runs):
         yield from _run(f"{where}.runs[{i}]", r)
     if need_runs and not any(isinstance(r, dict) and any(r.get(k) is not None for k in POSITIVE) for r in runs):
-        yield f"{where}.runs has no run with a step time or train_runtime: its runtime verdicts would have nothing to compare against"
+        yield (
+            f"{where}.runs has no run with a step time or train_runtime: "
+            "its runtime verdicts would have nothing to compare against"
+        )
     losses = dec.get("losses")
     if losses is not None and not (isinstance(losses, list) and all(x is None or _number(x) for x in losses)):
         yield f"{where}.losses is not a list of numbers (or null)"
     census = dec.get("census", [])
-    if not (isinstance(census, list) and all(isinstance(c, dict) and isinstance(c.get("census"), dict) for c in census)):
+    if not (
+        isinstance(census, list) and all(isinstance(c, dict) and isinstance(c.get("census"), dict) for c in census)
+    ):
         yield f"{where}.census is not a list of census runs (objects with a 'census' object)"
 
 
 def problems(data: dict, need_runs: bool = True) -> Iterator[str]:
-    """Every key of a baseline's data that is wrong, as ``key is X, not Y`` (the schema number and the top keys' presence
-    are checked by the loader first). ``need_runs``: every decomposition needs a run with a runtime value (a stored
-    baseline; a comparison's side A made of results dirs may hold census runs only, and says so per case)."""
+    """Every key of a baseline's data that is wrong, as ``key is X, not Y`` (the schema number and the top keys'
+    presence are checked by the loader first). ``need_runs``: every decomposition needs a run with a runtime value (a
+    stored baseline; a comparison's side A made of results dirs may hold census runs only, and says so per case)."""
     if not isinstance(data["gpu"], str):
         yield f"gpu is {_kind(data['gpu'])}, not a string"
     w = data["workload"]
@@ -110,7 +121,10 @@ def problems(data: dict, need_runs: bool = True) -> Iterator[str]:
             yield why
     decs = data["decompositions"]
     if not isinstance(decs, dict) or not decs:
-        yield f"decompositions is {_kind(decs) if not isinstance(decs, dict) else 'empty'}: it must name at least one decomposition with its runs"
+        yield (
+            f"decompositions is {_kind(decs) if not isinstance(decs, dict) else 'empty'}: "
+            "it must name at least one decomposition with its runs"
+        )
         return
     for name, dec in decs.items():
         yield from _decomposition(name, dec, need_runs)

@@ -111,7 +111,18 @@ def canary_covariate(d: Sequence[float], c: Sequence[float]) -> CanaryCovariate 
     s_d = sd(d)
     mu = md - b * mc
     se_mu = s_e * math.sqrt(1 / n + mc * mc / sxx)
-    return CanaryCovariate(correlation(c, d), b, s_d, s_e, 1 - s_e**2 / s_d**2 if s_d > 0 else float("nan"), md, s_d / math.sqrt(n), mu, se_mu, n)
+    return CanaryCovariate(
+        correlation(c, d),
+        b,
+        s_d,
+        s_e,
+        1 - s_e**2 / s_d**2 if s_d > 0 else float("nan"),
+        md,
+        s_d / math.sqrt(n),
+        mu,
+        se_mu,
+        n,
+    )
 
 
 def phase_deltas(pairs: Sequence[dict]) -> dict | None:
@@ -125,7 +136,8 @@ def phase_deltas(pairs: Sequence[dict]) -> dict | None:
     def per_step(block: dict, phase: str) -> float:
         return sum(block["phases_ms"].get(phase) or [0.0]) / len(block["step_times_ms"])
 
-    return {"pairs": len(both),
-            "delta_ms": {ph: median(per_step(p["b"], ph) - per_step(p["a"], ph) for p in both) for ph in PHASES},
-            "a_ms": {ph: median(per_step(p["a"], ph) for p in both) for ph in PHASES}}
-
+    return {
+        "pairs": len(both),
+        "delta_ms": {ph: median(per_step(p["b"], ph) - per_step(p["a"], ph) for p in both) for ph in PHASES},
+        "a_ms": {ph: median(per_step(p["a"], ph) for p in both) for ph in PHASES},
+    }

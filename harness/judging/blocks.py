@@ -1,4 +1,5 @@
-"""The block records of an interleaved comparison, judged: pairs, log ratios by launch, and the analysis its report states.
+"""The block records of an interleaved comparison, judged: pairs, log ratios by launch,
+and the analysis its report states.
 
 Pure: the same functions judge a running comparison, ``recover`` and a stored ``blocks.jsonl``.
 """
@@ -27,36 +28,65 @@ def _whole(x, lo: int = 0) -> bool:
 
 
 def _phases(ph) -> bool:
-    """A block's ``phases_ms``: per phase, a list of its per-step times (finite); where in the step B's time moved reads it."""
-    return isinstance(ph, dict) and bool(ph) and all(isinstance(v, list) and all(_finite(x) for x in v) for v in ph.values())
+    """A block's ``phases_ms``: per phase, a list of its per-step times (finite);
+    where in the step B's time moved reads it."""
+    return (
+        isinstance(ph, dict)
+        and bool(ph)
+        and all(isinstance(v, list) and all(_finite(x) for x in v) for v in ph.values())
+    )
 
 
 def block_problem(r: dict) -> str | None:
     """Why a block record cannot be judged (a key the analysis reads missing, of the wrong type or not finite), or None.
     Readers of a stored ``blocks.jsonl`` (``recover``) leave such a record out and name it, instead of a traceback."""
     steps = r.get("step_times_ms")
-    why = [(r.get("side") in SIDES, f"side is {r.get('side')!r}, not 'a' or 'b'"),
-           (_whole(r.get("launch"), 1), f"launch is {r.get('launch')!r}, not a launch number"),
-           (isinstance(r.get("warmup"), bool), f"warmup is {r.get('warmup')!r}, not true or false"),
-           (r.get("warmup") is not False or _whole(r.get("pair"), 1), f"pair is {r.get('pair')!r}, not a pair number"),
-           (isinstance(steps, list) and bool(steps) and all(_finite(x, 0) for x in steps), "step_times_ms is not a list of finite positive numbers"),
-           (all(_finite(r.get(k)) for k in ("started_at", "wall_s", "cpu_s")), "started_at, wall_s or cpu_s is not a finite number"),
-           (r.get("canary_ms") is None or _finite(r["canary_ms"], 0), f"canary_ms is {r.get('canary_ms')!r}, not a finite positive number"),
-           (all(r.get(k) is None or _finite(r[k]) for k in ("other_cpus", "inject_ms")), "other_cpus or inject_ms is not a finite number"),
-           (r.get("gpu") is None or (isinstance(r["gpu"], dict) and all(r["gpu"].get(k) is None or _finite(r["gpu"][k])
-                                                                    for k in ("sm_clock_mhz", "power_w", "temp_c"))
-                                     and (r["gpu"].get("throttle_reasons") is None or _whole(r["gpu"]["throttle_reasons"]))),
-            "gpu is not an object of finite readings"),
-           (r.get("unit") is None or all(_whole(r.get(k), 1) for k in ("unit", "units", "micro_per_step")),
-            "unit, units or micro_per_step is not a whole number >= 1"),
-           (r.get("phases_ms") is None or _phases(r["phases_ms"]),
-            f"phases_ms is {str(r.get('phases_ms'))[:40]}, not an object of per-step times per phase")]
+    why = [
+        (r.get("side") in SIDES, f"side is {r.get('side')!r}, not 'a' or 'b'"),
+        (_whole(r.get("launch"), 1), f"launch is {r.get('launch')!r}, not a launch number"),
+        (isinstance(r.get("warmup"), bool), f"warmup is {r.get('warmup')!r}, not true or false"),
+        (r.get("warmup") is not False or _whole(r.get("pair"), 1), f"pair is {r.get('pair')!r}, not a pair number"),
+        (
+            isinstance(steps, list) and bool(steps) and all(_finite(x, 0) for x in steps),
+            "step_times_ms is not a list of finite positive numbers",
+        ),
+        (
+            all(_finite(r.get(k)) for k in ("started_at", "wall_s", "cpu_s")),
+            "started_at, wall_s or cpu_s is not a finite number",
+        ),
+        (
+            r.get("canary_ms") is None or _finite(r["canary_ms"], 0),
+            f"canary_ms is {r.get('canary_ms')!r}, not a finite positive number",
+        ),
+        (
+            all(r.get(k) is None or _finite(r[k]) for k in ("other_cpus", "inject_ms")),
+            "other_cpus or inject_ms is not a finite number",
+        ),
+        (
+            r.get("gpu") is None
+            or (
+                isinstance(r["gpu"], dict)
+                and all(r["gpu"].get(k) is None or _finite(r["gpu"][k]) for k in ("sm_clock_mhz", "power_w", "temp_c"))
+                and (r["gpu"].get("throttle_reasons") is None or _whole(r["gpu"]["throttle_reasons"]))
+            ),
+            "gpu is not an object of finite readings",
+        ),
+        (
+            r.get("unit") is None or all(_whole(r.get(k), 1) for k in ("unit", "units", "micro_per_step")),
+            "unit, units or micro_per_step is not a whole number >= 1",
+        ),
+        (
+            r.get("phases_ms") is None or _phases(r["phases_ms"]),
+            f"phases_ms is {str(r.get('phases_ms'))[:40]}, not an object of per-step times per phase",
+        ),
+    ]
     return next((text for ok, text in why if not ok), None)
 
 
 def pairs_of(blocks: list[dict], session: str | None = None) -> list[dict]:
-    """Complete pairs (one measured block of each side), in pair order: ``{"pair", "launch", "order", "a", "b"}``. A pair
-    of the micro grain (rows with a ``unit``) gets, per side, one block merged from its units (:func:`merge_units`)."""
+    """Complete pairs (one measured block of each side), in pair order: ``{"pair", "launch", "order", "a", "b"}``. A
+    pair of the micro grain (rows with a ``unit``) gets, per side, one block merged from its units
+    (:func:`merge_units`)."""
     by: dict[int, dict] = {}
     units: dict[tuple[int, str], list[dict]] = {}
     for r in blocks:
@@ -81,11 +111,21 @@ def merge_units(rows: list[dict]) -> dict:
     rows = sorted(rows, key=lambda r: r["unit"])
     per = rows[0]["micro_per_step"]
     walls = [r["step_times_ms"][0] for r in rows]
-    steps = [sum(walls[i:i + per]) for i in range(0, len(walls), per)]
+    steps = [sum(walls[i : i + per]) for i in range(0, len(walls), per)]
     other = [r["other_cpus"] for r in rows if r.get("other_cpus") is not None]
-    out = dict(rows[0], step_times_ms=steps, k=len(steps), wall_s=sum(r["wall_s"] for r in rows), cpu_s=sum(r["cpu_s"] for r in rows),
-               canary_ms=median(r["canary_ms"] for r in rows), other_cpus=fmean(other) if other else None, phases_ms=None,
-               losses=[x for r in rows for x in (r.get("losses") or [])], global_step=rows[-1]["global_step"], unit=None)
+    out = dict(
+        rows[0],
+        step_times_ms=steps,
+        k=len(steps),
+        wall_s=sum(r["wall_s"] for r in rows),
+        cpu_s=sum(r["cpu_s"] for r in rows),
+        canary_ms=median(r["canary_ms"] for r in rows),
+        other_cpus=fmean(other) if other else None,
+        phases_ms=None,
+        losses=[x for r in rows for x in (r.get("losses") or [])],
+        global_step=rows[-1]["global_step"],
+        unit=None,
+    )
     if all(r.get("inject_ms") is not None for r in rows):
         out["inject_ms"] = sum(r["inject_ms"] * r["k"] for r in rows) / len(steps)
     return out
@@ -101,16 +141,22 @@ def grouped(pairs: list[dict], metric: str = DEFAULT_METRIC, drop_first: bool = 
     return [out[k] for k in sorted(out)]
 
 
-
 CLOCK_EVENT_ROUTINE = 0x1 | 0x2  # NVML clock-event reasons that are no slowdown: the GPU idle, application clocks
 
 
 def gpu_state(blocks: list[dict], session: str | None = None) -> dict | None:
     """The GPU as the measured blocks ended (each block's one NVML reading, ``gpu``): SM clock overall and per launch,
     power, temperature, and the share of readings with a clock-event reason other than idle or application clocks
-    (power cap, thermal, hardware slowdown). None without readings (a CPU run, no NVML, blocks recorded without them)."""
-    xs = [b for b in blocks if not b.get("warmup") and not b.get("calibration") and b.get("gpu")
-          and (session is None or b.get("session_id") == session)]
+    (power cap, thermal, hardware slowdown). None without readings (a CPU run, no NVML,
+    blocks recorded without them)."""
+    xs = [
+        b
+        for b in blocks
+        if not b.get("warmup")
+        and not b.get("calibration")
+        and b.get("gpu")
+        and (session is None or b.get("session_id") == session)
+    ]
     xs = [b for b in xs if b["gpu"].get("sm_clock_mhz") is not None]
     if not xs:
         return None
@@ -120,10 +166,17 @@ def gpu_state(blocks: list[dict], session: str | None = None) -> dict | None:
         per.setdefault(b["launch"], []).append(b["gpu"]["sm_clock_mhz"])
     power = [b["gpu"]["power_w"] for b in xs if b["gpu"].get("power_w") is not None]
     temp = [b["gpu"]["temp_c"] for b in xs if b["gpu"].get("temp_c") is not None]
-    events = [b["gpu"]["throttle_reasons"] & ~CLOCK_EVENT_ROUTINE for b in xs if b["gpu"].get("throttle_reasons") is not None]
-    return {"readings": len(xs), "sm_clock_mhz": {"median": median(sm), "min": min(sm), "max": max(sm)},
-            "launch_sm_clock_mhz": [median(per[n]) for n in sorted(per)], "power_w_median": median(power) if power else None,
-            "temp_c_max": max(temp) if temp else None, "clock_event_share": sum(e != 0 for e in events) / len(events) if events else None}
+    events = [
+        b["gpu"]["throttle_reasons"] & ~CLOCK_EVENT_ROUTINE for b in xs if b["gpu"].get("throttle_reasons") is not None
+    ]
+    return {
+        "readings": len(xs),
+        "sm_clock_mhz": {"median": median(sm), "min": min(sm), "max": max(sm)},
+        "launch_sm_clock_mhz": [median(per[n]) for n in sorted(per)],
+        "power_w_median": median(power) if power else None,
+        "temp_c_max": max(temp) if temp else None,
+        "clock_event_share": sum(e != 0 for e in events) / len(events) if events else None,
+    }
 
 
 def default_unit(launches: int) -> str:
@@ -131,11 +184,125 @@ def default_unit(launches: int) -> str:
     return "launch" if launches >= la.MIN_LAUNCH_UNIT else "pair"
 
 
-def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 1, metric: str = DEFAULT_METRIC,
-            drop_first: bool = False, session: str | None = None, test: str = "rank", unit: str | None = None) -> dict:
-    """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty, canary.
-    ``unit`` None: :func:`default_unit` of the launches with pairs. The minimum detectable slowdown is the verdict's:
-    from the sd of its units (launch summaries, or pairs) and their number."""
+def _variants(pairs: list[dict]) -> dict[str, dict]:
+    """The pairs' sigma and ratio under every block metric, with and without each block's first step."""
+    variants = {}
+    for how in bm.METRICS:
+        for drop in (False, True):
+            dd = [x for g in grouped(pairs, how, drop) for x in g]
+            variants[f"{how}{'-drop-first' if drop else ''}"] = {
+                "sigma": stats.sd(dd, None),
+                "ratio": math.exp(fmean(dd)),
+            }
+    return variants
+
+
+def _resume(pairs: list[dict], grain: str) -> dict:
+    """Per side, the penalty of a block's first step after the wait (:func:`block_metrics.resume_penalty`)."""
+    if grain != "step":  # at the micro grain every micro-batch follows a wait: no first step to single out
+        return {}
+    resume = {}
+    for s in SIDES:
+        rp = bm.resume_penalty([p[s]["step_times_ms"] for p in pairs])
+        resume[s] = None if rp is None else {"ratio": rp.ratio, "lo": rp.lo, "hi": rp.hi, "blocks": rp.blocks}
+    return resume
+
+
+def _canary(pairs: list[dict], d: list[float], metric: str, drop_first: bool) -> dict:
+    """The canary beside the pairs' log ratios ``d``: its correlation with each side's block metric, the covariate
+    adjustment (:func:`block_metrics.canary_covariate`) and its median per side; empty without a canary on every
+    block."""
+    canary: dict = {}
+    if not all(p[s].get("canary_ms") for p in pairs for s in SIDES):
+        return canary
+    for s in SIDES:
+        canary[f"corr_{s}"] = bm.correlation(
+            [math.log(p[s]["canary_ms"]) for p in pairs],
+            [math.log(bm.block_metric(p[s]["step_times_ms"], metric, drop_first)) for p in pairs],
+        )
+    c = [math.log(p["b"]["canary_ms"] / p["a"]["canary_ms"]) for p in pairs]
+    cov = bm.canary_covariate(d, c)
+    if cov is not None:
+        canary.update(
+            pair_corr=cov.corr,
+            slope=cov.slope,
+            sigma_plain=cov.sigma_plain,
+            sigma_adjusted=cov.sigma_adjusted,
+            reduction=cov.reduction,
+            ratio_plain=math.exp(cov.plain),
+            ratio_adjusted=math.exp(cov.adjusted),
+            se_plain=cov.plain_se,
+            se_adjusted=cov.adjusted_se,
+        )
+    canary["median_ms"] = {s: median(p[s]["canary_ms"] for p in pairs) for s in SIDES}
+    return canary
+
+
+def _mds(v: stats.Verdict, check: pd.PairedCheck, sigma: float | None, n: int, threshold: float) -> dict:
+    """The verdict's minimum detectable slowdown: from the sd of its units (launch summaries, or pairs) and their
+    number, at alpha 0.01 and power 0.9 and at the check's own settings, and the units and pairs a 3% slowdown needs."""
+    u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
+    u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
+    return {
+        "alpha": 0.01,
+        "power": 0.9,
+        "unit": v.details["unit"],
+        "units": u_n,
+        "unit_sd": u_sd,
+        "slowdown": pn.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
+        "approx_3_6": 3.6 * u_sd / math.sqrt(u_n) if u_sd else None,
+        "with_settings": pn.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
+        "units_for_3pct": pn.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
+        "pairs_for_3pct": pn.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None,
+    }  # by the pair-level t test
+
+
+def _components(comp: la.LaunchComponents | None) -> dict | None:
+    """The launch summaries' variance components as the report keeps them; None without them."""
+    if comp is None:
+        return None
+    return {
+        "pair_sd": comp.pair_sd,
+        "launch_sd": comp.launch_sd,
+        "summary": comp.summary,
+        "launch_sd_upper": comp.launch_sd_upper,
+        "level": comp.level,
+    }
+
+
+def _host_load(pairs: list[dict]) -> dict:
+    """What the host spent per pair (CPU and wall seconds of both sides) and the other processes' CPUs beside it."""
+    other = [p[s]["other_cpus"] for p in pairs for s in SIDES if p[s].get("other_cpus") is not None]
+    cpu = [p["a"].get("cpu_s", 0) + p["b"].get("cpu_s", 0) for p in pairs]
+    wall = [p["a"].get("wall_s", 0) + p["b"].get("wall_s", 0) for p in pairs]
+    return {
+        "cpu_s_per_pair": fmean(cpu) if cpu else None,
+        "wall_s_per_pair": fmean(wall) if wall else None,
+        "other_cpus": {
+            "median": median(other),
+            "max": max(other),
+            "busy_share": sum(x > 0.5 for x in other) / len(other),
+        }
+        if other
+        else None,
+    }
+
+
+def analyse(
+    blocks: list[dict],
+    *,
+    alpha: float,
+    threshold: float,
+    looks: int = 1,
+    metric: str = DEFAULT_METRIC,
+    drop_first: bool = False,
+    session: str | None = None,
+    test: str = "rank",
+    unit: str | None = None,
+) -> dict:
+    """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty,
+    canary. ``unit`` None: :func:`default_unit` of the launches with pairs. The minimum detectable slowdown is the
+    verdict's: from the sd of its units (launch summaries, or pairs) and their number."""
     pairs = pairs_of(blocks, session)
     if len(pairs) < 2:
         return {"pairs": len(pairs), "verdict": None}
@@ -143,55 +310,29 @@ def analyse(blocks: list[dict], *, alpha: float, threshold: float, looks: int = 
     check = pd.PairedCheck(alpha, threshold, looks, test=test, unit=unit or default_unit(len(groups)))
     v = check.decide(groups)
     d = [x for g in groups for x in g]
-    n = len(d)
     sigma = stats.sd(d, None)
-    u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
-    u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
-    comp = la.launch_components(groups, check.summary if v.details["unit"] == "launch" and check.summary in la.SUMMARIES else "hl")
-    variants = {}
-    for how in bm.METRICS:
-        for drop in (False, True):
-            dd = [x for g in grouped(pairs, how, drop) for x in g]
-            variants[f"{how}{'-drop-first' if drop else ''}"] = {"sigma": stats.sd(dd, None), "ratio": math.exp(fmean(dd))}
-    resume = {}
+    comp = la.launch_components(
+        groups, check.summary if v.details["unit"] == "launch" and check.summary in la.SUMMARIES else "hl"
+    )
     grain = "micro" if any(p["a"].get("micro_per_step") for p in pairs) else "step"
-    for s in SIDES if grain == "step" else ():  # at the micro grain every micro-batch follows a wait: no first step to single out
-        rp = bm.resume_penalty([p[s]["step_times_ms"] for p in pairs])
-        resume[s] = None if rp is None else {"ratio": rp.ratio, "lo": rp.lo, "hi": rp.hi, "blocks": rp.blocks}
-    canary: dict = {}
-    if all(p[s].get("canary_ms") for p in pairs for s in SIDES):
-        for s in SIDES:
-            canary[f"corr_{s}"] = bm.correlation([math.log(p[s]["canary_ms"]) for p in pairs],
-                                                  [math.log(bm.block_metric(p[s]["step_times_ms"], metric, drop_first)) for p in pairs])
-        c = [math.log(p["b"]["canary_ms"] / p["a"]["canary_ms"]) for p in pairs]
-        cov = bm.canary_covariate(d, c)
-        if cov is not None:
-            canary.update(pair_corr=cov.corr, slope=cov.slope, sigma_plain=cov.sigma_plain, sigma_adjusted=cov.sigma_adjusted,
-                          reduction=cov.reduction, ratio_plain=math.exp(cov.plain), ratio_adjusted=math.exp(cov.adjusted),
-                          se_plain=cov.plain_se, se_adjusted=cov.adjusted_se)
-        canary["median_ms"] = {s: median(p[s]["canary_ms"] for p in pairs) for s in SIDES}
-    other = [p[s]["other_cpus"] for p in pairs for s in SIDES if p[s].get("other_cpus") is not None]
-    cpu = [p["a"].get("cpu_s", 0) + p["b"].get("cpu_s", 0) for p in pairs]
-    wall = [p["a"].get("wall_s", 0) + p["b"].get("wall_s", 0) for p in pairs]
     steps = [p[s]["step_times_ms"] for p in pairs for s in SIDES]
     return {
-        "micro_per_step": pairs[0]["a"].get("micro_per_step"), "pairs": n, "launch_sizes": [len(g) for g in groups], "metric": metric, "drop_first": drop_first, "grain": grain,
+        "micro_per_step": pairs[0]["a"].get("micro_per_step"),
+        "pairs": len(d),
+        "launch_sizes": [len(g) for g in groups],
+        "metric": metric,
+        "drop_first": drop_first,
+        "grain": grain,
         "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
-        "sigma": sigma, "variants": variants,
-        "mds": {"alpha": 0.01, "power": 0.9, "unit": v.details["unit"], "units": u_n, "unit_sd": u_sd,
-                "slowdown": pn.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
-                "approx_3_6": 3.6 * u_sd / math.sqrt(u_n) if u_sd else None,
-                "with_settings": pn.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
-                "units_for_3pct": pn.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
-                "pairs_for_3pct": pn.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None},  # by the pair-level t test
-        "launch_components": None if comp is None else {"pair_sd": comp.pair_sd, "launch_sd": comp.launch_sd, "summary": comp.summary,
-                                                         "launch_sd_upper": comp.launch_sd_upper, "level": comp.level},
-        "resume_penalty": resume, "canary": canary, "phases": bm.phase_deltas(pairs),
+        "sigma": sigma,
+        "variants": _variants(pairs),
+        "mds": _mds(v, check, sigma, len(d), threshold),
+        "launch_components": _components(comp),
+        "resume_penalty": _resume(pairs, grain),
+        "canary": _canary(pairs, d, metric, drop_first),
+        "phases": bm.phase_deltas(pairs),
         "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
         "k": sorted({len(x) for x in steps}),
-        "cpu_s_per_pair": fmean(cpu) if cpu else None, "wall_s_per_pair": fmean(wall) if wall else None,
-        "other_cpus": {"median": median(other), "max": max(other), "busy_share": sum(x > 0.5 for x in other) / len(other)} if other else None,
+        **_host_load(pairs),
         "gpu_state": gpu_state(blocks, session),
     }
-
-

@@ -28,8 +28,8 @@ def _build_s(li: dict) -> float:
 
 
 def prestart_costs(r: dict) -> tuple[float, float] | None:
-    """(launch_s, hide_s) of the pre-started launches, for :func:`paired.launch_plan` of a next run with this code: what a
-    later launch costs when its imports were done beside the launch before it (its build after the release, warm-up,
+    """(launch_s, hide_s) of the pre-started launches, for :func:`paired.launch_plan` of a next run with this code: what
+    a later launch costs when its imports were done beside the launch before it (its build after the release, warm-up,
     stopping), and how much of those imports the launch before must hide with its pairs (the imports, less the warm-up
     and stopping they run beside: this code pre-starts at the ready, ``settings["prestart_at"]``; runs before it
     pre-started after the warm-up). None without pre-started launches that record their imports."""
@@ -50,11 +50,11 @@ def plan_for(r: dict, budget_s: float | None = None, groups: list[list[float]] |
     :data:`PLAN_BUDGET_S`), by :func:`paired.launch_plan`: the first launch's cost, the later ones' (with pre-started
     workers by :func:`prestart_costs`: a launch too short to hide the next one's imports waits for the rest; else the
     mean later launch; the first one's when there was none), the mean pair, and the variance components of the launch
-    summaries (``analyse``'s ``launch_components``: the pair sd as the summary sees it, and the launch sd, by moments). A
-    guide for the next run's ``--launches``. The launch sd of a few launches is a rough estimate, so the plan is the one of
-    least regret between the estimate and its one-sided 90% upper bound (``launch_sd_upper``): ``mds_at_estimate`` and
-    ``mds`` are its MDS at the two, ``regret`` the most it gives away in between, ``at_estimate`` the plan for the
-    estimate alone. None below 2 launches with pairs (no launch sd to plan with).
+    summaries (``analyse``'s ``launch_components``: the pair sd as the summary sees it, and the launch sd, by moments).
+    A guide for the next run's ``--launches``. The launch sd of a few launches is a rough estimate, so the plan is the
+    one of least regret between the estimate and its one-sided 90% upper bound (``launch_sd_upper``):
+    ``mds_at_estimate`` and ``mds`` are its MDS at the two, ``regret`` the most it gives away in between,
+    ``at_estimate`` the plan for the estimate alone. None below 2 launches with pairs (no launch sd to plan with).
 
     With the run's pair log ratios by launch (``groups``), ``drawn`` checks the model against them
     (:func:`harness.judging.simulate.drawn_mds`, at the launch sd measured): the MDS of the plan's launches, and of this
@@ -67,23 +67,49 @@ def plan_for(r: dict, budget_s: float | None = None, groups: list[list[float]] |
     first, later = launch_cost(lis[0]), [launch_cost(li) for li in lis[1:]]
     c, hide = prestart_costs(r) or (fmean(later) if later else first, 0.0)
     tau = comp.get("launch_sd_upper", comp["launch_sd"])
-    plan = pn.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], launch_sd_hi=tau, hide_s=hide)
+    plan = pn.launch_plan(
+        budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], launch_sd_hi=tau, hide_s=hide
+    )
     if plan is None:
         return None
-    at_estimate = pn.launch_plan(budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], hide_s=hide)
+    at_estimate = pn.launch_plan(
+        budget, first, c, r["wall_s_per_pair"], comp["pair_sd"], comp["launch_sd"], hide_s=hide
+    )
     drawn = None
     if groups:
         ran = len(r.get("launch_sizes") or [])
         fits = dict(pn.plans_within(budget, first, c, r["wall_s_per_pair"], max(ran, plan.launches), 1, hide))
-        drawn = {"plan": sim.drawn_mds(groups, plan.launches, plan.pairs_per_launch, comp["launch_sd"], comp["summary"]),
-                 "launches": ran, "pairs_per_launch": fits.get(ran)}
-        drawn["as_run"] = sim.drawn_mds(groups, ran, fits[ran], comp["launch_sd"], comp["summary"]) if fits.get(ran) else None
-    return {"budget_s": budget, "first_s": first, "launch_s": c, "hide_s": hide, "pair_s": r["wall_s_per_pair"], "pair_sd": comp["pair_sd"],
-            "launch_sd": comp["launch_sd"], "launch_sd_planned": tau, "level": comp.get("level"), "summary": comp["summary"],
-            "at_estimate": None if at_estimate is None else {"launches": at_estimate.launches, "pairs_per_launch": at_estimate.pairs_per_launch,
-                                                             "mds": at_estimate.mds},
-            "mds_at_estimate": plan.mds, "regret": plan.regret,
-            "launches": plan.launches, "pairs_per_launch": plan.pairs_per_launch, "unit_sd": plan.unit_sd,
-            "mds": plan.mds_hi, "drawn": drawn}
-
-
+        drawn = {
+            "plan": sim.drawn_mds(groups, plan.launches, plan.pairs_per_launch, comp["launch_sd"], comp["summary"]),
+            "launches": ran,
+            "pairs_per_launch": fits.get(ran),
+        }
+        drawn["as_run"] = (
+            sim.drawn_mds(groups, ran, fits[ran], comp["launch_sd"], comp["summary"]) if fits.get(ran) else None
+        )
+    return {
+        "budget_s": budget,
+        "first_s": first,
+        "launch_s": c,
+        "hide_s": hide,
+        "pair_s": r["wall_s_per_pair"],
+        "pair_sd": comp["pair_sd"],
+        "launch_sd": comp["launch_sd"],
+        "launch_sd_planned": tau,
+        "level": comp.get("level"),
+        "summary": comp["summary"],
+        "at_estimate": None
+        if at_estimate is None
+        else {
+            "launches": at_estimate.launches,
+            "pairs_per_launch": at_estimate.pairs_per_launch,
+            "mds": at_estimate.mds,
+        },
+        "mds_at_estimate": plan.mds,
+        "regret": plan.regret,
+        "launches": plan.launches,
+        "pairs_per_launch": plan.pairs_per_launch,
+        "unit_sd": plan.unit_sd,
+        "mds": plan.mds_hi,
+        "drawn": drawn,
+    }

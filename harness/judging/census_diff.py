@@ -14,22 +14,30 @@ This module imports nothing outside the standard library, so the pytest parent c
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.judging.config_diff import config_changes
 from harness.judging.stats import MemoryCheck
 
 COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
 GROUPS = ("syncs", "alloc")  # dicts of per-step counters
 NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
 TOKENS = ("real", "padded")  # the keys of a census's "tokens": per-step tokens without and with the padding
-LABELS = {"ops": "aten ops", "kernels": "kernel launches", "python_calls": "Python calls", "syncs": "syncs", "alloc": "allocator calls"}
-MEMORY = {"peak_reserved_bytes": "peak reserved memory", "peak_allocated_bytes": "peak allocated memory"}  # a census's "memory" peaks
+LABELS = {
+    "ops": "aten ops",
+    "kernels": "kernel launches",
+    "python_calls": "Python calls",
+    "syncs": "syncs",
+    "alloc": "allocator calls",
+}
+MEMORY = {
+    "peak_reserved_bytes": "peak reserved memory",
+    "peak_allocated_bytes": "peak allocated memory",
+}  # a census's "memory" peaks
 TOP = 8  # names shown per line
 TOP_ALLOCATIONS = 3  # ops named beside a memory line
-MIN_STEPS = 3  # a census window covers at least this many optimizer steps
 
 
 @dataclass(frozen=True)
@@ -55,10 +63,11 @@ class CensusDiff:
     self CPU time of aten ops on CPU), largest first, with ``time_total = (base_ms, cur_ms, relative)``,
     never judged; ``memory``: the peaks (``peak_reserved_bytes``, ``peak_allocated_bytes``) that moved beyond the memory
     tolerance (never where a side has none: a CPU census); ``allocations``: the bytes allocated per step by aten op that
-    differ, largest ``|delta|`` first (where both sides summarised them); ``attention``: ``(base, cur)`` when the SDPA backend changed; ``tokens``: ``(base, cur)``, the two
-    ``{"real", "padded"}`` token counts, when either differs (None when they are equal or a side did not count
-    them); ``config``: ``(key, old, new)`` for every changed key of the resolved configuration (reported, not judged);
-    ``missing``: why a side could not be compared (no census, or its window did not fit).
+    differ, largest ``|delta|`` first (where both sides summarised them); ``attention``: ``(base, cur)`` when the SDPA
+    backend changed; ``tokens``: ``(base, cur)``, the two ``{"real", "padded"}`` token counts, when either differs (None
+    when they are equal or a side did not count them); ``config``: ``(key, old, new)`` for every changed key of the
+    resolved configuration (reported, not judged); ``missing``: why a side could not be compared (no census, or its
+    window did not fit).
     """
 
     counters: dict[str, Change] = field(default_factory=dict)
@@ -79,7 +88,9 @@ class CensusDiff:
     @property
     def counts_changed(self) -> bool:
         """Whether any judged count (or the attention backend) differs beyond its tolerance."""
-        return bool(self.counters or self.ops or self.kernels or self.syncs or self.alloc or self.attention or self.tokens)
+        return bool(
+            self.counters or self.ops or self.kernels or self.syncs or self.alloc or self.attention or self.tokens
+        )
 
     @property
     def changed(self) -> bool:
@@ -97,32 +108,6 @@ class CensusVerdict:
     diff: CensusDiff
 
 
-def window_plan(warmup_steps: int, logging_steps: int, max_steps: int) -> dict:
-    """Where the census windows go (``harness/census.py``): ``start`` (steps skipped), ``n`` (steps counted), and whether the op
-    window (``fits``) and the Python-calls window after it (``python_fits``) fit in ``max_steps``."""
-    period = max(int(logging_steps or 1), 1)
-    start = period * max(math.ceil(max(warmup_steps, 0) / period), 1)  # at least one period: step 1 is never steady
-    n = period * math.ceil(MIN_STEPS / period)
-    plan = {"start": start, "n": n, "logging_steps": period, "max_steps": max_steps,
-            "fits": start + n <= max_steps, "python_fits": start + 2 * n <= max_steps}
-    if not plan["fits"]:
-        plan["reason"] = (f"window does not fit: steps {start + 1}-{start + n} (warm-up {warmup_steps} rounded up to a multiple of the logging period "
-                          f"{period}, then {n} steps = whole logging periods, at least {MIN_STEPS}) need max_steps >= {start + n}, "
-                          f"the run has {max_steps}")
-    elif not plan["python_fits"]:
-        plan["python_reason"] = (f"Python-calls window does not fit: steps {start + n + 1}-{start + 2 * n} need max_steps >= "
-                                 f"{start + 2 * n}, the run has {max_steps}")
-    return plan
-
-
-def census_max_steps(warmup_steps: int, logging_steps: int, max_steps: int) -> int | None:
-    """The ``max_steps`` a census run needs where a workload's run is too short for both windows, else None. A census
-    run ends itself once its windows are counted, so its ``max_steps`` is only a bound: raising it moves neither the
-    steps counted nor the work in them."""
-    plan = window_plan(warmup_steps, logging_steps, max_steps)
-    return None if plan["python_fits"] else plan["start"] + 2 * plan["n"]
-
-
 def is_annotation(name: str) -> bool:
     """A GPU-side user annotation (``Optimizer.step#AdamW.step``, ``ProfilerStep#6``) rather than a kernel: the
     profiler mirrors ``record_function`` ranges onto the device timeline, where they span the kernels inside
@@ -132,9 +117,9 @@ def is_annotation(name: str) -> bool:
 
 def normalize(c: dict | None) -> dict | None:
     """A census in the shape ``harness.measuring.census`` records today, whenever it was recorded: ``tokens`` is
-    there (None where the census did not count them, recorded before it did), so is ``memory``, and no GPU user annotations are among
-    its kernels: their count leaves ``kernels`` and ``kernels_by_name``, their time ``kernel_ms`` and
-    ``kernel_ms_by_name`` (censuses recorded before ``harness.measuring.census`` told them apart counted the
+    there (None where the census did not count them, recorded before it did), so is ``memory``, and no GPU user
+    annotations are among its kernels: their count leaves ``kernels`` and ``kernels_by_name``, their time ``kernel_ms``
+    and ``kernel_ms_by_name`` (censuses recorded before ``harness.measuring.census`` told them apart counted the
     optimizer's annotation as one kernel per step and its span, which includes the gaps between its kernels, as
     kernel time). Idempotent; the input is left alone."""
     if not c:
@@ -180,21 +165,10 @@ def _differs(a: float | None, b: float | None, tol: tuple[float, float]) -> bool
 
 def _named_changes(base: dict | None, cur: dict | None, tol) -> list[Change]:
     base, cur = base or {}, cur or {}
-    out = [Change(k, base.get(k), cur.get(k)) for k in set(base) | set(cur) if _differs(base.get(k, 0), cur.get(k, 0), tol)]
+    out = [
+        Change(k, base.get(k), cur.get(k)) for k in set(base) | set(cur) if _differs(base.get(k, 0), cur.get(k, 0), tol)
+    ]
     return sorted(out, key=lambda c: (-abs(c.delta), c.name))
-
-
-def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts -> ``{"a.b": v}``; lists stay values."""
-    if not isinstance(d, dict):
-        return {prefix.rstrip("."): d}
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _tokens(c: dict) -> dict | None:
@@ -206,7 +180,8 @@ def _tokens(c: dict) -> dict | None:
 
 
 def _token_change(base: dict, cur: dict, tol) -> tuple[dict, dict] | None:
-    """``(base, cur)`` token counts when either differs beyond ``tol``; None when they agree or a side did not count them."""
+    """``(base, cur)`` token counts when either differs beyond ``tol``;
+    None when they agree or a side did not count them."""
     tb, tc = _tokens(base), _tokens(cur)
     if tb is None or tc is None or not any(_differs(tb[k], tc[k], tol) for k in TOKENS):
         return None
@@ -214,9 +189,9 @@ def _token_change(base: dict, cur: dict, tol) -> tuple[dict, dict] | None:
 
 
 def with_memory(c: dict | None, rec: dict) -> dict | None:
-    """Census ``c`` of the run record ``rec`` with the record's peaks of memory, where it has them: they fill in a census
-    recorded before it kept its own, and in a run of several ranks they are the largest of any rank where the census's
-    are its own rank's. The input is left alone."""
+    """Census ``c`` of the run record ``rec`` with the record's peaks of memory, where it has them: they fill in a
+    census recorded before it kept its own, and in a run of several ranks they are the largest of any rank where the
+    census's are its own rank's. The input is left alone."""
     if not c or rec.get("peak_reserved_bytes") is None:
         return c
     return {**c, "memory": {**(c.get("memory") or {}), **{k: rec.get(k) for k in MEMORY}}}
@@ -226,8 +201,11 @@ def _memory_changes(base: dict, cur: dict) -> list[Change]:
     """The peaks of memory that moved beyond the memory verdict's tolerance; a side without one (CPU) is no change."""
     mb, mc = base.get("memory") or {}, cur.get("memory") or {}
     check = MemoryCheck()
-    return [Change(k, mb[k], mc[k]) for k in MEMORY
-            if mb.get(k) is not None and mc.get(k) is not None and check.changed(mb[k], mc[k])]
+    return [
+        Change(k, mb[k], mc[k])
+        for k in MEMORY
+        if mb.get(k) is not None and mc.get(k) is not None and check.changed(mb[k], mc[k])
+    ]
 
 
 def _usable(c: dict | None) -> str | None:
@@ -247,16 +225,22 @@ def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
     within the memory verdict's tolerance (:meth:`harness.judging.stats.MemoryCheck.changed`)."""
     base, cur = normalize(base), normalize(cur)
     missing = [f"{side}: {why}" for side, c in (("base", base), ("current", cur)) if (why := _usable(c))]
-    config = _config_changes((base or {}).get("config"), (cur or {}).get("config"))
+    config = config_changes((base or {}).get("config"), (cur or {}).get("config"))
     if not missing and base.get("device") != cur.get("device"):
-        missing = [f"devices differ ({base.get('device')} -> {cur.get('device')}): censuses of different devices do not compare"]
+        missing = [
+            f"devices differ ({base.get('device')} -> {cur.get('device')}): "
+            "censuses of different devices do not compare"
+        ]
     if missing:
         return CensusDiff(missing=missing, config=config)
     counters = {}
     for key in COUNTERS:
         if _differs(base.get(key), cur.get(key), _tolerance(tolerances, key)):
             counters[key] = Change(key, base.get(key), cur.get(key))
-    named = {key: _named_changes(base.get(field_), cur.get(field_), _tolerance(tolerances, key)) for key, field_ in NAMED.items()}
+    named = {
+        key: _named_changes(base.get(field_), cur.get(field_), _tolerance(tolerances, key))
+        for key, field_ in NAMED.items()
+    }
     groups = {key: _named_changes(base.get(key), cur.get(key), _tolerance(tolerances, key)) for key in GROUPS}
     time_key = "kernel_ms" if base.get("kernel_ms") is not None or cur.get("kernel_ms") is not None else "cpu_op_ms"
     tb, tc = base.get(time_key), cur.get(time_key)
@@ -266,27 +250,21 @@ def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
     ab, ac = base.get("attention_backend"), cur.get("attention_backend")
     ob, oc = ((c.get("memory") or {}).get("allocated_by_op") for c in (base, cur))
     allocations = _named_changes(ob, oc, (0.0, 0.0)) if ob is not None and oc is not None else []
-    return CensusDiff(counters=counters, ops=named["ops"], kernels=named["kernels"], syncs=groups["syncs"], alloc=groups["alloc"],
-                      time_key=time_key, time_total=(tb, tc, rel), time=time, memory=_memory_changes(base, cur), allocations=allocations,
-                      attention=(ab, ac) if ab != ac else None,
-                      tokens=_token_change(base, cur, _tolerance(tolerances, "tokens")), config=config)
-
-
-def _config_changes(a: dict | None, b: dict | None) -> list[tuple[str, Any, Any]]:
-    """The keys of the resolved configuration that changed. A library's own bookkeeping is left out: a key that says its
-    version (``peft_version``: the versions are reported beside), or one that a release adds or drops at its off value
-    (``kasa_config: None``), which changes nothing the run does."""
-    if a is None or b is None:
-        return []
-    fa, fb = flatten(a), flatten(b)
-    absent = "<absent>"
-
-    def bookkeeping(k: str) -> bool:
-        off = (None, False, "", [], {})
-        return k.rsplit(".", 1)[-1].endswith("_version") or (k not in fa and fb[k] in off) or (k not in fb and fa[k] in off)
-
-    return [(k, fa.get(k, absent), fb.get(k, absent)) for k in sorted(set(fa) | set(fb))
-            if fa.get(k, absent) != fb.get(k, absent) and not bookkeeping(k)]
+    return CensusDiff(
+        counters=counters,
+        ops=named["ops"],
+        kernels=named["kernels"],
+        syncs=groups["syncs"],
+        alloc=groups["alloc"],
+        time_key=time_key,
+        time_total=(tb, tc, rel),
+        time=time,
+        memory=_memory_changes(base, cur),
+        allocations=allocations,
+        attention=(ab, ac) if ab != ac else None,
+        tokens=_token_change(base, cur, _tolerance(tolerances, "tokens")),
+        config=config,
+    )
 
 
 # ---- words --------------------------------------------------------------------------------------
@@ -314,10 +292,14 @@ def size(b: float, signed_: bool = False) -> str:
 
 
 def memory_lines(d: CensusDiff) -> list[str]:
-    """One line per peak that moved, ``peak reserved memory: 5.75 GiB -> 4.60 GiB (-20%)``, the first followed by the aten
-    ops whose allocations per step moved most (where both censuses summarised them); nothing where no peak moved."""
-    out = [f"{MEMORY[c.name]}: {c.base / 2**30:.2f} GiB -> {c.cur / 2**30:.2f} GiB ({f'{c.delta / c.base:+.0%}' if c.base else size(c.delta, True)})"
-           for c in d.memory]
+    """One line per peak that moved, ``peak reserved memory: 5.75 GiB -> 4.60 GiB (-20%)``, the first followed by the
+    aten ops whose allocations per step moved most (where both censuses summarised them);
+    nothing where no peak moved."""
+    out = [
+        f"{MEMORY[c.name]}: {c.base / 2**30:.2f} GiB -> {c.cur / 2**30:.2f} GiB "
+        f"({f'{c.delta / c.base:+.0%}' if c.base else size(c.delta, True)})"
+        for c in d.memory
+    ]
     if out and d.allocations:
         top = ", ".join(f"{_short(c.name, 50)} {size(c.delta, True)}" for c in d.allocations[:TOP_ALLOCATIONS])
         out[0] += f"; allocated per optimizer step, moved most: {top}"
@@ -356,7 +338,10 @@ def lines(d: CensusDiff, base: dict | None = None, cur: dict | None = None) -> l
     for key in GROUPS:
         changes = getattr(d, key)
         if changes:
-            out.append(f"{LABELS[key]} per optimizer step: " + ", ".join(f"{c.name} {num(c.base)} -> {num(c.cur)}" for c in changes))
+            out.append(
+                f"{LABELS[key]} per optimizer step: "
+                + ", ".join(f"{c.name} {num(c.base)} -> {num(c.cur)}" for c in changes)
+            )
     out += memory_lines(d)
     if d.attention:
         out.append(f"attention backend {d.attention[0]} -> {d.attention[1]}")
@@ -370,13 +355,18 @@ def lines(d: CensusDiff, base: dict | None = None, cur: dict | None = None) -> l
 
 
 def time_line(d: CensusDiff) -> str | None:
-    """The timing change, for information only: ``kernel time per optimizer step 12.3 -> 13.1 ms (+6.5%, not judged)``."""
+    """The timing change, for information only: ``kernel time per optimizer step 12.3 -> 13.1 ms (+6.5%,
+    not judged)``."""
     if not d.time_total or d.time_total[0] is None or d.time_total[1] is None:
         return None
     b, c, rel = d.time_total
     label = "kernel time" if d.time_key == "kernel_ms" else "aten self CPU time"
     tops = ", ".join(f"{_short(x.name, 50)} {x.delta:+.2f}" for x in d.time[:3])
-    return f"{label} per optimizer step {b:.2f} -> {c:.2f} ms ({rel:+.1%}, not judged)" + (f": {tops}" if tops else "") if rel is not None else None
+    return (
+        f"{label} per optimizer step {b:.2f} -> {c:.2f} ms ({rel:+.1%}, not judged)" + (f": {tops}" if tops else "")
+        if rel is not None
+        else None
+    )
 
 
 def verdict(base: dict | None, cur: dict | None, tolerances=None) -> CensusVerdict:

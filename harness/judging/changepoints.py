@@ -85,16 +85,20 @@ def _test(values: Sequence[float], cps: list[int], min_size: int) -> list[Change
     edges = [0, *cps, len(values)]
     out = []
     for j, b in enumerate(cps):
-        before, after = values[edges[j]:b], values[b:edges[j + 2]]
+        before, after = values[edges[j] : b], values[b : edges[j + 2]]
         e = log_ratio(before, after, 0.05)  # 90% interval
         pw = 2 * min(e.p_above(1.0), e.p_below(1.0))
         pw = 1.0 if not math.isfinite(pw) else min(pw, 1.0)
         positions = len(before) + len(after) - 2 * min_size + 1
-        out.append(ChangePoint(b, e.ratio, e.lo, e.hi, min(1.0, pw * positions), pw, positions, len(before), len(after)))
+        out.append(
+            ChangePoint(b, e.ratio, e.lo, e.hi, min(1.0, pw * positions), pw, positions, len(before), len(after))
+        )
     return out
 
 
-def detect(values: Sequence[float], *, k: float = PENALTY_K, alpha: float = ALPHA, min_size: int = MIN_SIZE) -> Detection:
+def detect(
+    values: Sequence[float], *, k: float = PENALTY_K, alpha: float = ALPHA, min_size: int = MIN_SIZE
+) -> Detection:
     """Change points of a series of positive values (session median step times, in time order).
 
     Rule (module docstring): PELT on the log values with penalty ``k * sigma^2 * log(n)``, then Welch's t between
@@ -126,8 +130,15 @@ def detect(values: Sequence[float], *, k: float = PENALTY_K, alpha: float = ALPH
     return Detection(n, sigma, penalty, first, ())
 
 
-def synthetic(seed: int, n: int = 30, sigma: float = 0.02, shift: float = 0.0, at: int | None = None, noise: str = "normal",
-              level_ms: float = 400.0) -> list[float]:
+def synthetic(
+    seed: int,
+    n: int = 30,
+    sigma: float = 0.02,
+    shift: float = 0.0,
+    at: int | None = None,
+    noise: str = "normal",
+    level_ms: float = 400.0,
+) -> list[float]:
     """A synthetic series of session medians (ms): log-normal noise of sd ``sigma`` ("normal"), or t(3) scaled to
     that sd ("t3"); from session ``at`` on, ``shift`` (0.10: 10% slower) is added."""
     import numpy as np
@@ -139,10 +150,24 @@ def synthetic(seed: int, n: int = 30, sigma: float = 0.02, shift: float = 0.0, a
     return [level_ms * math.exp(x) for x in e]
 
 
-def simulate(series: int = 200, n: int = 30, sigma: float = 0.02, shift: float = 0.0, at: int | None = None, noise: str = "normal",
-             first_seed: int = 0, **kw) -> dict[str, float]:
+def simulate(
+    series: int = 200,
+    n: int = 30,
+    sigma: float = 0.02,
+    shift: float = 0.0,
+    at: int | None = None,
+    noise: str = "normal",
+    first_seed: int = 0,
+    **kw,
+) -> dict[str, float]:
     """Detection over ``series`` synthetic series: the share with any change point (``any``; without a shift, the
     false-alarm rate), with one at ``at`` (``found``), and with exactly that one (``exact``)."""
-    hits = [[c.index for c in detect(synthetic(first_seed + i, n, sigma, shift, at, noise), **kw).kept] for i in range(series)]
-    return {"any": sum(bool(h) for h in hits) / series, "found": sum(at in h for h in hits) / series,
-            "exact": sum(h == [at] for h in hits) / series}
+    hits = [
+        [c.index for c in detect(synthetic(first_seed + i, n, sigma, shift, at, noise), **kw).kept]
+        for i in range(series)
+    ]
+    return {
+        "any": sum(bool(h) for h in hits) / series,
+        "found": sum(at in h for h in hits) / series,
+        "exact": sum(h == [at] for h in hits) / series,
+    }

@@ -44,7 +44,9 @@ class Observation:
 
     def predicted(self, mix: Mix, idle: float | None = None) -> float:
         lo, hi = self.base.idle_range()
-        total, _ = change(self.base, self.target, mix, (lo + hi) / 2 if idle is None else idle, self.base.step_ms, self.extra_host_ms)
+        total, _ = change(
+            self.base, self.target, mix, (lo + hi) / 2 if idle is None else idle, self.base.step_ms, self.extra_host_ms
+        )
         return 1.0 + total
 
     def z(self, mix: Mix) -> float:
@@ -53,10 +55,10 @@ class Observation:
 
 @dataclass(frozen=True)
 class Calibration:
-    """The best ``mix``, every mix not ruled out (``feasible``), the device idle range per micro-batch, the observations'
-    names, the best mix's chi-square, the scale applied to the bound (>= 1), and ``rel_error``: the model's relative
-    error on the size of a change over the observations it resolves (RMS of log(predicted) / log(measured) - 1 at the
-    best mix), by which a prediction's interval is widened."""
+    """The best ``mix``, every mix not ruled out (``feasible``), the device idle range per micro-batch, the
+    observations' names, the best mix's chi-square, the scale applied to the bound (>= 1), and ``rel_error``: the
+    model's relative error on the size of a change over the observations it resolves (RMS of log(predicted) /
+    log(measured) - 1 at the best mix), by which a prediction's interval is widened."""
 
     best: Mix
     feasible: tuple[Mix, ...]
@@ -68,12 +70,20 @@ class Calibration:
 
     def line(self) -> str:
         b = self.best
-        span = [f"{min(m.shares()[i] for m in self.feasible):.2f}-{max(m.shares()[i] for m in self.feasible):.2f}" for i in range(3)]
-        return (f"host time {b.python_calls:.0%} Python calls, {b.ops:.0%} aten ops, {b.kernels:.0%} launches (not ruled out: {span[0]}, "
-                f"{span[1]}, {span[2]}); from {len(self.names)} observation(s), chi-square {self.chi2:.2f}, relative error {self.rel_error:.0%}")
+        span = [
+            f"{min(m.shares()[i] for m in self.feasible):.2f}-{max(m.shares()[i] for m in self.feasible):.2f}"
+            for i in range(3)
+        ]
+        return (
+            f"host time {b.python_calls:.0%} Python calls, {b.ops:.0%} aten ops, {b.kernels:.0%} launches (not ruled "
+            f"out: {span[0]}, {span[1]}, {span[2]}); from {len(self.names)} observation(s), chi-square "
+            f"{self.chi2:.2f}, relative error {self.rel_error:.0%}"
+        )
 
 
-def calibrate(observations: Sequence[Observation], idle_ms: tuple[float, float] | None = None, step: float = 0.02) -> Calibration:
+def calibrate(
+    observations: Sequence[Observation], idle_ms: tuple[float, float] | None = None, step: float = 0.02
+) -> Calibration:
     """The mixes that fit ``observations``; with none, every mix is possible and the equal mix is the point."""
     grid = simplex(step)
     if not observations:
@@ -83,13 +93,19 @@ def calibrate(observations: Sequence[Observation], idle_ms: tuple[float, float] 
     dof = len(observations) - 2  # a mix has two free shares
     scale = max(1.0, best_chi2 / dof) if dof > 0 else 1.0
     feasible = tuple(m for c, m in scored if c <= best_chi2 + CHI2_95 * scale)
-    return Calibration(best, feasible, idle_ms, tuple(o.name for o in observations), best_chi2, scale, rel_error(observations, best))
+    return Calibration(
+        best, feasible, idle_ms, tuple(o.name for o in observations), best_chi2, scale, rel_error(observations, best)
+    )
 
 
 def rel_error(observations: Sequence[Observation], mix: Mix) -> float:
     """RMS over the observations whose change is resolved (|log ratio| > 2 standard errors) of the relative error of the
     predicted change: log(predicted) / log(measured) - 1; 0 where none is resolved."""
-    errs = [math.log(o.predicted(mix)) / math.log(o.ratio) - 1 for o in observations if abs(math.log(o.ratio)) > 2 * o.log_se]
+    errs = [
+        math.log(o.predicted(mix)) / math.log(o.ratio) - 1
+        for o in observations
+        if abs(math.log(o.ratio)) > 2 * o.log_se
+    ]
     return math.sqrt(sum(e * e for e in errs) / len(errs)) if errs else 0.0
 
 
@@ -121,8 +137,13 @@ class SplitCase:
 
 def split_observation(base: SplitCase, other: SplitCase, idle_ms: tuple[float, float] | None = None) -> Observation:
     """The measured ratio of ``other``'s step to ``base``'s (their runs' medians), as an observation."""
-    return Observation(f"{other.split}/{base.split}", base.case(idle_ms), other.work, other.step_ms / base.step_ms,
-                       math.hypot(base.log_se, other.log_se))
+    return Observation(
+        f"{other.split}/{base.split}",
+        base.case(idle_ms),
+        other.work,
+        other.step_ms / base.step_ms,
+        math.hypot(base.log_se, other.log_se),
+    )
 
 
 def reference(splits: Sequence[SplitCase]) -> SplitCase:
@@ -135,17 +156,25 @@ def split_cases(runs_by_split: Mapping[str, Sequence[Mapping]]) -> list[SplitCas
     (no census) the step times; a split with either missing is left out."""
     out = []
     for split, runs in runs_by_split.items():
-        censuses = [r["census"] for r in runs if r.get("census") and r["census"].get("fits") and r["census"].get("ops") is not None]
-        steps = [float(r["step_time_median_ms"]) for r in runs if not r.get("census") and r.get("status", "ok") == "ok"
-                 and r.get("step_time_median_ms")]
+        censuses = [
+            r["census"]
+            for r in runs
+            if r.get("census") and r["census"].get("fits") and r["census"].get("ops") is not None
+        ]
+        steps = [
+            float(r["step_time_median_ms"])
+            for r in runs
+            if not r.get("census") and r.get("status", "ok") == "ok" and r.get("step_time_median_ms")
+        ]
         if censuses and steps:
             g = (r.get("decomposition") or {}).get("grad_accum") if (r := runs[0]) else None
             out.append(SplitCase(split, Work.of(censuses[0], g), tuple(steps)))
     return sorted(out, key=lambda s: (s.work.micro_batches, s.split))
 
 
-def leave_one_out(splits: Sequence[SplitCase], extra: Sequence[Observation] = (), idle_ms: tuple[float, float] | None = None
-                  ) -> list[tuple[str, float, float, float, float, Calibration]]:
+def leave_one_out(
+    splits: Sequence[SplitCase], extra: Sequence[Observation] = (), idle_ms: tuple[float, float] | None = None
+) -> list[tuple[str, float, float, float, float, Calibration]]:
     """For each split but the reference: (split, measured ratio to the reference, predicted, lo, hi, calibration), the
     prediction calibrated on the other splits' ratios and ``extra`` observations, never on the ratio it predicts."""
     ref = reference(splits)
@@ -155,6 +184,19 @@ def leave_one_out(splits: Sequence[SplitCase], extra: Sequence[Observation] = ()
             continue
         obs = [split_observation(ref, o, idle_ms) for o in splits if o is not ref and o is not s] + list(extra)
         cal = calibrate(obs, idle_ms)
-        ratios = [split_observation(ref, s, idle_ms).predicted(m, i) for m in (cal.best, *cal.feasible) for i in ref.case(idle_ms).idle_range()]
-        out.append((s.split, s.step_ms / ref.step_ms, split_observation(ref, s, idle_ms).predicted(cal.best), min(ratios), max(ratios), cal))
+        ratios = [
+            split_observation(ref, s, idle_ms).predicted(m, i)
+            for m in (cal.best, *cal.feasible)
+            for i in ref.case(idle_ms).idle_range()
+        ]
+        out.append(
+            (
+                s.split,
+                s.step_ms / ref.step_ms,
+                split_observation(ref, s, idle_ms).predicted(cal.best),
+                min(ratios),
+                max(ratios),
+                cal,
+            )
+        )
     return out

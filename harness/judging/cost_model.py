@@ -4,8 +4,9 @@ The model (``docs/cost-model.md``). An optimizer step has two paths that run sid
 
 * the **host path** H: the Python calls, aten operators and kernel launches the census counts, each at a host cost per
   unit. Only the *mix* of the costs is a parameter (:class:`Mix`: the share of the host time that goes to Python calls,
-  to aten ops and to launches at the case's own work); the scale is the case's own step time, so no machine speed enters:
-  H(work) = H0 * (w . n(work)) / (w . n0), plus any host time the census does not count (injected work by its clock);
+  to aten ops and to launches at the case's own work); the scale is the case's own step time, so no machine speed
+  enters: H(work) = H0 * (w . n(work)) / (w . n0), plus any host time the census does not count (injected work by
+  its clock);
 * the **device path**: the kernel time D of the census plus an idle time N per micro-batch, the time the GPU waits for
   the host after each synchronisation even when the GPU is the bottleneck (its range is measured on GPU-bound steps).
 
@@ -43,7 +44,9 @@ class Work:
     def __post_init__(self):
         bad = [k for k in (*COUNTS, "kernel_ms") if not (math.isfinite(getattr(self, k)) and getattr(self, k) >= 0)]
         if bad or self.micro_batches < 1:
-            raise BadInput(f"census work: {', '.join(bad) or 'micro_batches'} must be a finite count >= 0 (micro-batches >= 1)")
+            raise BadInput(
+                f"census work: {', '.join(bad) or 'micro_batches'} must be a finite count >= 0 (micro-batches >= 1)"
+            )
 
     @classmethod
     def of(cls, census: Mapping, micro_batches: int | None = None) -> Work:
@@ -53,10 +56,17 @@ class Work:
 
         c = normalize(dict(census)) or {}
         if not c.get("fits", True) or c.get("ops") is None:
-            raise BadInput(f"census: no usable counts ({c.get('reason') or 'no ops counted'}); run a census whose window fits")
+            raise BadInput(
+                f"census: no usable counts ({c.get('reason') or 'no ops counted'}); run a census whose window fits"
+            )
         g = micro_batches or ((c.get("config") or {}).get("args") or {}).get("gradient_accumulation_steps") or 1
-        return cls(python_calls=float(c.get("python_calls") or 0.0), ops=float(c["ops"]), kernels=float(c.get("kernels") or 0.0),
-                   kernel_ms=float(c.get("kernel_ms") or 0.0), micro_batches=int(g))
+        return cls(
+            python_calls=float(c.get("python_calls") or 0.0),
+            ops=float(c["ops"]),
+            kernels=float(c.get("kernels") or 0.0),
+            kernel_ms=float(c.get("kernel_ms") or 0.0),
+            micro_batches=int(g),
+        )
 
     def counts(self) -> tuple[float, float, float]:
         return tuple(float(getattr(self, k)) for k in COUNTS)
@@ -101,7 +111,9 @@ class Delta:
         if isinstance(diff, Mapping):
             unknown = set(diff) - {*COUNTS, "kernel_ms", "host_ms"}
             if unknown:
-                raise BadInput(f"census diff: unknown keys {sorted(unknown)}; use {', '.join((*COUNTS, 'kernel_ms', 'host_ms'))}")
+                raise BadInput(
+                    f"census diff: unknown keys {sorted(unknown)}; use {', '.join((*COUNTS, 'kernel_ms', 'host_ms'))}"
+                )
             return cls(**{k: float(v) for k, v in diff.items()})
         if diff.missing:
             raise BadInput(f"census diff: not comparable ({'; '.join(diff.missing)})")
@@ -114,7 +126,8 @@ class Delta:
 
 @dataclass(frozen=True)
 class Mix:
-    """Shares of the host time at a case's own work: Python calls, aten ops, kernel launches (each >= 0, summing to 1)."""
+    """Shares of the host time at a case's own work: Python calls, aten ops, kernel launches (each >= 0,
+    summing to 1)."""
 
     python_calls: float
     ops: float
@@ -147,7 +160,6 @@ class Mix:
 
 
 EQUAL = Mix(1 / 3, 1 / 3, 1 / 3)
-
 
 
 def simplex(step: float = 0.02) -> list[Mix]:
@@ -188,8 +200,8 @@ class Case:
 
     @property
     def bound(self) -> str:
-        """``host`` where the device path at the middle of the idle range is shorter than the step, else ``GPU``; ``CPU``
-        where the census saw no device work (everything is host)."""
+        """``host`` where the device path at the middle of the idle range is shorter than the step, else ``GPU``;
+        ``CPU`` where the census saw no device work (everything is host)."""
         if not self.work.on_device and self.idle_ms is None:
             return "CPU"
         lo, hi = self.idle_range()
@@ -197,11 +209,14 @@ class Case:
 
 
 def unit_costs_us(case: Case, mix: Mix) -> dict[str, float]:
-    """Host microseconds per Python call, aten op and launch on ``case``'s machine under ``mix`` (its host path: its step)."""
+    """Host microseconds per Python call, aten op and launch on ``case``'s machine under ``mix`` (its host path:
+    its step)."""
     return {k: 1000.0 * case.step_ms * w for k, w in zip(COUNTS, mix.weights(case.work))}
 
 
-def step_ms(case: Case, mix: Mix, work: Work, extra_host_ms: float = 0.0, idle: float = 0.0, host0: float | None = None) -> float:
+def step_ms(
+    case: Case, mix: Mix, work: Work, extra_host_ms: float = 0.0, idle: float = 0.0, host0: float | None = None
+) -> float:
     """The modelled step of ``work`` on ``case``'s machine: max(host path, device path). ``host0``, the host path of the
     case itself, is its measured step where the step is host-bound (the default)."""
     h0 = case.step_ms if host0 is None else host0
@@ -210,9 +225,9 @@ def step_ms(case: Case, mix: Mix, work: Work, extra_host_ms: float = 0.0, idle: 
 
 @dataclass(frozen=True)
 class Prediction:
-    """The predicted change of the step time, in percent: ``delta_pct`` in [``lo``, ``hi``], of which ``host_part`` comes
-    through the host path and ``gpu_part`` through the device path (their sum is ``delta_pct``); ``bound`` and ``busy``
-    describe the case."""
+    """The predicted change of the step time, in percent: ``delta_pct`` in [``lo``, ``hi``], of which ``host_part``
+    comes through the host path and ``gpu_part`` through the device path (their sum is ``delta_pct``); ``bound`` and
+    ``busy`` describe the case."""
 
     delta_pct: float
     lo: float
@@ -223,58 +238,88 @@ class Prediction:
     busy: float = 0.0
 
     def line(self) -> str:
-        where = "no device work in the census: all host" if self.bound == "CPU" else f"{self.bound}-bound, GPU busy {self.busy:.0%}"
-        return (f"predicted {self.delta_pct:+.2f}% [{self.lo:+.2f}%, {self.hi:+.2f}%] (host {self.host_part:+.2f}, GPU {self.gpu_part:+.2f} "
-                f"points; {where})")
+        where = (
+            "no device work in the census: all host"
+            if self.bound == "CPU"
+            else f"{self.bound}-bound, GPU busy {self.busy:.0%}"
+        )
+        return (
+            f"predicted {self.delta_pct:+.2f}% [{self.lo:+.2f}%, {self.hi:+.2f}%] (host {self.host_part:+.2f}, "
+            f"GPU {self.gpu_part:+.2f} points; {where})"
+        )
 
     def record(self) -> dict:
         """The prediction as a report records it (percent, rounded)."""
-        return {k: round(float(getattr(self, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy")} | {"bound": self.bound}
+        return {
+            k: round(float(getattr(self, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy")
+        } | {"bound": self.bound}
 
 
 def _scenarios(case: Case, mixes: Iterable[Mix]) -> list[tuple[Mix, float, float]]:
-    """(mix, idle, host path of the case) combinations an interval spans: both ends of the idle range; a host-bound case's
-    host path is its step, a GPU-bound case's anywhere from 0 up to its step (but for the one whose modelled step is 0)."""
+    """(mix, idle, host path of the case) combinations an interval spans: both ends of the idle range; a host-bound
+    case's host path is its step, a GPU-bound case's anywhere from 0 up to its step (but for the one whose modelled
+    step is 0)."""
     lo, hi = case.idle_range()
     hosts = (case.step_ms, 0.0) if case.bound == "GPU" else (case.step_ms,)
     return [(m, i, h) for m in mixes for i in {lo, hi} for h in hosts if step_ms(case, m, case.work, 0.0, i, h) > 0]
 
 
-def change(case: Case, work: Work, mix: Mix, idle: float, host0: float, extra_host_ms: float = 0.0) -> tuple[float, float]:
+def change(
+    case: Case, work: Work, mix: Mix, idle: float, host0: float, extra_host_ms: float = 0.0
+) -> tuple[float, float]:
     """(total, host part) of the modelled change from ``case`` to ``work``, as fractions of the modelled step."""
     t0 = step_ms(case, mix, case.work, 0.0, idle, host0)
     if t0 <= 0:
-        raise BadInput("the modelled step of the case is 0 ms (no host work counted and no device work); nothing to scale a change by")
+        raise BadInput(
+            "the modelled step of the case is 0 ms (no host work counted and no device work); "
+            "nothing to scale a change by"
+        )
     t1 = step_ms(case, mix, work, extra_host_ms, idle, host0)
     host_only = replace(work, kernel_ms=case.work.kernel_ms, micro_batches=case.work.micro_batches)
     return t1 / t0 - 1.0, step_ms(case, mix, host_only, extra_host_ms, idle, host0) / t0 - 1.0
 
 
 def predict_work(case: Case, work: Work, calibration=None, extra_host_ms: float = 0.0) -> Prediction:
-    """The step change from ``case`` to ``work``. ``calibration`` (:class:`harness.judging.cost_fit.Calibration`) gives the
-    best mix, the mixes it could not rule out and its relative error, which widens the interval; without one every mix is
-    possible, the point is the equal mix and the interval is the mixes' range alone."""
-    best, feasible = (calibration.best, calibration.feasible) if calibration is not None else (EQUAL, tuple(simplex(0.05)))
+    """The step change from ``case`` to ``work``. ``calibration`` (:class:`harness.judging.cost_fit.Calibration`) gives
+    the best mix, the mixes it could not rule out and its relative error, which widens the interval; without one every
+    mix is possible, the point is the equal mix and the interval is the mixes' range alone."""
+    best, feasible = (
+        (calibration.best, calibration.feasible) if calibration is not None else (EQUAL, tuple(simplex(0.05)))
+    )
     if not any(case.work.counts()) and not case.work.on_device:
-        raise BadInput("census: no Python calls, aten ops or launches counted and no device work; run a census whose window fits")
+        raise BadInput(
+            "census: no Python calls, aten ops or launches counted and no device work; run a census whose window fits"
+        )
     if calibration is not None and calibration.idle_ms is not None and case.idle_ms is None and case.work.on_device:
         case = replace(case, idle_ms=calibration.idle_ms)
     i_lo, i_hi = case.idle_range()
     total, host = change(case, work, best, (i_lo + i_hi) / 2, case.step_ms, extra_host_ms)
     err = calibration.rel_error if calibration is not None else 0.0
-    span = [v * (1 + s * err) for m, i, h in _scenarios(case, (best, *feasible)) for v in (change(case, work, m, i, h, extra_host_ms)[0],)
-            for s in (-1, 1)]
-    return Prediction(delta_pct=100 * total, lo=100 * min(span), hi=100 * max(span), host_part=100 * host,
-                      gpu_part=100 * (total - host), bound=case.bound, busy=case.busy)
+    span = [
+        v * (1 + s * err)
+        for m, i, h in _scenarios(case, (best, *feasible))
+        for v in (change(case, work, m, i, h, extra_host_ms)[0],)
+        for s in (-1, 1)
+    ]
+    return Prediction(
+        delta_pct=100 * total,
+        lo=100 * min(span),
+        hi=100 * max(span),
+        host_part=100 * host,
+        gpu_part=100 * (total - host),
+        bound=case.bound,
+        busy=case.busy,
+    )
 
 
 def predict(case_census: Mapping, case_timing, diff, calibration=None) -> Prediction:
     """The predicted change of a case's step time for a census diff.
 
-    ``case_census``: the case's census (as recorded); ``case_timing``: its step time in ms, or a mapping with ``step_ms``
-    (or ``step_time_median_ms``) and optionally ``idle_ms`` (lo, hi); ``diff``: a :class:`CensusDiff`, a mapping of
-    changes (``python_calls``, ``ops``, ``kernels``, ``kernel_ms``, ``host_ms``), a :class:`Delta`, or the changed census
-    itself; ``calibration``: from :func:`harness.judging.cost_fit.calibrate` (None: every host-cost mix possible)."""
+    ``case_census``: the case's census (as recorded); ``case_timing``: its step time in ms, or a mapping with
+    ``step_ms`` (or ``step_time_median_ms``) and optionally ``idle_ms`` (lo, hi); ``diff``: a :class:`CensusDiff`, a
+    mapping of changes (``python_calls``, ``ops``, ``kernels``, ``kernel_ms``, ``host_ms``), a :class:`Delta`, or the
+    changed census itself; ``calibration``: from :func:`harness.judging.cost_fit.calibrate` (None:
+    every host-cost mix possible)."""
     timing = case_timing if isinstance(case_timing, Mapping) else {"step_ms": case_timing}
     step = timing.get("step_ms", timing.get("step_time_median_ms"))
     if step is None:
@@ -300,9 +345,13 @@ def prediction_record(case_census: Mapping, case_timing, diff, calibration=None)
 def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_a, verdict: Mapping | None) -> dict:
     """The predicted change from side A's census to side B's (A's measured median step as the case's time) beside the
     measured one, as an interleaved comparison records it: the prediction (:meth:`Prediction.record`) with
-    ``measured_pct``, ``measured_lo`` and ``measured_hi`` from the verdict's B/A ratio and interval; or ``{"reason"}``."""
+    ``measured_pct``, ``measured_lo`` and ``measured_hi`` from the verdict's B/A ratio and interval;
+    or ``{"reason"}``."""
     if not census_a or not census_b:
-        return {"reason": "no prediction: no census of " + ("either side" if not (census_a or census_b) else "side A" if not census_a else "side B")}
+        return {
+            "reason": "no prediction: no census of "
+            + ("either side" if not (census_a or census_b) else "side A" if not census_a else "side B")
+        }
     try:
         out = predict_work(Case(Work.of(census_a), float(step_ms_a)), Work.of(census_b)).record()
     except (ValueError, TypeError, ArithmeticError) as exc:
@@ -311,11 +360,14 @@ def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_
 
 
 def measured(verdict: Mapping | None) -> dict:
-    """``measured_pct``, ``measured_lo`` and ``measured_hi`` (percent) of an interleaved verdict's B/A ratio and interval;
-    empty where the verdict has none."""
+    """``measured_pct``, ``measured_lo`` and ``measured_hi`` (percent) of an interleaved verdict's B/A ratio and
+    interval; empty where the verdict has none."""
     if not verdict or any(verdict.get(k) is None for k in ("ratio", "lo", "hi")):
         return {}
-    return {f"measured{s}": round(100 * (float(verdict[k]) - 1), 3) for s, k in (("_pct", "ratio"), ("_lo", "lo"), ("_hi", "hi"))}
+    return {
+        f"measured{s}": round(100 * (float(verdict[k]) - 1), 3)
+        for s, k in (("_pct", "ratio"), ("_lo", "lo"), ("_hi", "hi"))
+    }
 
 
 def beside_line(p: Mapping | None) -> str:
@@ -323,8 +375,10 @@ def beside_line(p: Mapping | None) -> str:
     record names the model that gave it, :func:`harness.judging.cost_path.beside_measured`), or its reason."""
     if not p or p.get("delta_pct") is None:
         return (p or {}).get("reason") or "no prediction: no census of either side"
-    text = (f"{p['model']}: " if p.get("model") else "") + (f"predicted {p['delta_pct']:+.1f}% [{p['lo']:+.1f}%, {p['hi']:+.1f}%] "
-                                                          f"(host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f} points)")
+    text = (f"{p['model']}: " if p.get("model") else "") + (
+        f"predicted {p['delta_pct']:+.1f}% [{p['lo']:+.1f}%, {p['hi']:+.1f}%] "
+        f"(host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f} points)"
+    )
     if p.get("measured_pct") is not None:
         text += f", measured {p['measured_pct']:+.1f}% [{p['measured_lo']:+.1f}%, {p['measured_hi']:+.1f}%]"
     return text

@@ -9,11 +9,11 @@
   busier or idler host moves it by more than most changes; the counts do not move with the host's load. The interval
   spans both placements of the device work within its segment, the mixes the calibration allows, and the profiler's
   overhead read per aten op (:func:`critical_path.per_op_overhead`) instead of in proportion to the host time; it is
-  widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and the
-  interval then spans as far from the point on either side: host work the counts miss (injected host work, a C
+  widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and
+  the interval then spans as far from the point on either side: host work the counts miss (injected host work, a C
   extension's own time) shows there, and so does a census run on a busier or idler host, which may hide such work;
-  one window cannot tell them apart, so the interval is wide, never narrow and wrong. The host part is the counted host path's
-  change, the GPU part the rest: the change of the host's waits at the syncs;
+  one window cannot tell them apart, so the interval is wide, never narrow and wrong. The host part is the counted host
+  path's change, the GPU part the rest: the change of the host's waits at the syncs;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
   segment the device part could all be in, from hidden to exposed;
@@ -41,9 +41,9 @@ CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path
 class PathPrediction:
     """A predicted change in percent, ``delta_pct`` in [``lo``, ``hi``], its ``host_part`` and ``gpu_part`` (points;
     their sum is ``delta_pct``), the ``model`` that gave it, the case's GPU ``busy`` share, the host's waits per step of
-    each side (``waits_ms``: a, b), the syncs where B's waits are longest (``exposed_at``), the factor on the traced host
-    time (``host_scale``), the change B's traced host time would give (``traced_pct``); ``note``: what the model could not
-    place or where the trace and the counts disagree; ``bound``: ``CPU`` (no device work), ``host`` (the
+    each side (``waits_ms``: a, b), the syncs where B's waits are longest (``exposed_at``), the factor on the traced
+    host time (``host_scale``), the change B's traced host time would give (``traced_pct``); ``note``: what the model
+    could not place or where the trace and the counts disagree; ``bound``: ``CPU`` (no device work), ``host`` (the
     scaled host time is longer than the device time) or ``GPU``."""
 
     delta_pct: float
@@ -61,10 +61,21 @@ class PathPrediction:
     traced_pct: float | None = None
 
     def record(self) -> dict:
-        out = {k: round(float(getattr(self, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy", "host_scale")}
+        out = {
+            k: round(float(getattr(self, k)), 3)
+            for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy", "host_scale")
+        }
         out |= {"traced_pct": round(self.traced_pct, 3)} if self.traced_pct is not None else {}
-        return out | {"model": self.model, "bound": self.bound,
-                      "waits_ms": [round(w, 3) for w in self.waits_ms], "exposed_at": list(self.exposed_at)} | ({"note": self.note} if self.note else {})
+        return (
+            out
+            | {
+                "model": self.model,
+                "bound": self.bound,
+                "waits_ms": [round(w, 3) for w in self.waits_ms],
+                "exposed_at": list(self.exposed_at),
+            }
+            | ({"note": self.note} if self.note else {})
+        )
 
 
 def _bound(t: Timeline, k: float) -> str:
@@ -110,18 +121,44 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         traced.append(simulate(tb.scaled(k), placement).step_ms / ra.step_ms - 1)
         if (c := per_op_overhead(ta, step_ms_a, placement)) is not None:  # the profiler's overhead read per op instead
             a_op = ta.less_per_op(c)
-            span.append(simulate(_as_host(tb.less_per_op(c), a_op.host_ms * best), placement).step_ms / simulate(a_op, placement).step_ms - 1)
+            span.append(
+                simulate(_as_host(tb.less_per_op(c), a_op.host_ms * best), placement).step_ms
+                / simulate(a_op, placement).step_ms
+                - 1
+            )
         runs[placement] = (k, why, ra, rb, a.host_ms * (best - 1) / ra.step_ms)
     k, why, ra, rb, _ = runs["early"]
     total, by_trace = sum(points) / len(points), sum(traced) / len(traced)
     host = sum(r[-1] for r in runs.values()) / len(runs)
     lo, hi = _widened(span + points, total)
-    if not lo <= by_trace <= hi:  # host work the counts miss, or a trace on a busier or idler host: which, one window cannot tell
-        why = "; ".join(x for x in (why, f"B's traced host time gives {100 * by_trace:+.2f}%: host work the census does not count, or a census "
-                                          "run on a busier or idler host; the interval spans that far either way") if x)
+    if (
+        not lo <= by_trace <= hi
+    ):  # host work the counts miss, or a trace on a busier or idler host: which, one window cannot tell
+        why = "; ".join(
+            x
+            for x in (
+                why,
+                f"B's traced host time gives {100 * by_trace:+.2f}%: host work the census does not count, or a census "
+                "run on a busier or idler host; the interval spans that far either way",
+            )
+            if x
+        )
         lo, hi = min(lo, total - abs(by_trace - total)), max(hi, total + abs(by_trace - total))
-    return PathPrediction(100 * total, 100 * lo, 100 * hi, 100 * host, 100 * (total - host), CRITICAL, ta.device_ms / ra.step_ms,
-                          (ra.waits_ms, rb.waits_ms), tuple(exposed_at(tb, rb)), k, why, _bound(ta, k), 100 * by_trace)
+    return PathPrediction(
+        100 * total,
+        100 * lo,
+        100 * hi,
+        100 * host,
+        100 * (total - host),
+        CRITICAL,
+        ta.device_ms / ra.step_ms,
+        (ra.waits_ms, rb.waits_ms),
+        tuple(exposed_at(tb, rb)),
+        k,
+        why,
+        _bound(ta, k),
+        100 * by_trace,
+    )
 
 
 def _placed(a: Timeline, d: cm.Delta, r: float, at: int | None, placement: str, base_ms: float) -> float:
@@ -135,7 +172,11 @@ def predict_placed(census_a: Mapping, step_ms_a: float, diff, calibration=None) 
     """A change without B's timeline: ``diff`` (:meth:`cost_model.Delta.of`'s inputs, or B's census) placed in A's
     timeline (module docstring)."""
     ta = Timeline.of(census_a)
-    d = cm.Delta.between(census_a, diff) if isinstance(diff, Mapping) and "ops" in diff and "fits" in diff else cm.Delta.of(diff)
+    d = (
+        cm.Delta.between(census_a, diff)
+        if isinstance(diff, Mapping) and "ops" in diff and "fits" in diff
+        else cm.Delta.of(diff)
+    )
     wa = cm.Work.of(census_a)
     counted = any(wa.counts())
     ratios = sorted({m.host_units(wa, wa.plus(d)) for m in _mixes(calibration)}) if counted else [1.0]
@@ -147,15 +188,33 @@ def predict_placed(census_a: Mapping, step_ms_a: float, diff, calibration=None) 
         a = ta.scaled(host_scale(ta, step_ms_a, placement)[0])
         base = simulate(a, placement).step_ms
         points.append(_placed(a, d, best, None, placement, base))
-        span += [_placed(a, d, r, at, placement, base) for r in (ratios[0], ratios[-1]) for at in ([None, *spots] if d.kernel_ms else [None])]
+        span += [
+            _placed(a, d, r, at, placement, base)
+            for r in (ratios[0], ratios[-1])
+            for at in ([None, *spots] if d.kernel_ms else [None])
+        ]
     total = sum(points) / len(points)
     k = host_scale(ta, step_ms_a, "early")[0]
     run = simulate(ta.scaled(k))
     host = (k * ta.host_ms * (best - 1) + d.host_ms) / run.step_ms
     lo, hi = _widened(span, total)
-    note = "B's census has no timeline: the change placed in A's" + (", its device part anywhere from hidden to exposed" if d.kernel_ms else "")
-    return PathPrediction(100 * total, 100 * lo, 100 * hi, 100 * host, 100 * (total - host), PLACED, ta.device_ms / run.step_ms,
-                          (run.waits_ms, run.waits_ms), tuple(exposed_at(ta, run)), k, note, _bound(ta, k))
+    note = "B's census has no timeline: the change placed in A's" + (
+        ", its device part anywhere from hidden to exposed" if d.kernel_ms else ""
+    )
+    return PathPrediction(
+        100 * total,
+        100 * lo,
+        100 * hi,
+        100 * host,
+        100 * (total - host),
+        PLACED,
+        ta.device_ms / run.step_ms,
+        (run.waits_ms, run.waits_ms),
+        tuple(exposed_at(ta, run)),
+        k,
+        note,
+        _bound(ta, k),
+    )
 
 
 def predict_pair(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None, idle_ms=None) -> dict:
@@ -164,7 +223,9 @@ def predict_pair(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibra
         return predict_timelines(census_a, census_b, step_ms_a, calibration).record()
     if Timeline.of(census_a) is not None:
         return predict_placed(census_a, step_ms_a, census_b, calibration).record()
-    p = cm.predict(census_a, {"step_ms": step_ms_a, "idle_ms": idle_ms}, cm.Delta.between(census_a, census_b), calibration)
+    p = cm.predict(
+        census_a, {"step_ms": step_ms_a, "idle_ms": idle_ms}, cm.Delta.between(census_a, census_b), calibration
+    )
     return p.record() | {"model": TWO_PATH, "note": "no timeline in A's census (an older census): the two-path model"}
 
 
@@ -176,21 +237,34 @@ def timeline_line(census: Mapping, step_ms: float) -> str | None:
         return None
     k, why = host_scale(t, step_ms)
     run = simulate(t.scaled(k))
-    top = [f"{r['at']} ({r['sync']}, {r['count']:g} per step) {r['exposed_ms']:.1f} ms" for r in exposed_at(t, run) if r["exposed_ms"] > 0]
-    return (f"timeline: {t.syncs:g} syncs per step, host {t.host_ms:.1f} ms traced (x{k:.2f} at the timed step{'; ' + why if why else ''}), "
-            f"device {t.device_ms:.1f} ms; the host waits {run.waits_ms:.1f} ms per step" + (f", most at {'; '.join(top)}" if top else ""))
+    top = [
+        f"{r['at']} ({r['sync']}, {r['count']:g} per step) {r['exposed_ms']:.1f} ms"
+        for r in exposed_at(t, run)
+        if r["exposed_ms"] > 0
+    ]
+    return (
+        f"timeline: {t.syncs:g} syncs per step, host {t.host_ms:.1f} ms traced (x{k:.2f} at the timed "
+        f"step{'; ' + why if why else ''}), device {t.device_ms:.1f} ms; the host waits {run.waits_ms:.1f} ms per step"
+        + (f", most at {'; '.join(top)}" if top else "")
+    )
 
 
 def pair_line(rec: Mapping) -> str:
     """One line of :func:`predict_pair`'s record."""
     if rec.get("model") == TWO_PATH:
-        return (f"{TWO_PATH}: predicted {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}%, {rec['hi']:+.2f}%] (host {rec['host_part']:+.2f}, GPU "
-                f"{rec['gpu_part']:+.2f} points; {rec['bound']}-bound, GPU busy {rec['busy']:.0%}); {rec['note']}")
+        return (
+            f"{TWO_PATH}: predicted {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}%, {rec['hi']:+.2f}%] (host "
+            f"{rec['host_part']:+.2f}, GPU {rec['gpu_part']:+.2f} points; {rec['bound']}-bound, GPU busy "
+            f"{rec['busy']:.0%}); {rec['note']}"
+        )
     top = rec.get("exposed_at") or []
     where = f", most at {top[0]['at']} ({top[0]['sync']})" if top and top[0]["exposed_ms"] > 0 else ""
-    return (f"{rec['model']}: predicted {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}%, {rec['hi']:+.2f}%] (host {rec['host_part']:+.2f}, GPU "
-            f"{rec['gpu_part']:+.2f} points; GPU busy {rec['busy']:.0%}; host waits {rec['waits_ms'][0]:.1f} -> {rec['waits_ms'][1]:.1f} ms per step"
-            f"{where})" + (f"; {rec['note']}" if rec.get("note") else ""))
+    return (
+        f"{rec['model']}: predicted {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}%, {rec['hi']:+.2f}%] (host "
+        f"{rec['host_part']:+.2f}, GPU {rec['gpu_part']:+.2f} points; GPU busy {rec['busy']:.0%}; host waits "
+        f"{rec['waits_ms'][0]:.1f} -> {rec['waits_ms'][1]:.1f} ms per step"
+        f"{where})" + (f"; {rec['note']}" if rec.get("note") else "")
+    )
 
 
 def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_a, verdict: Mapping | None) -> dict:

@@ -4,9 +4,9 @@ A timeline (:class:`Timeline`, from a census's ``timeline``; :mod:`harness.measu
 census window cut into segments at the points where the host blocks on the device: each segment's host time, the device
 time it launched per stream, and the sync that ends it with the streams it waits for. :func:`simulate` replays it: the
 host runs the segments one after another; each stream runs its work in order, no earlier than it was launched; at a sync
-the host waits until the streams it waits for are done. That wait is device time on the critical path (exposed), whatever
-the GPU's busy share over the whole step: on a host-bound step, device work queued just before a sync is exposed, the
-same work right after a sync hides behind the next segment's host time.
+the host waits until the streams it waits for are done. That wait is device time on the critical path (exposed),
+whatever the GPU's busy share over the whole step: on a host-bound step, device work queued just before a sync is
+exposed, the same work right after a sync hides behind the next segment's host time.
 
 Where in its segment a kernel was launched is not recorded: ``placement`` ``early`` lets a segment's device work start
 with the segment (the least it can wait), ``late`` only at its end (the most); a prediction spans both.
@@ -66,9 +66,18 @@ class Timeline:
         t = (census or {}).get("timeline")
         if not isinstance(t, Mapping) or not t.get("segments"):
             return None
-        segs = tuple(Segment(float(s["host_ms"]), {str(k): float(v) for k, v in (s.get("device_ms") or {}).items()}, s.get("sync"), s.get("at"),
-                             tuple(map(str, s["waits"])) if s.get("waits") is not None else None, float(s.get("wait_ms") or 0.0),
-                             float(s.get("ops") or 0.0)) for s in t["segments"])
+        segs = tuple(
+            Segment(
+                float(s["host_ms"]),
+                {str(k): float(v) for k, v in (s.get("device_ms") or {}).items()},
+                s.get("sync"),
+                s.get("at"),
+                tuple(map(str, s["waits"])) if s.get("waits") is not None else None,
+                float(s.get("wait_ms") or 0.0),
+                float(s.get("ops") or 0.0),
+            )
+            for s in t["segments"]
+        )
         return cls(segs, int(t.get("n") or 1))
 
     @property
@@ -90,13 +99,18 @@ class Timeline:
         return replace(self, segments=tuple(replace(s, host_ms=s.host_ms * host) for s in self.segments))
 
     def less_per_op(self, ms: float) -> Timeline:
-        """Every segment's host time less ``ms`` per aten op in it (floored at 0): the profiler's cost per recorded op out."""
-        return replace(self, segments=tuple(replace(s, host_ms=max(s.host_ms - ms * s.ops, 0.0)) for s in self.segments))
+        """Every segment's host time less ``ms`` per aten op in it (floored at 0):
+        the profiler's cost per recorded op out."""
+        return replace(
+            self, segments=tuple(replace(s, host_ms=max(s.host_ms - ms * s.ops, 0.0)) for s in self.segments)
+        )
 
-    def plus(self, host_ms: float = 0.0, device_ms: float = 0.0, at: int | None = None, stream: str | None = None) -> Timeline:
-        """This timeline with extra work per step: ``host_ms`` spread over the segments by their host time, ``device_ms``
-        by their device time (on a timeline without device work, by host time); or, with ``at``, all of it in segment
-        ``at`` (device work on ``stream``, default the busiest)."""
+    def plus(
+        self, host_ms: float = 0.0, device_ms: float = 0.0, at: int | None = None, stream: str | None = None
+    ) -> Timeline:
+        """This timeline with extra work per step: ``host_ms`` spread over the segments by their host time,
+        ``device_ms`` by their device time (on a timeline without device work, by host time); or, with ``at``, all of it
+        in segment ``at`` (device work on ``stream``, default the busiest)."""
         segs, n = list(self.segments), self.n
         stream = stream or _busiest(self)
         if at is not None:
@@ -204,5 +218,8 @@ def exposed_at(t: Timeline, run: Run, top: int = 3) -> list[dict]:
     for s, e in zip(t.segments, run.exposed_ms):
         if s.sync is not None:
             by.setdefault((s.at or "?", s.sync), []).append(e)
-    rows = [{"at": at, "sync": sync, "count": round(len(v) / t.n, 3), "exposed_ms": round(sum(v), 3)} for (at, sync), v in by.items()]
+    rows = [
+        {"at": at, "sync": sync, "count": round(len(v) / t.n, 3), "exposed_ms": round(sum(v), 3)}
+        for (at, sync), v in by.items()
+    ]
     return sorted(rows, key=lambda r: (-r["exposed_ms"], r["at"]))[:top]

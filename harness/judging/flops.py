@@ -16,8 +16,15 @@ def _linears(cfg: dict) -> list[tuple[str, int, int]]:
     kv = cfg.get("num_key_value_heads") or heads
     d = cfg.get("head_dim") or h // heads
     inter = cfg["intermediate_size"]
-    return [("self_attn.q_proj", h, heads * d), ("self_attn.k_proj", h, kv * d), ("self_attn.v_proj", h, kv * d),
-            ("self_attn.o_proj", heads * d, h), ("mlp.gate_proj", h, inter), ("mlp.up_proj", h, inter), ("mlp.down_proj", inter, h)]
+    return [
+        ("self_attn.q_proj", h, heads * d),
+        ("self_attn.k_proj", h, kv * d),
+        ("self_attn.v_proj", h, kv * d),
+        ("self_attn.o_proj", heads * d, h),
+        ("mlp.gate_proj", h, inter),
+        ("mlp.up_proj", h, inter),
+        ("mlp.down_proj", inter, h),
+    ]
 
 
 def _targeted(name: str, target_modules) -> bool:
@@ -28,7 +35,9 @@ def _targeted(name: str, target_modules) -> bool:
     return any(name == t or name.endswith("." + t) for t in target_modules)
 
 
-def lora_flops_parts(model_cfg: dict, r: int, target_modules, checkpointing: bool, seq_len: int = 0) -> dict[str, float]:
+def lora_flops_parts(
+    model_cfg: dict, r: int, target_modules, checkpointing: bool, seq_len: int = 0
+) -> dict[str, float]:
     """FLOPs per token of one training step of LoRA on a dense decoder (Llama/Qwen family), by part.
 
     Counted (2 FLOPs per multiply-add): the matmuls of every Linear layer (``P_base`` weights: the 7
@@ -55,11 +64,21 @@ def lora_flops_parts(model_cfg: dict, r: int, target_modules, checkpointing: boo
     fwd = 2.0 * p_base + 2.0 * p_lora + attn
     bwd = 2.0 * p_base + 4.0 * p_lora + 2.0 * attn
     rec = (2.0 * p_layers + 2.0 * p_lora + attn) if checkpointing else 0.0
-    return {"p_base": p_base, "p_lora": p_lora, "forward": fwd, "backward": bwd, "recompute": rec, "total": fwd + bwd + rec}
+    return {
+        "p_base": p_base,
+        "p_lora": p_lora,
+        "forward": fwd,
+        "backward": bwd,
+        "recompute": rec,
+        "total": fwd + bwd + rec,
+    }
 
 
-def lora_flops_per_token(model_cfg: dict, r: int, target_modules="all-linear", checkpointing: bool = True, seq_len: int = 0) -> float:
-    """Training FLOPs per token of LoRA, LoRA-correct (no weight gradients of frozen weights); see :func:`lora_flops_parts`."""
+def lora_flops_per_token(
+    model_cfg: dict, r: int, target_modules="all-linear", checkpointing: bool = True, seq_len: int = 0
+) -> float:
+    """Training FLOPs per token of LoRA, LoRA-correct (no weight gradients of frozen weights); see
+    :func:`lora_flops_parts`."""
     return lora_flops_parts(model_cfg, r, target_modules, checkpointing, seq_len)["total"]
 
 

@@ -15,11 +15,9 @@ from pathlib import Path
 
 from harness.judging import baseline as bl
 from harness.judging import census_diff
+from harness.judging.decomposition_checks import LOSS_RTOL, EquivalenceCheck, OrderingCheck
 from harness.judging.stats import (
-    LOSS_RTOL,
-    EquivalenceCheck,
     MemoryCheck,
-    OrderingCheck,
     RuntimeCheck,
     Sample,
     Verdict,
@@ -38,7 +36,9 @@ Case = tuple[str, str]  # (workload name, decomposition id)
 CENSUS_TOLERANCES = {"python_calls": "0.1%"}
 
 
-def load_baselines(baselines_dir: str | Path, gpu: str, workloads: Mapping[str, Workload]) -> dict[str, bl.Baseline | bl.BaselineError]:
+def load_baselines(
+    baselines_dir: str | Path, gpu: str, workloads: Mapping[str, Workload]
+) -> dict[str, bl.Baseline | bl.BaselineError]:
     """The stored baseline of each workload on ``gpu``, or the BaselineError that says why there is none."""
     out: dict[str, bl.Baseline | bl.BaselineError] = {}
     for name, w in workloads.items():
@@ -70,8 +70,14 @@ class Judge:
     # ---- records -----------------------------------------------------------------------------------
     def runs(self, workload: str, decomp: str, ok_only: bool = True, census: bool = False) -> list[dict]:
         """The timed runs of a case (``census=True``: its census runs instead, which never enter a timing)."""
-        return [r for r in self.records if r["workload"] == workload and r["decomposition_id"] == decomp
-                and (r["status"] == "ok" or not ok_only) and is_census(r) == census]
+        return [
+            r
+            for r in self.records
+            if r["workload"] == workload
+            and r["decomposition_id"] == decomp
+            and (r["status"] == "ok" or not ok_only)
+            and is_census(r) == census
+        ]
 
     def metric(self, workload: str, decomp: str, key: str) -> Sample:
         return Sample(tuple(r[key] for r in self.runs(workload, decomp) if r.get(key) is not None))
@@ -94,7 +100,8 @@ class Judge:
 
     # ---- before any run ----------------------------------------------------------------------------
     def plan_notes(self, repeats: int) -> list[str]:
-        """What the runtime verdicts can detect against baselines gathered on several machines (said before a session runs)."""
+        """What the runtime verdicts can detect against baselines gathered on several machines
+        (said before a session runs)."""
         out = []
         for w in self.workload_names:
             b = self.baselines[w]
@@ -106,12 +113,19 @@ class Judge:
             if groups:
                 flagged = {d: smallest_flagged(g, alpha, t["runtime"]) for d, g in groups.items()}
                 k = len(b.data.get("provenance", {}).get("machines") or []) or "several"
-                # the interval assumes this session's mean is as noisy as a baseline machine's mean: as many runs as its fullest machine
+                # the interval assumes this session's mean is as noisy as a baseline machine's mean:
+                # as many runs as its fullest machine
                 enough = max(len(m) for g in groups.values() for m in g)
-                cost = f"; --repeats {enough} is enough (the baseline's machines have at most {enough} runs each)" if enough < repeats else ""
-                out.append(f"note: the baseline of {w} spans {k} machines, so the machine is the unit: a runtime regression is flagged "
-                           f"only above {', '.join(f'{d} x{v:.2f}' for d, v in flagged.items())} (at the strictest Holm step); "
-                           f"more runs here do not change that, more machines in the baseline do{cost}")
+                cost = (
+                    f"; --repeats {enough} is enough (the baseline's machines have at most {enough} runs each)"
+                    if enough < repeats
+                    else ""
+                )
+                out.append(
+                    f"note: the baseline of {w} spans {k} machines, so the machine is the unit: a runtime regression "
+                    f"is flagged only above {', '.join(f'{d} x{v:.2f}' for d, v in flagged.items())} (at the strictest "
+                    f"Holm step); more runs here do not change that, more machines in the baseline do{cost}"
+                )
         return out
 
     # ---- verdicts ------------------------------------------------------------------------------------
@@ -130,7 +144,9 @@ class Judge:
             key = b.runtime_metric(d)
             base, cur = b.grouped(d, key), self.metric(w, d, key).values
             if not base:
-                out[case] = Verdict("runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines")
+                out[case] = Verdict(
+                    "runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines"
+                )
                 continue
             if not cur and self.runs(w, d, census=True) and not self.runs(w, d, ok_only=False):
                 out[case] = Verdict("runtime", case, "skip", f"{case} has census runs only: no timed run to compare")
@@ -153,13 +169,30 @@ class Judge:
         b = self.baselines[workload]
         if isinstance(b, bl.BaselineError):
             return _unusable("memory", case, b)
-        cur = self.metric(workload, decomp, "peak_reserved_bytes").values or tuple(  # a census-only session: its census runs' peaks
-            r["peak_reserved_bytes"] for r in self.runs(workload, decomp, census=True) if r.get("peak_reserved_bytes") is not None)
+        cur = self.metric(
+            workload, decomp, "peak_reserved_bytes"
+        ).values or tuple(  # a census-only session: its census runs' peaks
+            r["peak_reserved_bytes"]
+            for r in self.runs(workload, decomp, census=True)
+            if r.get("peak_reserved_bytes") is not None
+        )
         base = b.values(decomp, "peak_reserved_bytes")
         if b.imported:
-            return Verdict("memory", case, "skip", f"baseline {b.path} is imported from a published source; only runtime and ordering apply")
+            return Verdict(
+                "memory",
+                case,
+                "skip",
+                f"baseline {b.path} is imported from a published source; only runtime and ordering apply",
+            )
         if not cur or not base:
-            return Verdict("memory", case, "skip", f"no peak memory on {self.gpu} (CPU runs record none)" if not cur else f"baseline {b.path} has no peak memory for {decomp}")
+            return Verdict(
+                "memory",
+                case,
+                "skip",
+                f"no peak memory on {self.gpu} (CPU runs record none)"
+                if not cur
+                else f"baseline {b.path} has no peak memory for {decomp}",
+            )
         t = self.thresholds(b)
         return MemoryCheck(t["memory_rel"], int(t["memory_abs_mib"] * 2**20)).decide(case, base, cur)
 
@@ -173,7 +206,14 @@ class Judge:
             if b.values(d, key) and self.metric(workload, d, key).values:
                 base[d], cur[d] = b.values(d, key), self.metric(workload, d, key).values
         if len(base) < 2:
-            return [Verdict("ordering", workload, "skip", self._fewer_than_two(workload, "with runs in both the baseline and this session"))]
+            return [
+                Verdict(
+                    "ordering",
+                    workload,
+                    "skip",
+                    self._fewer_than_two(workload, "with runs in both the baseline and this session"),
+                )
+            ]
         return OrderingCheck(self.thresholds(b)["alpha"]).decide(workload, base, cur)
 
     def equivalence(self, workload: str) -> Verdict:
@@ -188,7 +228,8 @@ class Judge:
         return EquivalenceCheck(LOSS_RTOL[self.workloads[workload].train.precision]).decide(workload, losses)
 
     def _fewer_than_two(self, workload: str, why: str) -> str:
-        """Why a check across decompositions has nothing to compare: the session ran one, or fewer than two did ``why``."""
+        """Why a check across decompositions has nothing to compare: the session ran one,
+        or fewer than two did ``why``."""
         ran = list(self.decomps(workload))
         if len(ran) < 2:
             return f"{workload} ran {' '.join(ran) or 'no decomposition'} alone: there is nothing to compare it with"
@@ -196,7 +237,11 @@ class Judge:
 
     def censuses(self, workload: str, decomp: str) -> list[dict]:
         """This session's censuses of a case (from its ok census runs whose window fitted)."""
-        return [census_diff.normalize(r["census"]) for r in self.runs(workload, decomp, census=True) if r["census"].get("fits")]
+        return [
+            census_diff.normalize(r["census"])
+            for r in self.runs(workload, decomp, census=True)
+            if r["census"].get("fits")
+        ]
 
     @cached_property
     def _kernel_time(self) -> dict[str, tuple]:
@@ -217,8 +262,15 @@ class Judge:
         names = list(est)
         a = min(alpha.values(), default=ALPHA)
         flagged = dict(zip(names, holm([est[c][0].p_above(1 + thr[c]) for c in names], a)))
-        return {c: (est[c][0], flagged[c], smallest_flagged(est[c][1], a / len(names), thr[c]) if len(est[c][1]) >= 2 else None, thr[c])
-                for c in names}
+        return {
+            c: (
+                est[c][0],
+                flagged[c],
+                smallest_flagged(est[c][1], a / len(names), thr[c]) if len(est[c][1]) >= 2 else None,
+                thr[c],
+            )
+            for c in names
+        }
 
     def work(self, workload: str, decomp: str) -> Verdict | None:
         """The work verdict of a case, when it has a census: its counts against the baseline's first census, exactly
@@ -229,23 +281,45 @@ class Judge:
         case = f"{workload}-{decomp}"
         cur = self.censuses(workload, decomp)
         if not cur:
-            unfit = [(r.get("census") or {}).get("reason") for r in self.runs(workload, decomp, census=True) if not (r.get("census") or {}).get("fits")]
+            unfit = [
+                (r.get("census") or {}).get("reason")
+                for r in self.runs(workload, decomp, census=True)
+                if not (r.get("census") or {}).get("fits")
+            ]
             return Verdict("work", case, "skip", f"no census: {unfit[0]}") if unfit else None
         b = self.baselines[workload]
         if isinstance(b, bl.BaselineError):
             return _unusable("work", case, b)
         base = b.census(decomp)
         if not base:
-            return Verdict("work", case, "skip", f"baseline {b.path} has no census of {decomp}; record one with --census --update-baselines")
+            return Verdict(
+                "work",
+                case,
+                "skip",
+                f"baseline {b.path} has no census of {decomp}; record one with --census --update-baselines",
+            )
         v = census_diff.verdict(base[0], cur[0], CENSUS_TOLERANCES)
         details: dict = {"lines": v.lines, "counts": v.outcome}
         kt = census_diff.time_line(v.diff)
         if case in self._kernel_time:
             e, flagged, smallest, thr = self._kernel_time[case]
-            kt = f"kernel time per step {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{thr:.1%} (unit: {e.unit}, Holm over the censused cases)"
-            details.update(kernel_ratio=e.ratio, kernel_lo=e.lo, kernel_hi=e.hi, kernel_flagged=flagged, kernel_unit=e.unit,
-                           kernel_smallest_flagged=smallest)
-        text = "; ".join(v.lines) if v.lines else "the work per optimizer step is the same as the baseline's (every count equal)"
+            kt = (
+                f"kernel time per step {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{thr:.1%} (unit: "
+                f"{e.unit}, Holm over the censused cases)"
+            )
+            details.update(
+                kernel_ratio=e.ratio,
+                kernel_lo=e.lo,
+                kernel_hi=e.hi,
+                kernel_flagged=flagged,
+                kernel_unit=e.unit,
+                kernel_smallest_flagged=smallest,
+            )
+        text = (
+            "; ".join(v.lines)
+            if v.lines
+            else "the work per optimizer step is the same as the baseline's (every count equal)"
+        )
         text += f"; {kt}" if kt else ""
         if v.outcome == "unknown":
             return Verdict("work", case, "skip", text, details)

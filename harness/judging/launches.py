@@ -16,8 +16,11 @@ from harness.errors import BadInput
 from harness.judging.pair_estimates import PairedEstimate, hodges_lehmann, rank_estimate
 from harness.judging.stats import sd
 
-LAUNCH_ALPHA = 0.25  # level of the launch-variance screen of unit "pair" that switches it to the launch (liberal: see harness.judging.paired)
-MIN_LAUNCH_UNIT = 3  # fewest launches for which the command makes the launch the unit (2 launches: 1 df, a t quantile of 31.8 at 0.01)
+# level of the launch-variance screen of unit "pair" that switches it to the launch
+# (liberal: see harness.judging.paired)
+LAUNCH_ALPHA = 0.25
+# fewest launches for which the command makes the launch the unit (2 launches: 1 df, a t quantile of 31.8 at 0.01)
+MIN_LAUNCH_UNIT = 3
 
 
 SUMMARIES = {"mean": fmean, "hl": hodges_lehmann}
@@ -26,8 +29,8 @@ SUMMARIES = {"mean": fmean, "hl": hodges_lehmann}
 @dataclass(frozen=True)
 class LaunchComponents:
     """The two variance components of launch summaries (:func:`launch_components`): ``pair_sd``, the noise of one pair
-    inside a launch as the summary sees it, and ``launch_sd``, the sd of a launch's own offset (0 when the summaries vary
-    no more than their pairs make them)."""
+    inside a launch as the summary sees it, and ``launch_sd``, the sd of a launch's own offset (0 when the summaries
+    vary no more than their pairs make them)."""
 
     pair_sd: float
     launch_sd: float
@@ -39,21 +42,23 @@ class LaunchComponents:
 PLAN_LEVEL = 0.9  # one-sided level of the launch sd's upper bound that a plan is made for
 
 
-def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl", level: float = PLAN_LEVEL) -> LaunchComponents | None:
+def launch_components(
+    groups: Sequence[Sequence[float]], summary: str = "hl", level: float = PLAN_LEVEL
+) -> LaunchComponents | None:
     """Method-of-moments split of the launch summaries' variance: var(summaries) = launch_sd² + pair_sd² x mean(1/m_i).
 
     The within-launch residuals (each launch's log ratios minus its own summary, pooled) are scaled by sqrt(m / (m - 1))
-    first: a launch of m pairs centred on itself keeps only (m - 1)/m of their variance, a half at 2 pairs. Without that,
-    many short launches with no launch effect read a launch sd well above 0.
+    first: a launch of m pairs centred on itself keeps only (m - 1)/m of their variance, a half at 2 pairs. Without
+    that, many short launches with no launch effect read a launch sd well above 0.
 
-    ``launch_sd_upper`` is a one-sided ``level`` upper bound: the summaries' variance at its chi-square bound on L - 1 df,
-    less the same pair part. A plan made for it (:func:`harness.judging.planning.launch_plan`) does not bet on launches
-    that a few of them could not tell apart: planning for a launch sd that is absent costs little MDS, planning for none
-    where there is one costs far more.
+    ``launch_sd_upper`` is a one-sided ``level`` upper bound: the summaries' variance at its chi-square bound on L - 1
+    df, less the same pair part. A plan made for it (:func:`harness.judging.planning.launch_plan`) does not bet on
+    launches that a few of them could not tell apart: planning for a launch sd that is absent costs little MDS, planning
+    for none where there is one costs far more.
 
-    ``pair_sd`` with ``summary`` "hl": the sd a t interval as wide as the Hodges–Lehmann interval of the scaled residuals
-    would have, so heavy-tailed pairs count as the HL summary counts them (not a resampled small-launch HL variance, by
-    which one pair of outliers in a 2-pair launch can outweigh every other launch); with "mean": the pooled
+    ``pair_sd`` with ``summary`` "hl": the sd a t interval as wide as the Hodges–Lehmann interval of the scaled
+    residuals would have, so heavy-tailed pairs count as the HL summary counts them (not a resampled small-launch HL
+    variance, by which one pair of outliers in a 2-pair launch can outweigh every other launch); with "mean": the pooled
     within-launch sd. None below 2 launches with 2 pairs."""
     gs = [list(g) for g in groups if len(g) >= 2]
     if len(gs) < 2 or summary not in SUMMARIES:
@@ -61,7 +66,7 @@ def launch_components(groups: Sequence[Sequence[float]], summary: str = "hl", le
     centre = [SUMMARIES[summary](g) for g in gs]
     resid = launch_residuals(gs, summary)
     pair_sd = rank_estimate(resid, 0.05).sd if summary == "hl" else math.sqrt(sum(r * r for r in resid) / len(resid))
-    var, part, df = sd(centre) ** 2, pair_sd ** 2 * fmean([1 / len(g) for g in gs]), len(gs) - 1
+    var, part, df = sd(centre) ** 2, pair_sd**2 * fmean([1 / len(g) for g in gs]), len(gs) - 1
     upper = var * df / float(_st.chi2.ppf(1 - level, df)) - part
     return LaunchComponents(pair_sd, math.sqrt(max(var - part, 0.0)), summary, math.sqrt(max(upper, 0.0)), level)
 
@@ -87,8 +92,7 @@ def launch_estimate(groups: Sequence[Sequence[float]], alpha: float, summary: st
     means = [SUMMARIES[summary](g) for g in groups if len(g)]
     if len(means) < 1:
         raise BadInput("launch_estimate needs at least one launch with pairs")
-    return PairedEstimate(fmean(means), sd(means), len(means), alpha, "launch",
-                          sum(len(g) for g in groups))
+    return PairedEstimate(fmean(means), sd(means), len(means), alpha, "launch", sum(len(g) for g in groups))
 
 
 @dataclass(frozen=True)
@@ -111,9 +115,11 @@ class LaunchCheck:
 
     def line(self) -> str:
         ratios = ", ".join(f"x{math.exp(m):.4f}" for m in self.means)
-        return (f"launches: {len(self.sizes)} ({'+'.join(map(str, self.sizes))} pairs), launch means {ratios}; "
-                f"F({self.df_between}, {self.df_within}) = {self.f:.2f}, p = {self.p:.3g}; "
-                f"launch sd {self.sigma_launch:.2%} vs pair sd {self.sigma_pair:.2%}")
+        return (
+            f"launches: {len(self.sizes)} ({'+'.join(map(str, self.sizes))} pairs), launch means {ratios}; "
+            f"F({self.df_between}, {self.df_within}) = {self.f:.2f}, p = {self.p:.3g}; "
+            f"launch sd {self.sigma_launch:.2%} vs pair sd {self.sigma_pair:.2%}"
+        )
 
 
 def launch_check(groups: Sequence[Sequence[float]]) -> LaunchCheck | None:

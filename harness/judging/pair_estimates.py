@@ -133,7 +133,11 @@ class RankEstimate:
     @property
     def se(self) -> float:
         lo, hi = self.lo, self.hi
-        return (math.log(hi) - math.log(lo)) / (2 * float(_st.norm.ppf(1 - self.alpha))) if lo == lo and hi == hi else float("nan")
+        return (
+            (math.log(hi) - math.log(lo)) / (2 * float(_st.norm.ppf(1 - self.alpha)))
+            if lo == lo and hi == hi
+            else float("nan")
+        )
 
     @property
     def sd(self) -> float:
@@ -157,7 +161,8 @@ class RankEstimate:
 
 
 def rank_estimate(d: Sequence[float], alpha: float) -> RankEstimate:
-    """The pair as the unit, by ranks (:class:`RankEstimate`): Wilcoxon signed-rank, Hodges–Lehmann estimate and interval."""
+    """The pair as the unit, by ranks (:class:`RankEstimate`): Wilcoxon signed-rank,
+    Hodges–Lehmann estimate and interval."""
     if not d:
         raise BadInput("rank_estimate needs at least one pair")
     x = sorted(d)

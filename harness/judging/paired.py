@@ -66,7 +66,10 @@ from harness.judging.stats import Verdict, fmt_ratio, sd
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 
 TESTS = ("rank", "t")  # of the pair unit: Wilcoxon signed-rank with Hodges–Lehmann (default), or the t test
-UNITS = ("launch", "pair")  # of replication: the launch (two-stage, the default), or the pair (pooled, launch effect screened)
+UNITS = (
+    "launch",
+    "pair",
+)  # of replication: the launch (two-stage, the default), or the pair (pooled, launch effect screened)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,8 +92,10 @@ class Plan:
         if self.launches < 1:
             raise BadInput(f"--launches must be at least 1, got {self.launches}")
         if self.pairs < 2 * self.launches:
-            raise BadInput(f"--pairs {self.pairs} is too few for {self.launches} launches: every launch needs at least 2 pairs "
-                             f"(pass --pairs {2 * self.launches} or more)")
+            raise BadInput(
+                f"--pairs {self.pairs} is too few for {self.launches} launches: every launch needs at least 2 pairs "
+                f"(pass --pairs {2 * self.launches} or more)"
+            )
         if self.look_every is not None and self.look_every < 1:
             raise BadInput(f"--look-every must be at least 1, got {self.look_every}")
 
@@ -161,28 +166,71 @@ class PairedCheck:
         t_up = 1 + self.threshold
         a = self.per_look
         pair_sd = sd([x for g in groups for x in g])
-        details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a, "alpha_total": self.alpha,
-                   "looks": self.looks, "look": look, "threshold": self.threshold, "pairs": e.pairs, "unit": e.unit, "n_units": e.n,
-                   "df": e.df, "sigma_pair": pair_sd, "mean_log_ratio": e.mean, "se": e.se, "sd": e.sd,
-                   "test": "signed-rank" if isinstance(e, RankEstimate) else "t", "unit_rule": self.unit,
-                   "launch_summary": self.summary if self.unit == "launch" else "mean" if e.unit == "launch" else None,
-                   "launch_check": None if lc is None else {"f": lc.f, "df_between": lc.df_between, "df_within": lc.df_within, "p": lc.p,
-                                                            "sigma_launch": lc.sigma_launch, "sigma_pair": lc.sigma_pair, "sizes": list(lc.sizes),
-                                                            "ratios": [math.exp(m) for m in lc.means]},
-                   "correction": f"alpha {self.alpha:g} split over {self.looks} planned look(s)" if self.looks > 1 else "one look"}
+        details = {
+            "ratio": e.ratio,
+            "lo": e.lo,
+            "hi": e.hi,
+            "p_regression": e.p_above(t_up),
+            "alpha": a,
+            "alpha_total": self.alpha,
+            "looks": self.looks,
+            "look": look,
+            "threshold": self.threshold,
+            "pairs": e.pairs,
+            "unit": e.unit,
+            "n_units": e.n,
+            "df": e.df,
+            "sigma_pair": pair_sd,
+            "mean_log_ratio": e.mean,
+            "se": e.se,
+            "sd": e.sd,
+            "test": "signed-rank" if isinstance(e, RankEstimate) else "t",
+            "unit_rule": self.unit,
+            "launch_summary": self.summary if self.unit == "launch" else "mean" if e.unit == "launch" else None,
+            "launch_check": None
+            if lc is None
+            else {
+                "f": lc.f,
+                "df_between": lc.df_between,
+                "df_within": lc.df_within,
+                "p": lc.p,
+                "sigma_launch": lc.sigma_launch,
+                "sigma_pair": lc.sigma_pair,
+                "sizes": list(lc.sizes),
+                "ratios": [math.exp(m) for m in lc.means],
+            },
+            "correction": f"alpha {self.alpha:g} split over {self.looks} planned look(s)"
+            if self.looks > 1
+            else "one look",
+        }
         head = f"B/A {fmt_ratio(e.ratio, e.lo, e.hi)} over {e.pairs} pairs, threshold +{self.threshold:.1%}"
         if e.unit == "launch" and self.unit == "launch":
-            head += f" (unit: launch, t over {e.n} launch {'Hodges-Lehmann estimates' if self.summary == 'hl' else 'means'})"
+            head += (
+                f" (unit: launch, t over {e.n} launch "
+                f"{'Hodges-Lehmann estimates' if self.summary == 'hl' else 'means'})"
+            )
         elif e.unit == "launch":
             head += f" (unit: launch, {e.n} launches: they differ, F test p = {lc.p:.2g})"
         if e.df < 1:
             need = "2 launches with pairs" if e.unit == "launch" else "2 pairs"
             return Verdict("runtime", case, "inconclusive", f"inconclusive: {head}: needs at least {need}", details)
         if e.p_above(t_up) <= a:
-            return Verdict("runtime", case, "regression", f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, alpha {a:.3g} per look)", details)
+            return Verdict(
+                "runtime",
+                case,
+                "regression",
+                f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, alpha {a:.3g} per look)",
+                details,
+            )
         if e.hi < 1 - self.threshold:
             return Verdict("runtime", case, "improvement", f"improvement: {head}", details)
         if e.hi < t_up:
             return Verdict("runtime", case, "pass", f"pass: {head}", details)
         hint = "; more launches narrow it" if e.unit == "launch" else "; more pairs narrow it"
-        return Verdict("runtime", case, "inconclusive", f"inconclusive: {head}; the interval straddles +{self.threshold:.1%}{hint}", details)
+        return Verdict(
+            "runtime",
+            case,
+            "inconclusive",
+            f"inconclusive: {head}; the interval straddles +{self.threshold:.1%}{hint}",
+            details,
+        )

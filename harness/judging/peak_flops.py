@@ -23,9 +23,22 @@ PEAKS: tuple[tuple[str, str, float], ...] = (
     (r"\bL4\b", "L4", 121e12),
     (r"\bT4\b", "T4", 65e12),
 )
-# The detector's short names (harness.measuring.env.short_gpu_name) give each variant its own name: the model they stand for.
-SHORT = {"h200": "H200 SXM", "h200-nvl": "H200 NVL", "h100": "H100 SXM", "h100-pcie": "H100 PCIe", "h100-nvl": "H100 NVL",
-         "a100": "A100", "a100-80gb": "A100", "a100-pcie": "A100", "a100-pcie-80gb": "A100", "l40s": "L40S", "l4": "L4", "t4": "T4"}
+# The detector's short names (harness.measuring.env.short_gpu_name) give each variant its own name:
+# the model they stand for.
+SHORT = {
+    "h200": "H200 SXM",
+    "h200-nvl": "H200 NVL",
+    "h100": "H100 SXM",
+    "h100-pcie": "H100 PCIe",
+    "h100-nvl": "H100 NVL",
+    "a100": "A100",
+    "a100-80gb": "A100",
+    "a100-pcie": "A100",
+    "a100-pcie-80gb": "A100",
+    "l40s": "L40S",
+    "l4": "L4",
+    "t4": "T4",
+}
 
 
 def peak(gpu: str | None) -> tuple[str, float] | None:

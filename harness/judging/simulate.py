@@ -33,7 +33,8 @@ class NoiseModel:
     base_leases: int = 1  # machine leases the baseline's runs were gathered on (the session itself runs on one more)
 
     def run_metrics(self, rng: np.random.Generator, true_ms: float, n: int, leases: int = 1) -> list[float]:
-        """Run medians of ``n`` runs spread round-robin over ``leases`` fresh machine leases (0: no lease effect added)."""
+        """Run medians of ``n`` runs spread round-robin over ``leases`` fresh machine leases (0:
+        no lease effect added)."""
         eff = rng.normal(0.0, self.between_cv, n)
         out = rng.random(n) < self.outlier_prob
         eff[out] = rng.standard_t(3, out.sum()) * self.outlier_scale
@@ -55,9 +56,19 @@ class SimResult:
     inconclusive: float
 
 
-def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base: int = 5, n_cur: int = 5,
-             alpha: float = ALPHA, threshold: float = 0.05, cases: int = 3, max_repeats: int | None = None,
-             seed: int = 0, by_machine: bool = True) -> SimResult:
+def simulate(
+    trials: int,
+    ratio: float,
+    noise: NoiseModel = NoiseModel(),
+    n_base: int = 5,
+    n_cur: int = 5,
+    alpha: float = ALPHA,
+    threshold: float = 0.05,
+    cases: int = 3,
+    max_repeats: int | None = None,
+    seed: int = 0,
+    by_machine: bool = True,
+) -> SimResult:
     """Simulate ``trials`` sessions of ``cases`` comparisons, all with true slowdown ``ratio``.
 
     With ``max_repeats``, inconclusive comparisons get ``n_cur`` more runs per look, and alpha is
@@ -77,7 +88,7 @@ def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base
         for i, t in enumerate(true):
             base = noise.run_metrics(rng, t, n_base, noise.base_leases)
             if by_machine and noise.base_leases > 1:
-                base = [base[j::noise.base_leases] for j in range(noise.base_leases)]
+                base = [base[j :: noise.base_leases] for j in range(noise.base_leases)]
             data[f"c{i}"] = (base, noise.run_metrics(rng, cur[i], n_cur, 0))
         verdicts = check.decide(data, looks=looks)
         for _look in range(looks - 1):
@@ -97,9 +108,11 @@ def simulate(trials: int, ratio: float, noise: NoiseModel = NoiseModel(), n_base
     return SimResult(ratio, trials, any_reg / trials, reg / n, ok / n, inc / n)
 
 
-def two_sample_t_power(true_ratio: float, cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, cases: int = 1) -> float:
-    """Analytic power of the runtime regression test, the two-sample t test between ``n_base`` baseline runs and ``n_cur``
-    current runs (one case, Holm's first step alpha/cases), for log-normal run noise of ``cv``."""
+def two_sample_t_power(
+    true_ratio: float, cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, cases: int = 1
+) -> float:
+    """Analytic power of the runtime regression test, the two-sample t test between ``n_base`` baseline runs and
+    ``n_cur`` current runs (one case, Holm's first step alpha/cases), for log-normal run noise of ``cv``."""
     if true_ratio <= 0 or cv <= 0:
         return float("nan")
     se = cv * math.sqrt(1 / n_base + 1 / n_cur)
@@ -108,8 +121,9 @@ def two_sample_t_power(true_ratio: float, cv: float, n_base: int, n_cur: int, al
     return float(_st.nct.sf(_st.t.ppf(1 - alpha / cases, df), df, ncp))
 
 
-def min_detectable_slowdown(cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, target: float = 0.9,
-                            cases: int = 1) -> float:
+def min_detectable_slowdown(
+    cv: float, n_base: int, n_cur: int, alpha: float, threshold: float, target: float = 0.9, cases: int = 1
+) -> float:
     """Smallest true slowdown (fraction) detected as a regression with probability ``target``."""
     lo, hi = 1 + threshold, 10.0
     if two_sample_t_power(hi, cv, n_base, n_cur, alpha, threshold, cases) < target:
@@ -129,9 +143,9 @@ def min_detectable_slowdown(cv: float, n_base: int, n_cur: int, alpha: float, th
 @dataclass(frozen=True)
 class PairNoise:
     """Noise of one pair's log ratio log(B/A): normal with sd ``sigma`` (or a t with ``tail_df`` degrees of freedom
-    scaled to the same sd, for heavy tails), plus a per-launch offset with sd ``launch_sd`` shared by the launch's pairs.
-    With ``outlier_share`` > 0 that share of pairs is drawn from a normal with sd ``outlier_sd`` instead (a step caught by
-    a host hiccup: most pairs are tight and a few are far off)."""
+    scaled to the same sd, for heavy tails), plus a per-launch offset with sd ``launch_sd`` shared by the launch's
+    pairs. With ``outlier_share`` > 0 that share of pairs is drawn from a normal with sd ``outlier_sd`` instead (a step
+    caught by a host hiccup: most pairs are tight and a few are far off)."""
 
     sigma: float = 0.03
     launch_sd: float = 0.0
@@ -166,20 +180,37 @@ class InterleaveSim:
     launch_unit: float  # share of final verdicts made with the launch as the unit
 
 
-def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int = 60, launches: int = 2, look_every: int | None = None,
-                        alpha: float = ALPHA, threshold: float = INTERLEAVED, seed: int = 0, launch_alpha: float | None = None,
-                        test: str = "rank", unit: str | None = None) -> InterleaveSim:
+def simulate_interleave(
+    trials: int,
+    ratio: float,
+    noise: PairNoise,
+    pairs: int = 60,
+    launches: int = 2,
+    look_every: int | None = None,
+    alpha: float = ALPHA,
+    threshold: float = INTERLEAVED,
+    seed: int = 0,
+    launch_alpha: float | None = None,
+    test: str = "rank",
+    unit: str | None = None,
+) -> InterleaveSim:
     """Simulate ``trials`` interleaved comparisons with true ratio B/A ``ratio``, through the command's own plan
     (:class:`harness.judging.paired.Plan`) and verdict (:class:`harness.judging.paired.PairedCheck`): looks every
     ``look_every`` pairs once every launch has 2 pairs, stopping at the first conclusive look. ``unit`` as the command
-    chooses it when None: the launch from :data:`~harness.judging.launches.MIN_LAUNCH_UNIT` launches on, else the pair."""
+    chooses it when None: the launch from :data:`~harness.judging.launches.MIN_LAUNCH_UNIT` launches on,
+    else the pair."""
     from harness.judging.launches import LAUNCH_ALPHA, MIN_LAUNCH_UNIT
     from harness.judging.paired import PairedCheck, Plan
     from harness.judging.stopping import StopRule
 
     plan = Plan(pairs, launches, look_every)
     unit = unit or ("launch" if launches >= MIN_LAUNCH_UNIT else "pair")
-    stop = StopRule(plan, PairedCheck(alpha, threshold, len(plan.looks), LAUNCH_ALPHA if launch_alpha is None else launch_alpha, test, unit))
+    stop = StopRule(
+        plan,
+        PairedCheck(
+            alpha, threshold, len(plan.looks), LAUNCH_ALPHA if launch_alpha is None else launch_alpha, test, unit
+        ),
+    )
     rng = np.random.default_rng(seed)
     sizes = [b - a for a, b in zip(plan.starts, (*plan.starts[1:], pairs))]
     counts = {"regression": 0, "pass": 0, "improvement": 0, "inconclusive": 0}
@@ -189,8 +220,13 @@ def simulate_interleave(trials: int, ratio: float, noise: PairNoise, pairs: int 
         counts[v.outcome] += 1
         used += n
         unit += v.details["unit"] == "launch"
-    return InterleaveSim(ratio, trials, *(counts[k] / trials for k in ("regression", "pass", "improvement", "inconclusive")),
-                         used / trials, unit / trials)
+    return InterleaveSim(
+        ratio,
+        trials,
+        *(counts[k] / trials for k in ("regression", "pass", "improvement", "inconclusive")),
+        used / trials,
+        unit / trials,
+    )
 
 
 DRAWS = 1000  # replicates of :func:`drawn_mds`: enough that its MDS moves little between seeds
@@ -198,16 +234,18 @@ DRAWS = 1000  # replicates of :func:`drawn_mds`: enough that its MDS moves littl
 
 def hl_rows(x: np.ndarray) -> np.ndarray:
     """The Hodges-Lehmann estimate along the last axis (the median of the Walsh averages (x_i + x_j) / 2, i <= j), as
-    :func:`harness.judging.pair_estimates.hodges_lehmann` computes it for one launch; in chunks of about 4M Walsh averages."""
+    :func:`harness.judging.pair_estimates.hodges_lehmann` computes it for one launch;
+    in chunks of about 4M Walsh averages."""
     i, j = np.triu_indices(x.shape[-1])
     flat = x.reshape(-1, x.shape[-1])
     step = max(1, 4_000_000 // len(i))
-    out = [np.median((flat[r:r + step, i] + flat[r:r + step, j]) / 2, axis=-1) for r in range(0, len(flat), step)]
+    out = [np.median((flat[r : r + step, i] + flat[r : r + step, j]) / 2, axis=-1) for r in range(0, len(flat), step)]
     return np.concatenate(out).reshape(x.shape[:-1])
 
 
-def drawn_summaries(groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", reps: int = DRAWS,
-                    seed: int = 0) -> np.ndarray:
+def drawn_summaries(
+    groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", reps: int = DRAWS, seed: int = 0
+) -> np.ndarray:
     """(reps, launches) launch summaries under the null, drawn from a run's own pairs as :func:`drawn_mds` draws them:
     the launch residuals (:func:`harness.judging.launches.launch_residuals`) mirrored, ``pairs`` of them per launch with
     replacement, summarised (Hodges-Lehmann or mean), plus a N(0, ``launch_sd``) offset per launch."""
@@ -223,8 +261,17 @@ def drawn_summaries(groups, launches: int, pairs: int, launch_sd: float, summary
     return s
 
 
-def drawn_mds(groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", alpha: float = 0.01, target: float = 0.9,
-              reps: int = DRAWS, seed: int = 0) -> float | None:
+def drawn_mds(
+    groups,
+    launches: int,
+    pairs: int,
+    launch_sd: float,
+    summary: str = "hl",
+    alpha: float = 0.01,
+    target: float = 0.9,
+    reps: int = DRAWS,
+    seed: int = 0,
+) -> float | None:
     """The minimum detectable slowdown of ``launches`` launches of ``pairs`` pairs, drawn from a run's own pairs instead
     of the normal model of :func:`harness.judging.planning.launch_plan`.
 

@@ -77,8 +77,8 @@ class Sample:
 
 def sd(xs: Sequence[float], short: float | None = math.nan) -> float | None:
     """The sample standard deviation of ``xs`` (n - 1 in the denominator), the spread of log ratios that the t tests
-    use. Below two values it is ``short``: nan by default, so that it flows through arithmetic where a verdict would need
-    two units; None where it is reported (a report's JSON has no nan)."""
+    use. Below two values it is ``short``: nan by default, so that it flows through arithmetic where a verdict would
+    need two units; None where it is reported (a report's JSON has no nan)."""
     if len(xs) < 2:
         return short
     m = fmean(xs)
@@ -112,7 +112,11 @@ class RatioEstimate:
     def _q(self) -> float:
         from scipy import stats as _st
 
-        return float(_st.t.ppf(1 - self.alpha, self.df)) if self.df > 0 and math.isfinite(self.df) else float(_st.norm.ppf(1 - self.alpha))
+        return (
+            float(_st.t.ppf(1 - self.alpha, self.df))
+            if self.df > 0 and math.isfinite(self.df)
+            else float(_st.norm.ppf(1 - self.alpha))
+        )
 
     @property
     def lo(self) -> float:
@@ -180,7 +184,8 @@ def machine_ratio(groups: Sequence[Sequence[float]], cur: Sequence[float], alpha
 
 
 def smallest_flagged(groups: Sequence[Sequence[float]], alpha: float, threshold: float) -> float:
-    """The smallest ratio estimate that :func:`machine_ratio` against these baseline ``groups`` can call a regression at ``alpha``.
+    """The smallest ratio estimate that :func:`machine_ratio` against these baseline ``groups``
+    can call a regression at ``alpha``.
 
     It depends on the baseline alone (the spread of its machine means), not on the session's runs, so a
     session can say before it starts what its runtime verdicts can and cannot detect.
@@ -188,11 +193,14 @@ def smallest_flagged(groups: Sequence[Sequence[float]], alpha: float, threshold:
     from scipy import stats as _st
 
     e = machine_ratio(groups, [1.0], alpha)
-    return (1 + threshold) * math.exp(float(_st.t.ppf(1 - alpha, e.df)) * e.se) if math.isfinite(e.df) else 1 + threshold
+    return (
+        (1 + threshold) * math.exp(float(_st.t.ppf(1 - alpha, e.df)) * e.se) if math.isfinite(e.df) else 1 + threshold
+    )
 
 
 def estimate(base: Sequence[float] | Sequence[Sequence[float]], cur: Sequence[float], alpha: float) -> RatioEstimate:
-    """The runtime estimate: :func:`machine_ratio` when ``base`` is grouped by machine over >= 2 machines, else Welch."""
+    """The runtime estimate: :func:`machine_ratio` when ``base`` is grouped by machine over >= 2 machines,
+    else Welch."""
     if base and isinstance(base[0], (list, tuple)):
         groups = [g for g in base if len(g)]
         if len(groups) >= 2:
@@ -262,8 +270,12 @@ class RuntimeCheck:
     alpha: float = ALPHA
     threshold: float = 0.05  # practical threshold delta: regression means slower than 1 + delta
 
-    def decide(self, cases: dict[str, tuple[Sequence[float], Sequence[float]]], metric: dict[str, str] | None = None,
-               looks: int = 1) -> dict[str, Verdict]:
+    def decide(
+        self,
+        cases: dict[str, tuple[Sequence[float], Sequence[float]]],
+        metric: dict[str, str] | None = None,
+        looks: int = 1,
+    ) -> dict[str, Verdict]:
         """``cases``: case -> (baseline values, or lists of them per machine; current values).
 
         ``looks``: planned sequential looks (alpha is split over them).
@@ -277,62 +289,60 @@ class RuntimeCheck:
         for c in names:
             e = est[c]
             what = (metric or {}).get(c, "steady-state median step time")
-            details = {"ratio": e.ratio, "lo": e.lo, "hi": e.hi, "p_regression": e.p_above(t_up), "alpha": a,
-                       "threshold": self.threshold, "n_base": e.n_base, "n_cur": e.n_cur, "metric": what, "unit": e.unit,
-                       "machines": e.machines,
-                       "correction": f"Holm over {len(names)} runtime comparisons" + (f", alpha/{looks} per look" if looks > 1 else "")}
+            details = {
+                "ratio": e.ratio,
+                "lo": e.lo,
+                "hi": e.hi,
+                "p_regression": e.p_above(t_up),
+                "alpha": a,
+                "threshold": self.threshold,
+                "n_base": e.n_base,
+                "n_cur": e.n_cur,
+                "metric": what,
+                "unit": e.unit,
+                "machines": e.machines,
+                "correction": f"Holm over {len(names)} runtime comparisons"
+                + (f", alpha/{looks} per look" if looks > 1 else ""),
+            }
             head = f"{what} {fmt_ratio(e.ratio, e.lo, e.hi)} vs baseline, threshold +{self.threshold:.0%}"
             if e.unit == "machine":
                 head += f" (unit: machine; the baseline spans {e.machines} machines)"
             if e.unit == "run" and not reachable(a, e.n_base, e.n_cur):
-                out[c] = Verdict("runtime", c, "inconclusive", f"{head}: cannot reach alpha={a:g} with {e.n_base} baseline and {e.n_cur} current runs (need >= 2 each); run more repeats", details)
+                out[c] = Verdict(
+                    "runtime",
+                    c,
+                    "inconclusive",
+                    f"{head}: cannot reach alpha={a:g} with {e.n_base} baseline "
+                    f"and {e.n_cur} current runs (need >= 2 each); run more repeats",
+                    details,
+                )
             elif rejected[c]:
-                out[c] = Verdict("runtime", c, "regression", f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, {details['correction']})", details)
+                out[c] = Verdict(
+                    "runtime",
+                    c,
+                    "regression",
+                    f"REGRESSION: {head} (p={e.p_above(t_up):.2g}, {details['correction']})",
+                    details,
+                )
             elif e.hi < 1 - self.threshold:
-                out[c] = Verdict("runtime", c, "improvement", f"improvement: {head}; if intended, record a new baseline with --update-baselines", details)
+                out[c] = Verdict(
+                    "runtime",
+                    c,
+                    "improvement",
+                    f"improvement: {head}; if intended, record a new baseline with --update-baselines",
+                    details,
+                )
             elif e.hi < t_up:
                 out[c] = Verdict("runtime", c, "pass", f"pass: {head}", details)
             else:
                 hint = "; more runs from other machines in the baseline narrow it" if e.unit == "machine" else ""
-                out[c] = Verdict("runtime", c, "inconclusive", f"inconclusive: {head}; the interval straddles +{self.threshold:.0%}{hint}", details)
-        return out
-
-
-@dataclass(frozen=True)
-class OrderingCheck:
-    """A pair the baseline orders with confidence must not be reversed with confidence now.
-
-    Established in the baseline: two-sided Welch on logs at alpha. Reversed now: one-sided at alpha,
-    Holm-corrected over the asserted pairs. Pairs the baseline cannot tell apart are ties, not asserted.
-    """
-
-    alpha: float = ALPHA
-
-    def decide(self, workload: str, base: dict[str, Sequence[float]], cur: dict[str, Sequence[float]]) -> list[Verdict]:
-        ids = [d for d in base if d in cur]
-        ties, asserted = [], []  # asserted: (fast, slow, baseline slow/fast, current estimate of slow/fast)
-        for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
-                e = log_ratio(base[a], base[b], self.alpha / 2)  # ratio b/a in the baseline
-                if reachable(self.alpha, len(base[a]), len(base[b])) and e.p_above(1.0) < self.alpha / 2:
-                    asserted.append((a, b, e.ratio, log_ratio(cur[a], cur[b], self.alpha)))
-                elif reachable(self.alpha, len(base[a]), len(base[b])) and e.p_below(1.0) < self.alpha / 2:
-                    asserted.append((b, a, 1 / e.ratio, log_ratio(cur[b], cur[a], self.alpha)))
-                else:
-                    ties.append((a, b, e))
-        rejected = holm([now.p_below(1.0) for *_, now in asserted], self.alpha) if asserted else []
-        out = []
-        for (fast, slow, was, now), rev in zip(asserted, rejected):
-            case = f"{workload}:{fast}<{slow}"
-            details = {"faster": fast, "slower": slow, "ratio_base": was, "ratio_now": now.ratio, "p_reversed": now.p_below(1.0)}
-            if rev:
-                out.append(Verdict("ordering", case, "fail", f"ORDER REVERSED: baseline has {fast} faster than {slow} (x{was:.3f}); now {slow}/{fast} = x{now.ratio:.3f} (p={now.p_below(1.0):.2g}, Holm over {len(asserted)} pairs)", details))
-            elif now.ratio < 1:
-                out.append(Verdict("ordering", case, "inconclusive", f"{fast} faster than {slow} in the baseline (x{was:.3f}); now x{now.ratio:.3f}, not confidently reversed", details))
-            else:
-                out.append(Verdict("ordering", case, "pass", f"{fast} faster than {slow}: {slow}/{fast} baseline x{was:.3f}, now x{now.ratio:.3f}", details))
-        for a, b, e in ties:
-            out.append(Verdict("ordering", f"{workload}:{a}~{b}", "tie", f"{a} and {b}: the baseline cannot tell them apart ({b}/{a} x{e.ratio:.3f}, CI [{e.lo:.3f}, {e.hi:.3f}]); not asserted", {"ratio_base": e.ratio}))
+                out[c] = Verdict(
+                    "runtime",
+                    c,
+                    "inconclusive",
+                    f"inconclusive: {head}; the interval straddles +{self.threshold:.0%}{hint}",
+                    details,
+                )
         return out
 
 
@@ -358,33 +368,14 @@ class MemoryCheck:
         allowed = self.allowed(b)
         gib = 2**30
         d = {"baseline_bytes": b, "current_bytes": c, "allowed_bytes": allowed}
-        msg = f"peak reserved {c / gib:.2f} GiB vs baseline {b / gib:.2f} GiB ({(c - b) / 2**20:+.0f} MiB, allowed +{allowed / 2**20:.0f} MiB)"
-        return Verdict("memory", case, "fail" if c - b > allowed else "pass", ("MEMORY REGRESSION: " if c - b > allowed else "pass: ") + msg, d)
-
-
-LOSS_RTOL = {"fp32": 1e-3, "bf16": 3e-2, "fp16": 1e-2}
-
-
-@dataclass(frozen=True)
-class EquivalenceCheck:
-    """All decompositions of a workload train on the same samples per step, so per-step losses must agree."""
-
-    rtol: float
-
-    def decide(self, workload: str, losses: dict[str, Sequence[float]]) -> Verdict:
-        ids = list(losses)
-        ref = ids[0]
-        worst, where = 0.0, None
-        for d in ids[1:]:
-            a, b = losses[ref], losses[d]
-            if len(a) != len(b):
-                return Verdict("equivalence", workload, "fail", f"{ref} ran {len(a)} steps but {d} ran {len(b)}")
-            for i, (x, y) in enumerate(zip(a, b)):
-                err = abs(x - y) / max(abs(x), 1e-12) if math.isfinite(x) and math.isfinite(y) else math.inf
-                if err > worst:
-                    worst, where = err, (d, i + 1, x, y)
-        detail = {"max_rel_diff": worst, "rtol": self.rtol}
-        if worst > self.rtol:
-            d, step, x, y = where
-            return Verdict("equivalence", workload, "fail", f"losses differ: step {step}, {ref} {x:.6g} vs {d} {y:.6g} (rel {worst:.2g} > {self.rtol:g}); the decompositions did different work", detail)
-        return Verdict("equivalence", workload, "pass", f"per-step losses of {', '.join(ids)} agree (max rel diff {worst:.2g} <= {self.rtol:g})", detail)
+        msg = (
+            f"peak reserved {c / gib:.2f} GiB vs baseline {b / gib:.2f} GiB ({(c - b) / 2**20:+.0f} MiB, "
+            f"allowed +{allowed / 2**20:.0f} MiB)"
+        )
+        return Verdict(
+            "memory",
+            case,
+            "fail" if c - b > allowed else "pass",
+            ("MEMORY REGRESSION: " if c - b > allowed else "pass: ") + msg,
+            d,
+        )

@@ -20,7 +20,9 @@ class Progress:
 
     t_start: float = field(default_factory=time.time)
     groups: list[list[float]] = field(default_factory=list)  # pair log ratios by launch
-    launches: list[dict] = field(default_factory=list)  # per launch: start-up, warm-up, stopping, what its workers reported
+    launches: list[dict] = field(
+        default_factory=list
+    )  # per launch: start-up, warm-up, stopping, what its workers reported
     pair_wall: list[float] = field(default_factory=list)
     verdict: Verdict | None = None
     stopped: str | None = None
@@ -65,9 +67,10 @@ class StopRule:
         return None
 
     def fit(self, p: Progress, launch: int, made: int, overhead_s: float) -> int:
-        """How many pairs launch ``launch`` (``made`` so far) should make so that it and every later launch get about as many,
-        all within the budget, at the costs measured so far: ``overhead_s`` per launch (start-up, warm-up, stopping) and the
-        mean pair. m solves (m - made) p + later (overhead + m p) = time left. Unbounded without a budget or before a pair."""
+        """How many pairs launch ``launch`` (``made`` so far) should make so that it and every later launch get about as
+        many, all within the budget, at the costs measured so far: ``overhead_s`` per launch (start-up, warm-up,
+        stopping) and the mean pair. m solves (m - made) p + later (overhead + m p) = time left. Unbounded without a
+        budget or before a pair."""
         if self.budget_s is None or not p.pair_wall:
             return self.plan.pairs
         later = self.plan.launches - launch

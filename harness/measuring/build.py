@@ -32,7 +32,11 @@ def _hub_errors() -> tuple[type[BaseException], ...]:
     try:
         from huggingface_hub import errors as hf_errors
 
-        errs += [getattr(hf_errors, n) for n in ("HfHubHTTPError", "OfflineModeIsEnabled", "LocalEntryNotFoundError") if hasattr(hf_errors, n)]
+        errs += [
+            getattr(hf_errors, n)
+            for n in ("HfHubHTTPError", "OfflineModeIsEnabled", "LocalEntryNotFoundError")
+            if hasattr(hf_errors, n)
+        ]
     except ImportError:  # pragma: no cover
         pass
     try:
@@ -46,7 +50,10 @@ def _hub_errors() -> tuple[type[BaseException], ...]:
 
 def _unavailable(what: str, ident: str, exc: BaseException, fix: str) -> HubUnavailable:
     first = (str(exc).strip().splitlines() or [""])[0][:200]
-    return HubUnavailable(f"cannot load {what} {ident!r} ({type(exc).__name__}: {first}); the hub is unreachable or the id is wrong: {fix}")
+    return HubUnavailable(
+        f"cannot load {what} {ident!r} ({type(exc).__name__}: {first}); "
+        f"the hub is unreachable or the id is wrong: {fix}"
+    )
 
 
 def in_memory_tokenizer(vocab_words: int = 256):
@@ -70,7 +77,9 @@ def build_tokenizer(w: Workload):
         try:
             tok = AutoTokenizer.from_pretrained(w.model.hub_id, revision=w.model.revision)
         except _hub_errors() as exc:
-            raise _unavailable("tokenizer", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
+            raise _unavailable(
+                "tokenizer", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder"
+            ) from None
     else:
         tok = in_memory_tokenizer()
     return apply_chat_template(tok, w.data.chat_template)
@@ -98,7 +107,9 @@ def check_architecture(w: Workload) -> None:
     try:
         cfg = AutoConfig.from_pretrained(w.model.hub_id, revision=w.model.revision)
     except _hub_errors() as exc:
-        raise _unavailable("model config", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
+        raise _unavailable(
+            "model config", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder"
+        ) from None
     try:
         theirs = of_model(cfg.to_dict())
         check_against(w.model.model_type, w.model.config, theirs, w.model.hub_id)
@@ -120,9 +131,13 @@ def build_model(w: Workload, device: torch.device):
             if quant is not None:
                 model = quantized.load(w.model.hub_id, None, w, device, dtype, quant, extra)
             else:
-                model = AutoModelForCausalLM.from_pretrained(w.model.hub_id, revision=w.model.revision, dtype=dtype, **extra).to(device)
+                model = AutoModelForCausalLM.from_pretrained(
+                    w.model.hub_id, revision=w.model.revision, dtype=dtype, **extra
+                ).to(device)
         except _hub_errors() as exc:
-            raise _unavailable("model", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder") from None
+            raise _unavailable(
+                "model", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder"
+            ) from None
     else:
         config = AutoConfig.for_model(w.model.model_type, **w.model.config)
         config.use_cache = False
@@ -144,7 +159,11 @@ def build_dataset(w: Workload, tokenizer):
     if d.source == "synthetic":
         gen = torch.Generator().manual_seed(w.train.seed)
         low = len(_SPECIAL)
-        high = min(w.architecture()["config"].get("vocab_size", 32000), len(tokenizer)) if w.model.init == "random" else len(tokenizer)
+        high = (
+            min(w.architecture()["config"].get("vocab_size", 32000), len(tokenizer))
+            if w.model.init == "random"
+            else len(tokenizer)
+        )
         ids = torch.randint(low, max(high, low + 1), (d.num_samples, w.train.max_length), generator=gen)
         return datasets.Dataset.from_dict({"input_ids": ids.tolist()})
     if d.source == "local":
@@ -156,18 +175,25 @@ def build_dataset(w: Workload, tokenizer):
         elif d.source == "local" and path.is_dir() and (path / "state.json").exists():
             ds = datasets.load_from_disk(str(path))
         elif d.source == "local" and path.is_file():
-            ds = datasets.load_dataset(path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path), split="train")
+            ds = datasets.load_dataset(
+                path.suffix.lstrip(".").replace("jsonl", "json"), data_files=str(path), split="train"
+            )
         elif d.source == "local":  # a folder of data files, read by datasets' folder builder; never the hub
             ds = datasets.load_dataset(str(path), split=d.split)
         else:
             ds = datasets.load_dataset(d.id, d.name, split=d.split, revision=d.revision)
     except _hub_errors() as exc:
-        raise _unavailable("dataset", d.id, exc, "use data.source = 'synthetic' or point data.id at a local folder") from None
+        raise _unavailable(
+            "dataset", d.id, exc, "use data.source = 'synthetic' or point data.id at a local folder"
+        ) from None
     ds = select_columns(ds, w)
     if d.shuffle_seed is not None:
         ds = ds.shuffle(seed=d.shuffle_seed)
     if d.num_samples > len(ds):
-        raise BadInput(f"data.num_samples = {d.num_samples} but {d.id!r} split {d.split!r} has only {len(ds)} rows; lower data.num_samples")
+        raise BadInput(
+            f"data.num_samples = {d.num_samples} but {d.id!r} split {d.split!r} has only {len(ds)} rows; "
+            "lower data.num_samples"
+        )
     return ds.select(range(d.num_samples))
 
 
@@ -179,8 +205,10 @@ def check_digest(w: Workload) -> None:
 
     found = data_digest(w.data.id)
     if w.data.digest is not None and found != w.data.digest:
-        raise SpecError(f"{w.name}: data.digest: {w.data.id} changed since the workload was loaded ({short(w.data.digest)} -> "
-                        f"{short(found)}); restore it, or rerun to take the new content")
+        raise SpecError(
+            f"{w.name}: data.digest: {w.data.id} changed since the workload was loaded ({short(w.data.digest)} -> "
+            f"{short(found)}); restore it, or rerun to take the new content"
+        )
 
 
 def select_columns(ds, w: Workload):
@@ -189,21 +217,31 @@ def select_columns(ds, w: Workload):
     from trl.data_utils import is_conversational
 
     d = w.data
-    for key, column, target in (("text_column", d.text_column, "text"), ("messages_column", d.messages_column, "messages")):
+    for key, column, target in (
+        ("text_column", d.text_column, "text"),
+        ("messages_column", d.messages_column, "messages"),
+    ):
         if column is None:
             continue
         if column not in ds.column_names:
-            raise SpecError(f"{w.name}: data.{key} = {column!r} is not a column of {d.id!r} (its columns: {', '.join(ds.column_names)})")
+            raise SpecError(
+                f"{w.name}: data.{key} = {column!r} is not a column of {d.id!r} "
+                f"(its columns: {', '.join(ds.column_names)})"
+            )
         ds = ds.select_columns([column])
         if column != target:
             ds = ds.rename_column(column, target)
     chats = len(ds) > 0 and is_conversational(ds[0])
     if isinstance(d.chat_template, str) and not chats:
-        raise SpecError(f"{w.name}: data.chat_template is set but the rows of {d.id!r} are not conversations, so it would be ignored: "
-                        "remove it, or name the conversations with data.messages_column")
+        raise SpecError(
+            f"{w.name}: data.chat_template is set but the rows of {d.id!r} are not conversations, "
+            "so it would be ignored: remove it, or name the conversations with data.messages_column"
+        )
     if d.chat_template is False and chats:
-        raise SpecError(f"{w.name}: data.chat_template = false but the rows of {d.id!r} are conversations: set it to true or to a "
-                        "template string, or name a plain-text column with data.text_column")
+        raise SpecError(
+            f"{w.name}: data.chat_template = false but the rows of {d.id!r} are conversations: set it to true or to a "
+            "template string, or name a plain-text column with data.text_column"
+        )
     return ds
 
 
@@ -250,5 +288,11 @@ def lora_config(w: Workload):
     from peft import LoraConfig
 
     lo = w.lora
-    return LoraConfig(r=lo.r, lora_alpha=lo.alpha, lora_dropout=lo.dropout, bias=lo.bias,
-                      target_modules=lo.target_modules, task_type=lo.task_type)
+    return LoraConfig(
+        r=lo.r,
+        lora_alpha=lo.alpha,
+        lora_dropout=lo.dropout,
+        bias=lo.bias,
+        target_modules=lo.target_modules,
+        task_type=lo.task_type,
+    )

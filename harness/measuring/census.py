@@ -5,10 +5,10 @@ CUDA when there is one) and counts, per optimizer step: aten operators, CUDA ker
 synchronising CUDA runtime calls and memcpys, allocator calls (the profiler's events are summarised by
 :mod:`harness.measuring.census_counts`), the tokens the steps consumed (real and padded, from the batches the
 timing already counts), the run's peak device memory and the bytes each aten op allocated in the window (the profiler's
-memory events, :mod:`harness.measuring.census_memory`), and, in a second window of the same length right after the first,
-Python function calls (:class:`PythonCalls`). It also records the resolved training configuration
-(:func:`resolved_config`) and the SDPA backend that actually ran. Every key is described in
-``docs/measurement.md`` ("Census"); ``harness/judging/census_diff.py`` compares two censuses without torch.
+memory events, :mod:`harness.measuring.census_memory`), and, in a second window of the same length right after the
+first, Python function calls (:class:`PythonCalls`). It also records the resolved training configuration
+(:func:`resolved_config`) and the SDPA backend that actually ran. Every key is described in ``docs/measurement.md``
+("Census"); ``harness/judging/census_diff.py`` compares two censuses without torch.
 
 Window: the first ``start`` optimizer steps are skipped, ``start`` being ``[measure] warmup_steps``
 rounded up to a multiple of the Trainer's logging period, so the window opens at a logging boundary;
@@ -33,12 +33,21 @@ import time
 import torch
 from transformers import TrainerCallback
 
-from harness.judging.census_diff import window_plan
+from harness.judging.census_window import window_plan
 from harness.measuring import census_memory
 from harness.measuring.census_counts import summarize
 
 # Arguments that name this run rather than configure it.
-VOLATILE_ARGS = ("output_dir", "logging_dir", "run_name", "hub_model_id", "hub_token", "push_to_hub_token", "trackio_space_id", "project")
+VOLATILE_ARGS = (
+    "output_dir",
+    "logging_dir",
+    "run_name",
+    "hub_model_id",
+    "hub_token",
+    "push_to_hub_token",
+    "trackio_space_id",
+    "project",
+)
 
 
 def jsonable(v):
@@ -76,27 +85,33 @@ def resolved_config(args, model) -> dict:
     peft = getattr(model, "peft_config", None) or {}
     import torch.utils.checkpoint as tuc
 
-    return jsonable({
-        "args": a,
-        "attn_implementation": getattr(cfg, "_attn_implementation", None),
-        "dtype": str(getattr(base, "dtype", None)),
-        "checkpointing": {
-            "enabled": bool(getattr(base, "is_gradient_checkpointing", False)),
-            "layers": sum(1 for m in ckpt_modules if getattr(m, "gradient_checkpointing", False)),
-            "modules": len(ckpt_modules),
-            "func": getattr(getattr(func, "func", func), "__qualname__", None) if func is not None else None,
-            "kwargs": dict(getattr(func, "keywords", {}) or {}),
-            "early_stop": getattr(tuc, "_enable_checkpoint_early_stop", None),
-        },
-        "peft": {name: c.to_dict() for name, c in peft.items()},
-        "torch": {
-            "matmul_tf32": torch.backends.cuda.matmul.allow_tf32, "cudnn_tf32": torch.backends.cudnn.allow_tf32,
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "sdp": {"flash": torch.backends.cuda.flash_sdp_enabled(), "efficient": torch.backends.cuda.mem_efficient_sdp_enabled(),
+    return jsonable(
+        {
+            "args": a,
+            "attn_implementation": getattr(cfg, "_attn_implementation", None),
+            "dtype": str(getattr(base, "dtype", None)),
+            "checkpointing": {
+                "enabled": bool(getattr(base, "is_gradient_checkpointing", False)),
+                "layers": sum(1 for m in ckpt_modules if getattr(m, "gradient_checkpointing", False)),
+                "modules": len(ckpt_modules),
+                "func": getattr(getattr(func, "func", func), "__qualname__", None) if func is not None else None,
+                "kwargs": dict(getattr(func, "keywords", {}) or {}),
+                "early_stop": getattr(tuc, "_enable_checkpoint_early_stop", None),
+            },
+            "peft": {name: c.to_dict() for name, c in peft.items()},
+            "torch": {
+                "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+                "cudnn_tf32": torch.backends.cudnn.allow_tf32,
+                "float32_matmul_precision": torch.get_float32_matmul_precision(),
+                "sdp": {
+                    "flash": torch.backends.cuda.flash_sdp_enabled(),
+                    "efficient": torch.backends.cuda.mem_efficient_sdp_enabled(),
                     "math": torch.backends.cuda.math_sdp_enabled(),
-                    "cudnn": getattr(torch.backends.cuda, "cudnn_sdp_enabled", lambda: None)()},
-        },
-    })
+                    "cudnn": getattr(torch.backends.cuda, "cudnn_sdp_enabled", lambda: None)(),
+                },
+            },
+        }
+    )
 
 
 class PythonCalls:
@@ -150,8 +165,14 @@ class CensusCallback(TrainerCallback):
     edges; their per-step deltas land in ``result["tokens"]`` (None without it). ``result`` is set at
     ``on_train_end``."""
 
-    def __init__(self, warmup_steps: int, counters: dict | None = None, python_calls: bool = True, stop: bool = False,
-                 tokens=None):
+    def __init__(
+        self,
+        warmup_steps: int,
+        counters: dict | None = None,
+        python_calls: bool = True,
+        stop: bool = False,
+        tokens=None,
+    ):
         self.warmup_steps = warmup_steps
         self.stop = stop  # end the training once the windows are counted: a census run is short
         self.counters = counters or {}
@@ -190,7 +211,9 @@ class CensusCallback(TrainerCallback):
             self._sync()
             self._marks["counters0"] = {k: f() for k, f in self.counters.items()}
             self._marks["tokens0"] = dict(self.tokens()) if self.tokens else None
-            self.prof = profile(activities=acts, profile_memory=True)  # its memory events are kept apart from the counts
+            self.prof = profile(
+                activities=acts, profile_memory=True
+            )  # its memory events are kept apart from the counts
             self.prof.start()
             self._marks["t0"] = time.perf_counter()
         elif step == start + n and self.prof is not None and not self.profiled:
@@ -218,10 +241,20 @@ class CensusCallback(TrainerCallback):
     def finish(self) -> dict:
         p = self.plan or {}
         start, n = p.get("start"), p.get("n")
-        head = {"fits": bool(p.get("fits")), "device": "cuda" if self.cuda else "cpu", "logging_steps": p.get("logging_steps"),
-                "steps": [start + 1, start + n] if p else None, "n": n}
+        head = {
+            "fits": bool(p.get("fits")),
+            "device": "cuda" if self.cuda else "cpu",
+            "logging_steps": p.get("logging_steps"),
+            "steps": [start + 1, start + n] if p else None,
+            "n": n,
+        }
         if not p.get("fits") or not self.profiled:
-            return {**head, "fits": False, "reason": p.get("reason", "the profiled window did not complete"), "config": self.config}
+            return {
+                **head,
+                "fits": False,
+                "reason": p.get("reason", "the profiled window did not complete"),
+                "config": self.config,
+            }
         mem, events = census_memory.split(self.prof.profiler.kineto_results.events())
         out = {**head, **summarize(events, n, self.cuda)}
         out["memory"] = {**census_memory.peaks(self.cuda), **census_memory.allocations(mem, events, n, self.cuda)}
@@ -233,13 +266,25 @@ class CensusCallback(TrainerCallback):
         if t0 is not None:
             out["window"]["tokens"] = {k: t1[k] - t0[k] for k in t0}
         if "python_calls" in self._marks:
-            out.update(python_calls=round(self._marks["python_calls"] / n, 4), python_method=self.py.method,
-                       python_steps=[start + n + 1, start + 2 * n])
+            out.update(
+                python_calls=round(self._marks["python_calls"] / n, 4),
+                python_method=self.py.method,
+                python_steps=[start + n + 1, start + 2 * n],
+            )
             out["window"]["python_calls"] = self._marks["python_calls"]
         else:
-            out.update(python_calls=None, python_method=None, python_steps=None,
-                       python_reason=p.get("python_reason") or ("not counted" if not self.python_calls else "window did not complete"))
-        out["overhead"] = {"profiled_ms": round(self._marks["wall_ms"] / n, 2),
-                           "python_counted_ms": round(self._marks["python_wall_ms"] / n, 2) if "python_wall_ms" in self._marks else None}
+            out.update(
+                python_calls=None,
+                python_method=None,
+                python_steps=None,
+                python_reason=p.get("python_reason")
+                or ("not counted" if not self.python_calls else "window did not complete"),
+            )
+        out["overhead"] = {
+            "profiled_ms": round(self._marks["wall_ms"] / n, 2),
+            "python_counted_ms": round(self._marks["python_wall_ms"] / n, 2)
+            if "python_wall_ms" in self._marks
+            else None,
+        }
         out["config"] = self.config
         return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 
 import torch
 
@@ -23,24 +24,60 @@ TOP_TIMES = 20
 COMM_KERNEL = re.compile(r"nccl|all_?reduce|reduce_?scatter|all_?gather|broadcast", re.I)
 # Host-blocking runtime calls, and the memcpy calls (whose direction shows only on the device side).
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpyAsync")
-ALLOC_CALLS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaHostAlloc", "cudaFreeHost", "cudaMallocAsync", "cudaFreeAsync",
-               "cuMemCreate", "cuMemMap", "cuMemUnmap", "cuMemRelease", "cuMemAddressReserve", "cuMemAddressFree")
-LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchCooperativeKernel", "cudaGraphLaunch")
+ALLOC_CALLS = (
+    "cudaMalloc",
+    "cudaFree",
+    "cudaMallocHost",
+    "cudaHostAlloc",
+    "cudaFreeHost",
+    "cudaMallocAsync",
+    "cudaFreeAsync",
+    "cuMemCreate",
+    "cuMemMap",
+    "cuMemUnmap",
+    "cuMemRelease",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+)
+LAUNCH_CALLS = (
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cudaLaunchCooperativeKernel",
+    "cudaGraphLaunch",
+)
 
 # SDPA backends, from the aten ops that dispatch them (CPU and CUDA) ...
 ATTN_OPS = {
-    "aten::_scaled_dot_product_flash_attention": "flash", "aten::_scaled_dot_product_flash_attention_backward": "flash",
-    "aten::_flash_attention_forward": "flash", "aten::_flash_attention_backward": "flash",
-    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash", "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "flash",
-    "aten::_scaled_dot_product_efficient_attention": "efficient", "aten::_scaled_dot_product_efficient_attention_backward": "efficient",
-    "aten::_efficient_attention_forward": "efficient", "aten::_efficient_attention_backward": "efficient",
-    "aten::_scaled_dot_product_cudnn_attention": "cudnn", "aten::_scaled_dot_product_cudnn_attention_backward": "cudnn",
-    "aten::_scaled_dot_product_attention_math": "math", "aten::_scaled_dot_product_attention_math_for_mps": "math",
+    "aten::_scaled_dot_product_flash_attention": "flash",
+    "aten::_scaled_dot_product_flash_attention_backward": "flash",
+    "aten::_flash_attention_forward": "flash",
+    "aten::_flash_attention_backward": "flash",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "flash",
+    "aten::_scaled_dot_product_efficient_attention": "efficient",
+    "aten::_scaled_dot_product_efficient_attention_backward": "efficient",
+    "aten::_efficient_attention_forward": "efficient",
+    "aten::_efficient_attention_backward": "efficient",
+    "aten::_scaled_dot_product_cudnn_attention": "cudnn",
+    "aten::_scaled_dot_product_cudnn_attention_backward": "cudnn",
+    "aten::_scaled_dot_product_attention_math": "math",
+    "aten::_scaled_dot_product_attention_math_for_mps": "math",
 }
 # ... and from kernel names on CUDA (checked in order: cuDNN's SDPA kernels have "flash" in their names).
-ATTN_KERNELS = (("cudnn", ("cudnn", "sdpa")), ("cudnn", ("cudnn", "fmha")), ("efficient", ("fmha_cutlass",)),
-                ("efficient", ("efficient_attention",)), ("efficient", ("AttentionKernel",)), ("efficient", ("AttentionBackwardKernel",)),
-                ("flash", ("flash_fwd",)), ("flash", ("flash_bwd",)), ("flash", ("pytorch_flash",)), ("flash", ("FlashAttn",)))
+ATTN_KERNELS = (
+    ("cudnn", ("cudnn", "sdpa")),
+    ("cudnn", ("cudnn", "fmha")),
+    ("efficient", ("fmha_cutlass",)),
+    ("efficient", ("efficient_attention",)),
+    ("efficient", ("AttentionKernel",)),
+    ("efficient", ("AttentionBackwardKernel",)),
+    ("flash", ("flash_fwd",)),
+    ("flash", ("flash_bwd",)),
+    ("flash", ("pytorch_flash",)),
+    ("flash", ("FlashAttn",)),
+)
 
 
 def _self_times_ns(cpu_ops: list[tuple[int, int, int, str]]) -> Counter:
@@ -84,8 +121,8 @@ def _attention(names: Counter, kernels: Counter) -> tuple[str, list[str]]:
 
 
 def _kind(e) -> str:
-    """Kineto activity type (``cpu_op``, ``kernel``, ``gpu_memcpy``, ``gpu_memset``, ``cuda_runtime``, ``cuda_driver``, ...);
-    guessed from the device and the name where this torch's events do not say it."""
+    """Kineto activity type (``cpu_op``, ``kernel``, ``gpu_memcpy``, ``gpu_memset``, ``cuda_runtime``, ``cuda_driver``,
+    ...); guessed from the device and the name where this torch's events do not say it."""
     at = getattr(e, "activity_type", None)
     if at is not None:
         return at()
@@ -99,11 +136,44 @@ def _kind(e) -> str:
 
 def summarize(events, n: int, cuda: bool) -> dict:
     """Census fields from raw Kineto events (``prof.profiler.kineto_results.events()``) of a window of ``n`` steps."""
-    ops, kernels, kernel_ns, runtime, memcpy = Counter(), Counter(), Counter(), Counter(), Counter()
-    cpu_ops = []
-    launch_last = -1
-    dev_syncs = []
     events = list(events)
+    t = _tally(events)
+    out: dict = {
+        "ops": _per_step(sum(t.ops.values()), n),
+        "ops_by_name": {k: _per_step(v, n) for k, v in sorted(t.ops.items())},
+    }
+    window = {"ops": sum(t.ops.values())}
+    # The synchronize at the closing edge of the window (ours, then the profiler's) is not the step's work.
+    edge = sum(1 for at in t.dev_syncs if at > t.launch_last) if cuda else 0
+    t.runtime["cudaDeviceSynchronize"] -= edge
+    fields, totals = _device_fields(t, n, edge) if cuda else _host_fields(t, n)
+    out.update(fields)
+    window.update(totals)
+    out["attention_backend"], out["attention_names"] = _attention(t.ops, t.kernels)
+    out["timeline"] = _timeline(events, n, cuda)
+    out["window"] = window
+    return out
+
+
+@dataclass
+class _Tally:
+    """A window's events counted by kind: aten ops, kernels (count and device time), CUDA runtime calls, memcpys and
+    memsets by name; every CPU op as ``(thread, start, end, name)``; the start of the last kernel launch and of every
+    ``cudaDeviceSynchronize``."""
+
+    ops: Counter = field(default_factory=Counter)
+    kernels: Counter = field(default_factory=Counter)
+    kernel_ns: Counter = field(default_factory=Counter)
+    runtime: Counter = field(default_factory=Counter)
+    memcpy: Counter = field(default_factory=Counter)
+    cpu_ops: list = field(default_factory=list)
+    launch_last: int = -1
+    dev_syncs: list = field(default_factory=list)
+
+
+def _tally(events: list) -> _Tally:
+    """Count the window's events (:class:`_Tally`)."""
+    t = _Tally()
     # record_function ranges (Optimizer.step#AdamW.step) are mirrored onto the device timeline as user
     # annotations; where this torch does not say so, a device event named like a host event is one
     host_names = {e.name() for e in events if e.device_type() == torch.autograd.DeviceType.CPU}
@@ -112,58 +182,88 @@ def summarize(events, n: int, cuda: bool) -> dict:
         if at == "kernel" and name in host_names:
             at = "gpu_user_annotation"
         if at == "cpu_op":
-            cpu_ops.append((e.start_thread_id(), e.start_ns(), e.end_ns(), name))
+            t.cpu_ops.append((e.start_thread_id(), e.start_ns(), e.end_ns(), name))
             if name.startswith("aten::"):
-                ops[name] += 1
+                t.ops[name] += 1
         elif at == "kernel":
-            kernels[name] += 1
-            kernel_ns[name] += e.duration_ns()
+            t.kernels[name] += 1
+            t.kernel_ns[name] += e.duration_ns()
         elif at in ("gpu_memcpy", "gpu_memset"):
-            memcpy[name] += 1
+            t.memcpy[name] += 1
         elif at in ("cuda_runtime", "cuda_driver"):
-            runtime[name] += 1
+            t.runtime[name] += 1
             if name in LAUNCH_CALLS:
-                launch_last = max(launch_last, e.start_ns())
+                t.launch_last = max(t.launch_last, e.start_ns())
             elif name == "cudaDeviceSynchronize":
-                dev_syncs.append(e.start_ns())
+                t.dev_syncs.append(e.start_ns())
+    return t
 
-    def r4(x):
-        return round(x / n, 4)
 
-    out: dict = {"ops": r4(sum(ops.values())), "ops_by_name": {k: r4(v) for k, v in sorted(ops.items())}}
-    window = {"ops": sum(ops.values())}
-    # The synchronize at the closing edge of the window (ours, then the profiler's) is not the step's work.
-    edge = sum(1 for t in dev_syncs if t > launch_last) if cuda else 0
-    runtime["cudaDeviceSynchronize"] -= edge
-    if cuda:
-        def direction(part: str) -> int:
-            return sum(v for k, v in memcpy.items() if part in k)
+def _per_step(x: float, n: int) -> float:
+    """``x`` per step of a window of ``n`` steps, to 4 decimals."""
+    return round(x / n, 4)
 
-        syncs = {k: runtime.get(k, 0) for k in SYNC_CALLS}
-        syncs.update(memcpy_dtoh=direction("DtoH"), memcpy_htod=direction("HtoD"), memcpy_dtod=direction("DtoD"), memset=direction("Memset"))
-        alloc = {k: runtime.get(k, 0) for k in ALLOC_CALLS if k in ("cudaMalloc", "cudaFree") or runtime.get(k)}
-        ktotal_ms = sum(kernel_ns.values()) / 1e6
-        top = sorted(kernel_ns.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TIMES]
-        launches = sum(runtime.get(k, 0) for k in LAUNCH_CALLS)
-        out.update(kernels=r4(sum(kernels.values())), kernels_by_name={k: r4(v) for k, v in sorted(kernels.items())},
-                   launch_calls=r4(launches), syncs={k: r4(v) for k, v in syncs.items()}, alloc={k: r4(v) for k, v in alloc.items()},
-                   kernel_ms=round(ktotal_ms / n, 3), kernel_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top},
-                   comm_kernel_ms=round(sum(v for k, v in kernel_ns.items() if COMM_KERNEL.search(k)) / 1e6 / n, 3),
-                   cpu_op_ms=None, cpu_op_ms_by_name=None)
-        window.update(kernels=sum(kernels.values()), launch_calls=launches, syncs=syncs, alloc=alloc, kernel_ms=round(ktotal_ms, 3),
-                      edge_device_syncs=edge)
-    else:
-        self_ns = _self_times_ns(cpu_ops)
-        aten = {k: v for k, v in self_ns.items() if k.startswith("aten::")}
-        total_ms = sum(aten.values()) / 1e6
-        top = sorted(aten.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TIMES]
-        out.update(kernels=None, kernels_by_name=None, launch_calls=None, syncs=None, alloc=None, kernel_ms=None, kernel_ms_by_name=None,
-                   comm_kernel_ms=None, cpu_op_ms=round(total_ms / n, 3), cpu_op_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top})
-        window.update(cpu_op_ms=round(total_ms, 3))
-    out["attention_backend"], out["attention_names"] = _attention(ops, kernels)
-    out["timeline"] = _timeline(events, n, cuda)
-    out["window"] = window
-    return out
+
+def _device_fields(t: _Tally, n: int, edge: int) -> tuple[dict, dict]:
+    """(per-step fields, window totals) of a CUDA window: kernels, launches, syncs, allocator calls, kernel time;
+    ``edge``: the window's closing synchronisations, already taken out of ``t.runtime``."""
+
+    def direction(part: str) -> int:
+        return sum(v for k, v in t.memcpy.items() if part in k)
+
+    syncs = {k: t.runtime.get(k, 0) for k in SYNC_CALLS}
+    syncs.update(
+        memcpy_dtoh=direction("DtoH"),
+        memcpy_htod=direction("HtoD"),
+        memcpy_dtod=direction("DtoD"),
+        memset=direction("Memset"),
+    )
+    alloc = {k: t.runtime.get(k, 0) for k in ALLOC_CALLS if k in ("cudaMalloc", "cudaFree") or t.runtime.get(k)}
+    ktotal_ms = sum(t.kernel_ns.values()) / 1e6
+    top = sorted(t.kernel_ns.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TIMES]
+    launches = sum(t.runtime.get(k, 0) for k in LAUNCH_CALLS)
+    fields = dict(
+        kernels=_per_step(sum(t.kernels.values()), n),
+        kernels_by_name={k: _per_step(v, n) for k, v in sorted(t.kernels.items())},
+        launch_calls=_per_step(launches, n),
+        syncs={k: _per_step(v, n) for k, v in syncs.items()},
+        alloc={k: _per_step(v, n) for k, v in alloc.items()},
+        kernel_ms=round(ktotal_ms / n, 3),
+        kernel_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top},
+        comm_kernel_ms=round(sum(v for k, v in t.kernel_ns.items() if COMM_KERNEL.search(k)) / 1e6 / n, 3),
+        cpu_op_ms=None,
+        cpu_op_ms_by_name=None,
+    )
+    totals = dict(
+        kernels=sum(t.kernels.values()),
+        launch_calls=launches,
+        syncs=syncs,
+        alloc=alloc,
+        kernel_ms=round(ktotal_ms, 3),
+        edge_device_syncs=edge,
+    )
+    return fields, totals
+
+
+def _host_fields(t: _Tally, n: int) -> tuple[dict, dict]:
+    """(per-step fields, window totals) of a CPU window: the aten ops' self time; the device fields are None."""
+    self_ns = _self_times_ns(t.cpu_ops)
+    aten = {k: v for k, v in self_ns.items() if k.startswith("aten::")}
+    total_ms = sum(aten.values()) / 1e6
+    top = sorted(aten.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TIMES]
+    fields = dict(
+        kernels=None,
+        kernels_by_name=None,
+        launch_calls=None,
+        syncs=None,
+        alloc=None,
+        kernel_ms=None,
+        kernel_ms_by_name=None,
+        comm_kernel_ms=None,
+        cpu_op_ms=round(total_ms / n, 3),
+        cpu_op_ms_by_name={k: round(v / 1e6 / n, 4) for k, v in top},
+    )
+    return fields, {"cpu_op_ms": round(total_ms, 3)}
 
 
 def _timeline(events, n: int, cuda: bool) -> dict:

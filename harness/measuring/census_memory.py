@@ -32,7 +32,8 @@ def split(events) -> tuple[list, list]:
 
 
 def _outermost(events) -> dict[int, tuple[list[int], list[tuple[int, int, str]]]]:
-    """Per thread, the aten ops that no other aten op contains, by start: ``thread -> (starts, [(start, end, name)])``."""
+    """Per thread, the aten ops that no other aten op contains, by start: ``thread -> (starts, [(start, end,
+    name)])``."""
     by_thread: dict[int, list] = {}
     cpu = torch.autograd.DeviceType.CPU
     for e in events:
@@ -62,10 +63,15 @@ def allocations(mem: list, events: list, n: int, cuda: bool) -> dict:
         i = bisect_right(starts, e.start_ns()) - 1
         by_op[ops[i][2] if i >= 0 and e.start_ns() <= ops[i][1] else OUTSIDE] += nbytes
     top = sorted(by_op.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_ALLOCATIONS]
-    return {"allocated_per_step": round(sum(by_op.values()) / n, 1), "allocated_by_op": {k: round(v / n, 1) for k, v in top}}
+    return {
+        "allocated_per_step": round(sum(by_op.values()) / n, 1),
+        "allocated_by_op": {k: round(v / n, 1) for k, v in top},
+    }
 
 
 def peaks(cuda: bool) -> dict:
     """The run's peak reserved and allocated device bytes so far (None on the CPU: no device memory)."""
-    return {"peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
-            "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None}
+    return {
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
+    }

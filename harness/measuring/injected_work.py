@@ -37,13 +37,13 @@ class InjectWork:
     operators read, so that casts sized by their own clock slow the step by more than they were sized for.
 
     ``kind="device_before_sync"`` and ``"device_after_sync"`` (the critical-path model's checks, docs/cost-model.md): no
-    hook on the layers; instead every ``Tensor.item()`` of a CUDA tensor (the loss and metrics the loop reads back, each a
-    copy the host waits for) queues N microseconds of device-only work (``torch.cuda._sleep``, a spin kernel of a
+    hook on the layers; instead every ``Tensor.item()`` of a CUDA tensor (the loss and metrics the loop reads back, each
+    a copy the host waits for) queues N microseconds of device-only work (``torch.cuda._sleep``, a spin kernel of a
     known length and one launch) just before the read, where the host then waits for it (exposed), or just after it,
-    where the device is idle and the host goes on (hidden on a host-bound step). Same kernel time, same launches; only the
-    place differs. On the CPU there is no device to queue on: the read is left alone (``fired`` still counts the reads).
-    Reads that do not go through ``Tensor.item`` (``bool(t)``, C++ code) are not touched. The kind is chosen for a
-    worker by the environment variable ``HARNESS_INJECT_KIND`` (test-only; it overrides the request's kind)."""
+    where the device is idle and the host goes on (hidden on a host-bound step). Same kernel time, same launches; only
+    the place differs. On the CPU there is no device to queue on: the read is left alone (``fired`` still counts the
+    reads). Reads that do not go through ``Tensor.item`` (``bool(t)``, C++ code) are not touched. The kind is chosen for
+    a worker by the environment variable ``HARNESS_INJECT_KIND`` (test-only; it overrides the request's kind)."""
 
     HOST_UNIT = 1000  # integers summed per unit of host work: a small, fixed piece of interpreter work
     KINDS = ("casts", "host", "device_before_sync", "device_after_sync")
@@ -78,7 +78,8 @@ class InjectWork:
         return t.is_cuda
 
     def device_work(self, t: torch.Tensor) -> None:
-        """Queue ``n`` microseconds of a spin kernel on the current stream (its cycles per microsecond measured once)."""
+        """Queue ``n`` microseconds of a spin kernel on the current stream (its cycles per microsecond measured
+        once)."""
         if self._cycles_per_us is None:
             with torch.cuda.device(t.device):
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -34,7 +34,9 @@ def interpreter(path: str | None, side: str, flag: str | None = None) -> str:
     else:
         found = shutil.which(path)
     if not found:
-        raise BadInput(f"{flag or '--python-' + side} {path}: not an executable Python; pass e.g. .tox/latest/bin/python")
+        raise BadInput(
+            f"{flag or '--python-' + side} {path}: not an executable Python; pass e.g. .tox/latest/bin/python"
+        )
     return found
 
 
@@ -71,9 +73,13 @@ def side_versions(python: str, side: str) -> dict[str, str | None]:
     proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300)
     if proc.returncode:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise BadInput(f"--python-{side} {python}: cannot report its versions ({last}); "
-                         "install this project into that environment (tox does)")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # the last line: anything a library prints on import comes before
+        raise BadInput(
+            f"--python-{side} {python}: cannot report its versions ({last}); "
+            "install this project into that environment (tox does)"
+        )
+    return json.loads(
+        proc.stdout.strip().splitlines()[-1]
+    )  # the last line: anything a library prints on import comes before
 
 
 def shared(va: dict, vb: dict) -> str | None:

@@ -33,14 +33,16 @@ def _prctl() -> Callable[..., int] | None:
 
 
 def preexec() -> Callable[[], None] | None:
-    """A ``preexec_fn`` for :class:`subprocess.Popen` that makes the child die with this process (SIGKILL); None where that
-    cannot be set (not Linux, not the main thread). The child exits at once if this process is already gone."""
+    """A ``preexec_fn`` for :class:`subprocess.Popen` that makes the child die with this process (SIGKILL); None where
+    that cannot be set (not Linux, not the main thread). The child exits at once if this process is already gone."""
     prctl = _prctl()
     if prctl is None or threading.current_thread() is not threading.main_thread():
         return None
     parent = os.getpid()
 
-    def die_with_this_parent() -> None:  # runs in the child, after fork, before exec: no imports, no allocation to speak of
+    def die_with_this_parent() -> (
+        None
+    ):  # runs in the child, after fork, before exec: no imports, no allocation to speak of
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the parent died before the line was set
             os._exit(1)

@@ -1,4 +1,5 @@
-"""The fresh-run loop: any set of sides x cases x repeats, each run a fresh worker process, in the chosen order, with progress.
+"""The fresh-run loop: any set of sides x cases x repeats, each run a fresh worker process, in the chosen order, with
+progress.
 
 A *side* says how its runs are made and where they are recorded: the plain session, the two
 environments of ``ab`` (A, B), the groups of ``calibrate`` (A, A', S), phases on and off of
@@ -47,8 +48,18 @@ class FreshSide:
     census: bool = False
 
     def request(self, slot: Slot, fault: str | None = None) -> RunRequest:
-        return RunRequest(slot.workload, slot.decomposition, slot.repeat, phases=self.phases, inject_slowdown=self.inject_slowdown,
-                          inject_work=self.inject_work, fault=fault, profile_steps=self.profile_steps, census=self.census, python=self.python)
+        return RunRequest(
+            slot.workload,
+            slot.decomposition,
+            slot.repeat,
+            phases=self.phases,
+            inject_slowdown=self.inject_slowdown,
+            inject_work=self.inject_work,
+            fault=fault,
+            profile_steps=self.profile_steps,
+            census=self.census,
+            python=self.python,
+        )
 
     def run(self, slot: Slot, *, timeout_s: float, gpu: str, fault: str | None = None) -> dict:
         return run_one(self.request(slot, fault), self.results_dir, self.session_id, timeout_s, gpu)
@@ -71,8 +82,16 @@ class Slot:
         return f"{who}{self.workload.name}-{self.decomposition.id} run {self.repeat}"
 
 
-def schedule(sides: Sequence[Side], cases: Sequence[tuple[Workload, Decomposition]], repeats: int, *, order: str = "interleaved",
-             sides_inside: bool = True, alternate: bool = False, first_repeat: int = 1) -> list[Slot]:
+def schedule(
+    sides: Sequence[Side],
+    cases: Sequence[tuple[Workload, Decomposition]],
+    repeats: int,
+    *,
+    order: str = "interleaved",
+    sides_inside: bool = True,
+    alternate: bool = False,
+    first_repeat: int = 1,
+) -> list[Slot]:
     """Rounds ``first_repeat .. first_repeat + repeats - 1`` of every side x case.
 
     * ``order``: cases as given (``interleaved``: A B C) or reversed (C B A);
@@ -100,9 +119,18 @@ class Ran:
     stopped: str | None = None  # why
 
 
-def run_slots(slots: Sequence[Slot], *, timeout_s: float, gpu: str, progress: Callable[[str], None] = print,
-              faults: dict[tuple[str, int], str] | None = None, stop: Callable[[Slot], str | None] | None = None,
-              done: int = 0, total: int | None = None, on_record: Callable[[Slot, dict], None] | None = None) -> Ran:
+def run_slots(
+    slots: Sequence[Slot],
+    *,
+    timeout_s: float,
+    gpu: str,
+    progress: Callable[[str], None] = print,
+    faults: dict[tuple[str, int], str] | None = None,
+    stop: Callable[[Slot], str | None] | None = None,
+    done: int = 0,
+    total: int | None = None,
+    on_record: Callable[[Slot, dict], None] | None = None,
+) -> Ran:
     """Execute ``slots`` in order; progress lines are ``[n/total] LABEL: started`` and ``[n/total] LABEL: <headline>``.
 
     ``stop(slot)`` is asked before each slot; a message stops the loop there (the message is printed,
@@ -117,7 +145,9 @@ def run_slots(slots: Sequence[Slot], *, timeout_s: float, gpu: str, progress: Ca
             break
         n = done + len(ran.records) + 1
         progress(f"[{n}/{total}] {slot.label}: started")
-        rec = slot.side.run(slot, timeout_s=timeout_s, gpu=gpu, fault=(faults or {}).get((slot.decomposition.id, slot.repeat)))
+        rec = slot.side.run(
+            slot, timeout_s=timeout_s, gpu=gpu, fault=(faults or {}).get((slot.decomposition.id, slot.repeat))
+        )
         ran.records.append(rec)
         if on_record is not None:
             on_record(slot, rec)

@@ -16,8 +16,9 @@ from harness.spec import SpecError, Workload
 
 
 def bnb_config(w: Workload, device: torch.device, dtypes: dict):
-    """The ``BitsAndBytesConfig`` of ``w.quantization``; refuses, in one line, an install that cannot run it on ``device``
-    (not installed, its native library does not load, or no backend for the device: a CPU build without its CPU backend)."""
+    """The ``BitsAndBytesConfig`` of ``w.quantization``; refuses, in one line, an install that cannot run it on
+    ``device`` (not installed, its native library does not load, or no backend for the device: a CPU build without its
+    CPU backend)."""
     q = w.quantization
     why = q.unavailable(device.type)
     if why:
@@ -26,16 +27,25 @@ def bnb_config(w: Workload, device: torch.device, dtypes: dict):
         import bitsandbytes
     except Exception as exc:  # installed, but its native library does not load here
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise SpecError(f"{w.name}: [quantization] bitsandbytes is installed but cannot run here ({type(exc).__name__}: {first})") from None
-    backends = set(getattr(bitsandbytes, "supported_torch_devices", None) or {"cuda"})  # versions before the attribute: CUDA only
+        raise SpecError(
+            f"{w.name}: [quantization] bitsandbytes is installed but cannot run here ({type(exc).__name__}: {first})"
+        ) from None
+    # versions before the attribute: CUDA only
+    backends = set(getattr(bitsandbytes, "supported_torch_devices", None) or {"cuda"})
     if device.type not in backends:
-        raise SpecError(f"{w.name}: [quantization] bitsandbytes {getattr(bitsandbytes, '__version__', '')} has no backend for {device.type} "
-                        f"(it has: {', '.join(sorted(backends))}): run it on a CUDA GPU, or remove [quantization]")
+        raise SpecError(
+            f"{w.name}: [quantization] bitsandbytes {getattr(bitsandbytes, '__version__', '')} "
+            f"has no backend for {device.type} (it has: {', '.join(sorted(backends))}): "
+            "run it on a CUDA GPU, or remove [quantization]"
+        )
     from transformers import BitsAndBytesConfig
 
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=q.bnb_4bit_quant_type,
-                              bnb_4bit_compute_dtype=dtypes[q.bnb_4bit_compute_dtype or w.train.precision],
-                              bnb_4bit_use_double_quant=q.bnb_4bit_use_double_quant)
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type=q.bnb_4bit_quant_type,
+        bnb_4bit_compute_dtype=dtypes[q.bnb_4bit_compute_dtype or w.train.precision],
+        bnb_4bit_use_double_quant=q.bnb_4bit_use_double_quant,
+    )
 
 
 def load(source: str | None, config, w: Workload, device: torch.device, dtype: torch.dtype, quant, extra: dict):
@@ -67,5 +77,6 @@ def prepare(model, w: Workload):
     from peft import prepare_model_for_kbit_training
 
     ckpt = w.train.gradient_checkpointing
-    return prepare_model_for_kbit_training(model, use_gradient_checkpointing=ckpt,
-                                           gradient_checkpointing_kwargs={"use_reentrant": False} if ckpt else None)
+    return prepare_model_for_kbit_training(
+        model, use_gradient_checkpointing=ckpt, gradient_checkpointing_kwargs={"use_reentrant": False} if ckpt else None
+    )

@@ -30,7 +30,8 @@ from harness.spec import Decomposition, Workload
 
 STDERR_TAIL = 3000
 
-RUN_TIMEOUT_S = 1800.0  # the wall-clock limit of one run (seconds) when nobody says another: it is stopped and recorded as timed out
+# the wall-clock limit of one run (seconds) when nobody says another: it is stopped and recorded as timed out
+RUN_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -45,13 +46,23 @@ class RunRequest:
     profile_steps: int = 0
     census: bool = False  # a census run: count the work of the steps under the profiler (never a timed run)
     python: str | None = None  # the interpreter (environment) to run the worker with; default: this one
-    timed_steps: int = 0  # a probe: time this many steps after the warm-up, then (with census) count the work of the next ones
+    timed_steps: int = (
+        0  # a probe: time this many steps after the warm-up, then (with census) count the work of the next ones
+    )
     series: tuple[RunRequest, ...] = ()  # several short runs in one process (the advisor's probes): one record each
 
     def as_item(self) -> dict:
-        return {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
-                "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
-                "profile_steps": self.profile_steps, "census": self.census, "timed_steps": self.timed_steps}
+        return {
+            "workload": self.workload.to_dict(),
+            "decomposition": self.decomposition.id,
+            "phases": self.phases,
+            "inject_slowdown": self.inject_slowdown,
+            "inject_work": self.inject_work,
+            "fault": self.fault,
+            "profile_steps": self.profile_steps,
+            "census": self.census,
+            "timed_steps": self.timed_steps,
+        }
 
 
 def parse_faults(text: str | None) -> dict[tuple[str, int], str]:
@@ -76,6 +87,7 @@ def log_tail(path: Path, n: int = STDERR_TAIL) -> str:
 @contextmanager
 def sigterm_as_interrupt():
     """While a worker runs, make SIGTERM raise :class:`Terminated` (main thread only; elsewhere a no-op)."""
+
     def handler(signum, frame):
         raise Terminated(f"received {signal.Signals(signum).name}")
 
@@ -119,17 +131,33 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
     for the unfinished run, and the interrupt propagates; the runs finished before it stay in runs.jsonl.
     """
     results_dir = Path(results_dir)
-    refuse_link(results_dir / "runs.jsonl")  # before the run, not after it: results are written inside the results dir only
+    refuse_link(
+        results_dir / "runs.jsonl"
+    )  # before the run, not after it: results are written inside the results dir only
     work = make_dir(results_dir / "work")
     run_id = new_id()
-    req_path, res_path, log_path = work / f"{run_id}.request.json", work / f"{run_id}.result.json", work / f"{run_id}.log"
-    write_json_atomic(req_path, req.as_item() | {"force_cpu": gpu == "cpu", "launched_at": time.time()}
-                      | ({"series": [r.as_item() for r in req.series]} if req.series else {}))
+    req_path, res_path, log_path = (
+        work / f"{run_id}.request.json",
+        work / f"{run_id}.result.json",
+        work / f"{run_id}.log",
+    )
+    write_json_atomic(
+        req_path,
+        req.as_item()
+        | {"force_cpu": gpu == "cpu", "launched_at": time.time()}
+        | ({"series": [r.as_item() for r in req.series]} if req.series else {}),
+    )
     env = worker_environ(gpu)
     started = time.time()
     with open(log_path, "wb") as log, sigterm_as_interrupt():
-        proc = subprocess.Popen(worker_command(req, req_path, res_path), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                preexec_fn=lifeline.preexec())
+        proc = subprocess.Popen(
+            worker_command(req, req_path, res_path),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=lifeline.preexec(),
+        )
         try:
             code = proc.wait(timeout=timeout_s)
             timed_out = False
@@ -173,38 +201,60 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
 
 
 def _header(req: RunRequest, run_id: str, session_id: str, gpu: str, started: float, wall: float, code: int) -> dict:
-    return {"run_id": run_id, "session_id": session_id, "workload": req.workload.name, "workload_hash": req.workload.hash,
-            "workload_spec": req.workload.to_dict(),
-            "decomposition": req.decomposition.as_dict(), "decomposition_id": req.decomposition.id, "repeat": req.repeat,
-            "gpu": gpu, "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "wall_s": wall,
-            "phases_enabled": req.phases, "inject_slowdown": req.inject_slowdown, "inject_work": req.inject_work,
-            "profile_steps": req.profile_steps, "exit_code": code}
+    return {
+        "run_id": run_id,
+        "session_id": session_id,
+        "workload": req.workload.name,
+        "workload_hash": req.workload.hash,
+        "workload_spec": req.workload.to_dict(),
+        "decomposition": req.decomposition.as_dict(),
+        "decomposition_id": req.decomposition.id,
+        "repeat": req.repeat,
+        "gpu": gpu,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "wall_s": wall,
+        "phases_enabled": req.phases,
+        "inject_slowdown": req.inject_slowdown,
+        "inject_work": req.inject_work,
+        "profile_steps": req.profile_steps,
+        "exit_code": code,
+    }
 
 
 def _series_records(req: RunRequest, record: dict) -> list[dict]:
-    """One record per item of a series run (``run_id`` of the process plus ``-i``): the item's own result, or, for an item
-    that a crash or timeout of the process kept from finishing, that status and error. ``wall_s`` is the item's own time."""
+    """One record per item of a series run (``run_id`` of the process plus ``-i``): the item's own result, or, for an
+    item that a crash or timeout of the process kept from finishing, that status and error. ``wall_s`` is the item's own
+    time."""
     done = record.pop("series", None) or []
     out = []
     for i, item in enumerate(req.series):
-        rec = _header(item, f"{record['run_id']}-{i}", record["session_id"], record["gpu"], time.time(), 0.0, record["exit_code"])
+        rec = _header(
+            item, f"{record['run_id']}-{i}", record["session_id"], record["gpu"], time.time(), 0.0, record["exit_code"]
+        )
         rec.update(started_at=record["started_at"], series_of=record["run_id"], log=record["log"])
         if i < len(done):
             rec.update(done[i])
             rec["wall_s"] = (done[i].get("timing_s") or {}).get("item_s", 0.0)
         else:
-            rec.update(status=record["status"] if record["status"] != "ok" else "crash",
-                       error=f"not finished: the probe process ended first ({record.get('error', 'no result for this item')})")
+            rec.update(
+                status=record["status"] if record["status"] != "ok" else "crash",
+                error=f"not finished: the probe process ended first ({record.get('error', 'no result for this item')})",
+            )
         out.append(rec)
     return out
 
 
 def worker_command(req: RunRequest, req_path: Path, res_path: Path) -> list[str]:
-    """One worker process, or for a world size N > 1 one job of N processes started by torchrun (``torch.distributed.run``,
-    standalone rendezvous on this machine, one process per GPU, gloo on CPU): each rank writes ``RESULT.rankR``."""
+    """One worker process, or for a world size N > 1 one job of N processes started by torchrun
+    (``torch.distributed.run``, standalone rendezvous on this machine, one process per GPU, gloo on CPU): each rank
+    writes ``RESULT.rankR``."""
     py = req.python or sys.executable
     n = req.decomposition.world_size
-    launcher = [py] if n == 1 else [py, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", "--max-restarts=0"]
+    launcher = (
+        [py]
+        if n == 1
+        else [py, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", "--max-restarts=0"]
+    )
     return [*launcher, "-m", "harness.measuring.worker", str(req_path), str(res_path)]
 
 
@@ -220,11 +270,11 @@ _RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*exitcode\s*
 
 
 def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
-    """The record of a job of ``world`` ranks: rank 0's result, with every rank's step times, peak memory, losses and status
-    under ``ranks``; peak memory is the largest of any rank (the per-GPU figure the memory verdict reads), losses the mean
-    over ranks per step (each rank trains its share of the batch). A failed rank makes the job fail: status and error name
-    the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log, also when no rank
-    wrote anything (torchrun stopped rank 0 before it could write its own error)."""
+    """The record of a job of ``world`` ranks: rank 0's result, with every rank's step times, peak memory, losses and
+    status under ``ranks``; peak memory is the largest of any rank (the per-GPU figure the memory verdict reads), losses
+    the mean over ranks per step (each rank trains its share of the batch). A failed rank makes the job fail: status and
+    error name the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log, also
+    when no rank wrote anything (torchrun stopped rank 0 before it could write its own error)."""
     ranks = [_read_result(Path(f"{res_path}.rank{r}")) for r in range(world)]
     exits = {int(r): int(c) for r, c in _RANK_EXIT.findall(log_tail(log_path, 20000))}  # torchrun's failure summary
     if not any(ranks) and not exits:  # nothing to merge: the caller says the job wrote no result
@@ -235,26 +285,46 @@ def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
         error = res.get("error")
         if not res:
             code = exits.get(r)
-            name = signal.Signals(-code).name if code is not None and code < 0 and -code in signal.Signals._value2member_map_ else None
-            error = (f"killed by {name}" if name else f"exited with code {code}" if code is not None else "wrote no result") + " (torchrun)"
-        per_rank.append({"rank": r, "status": status, "error": error, "step_times_ms": res.get("step_times_ms"),
-                         "peak_reserved_bytes": res.get("peak_reserved_bytes"), "peak_allocated_bytes": res.get("peak_allocated_bytes"),
-                         "losses": res.get("losses")})
-    # When one rank fails the others fail after it: a peer's collective breaks (gloo/NCCL "connection reset by peer"), or
-    # torchrun stops them with SIGTERM. Blame, in this order: a rank with an error of its own; a rank killed by a signal other
-    # than torchrun's SIGTERM; torchrun's "first observed failure"; the first rank that failed.
+            name = (
+                signal.Signals(-code).name
+                if code is not None and code < 0 and -code in signal.Signals._value2member_map_
+                else None
+            )
+            error = (
+                f"killed by {name}" if name else f"exited with code {code}" if code is not None else "wrote no result"
+            ) + " (torchrun)"
+        per_rank.append(
+            {
+                "rank": r,
+                "status": status,
+                "error": error,
+                "step_times_ms": res.get("step_times_ms"),
+                "peak_reserved_bytes": res.get("peak_reserved_bytes"),
+                "peak_allocated_bytes": res.get("peak_allocated_bytes"),
+                "losses": res.get("losses"),
+            }
+        )
+    # When one rank fails the others fail after it: a peer's collective breaks (gloo/NCCL "connection reset by peer"),
+    # or torchrun stops them with SIGTERM. Blame, in this order: a rank with an error of its own; a rank killed by a
+    # signal other than torchrun's SIGTERM; torchrun's "first observed failure"; the first rank that failed.
     bad = [x for x in per_rank if x["status"] != "ok"]
     own = [x for x in bad if x["error"] and "(torchrun)" not in x["error"] and not _PEER_ERROR.search(x["error"])]
-    killed = [x for x in bad if x["error"] and x["error"].startswith("killed by ") and not x["error"].startswith("killed by SIGTERM")]
+    killed = [
+        x
+        for x in bad
+        if x["error"] and x["error"].startswith("killed by ") and not x["error"].startswith("killed by SIGTERM")
+    ]
     log = log_tail(log_path, 20000)
-    root = _RANK_EXIT.search(log[log.rfind("Root Cause"):]) if "Root Cause" in log else None
+    root = _RANK_EXIT.search(log[log.rfind("Root Cause") :]) if "Root Cause" in log else None
     by_root = [per_rank[int(root.group(1))]] if root and int(root.group(1)) < world else []
     culprit = next(iter(own + killed + by_root + bad), None)
     out = dict(ranks[0]) if ranks[0] else {"status": "crash"}
     out["ranks"] = per_rank
     out["world_size"] = world
     if culprit is not None:
-        out.update(status=culprit["status"], error=f"rank {culprit['rank']}: {culprit['error']}", failed_rank=culprit["rank"])
+        out.update(
+            status=culprit["status"], error=f"rank {culprit['rank']}: {culprit['error']}", failed_rank=culprit["rank"]
+        )
         return out
     peaks = [x["peak_reserved_bytes"] for x in per_rank if x["peak_reserved_bytes"] is not None]
     out["peak_reserved_bytes"] = max(peaks) if peaks else None

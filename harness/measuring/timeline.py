@@ -1,13 +1,14 @@
-"""The step's timeline, from the census window's raw Kineto events: the host's work cut into segments at the points where
-the host blocks on the device, with the device work each segment launched (by correlation id), per stream.
+"""The step's timeline, from the census window's raw Kineto events: the host's work cut into segments at the points
+where the host blocks on the device, with the device work each segment launched (by correlation id), per stream.
 
 A segment runs from the end of one host-blocking call to the start of the next: ``host_ms``, the host's time in it;
 ``ops``, the aten ops it started; ``device_ms``, per stream, the device time of the kernels, memcpys and memsets it
 launched; and the call that ends it: ``sync`` (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
 ``cudaEventSynchronize``, ``cudaMemcpy``, or a ``cudaMemcpyAsync`` whose copy runs device to host), ``at`` (the host op
-it was called in, such as ``aten::_local_scalar_dense`` for a ``.item()``), ``waits`` (the streams it waits for, None for
-all) and ``wait_ms``, how long the host was blocked in it. The window's last segment ends at the window's closing edge
-(the census's own synchronisation), with no sync. On a CPU census there is no device: one segment, the whole window.
+it was called in, such as ``aten::_local_scalar_dense`` for a ``.item()``), ``waits`` (the streams it waits for, None
+for all) and ``wait_ms``, how long the host was blocked in it. The window's last segment ends at the window's closing
+edge (the census's own synchronisation), with no sync. On a CPU census there is no device: one segment, the whole
+window.
 
 The segments cover the whole window (``n`` optimizer steps, whole logging periods): the simulation of
 :mod:`harness.judging.critical_path` runs the window as it is and divides by ``n``; the record's ``host_ms``,
@@ -60,9 +61,9 @@ def _blocking(runtime: list, device: dict) -> list:
 
 
 def _waits(sync, launched: list, device: dict) -> list[str] | None:
-    """The streams a blocking call waits for: a copy's own stream; a stream synchronisation, the stream of the last device
-    work launched before it (``launched``: (start, stream) of every thread's launches, in order); None (all) for a device or
-    event synchronisation."""
+    """The streams a blocking call waits for: a copy's own stream; a stream synchronisation, the stream of the last
+    device work launched before it (``launched``: (start, stream) of every thread's launches, in order); None (all) for
+    a device or event synchronisation."""
     if sync[2] in ("cudaMemcpy", "cudaMemcpyAsync") and sync[3] in device:
         return [device[sync[3]][0]]
     if sync[2] == "cudaStreamSynchronize":
@@ -75,7 +76,7 @@ def _enclosing(sync, ops: list, starts: list) -> str | None:
     """The innermost host op the call ran in (the latest-starting one that contains it), aten ops first."""
     i = bisect_right(starts, sync[0])
     found = None
-    for _start, e, name, _ in reversed(ops[max(0, i - ENCLOSING_SCAN):i]):
+    for _start, e, name, _ in reversed(ops[max(0, i - ENCLOSING_SCAN) : i]):
         if e >= sync[1]:
             if name.startswith("aten::"):
                 return name
@@ -84,10 +85,10 @@ def _enclosing(sync, ops: list, starts: list) -> str | None:
 
 
 def extract(events, n: int, cuda: bool, kind) -> dict:
-    """The timeline of a window of ``n`` optimizer steps from its raw Kineto events (``kind``: the event's activity type,
-    :func:`harness.measuring.census_counts._kind`). The segments are the training loop's thread's (the one that blocks
-    most, else the one with the most ops); the launches and ops of every thread (autograd's backward thread launches the
-    backward's kernels) go to the segment they start in."""
+    """The timeline of a window of ``n`` optimizer steps from its raw Kineto events (``kind``: the event's activity
+    type, :func:`harness.measuring.census_counts._kind`). The segments are the training loop's thread's (the one that
+    blocks most, else the one with the most ops); the launches and ops of every thread (autograd's backward thread
+    launches the backward's kernels) go to the segment they start in."""
     events = list(events)
     # a record_function range mirrored onto the device (where this torch labels it a kernel) bears a host event's name
     host_names = {e.name() for e in events if kind(e) not in DEVICE_KINDS}
@@ -114,16 +115,28 @@ def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t
     """The segments between ``syncs`` (the loop thread's blocking calls; ``mine``, its ops), with the launches
     (``runtime``) and ``ops`` of every thread placed by their start."""
     bounds = [s[0] for s in syncs]
-    segs = [{"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": s[2], "at": None, "waits": None, "wait_ms": 0.0} for s in syncs]
-    segs.append({"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": None, "at": None, "waits": None, "wait_ms": 0.0})
+    segs = [
+        {"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": s[2], "at": None, "waits": None, "wait_ms": 0.0}
+        for s in syncs
+    ]
+    segs.append(
+        {"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": None, "at": None, "waits": None, "wait_ms": 0.0}
+    )
     starts = [o[0] for o in mine]
     launched = [(r[0], device[r[3]][0]) for r in runtime if r[3] in device]
     prev = t0
     for seg, s in zip(segs, syncs):
-        seg.update(host_ms=(s[0] - prev) / 1e6, wait_ms=(s[1] - s[0]) / 1e6, at=_enclosing(s, mine, starts), waits=_waits(s, launched, device))
+        seg.update(
+            host_ms=(s[0] - prev) / 1e6,
+            wait_ms=(s[1] - s[0]) / 1e6,
+            at=_enclosing(s, mine, starts),
+            waits=_waits(s, launched, device),
+        )
         prev = s[1]
     segs[-1]["host_ms"] = max(t_end - prev, 0) / 1e6
-    for r in runtime:  # a launch belongs to the segment it is made in; a blocking copy's own copy, to the segment it ends
+    for (
+        r
+    ) in runtime:  # a launch belongs to the segment it is made in; a blocking copy's own copy, to the segment it ends
         if r[3] in device:
             stream, dur, _ = device[r[3]]
             segs[bisect_left(bounds, r[0])]["device_ms"][stream] += dur / 1e6
@@ -131,7 +144,15 @@ def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t
         if o[2].startswith("aten::") and t0 <= o[0] <= t_end:
             segs[bisect_right(bounds, o[0])]["ops"] += 1
     for seg in segs:
-        seg.update(host_ms=_r(seg["host_ms"]), wait_ms=_r(seg["wait_ms"]), device_ms={k: _r(v) for k, v in sorted(seg["device_ms"].items())})
-    per = {"host_ms": sum(s["host_ms"] for s in segs) / n, "device_ms": sum(sum(s["device_ms"].values()) for s in segs) / n,
-           "wait_ms": sum(s["wait_ms"] for s in segs) / n, "syncs": len(syncs) / n}
+        seg.update(
+            host_ms=_r(seg["host_ms"]),
+            wait_ms=_r(seg["wait_ms"]),
+            device_ms={k: _r(v) for k, v in sorted(seg["device_ms"].items())},
+        )
+    per = {
+        "host_ms": sum(s["host_ms"] for s in segs) / n,
+        "device_ms": sum(sum(s["device_ms"].values()) for s in segs) / n,
+        "wait_ms": sum(s["wait_ms"] for s in segs) / n,
+        "syncs": len(syncs) / n,
+    }
     return {"n": n, **{k: round(v, 3) for k, v in per.items()}, "segments": segs}

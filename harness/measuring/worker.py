@@ -53,8 +53,15 @@ def preload() -> float:
     return time.perf_counter() - t
 
 
-def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | None = None, max_steps: int | None = None,
-                  sampler: bool = True) -> Built:
+def build_trainer(
+    req: dict,
+    timing: dict,
+    outdir: str,
+    *,
+    measure: Callable | None = None,
+    max_steps: int | None = None,
+    sampler: bool = True,
+) -> Built:
     """Tokenizer, model, dataset and the instrumented SFTTrainer of one request, with its callbacks; ``timing``
     gets the set-up times. Shared by a fresh run (:func:`train`) and a resident worker
     (:mod:`harness.measuring.resident`), which passes its own ``measure`` callback (a subclass of
@@ -67,27 +74,63 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
 
     datasets.disable_progress_bars()
 
-    from harness.judging.census_diff import census_max_steps
+    from harness.judging.census_window import census_max_steps
     from harness.measuring import build
     from harness.measuring.callbacks import (
         CudaClock,
-        GpuSampler,
         HostClock,
         InstrumentedMixin,
-        KernelProfiler,
         MeasureCallback,
         Recorder,
-        SamplerCallback,
         attach_forward_hooks,
-        host_probe,
     )
     from harness.measuring.env import worker_env  # noqa: F401  (imported here so that import_s covers it)
+    from harness.measuring.gpu_monitors import GpuSampler, KernelProfiler, SamplerCallback
     from harness.spec import Workload
 
     timing["import_s"] = time.perf_counter() - t
     w = Workload.from_dict(req["workload"])
     dec = w.decomposition(req["decomposition"])
     cuda, device, rank = _device(w, dec, req)
+
+    tokenizer, model, probe, dataset = _build_inputs(w, device, timing)
+
+    t = time.perf_counter()
+    recorder = Recorder(
+        CudaClock() if cuda else HostClock(),
+        phases=req.get("phases", True),
+        slowdown=float(req.get("inject_slowdown") or 0.0),
+        fault=rank_fault(req.get("fault"), rank),
+    )
+    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if sampler and cuda and not req.get("census") else None
+    trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
+    if max_steps is None and req.get("census"):  # a workload too short for the census windows: the census run goes on
+        max_steps = census_max_steps(
+            w.measure.warmup_steps + int(req.get("timed_steps") or 0), w.train.logging_steps, w.train.max_steps
+        )
+    args = build.sft_config(w if max_steps is None else w.with_overrides(max_steps=max_steps), dec, outdir, device)
+    trainer = trainer_cls(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=build.lora_config(w)
+    )
+    trainer.add_callback((measure or MeasureCallback)(recorder))
+    if sampler is not None:
+        trainer.add_callback(SamplerCallback(sampler))
+    if recorder.phases:
+        attach_forward_hooks(trainer.model, recorder)
+    profiler = (
+        KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
+    )
+    if profiler is not None:
+        trainer.add_callback(profiler)
+    census, inject = _census_and_inject(trainer, w, req)
+    timing["trainer_setup_s"] = time.perf_counter() - t
+    return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe)
+
+
+def _build_inputs(w, device, timing: dict) -> tuple[Any, Any, dict, Any]:
+    """(tokenizer, model, host probe, dataset) of workload ``w`` on ``device``; ``timing`` gets the time of each."""
+    from harness.measuring import build
+    from harness.measuring.callbacks import host_probe
 
     t = time.perf_counter()
     tokenizer = build.build_tokenizer(w)
@@ -99,27 +142,7 @@ def build_trainer(req: dict, timing: dict, outdir: str, *, measure: Callable | N
     t = time.perf_counter()
     dataset = build.build_dataset(w, tokenizer)
     timing["data_build_s"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    recorder = Recorder(CudaClock() if cuda else HostClock(), phases=req.get("phases", True),
-                        slowdown=float(req.get("inject_slowdown") or 0.0), fault=rank_fault(req.get("fault"), rank))
-    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if sampler and cuda and not req.get("census") else None
-    trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
-    if max_steps is None and req.get("census"):  # a workload too short for the census windows: the census run goes on
-        max_steps = census_max_steps(w.measure.warmup_steps + int(req.get("timed_steps") or 0), w.train.logging_steps, w.train.max_steps)
-    args = build.sft_config(w if max_steps is None else w.with_overrides(max_steps=max_steps), dec, outdir, device)
-    trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=build.lora_config(w))
-    trainer.add_callback((measure or MeasureCallback)(recorder))
-    if sampler is not None:
-        trainer.add_callback(SamplerCallback(sampler))
-    if recorder.phases:
-        attach_forward_hooks(trainer.model, recorder)
-    profiler = KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
-    if profiler is not None:
-        trainer.add_callback(profiler)
-    census, inject = _census_and_inject(trainer, w, req)
-    timing["trainer_setup_s"] = time.perf_counter() - t
-    return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe)
+    return tokenizer, model, probe, dataset
 
 
 def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
@@ -129,8 +152,10 @@ def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
 
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     if dec.world_size != world:
-        raise BadInput(f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, this one is 1 of {world} "
-                         "(the runner starts world sizes > 1 with torchrun)")
+        raise BadInput(
+            f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, "
+            f"this one is 1 of {world} (the runner starts world sizes > 1 with torchrun)"
+        )
     cuda = torch.cuda.is_available() and not req.get("force_cpu")
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if cuda and world > 1:
@@ -145,20 +170,25 @@ def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
 
 def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
     """(census, inject) of a request, attached to ``trainer``: the census (:mod:`harness.measuring.census`) counts the
-    work of steady steps, then ends the run; inject_work is test-only extra work (:mod:`harness.measuring.injected_work`).
-    Either is None when not asked for."""
+    work of steady steps, then ends the run; inject_work is test-only extra work
+    (:mod:`harness.measuring.injected_work`). Either is None when not asked for."""
     census = inject = None
     if req.get("census") or req.get("inject_work"):
         from harness.measuring.census import CensusCallback
         from harness.measuring.injected_work import InjectWork
 
-        kind = os.environ.get("HARNESS_INJECT_KIND") or req.get("inject_kind") or "casts"  # the environment's: test-only (InjectWork)
+        # the environment's: test-only (InjectWork)
+        kind = os.environ.get("HARNESS_INJECT_KIND") or req.get("inject_kind") or "casts"
         inject = InjectWork(trainer.model, float(req["inject_work"]), kind=kind) if req.get("inject_work") else None
         if req.get("census"):
-            # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay unprofiled
-            census = CensusCallback(w.measure.warmup_steps + int(req.get("timed_steps") or 0),
-                                    {"inject_work": lambda: inject.fired} if inject else None, stop=True,
-                                    tokens=lambda: trainer.recorder.token_totals)
+            # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay
+            # unprofiled
+            census = CensusCallback(
+                w.measure.warmup_steps + int(req.get("timed_steps") or 0),
+                {"inject_work": lambda: inject.fired} if inject else None,
+                stop=True,
+                tokens=lambda: trainer.recorder.token_totals,
+            )
             trainer.add_callback(census)
     return census, inject
 
@@ -171,7 +201,16 @@ def train(req: dict, timing: dict) -> dict:
         timing["train_s"] = time.perf_counter() - t
     from harness.measuring.census_memory import peaks  # torch is imported (and timed in import_s) by build_trainer
     from harness.measuring.env import worker_env
-    w, cuda, recorder, sampler, profiler, census, inject = b.workload, b.cuda, b.recorder, b.sampler, b.profiler, b.census, b.inject
+
+    w, cuda, recorder, sampler, profiler, census, inject = (
+        b.workload,
+        b.cuda,
+        b.recorder,
+        b.sampler,
+        b.profiler,
+        b.census,
+        b.inject,
+    )
     measured = recorder.finish()
     warm = w.measure.warmup_steps
     end = warm + int(req["timed_steps"]) if req.get("timed_steps") else None  # the steps before a probe's census window
@@ -194,18 +233,24 @@ def train(req: dict, timing: dict) -> dict:
         "env": worker_env(b.trainer.model),
         "census": census.result if census is not None else None,
         "data_digest": w.data.digest,  # local data: the content trained on (build.check_digest compared it); else None
-        "inject_work_fired": {"calls": inject.fired, "layers": inject.layers, "casts_per_call": inject.n, "kind": inject.kind,
-                              "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None}
-                             if inject is not None else None,
+        "inject_work_fired": {
+            "calls": inject.fired,
+            "layers": inject.layers,
+            "casts_per_call": inject.n,
+            "kind": inject.kind,
+            "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None,
+        }
+        if inject is not None
+        else None,
     }
 
 
 def train_series(req: dict, result_path: str) -> dict:
-    """Several short runs in this one process, one per item of ``req["series"]`` (each item's keys override the request's):
-    the advisor's fit probes, which then pay the imports (most of a worker's start-up) once instead of once per split.
-    An item that fails (out of memory above all) is recorded with its status and message, its memory is released, and the
-    next item runs; the peak-memory counters restart for every item. The result, with every item finished so far, is
-    rewritten after each item, so a crash or a timeout later loses none of them."""
+    """Several short runs in this one process, one per item of ``req["series"]`` (each item's keys override the
+    request's): the advisor's fit probes, which then pay the imports (most of a worker's start-up) once instead of once
+    per split. An item that fails (out of memory above all) is recorded with its status and message, its memory is
+    released, and the next item runs; the peak-memory counters restart for every item. The result, with every item
+    finished so far, is rewritten after each item, so a crash or a timeout later loses none of them."""
     import gc
 
     items: list[dict] = []
@@ -280,6 +325,7 @@ def main(argv: list[str]) -> int:
     result["rank"] = rank
     write_json_atomic(result_path_of(result_path, rank, world), result)
     return code
+
 
 if __name__ == "__main__":
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank of torchrun: it dies with torchrun, which dies with the harness

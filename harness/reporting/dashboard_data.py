@@ -1,5 +1,5 @@
-"""The dashboard's data: the history data (:func:`harness.reporting.history.build`) in the compact, columnar shape the page's
-script reads, so that years of nightly sessions stay a few megabytes.
+"""The dashboard's data: the history data (:func:`harness.reporting.history.build`) in the compact, columnar shape the
+page's script reads, so that years of nightly sessions stay a few megabytes.
 
 Every series becomes parallel arrays (time in epoch seconds, median, run range, peak memory, session and machine as
 indices into shared tables); sessions, machines, versions and verdicts are written once each and referred to by index.
@@ -38,7 +38,9 @@ class Tables:
         vkey = tuple(sorted(t["versions"].items()))
         v = self.ref("versions", vkey, t["versions"])
         commit = t.get("commit") or ""
-        return self.ref("sessions", (t["session_id"], v, commit), {"id": t["session_id"], "t": epoch, "v": v, "commit": commit})
+        return self.ref(
+            "sessions", (t["session_id"], v, commit), {"id": t["session_id"], "t": epoch, "v": v, "commit": commit}
+        )
 
 
 def _epoch(text: str) -> float | None:
@@ -76,17 +78,41 @@ def _census(points: list[tuple[dict, float]], tables: Tables) -> dict:
 
 
 def series_entry(s: dict, tables: Tables, last: Event | None) -> dict:
-    """One series: its timing and census columns, its change points and version changes on the time axis, its newest event."""
+    """One series: its timing and census columns, its change points and version changes on the time axis, its newest
+    event."""
     dated = [(t, e) for t in s["timeline"] if (e := _epoch(t["started_at"])) is not None]
     timing = [(t, e) for t, e in dated if t["kind"] == "timing"]
-    cps = [{"t": e, "ratio": c["ratio"], "lo": c["lo"], "hi": c["hi"], "p": c["p"], "session": c["session_id"], "after": c["after_session_id"]}
-           for c in s["change_points"] if (e := _epoch(c["started_at"])) is not None]
-    marks = [{"t": e, "kind": v["kind"], "text": "; ".join(change_text(ch, short=True) for ch in v["changes"])}
-             for v in s["version_changes"] if (e := _epoch(v["started_at"])) is not None]
-    return {"key": s["key"], "name": s["name"], "gpu": s["gpu"], "workload": s["workload"], "split": s["decomposition"], "track": s["track"],
-            "timing": _timing(timing, tables), "census": _census([(t, e) for t, e in dated if t["kind"] == "census"], tables),
-            "change_points": cps, "marks": marks,
-            "last_change": {"at": last.at, "kind": last.kind, "title": last.title} if last else None}
+    cps = [
+        {
+            "t": e,
+            "ratio": c["ratio"],
+            "lo": c["lo"],
+            "hi": c["hi"],
+            "p": c["p"],
+            "session": c["session_id"],
+            "after": c["after_session_id"],
+        }
+        for c in s["change_points"]
+        if (e := _epoch(c["started_at"])) is not None
+    ]
+    marks = [
+        {"t": e, "kind": v["kind"], "text": "; ".join(change_text(ch, short=True) for ch in v["changes"])}
+        for v in s["version_changes"]
+        if (e := _epoch(v["started_at"])) is not None
+    ]
+    return {
+        "key": s["key"],
+        "name": s["name"],
+        "gpu": s["gpu"],
+        "workload": s["workload"],
+        "split": s["decomposition"],
+        "track": s["track"],
+        "timing": _timing(timing, tables),
+        "census": _census([(t, e) for t, e in dated if t["kind"] == "census"], tables),
+        "change_points": cps,
+        "marks": marks,
+        "last_change": {"at": last.at, "kind": last.kind, "title": last.title} if last else None,
+    }
 
 
 def dashboard_data(data: dict, events: list[Event], limit: int = 400) -> dict:
@@ -96,7 +122,16 @@ def dashboard_data(data: dict, events: list[Event], limit: int = 400) -> dict:
     for e in events:
         last.setdefault(e.series, e)
     series = [series_entry(s, tables, last.get(s["key"])) for s in data["series"]]
-    return {"generated_at": data["generated_at"], "command": data["command"], "excluded_runs": data["excluded_runs"],
-            "skipped": data["skipped"], "series": series, "sessions": tables.sessions, "machines": tables.machines,
-            "versions": tables.versions, "verdicts": tables.verdicts,
-            "events": [{**e.to_json(), "t": _epoch(e.at)} for e in events[:limit]], "events_total": len(events)}
+    return {
+        "generated_at": data["generated_at"],
+        "command": data["command"],
+        "excluded_runs": data["excluded_runs"],
+        "skipped": data["skipped"],
+        "series": series,
+        "sessions": tables.sessions,
+        "machines": tables.machines,
+        "versions": tables.versions,
+        "verdicts": tables.verdicts,
+        "events": [{**e.to_json(), "t": _epoch(e.at)} for e in events[:limit]],
+        "events_total": len(events),
+    }

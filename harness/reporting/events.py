@@ -6,7 +6,11 @@ from __future__ import annotations
 from harness.reporting.history import change_text
 from harness.results.event import Event
 
-COUNTS = (("ops", "ops"), ("kernels", "kernel launches"), ("python_calls", "Python calls"))  # census keys, as the page names them
+COUNTS = (
+    ("ops", "ops"),
+    ("kernels", "kernel launches"),
+    ("python_calls", "Python calls"),
+)  # census keys, as the page names them
 
 
 def _count_lines(a: dict, b: dict) -> tuple[str, ...]:
@@ -24,19 +28,42 @@ def series_events(s: dict) -> list[Event]:
     out = []
     for c in s["change_points"]:
         chs = "; ".join(change_text(ch, short=True) for ch in c["version_changes"]) or "no version change"
-        out.append(Event(c["started_at"], "change point", s["key"], c["session_id"],
-                         f"step time x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] in {s['name']}",
-                         (f"since {c['after_session_id']}; {chs}",)))
+        out.append(
+            Event(
+                c["started_at"],
+                "change point",
+                s["key"],
+                c["session_id"],
+                f"step time x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] in {s['name']}",
+                (f"since {c['after_session_id']}; {chs}",),
+            )
+        )
     timed = set(s["sessions"])
     for v in s["version_changes"]:
         if v["kind"] == "timing" or v["session_id"] not in timed:
-            out.append(Event(v["started_at"], "version", s["key"], v["session_id"], f"{'; '.join(change_text(ch, short=True) for ch in v['changes'])}"
-                             f" in {s['name']}", tuple(change_text(ch) for ch in v["changes"])))
+            out.append(
+                Event(
+                    v["started_at"],
+                    "version",
+                    s["key"],
+                    v["session_id"],
+                    f"{'; '.join(change_text(ch, short=True) for ch in v['changes'])} in {s['name']}",
+                    tuple(change_text(ch) for ch in v["changes"]),
+                )
+            )
     census = [t for t in s["timeline"] if t["kind"] == "census"]
     for a, b in zip(census, census[1:]):
         if lines := _count_lines(a, b):
-            out.append(Event(b["started_at"], "census", s["key"], b["session_id"], f"census counts moved in {s['name']}",
-                             (*lines, f"since {a['session_id']}")))
+            out.append(
+                Event(
+                    b["started_at"],
+                    "census",
+                    s["key"],
+                    b["session_id"],
+                    f"census counts moved in {s['name']}",
+                    (*lines, f"since {a['session_id']}"),
+                )
+            )
     return out
 
 
@@ -57,12 +84,15 @@ def tonight(events: list[Event], data: dict, hours: float = 24.0) -> list[Event]
 
 
 def markdown(events: list[Event], page_url: str = "") -> str:
-    """The nightly job summary's "what changed" section: one item per event (its detail indented), linked to the page."""
+    """The nightly job summary's "what changed" section: one item per event (its detail indented), linked to the
+    page."""
     link = f" ([history page]({page_url}))" if page_url else ""
     out = [f"## What changed tonight{link}", ""]
     for e in events:
         out.append(f"- **{e.kind}** {e.at[:16]} `{e.session_id}`: {e.title}")
         out += [f"  - {ln}" for ln in e.lines]
     if not events:
-        out.append("Nothing: no alert, change point, census change, version change or release night in the newest night.")
+        out.append(
+            "Nothing: no alert, change point, census change, version change or release night in the newest night."
+        )
     return "\n".join(out) + "\n"

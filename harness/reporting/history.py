@@ -29,7 +29,12 @@ from harness.record import exclusion, is_census, parse_time
 from harness.spec import changed_fields
 
 TRACKED = ("python", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
-ENV_TRACKED = ("driver", "cuda", "image", "runner")  # keys of a run's env (a stored session's: harness.store.runs), shown like versions
+ENV_TRACKED = (
+    "driver",
+    "cuda",
+    "image",
+    "runner",
+)  # keys of a run's env (a stored session's: harness.store.runs), shown like versions
 SPEC = "workload spec"  # the workload hash, tracked like a version
 
 
@@ -41,8 +46,9 @@ def _positive(x) -> bool:
 
 
 def record_problem(rec: dict) -> str | None:
-    """Why a run record cannot be read into the history (a key it needs missing or of the wrong type, a step time that is
-    not finite and positive), or None. The reader leaves such a record out and names it, instead of failing the page."""
+    """Why a run record cannot be read into the history (a key it needs missing or of the wrong type, a step time that
+    is not finite and positive), or None. The reader leaves such a record out and names it, instead of failing the
+    page."""
     for key in ("gpu", "workload", "decomposition_id"):
         if not isinstance(rec.get(key), str):
             return f"{key} is {rec.get(key)!r}, not a string"
@@ -84,10 +90,16 @@ def _versions(recs: list[dict]) -> dict[str, str]:
 
 
 def _session(sid: str, recs: list[dict], start: str, kind: str) -> dict:
-    return {"session_id": sid, "kind": kind, "started_at": start,
-            "dirs": sorted({r["_dir"] for r in recs}), "machines": sorted({machine(r) for r in recs}),
-            "versions": _versions(recs), "commit": " | ".join(sorted({str(c) for r in recs if (c := (r.get("env") or {}).get("harness"))})),
-            "spec": next((r.get("workload_spec") for r in recs if r.get("workload_spec")), None)}
+    return {
+        "session_id": sid,
+        "kind": kind,
+        "started_at": start,
+        "dirs": sorted({r["_dir"] for r in recs}),
+        "machines": sorted({machine(r) for r in recs}),
+        "versions": _versions(recs),
+        "commit": " | ".join(sorted({str(c) for r in recs if (c := (r.get("env") or {}).get("harness"))})),
+        "spec": next((r.get("workload_spec") for r in recs if r.get("workload_spec")), None),
+    }
 
 
 def _finite(x: float | None) -> float | None:
@@ -146,16 +158,28 @@ def _timeline(mine: list[dict], order: Callable[[str], tuple], start_text: dict[
         if timed:
             v = [r["step_time_median_ms"] for r in timed]
             s = _session(sid, timed, start_text[sid], "timing")
-            s.update(median_ms=median(v), min_ms=min(v), max_ms=max(v), runs=len(v),
-                     failed=sum(1 for r in rs if not is_census(r) and r.get("status") != "ok"),
-                     peak_bytes=max((r["peak_reserved_bytes"] for r in timed if _positive(r.get("peak_reserved_bytes"))), default=None),
-                     verdict=next((r["verdict"] for r in timed if isinstance(r.get("verdict"), str)), None))
+            s.update(
+                median_ms=median(v),
+                min_ms=min(v),
+                max_ms=max(v),
+                runs=len(v),
+                failed=sum(1 for r in rs if not is_census(r) and r.get("status") != "ok"),
+                peak_bytes=max(
+                    (r["peak_reserved_bytes"] for r in timed if _positive(r.get("peak_reserved_bytes"))), default=None
+                ),
+                verdict=next((r["verdict"] for r in timed if isinstance(r.get("verdict"), str)), None),
+            )
             timeline.append(s)
         if cens:
             cs = [normalize(r["census"]) for r in cens]
             s = _session(sid, cens, start_text[sid], "census")
-            s.update(runs=len(cs), ops=_med([c.get("ops") for c in cs]), kernels=_med([c.get("kernels") for c in cs]),
-                     python_calls=_med([c.get("python_calls") for c in cs]), kernel_ms=_med([c.get("kernel_ms") for c in cs]))
+            s.update(
+                runs=len(cs),
+                ops=_med([c.get("ops") for c in cs]),
+                kernels=_med([c.get("kernels") for c in cs]),
+                python_calls=_med([c.get("python_calls") for c in cs]),
+                kernel_ms=_med([c.get("kernel_ms") for c in cs]),
+            )
             timeline.append(s)
     for x, s in enumerate(timeline):
         s["x"] = x
@@ -169,8 +193,16 @@ def _version_changes(timeline: list[dict]) -> list[dict]:
         seq = [s for s in timeline if s["kind"] == kind]
         for a, b in zip(seq, seq[1:]):
             if chs := version_changes(a, b):
-                vchanges.append({"kind": kind, "x": b["x"], "session_id": b["session_id"], "started_at": b["started_at"],
-                                 "after_session_id": a["session_id"], "changes": chs})
+                vchanges.append(
+                    {
+                        "kind": kind,
+                        "x": b["x"],
+                        "session_id": b["session_id"],
+                        "started_at": b["started_at"],
+                        "after_session_id": a["session_id"],
+                        "changes": chs,
+                    }
+                )
     return vchanges
 
 
@@ -180,10 +212,20 @@ def _change_points(kept: Sequence[ChangePoint], timing: list[dict], vchanges: li
     for c in kept:
         a, b = timing[c.index - 1], timing[c.index]
         between = [ch for v in vchanges if v["kind"] == "timing" and v["x"] == b["x"] for ch in v["changes"]]
-        cps.append({**{f: _finite(v) for f, v in asdict(c).items()}, "x": b["x"], "session_id": b["session_id"],
-                    "started_at": b["started_at"], "after_session_id": a["session_id"],
-                    "versions_before": a["versions"], "versions_after": b["versions"], "version_changes": between,
-                    "machines_before": a["machines"], "machines_after": b["machines"]})
+        cps.append(
+            {
+                **{f: _finite(v) for f, v in asdict(c).items()},
+                "x": b["x"],
+                "session_id": b["session_id"],
+                "started_at": b["started_at"],
+                "after_session_id": a["session_id"],
+                "versions_before": a["versions"],
+                "versions_after": b["versions"],
+                "version_changes": between,
+                "machines_before": a["machines"],
+                "machines_after": b["machines"],
+            }
+        )
     return cps
 
 
@@ -197,27 +239,56 @@ def _series(key: tuple[str, str, str, str], timeline: list[dict], k: float, alph
     for s in timeline:
         s.pop("spec", None)
     name = f"{gpu} · {wl} · {dec}" + (f" · {track}" if track else "")
-    return {"key": "/".join(p for p in (gpu, wl, dec, track) if p), "name": name, "gpu": gpu, "workload": wl,
-            "decomposition": dec, "track": track, "timeline": timeline,
-            "sessions": [s["session_id"] for s in timing],
-            "census_sessions": [s["session_id"] for s in timeline if s["kind"] == "census"],
-            "version_changes": vchanges, "change_points": cps,
-            "detector": {"n": det.n, "sigma": _finite(det.sigma), "penalty": _finite(det.penalty),
-                         "candidates": [{"session_id": timing[c.index]["session_id"], "x": timing[c.index]["x"],
-                                         **{f: _finite(v) for f, v in asdict(c).items()}} for c in det.candidates],
-                         "note": det.note}}
+    return {
+        "key": "/".join(p for p in (gpu, wl, dec, track) if p),
+        "name": name,
+        "gpu": gpu,
+        "workload": wl,
+        "decomposition": dec,
+        "track": track,
+        "timeline": timeline,
+        "sessions": [s["session_id"] for s in timing],
+        "census_sessions": [s["session_id"] for s in timeline if s["kind"] == "census"],
+        "version_changes": vchanges,
+        "change_points": cps,
+        "detector": {
+            "n": det.n,
+            "sigma": _finite(det.sigma),
+            "penalty": _finite(det.penalty),
+            "candidates": [
+                {
+                    "session_id": timing[c.index]["session_id"],
+                    "x": timing[c.index]["x"],
+                    **{f: _finite(v) for f, v in asdict(c).items()},
+                }
+                for c in det.candidates
+            ],
+            "note": det.note,
+        },
+    }
 
 
-def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, alpha: float = ALPHA, command: str = "",
-          skipped: Sequence[str] = ()) -> dict:
-    """The history data (the page's embedded JSON) from ``(track, results dir, records)`` triples; ``skipped``: one line per
-    record or file the reader left out (:func:`record_problem`, a torn line), said on the page."""
+def build(
+    dirs: Sequence[tuple[str, str, list[dict]]],
+    *,
+    k: float = PENALTY_K,
+    alpha: float = ALPHA,
+    command: str = "",
+    skipped: Sequence[str] = (),
+) -> dict:
+    """The history data (the page's embedded JSON) from ``(track, results dir, records)`` triples; ``skipped``: one line
+    per record or file the reader left out (:func:`record_problem`, a torn line), said on the page."""
     recs = [dict(r, _dir=d, _track=t) for t, d, rs in dirs for r in rs]
     starts, start_text = _session_starts(recs)
     excluded = Counter(x for r in recs if (x := exclusion(r)) and x != "census")
-    keys = sorted({(r["gpu"], r["workload"], r["decomposition_id"], r["_track"]) for r in recs
-                   if exclusion(r) is None or (is_census(r) and (r["census"] or {}).get("fits", True))},
-                  key=lambda k: (k[0] == "cpu", *k))  # GPUs first
+    keys = sorted(
+        {
+            (r["gpu"], r["workload"], r["decomposition_id"], r["_track"])
+            for r in recs
+            if exclusion(r) is None or (is_census(r) and (r["census"] or {}).get("fits", True))
+        },
+        key=lambda k: (k[0] == "cpu", *k),
+    )  # GPUs first
 
     def order(sid: str):
         t = starts[sid]
@@ -230,10 +301,20 @@ def build(dirs: Sequence[tuple[str, str, list[dict]]], *, k: float = PENALTY_K, 
     for key in keys:
         if timeline := _timeline(by_key[key], order, start_text):
             series.append(_series(key, timeline, k, alpha))
-    return {"command": command, "generated_at": datetime.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "results_dirs": [{"track": t, "dir": d, "runs": len(rs)} for t, d, rs in dirs],
-            "rule": {"method": "PELT (ruptures, l2) on log session medians; Welch t between neighbouring segments, "
-                               "Bonferroni over the positions scanned, Holm over the candidates; prune the least significant",
-                     "penalty": f"{k:g} * sigma^2 * log(n), sigma = 1.4826 * MAD(diff(log y)) / sqrt(2)",
-                     "k": k, "alpha": alpha, "min_size": MIN_SIZE, "interval": "90% Welch interval of the ratio after/before"},
-            "excluded_runs": dict(sorted(excluded.items())), "skipped": list(skipped), "series": series}
+    return {
+        "command": command,
+        "generated_at": datetime.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "results_dirs": [{"track": t, "dir": d, "runs": len(rs)} for t, d, rs in dirs],
+        "rule": {
+            "method": "PELT (ruptures, l2) on log session medians; Welch t between neighbouring segments, "
+            "Bonferroni over the positions scanned, Holm over the candidates; prune the least significant",
+            "penalty": f"{k:g} * sigma^2 * log(n), sigma = 1.4826 * MAD(diff(log y)) / sqrt(2)",
+            "k": k,
+            "alpha": alpha,
+            "min_size": MIN_SIZE,
+            "interval": "90% Welch interval of the ratio after/before",
+        },
+        "excluded_runs": dict(sorted(excluded.items())),
+        "skipped": list(skipped),
+        "series": series,
+    }

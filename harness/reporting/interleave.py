@@ -20,11 +20,17 @@ def calibration_text(c: dict) -> str:
     what = "units of host work" if c.get("kind", "casts") == "host" else "casts"
     head = f"inject-work sized for +{round(c['target'] * 100, 6):g}%: {c['casts']:.2f} {what} per LoRA forward"
     if c.get("clock") == "own":
-        return (f"{head} (calibration by the injection's own clock: " + ", ".join(f"{p['casts']:.2f} +{p['share']:.1%}" for p in c["probes"])
-                + f" of the rest of B's step; B/A wall x{c['ratio_with']:.3f} at the last probe over its {c['rounds']} rounds)")
-    return (f"{head} (calibration: B/A x{c['ratio_without']:.3f} "  # older reports: calibrated by a wall-time gain
-            f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%}; last {c['rounds']} rounds)")
-
+        return (
+            f"{head} (calibration by the injection's own clock: "
+            + ", ".join(f"{p['casts']:.2f} +{p['share']:.1%}" for p in c["probes"])
+            + " of the rest of B's step; "
+            + f"B/A wall x{c['ratio_with']:.3f} at the last probe over its {c['rounds']} rounds)"
+        )
+    return (
+        f"{head} (calibration: B/A x{c['ratio_without']:.3f} "  # older reports: calibrated by a wall-time gain
+        f"without casts, x{c['ratio_with']:.3f} with {c['probe_casts']:.2f}: +{c['gain']:.1%}; "
+        f"last {c['rounds']} rounds)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,104 +59,204 @@ def report_text(r: dict, extra: tuple[str, ...] = ()) -> ReportText:
 
 def report_lines(r: dict) -> list[str]:
     """The details: what the verdict rests on and what else was measured, one fact per line."""
-    t, v = r["timing"], r.get("verdict")
-    out = []
-    if v is not None:
-        out.append(estimate_line(r, v))
-    if (wl := where_line(r.get("phases"))) is not None:
-        out.append(wl)
-    if r.get("sigma") is not None:
-        m = r["mds"]
-        micro = f", each made of {r['micro_per_step']} single micro-batch turns" if r.get("grain") == "micro" and r.get("micro_per_step") else ""
-        out.append(f"per-pair sigma of the log ratio: {pct(r['sigma'], 2)} ({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block{micro}"
-                   f"{', first step dropped' if r['drop_first'] else ''}); "
-                   + ", ".join(f"{k} {pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None))
-        out.append(mds_line(r, m))
+    v = r.get("verdict")
+    lines = [
+        estimate_line(r, v) if v is not None else None,
+        where_line(r.get("phases")),
+        sigma_line(r),
+        mds_line(r, r["mds"]) if r.get("sigma") is not None else None,
+        launch_line(v),
+        resume_line(r),
+        plan_line(r),
+        injected_line(r),
+        canary_line(r),
+        gpu_line(r),
+        load_line(r),
+        timing_line(r),
+        prestart_line(r),
+    ]
+    return [ln for ln in lines if ln is not None]
+
+
+def sigma_line(r: dict) -> str | None:
+    """The per-pair noise of the log ratio, overall and per variant. None without a sigma."""
+    if r.get("sigma") is None:
+        return None
+    micro = (
+        f", each made of {r['micro_per_step']} single micro-batch turns"
+        if r.get("grain") == "micro" and r.get("micro_per_step")
+        else ""
+    )
+    return (
+        f"per-pair sigma of the log ratio: {pct(r['sigma'], 2)} "
+        f"({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block{micro}"
+        f"{', first step dropped' if r['drop_first'] else ''}); "
+        + ", ".join(f"{k} {pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None)
+    )
+
+
+def launch_line(v: dict | None) -> str | None:
+    """The F test of the launches against the pairs within them, and what it made the unit. None without a verdict."""
     lc = (v or {}).get("launch_check")
     if lc and (v or {}).get("unit_rule") == "launch":
-        out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd "
-                   f"{pct(lc['sigma_launch'], 2)} vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
-                   + "; the launch is the unit whatever it adds")
-    elif lc:
+        return (
+            f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd "
+            f"{pct(lc['sigma_launch'], 2)} vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios "
+            + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
+            + "; the launch is the unit whatever it adds"
+        )
+    if lc:
         differ = lc["p"] < la.LAUNCH_ALPHA
-        out.append(f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; launch sd {pct(lc['sigma_launch'], 2)} "
-                   f"vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios " + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
-                   + ("; LAUNCHES DIFFER: the launch is the unit" if differ else "; no launch effect detected"))
-    elif v is not None:
-        out.append("launch variance: not tested (fewer than 2 launches with pairs)")
+        return (
+            f"launch variance: F({lc['df_between']}, {lc['df_within']}) = {lc['f']:.2f}, p = {lc['p']:.3g}; "
+            f"launch sd {pct(lc['sigma_launch'], 2)} "
+            f"vs pair sd {pct(lc['sigma_pair'], 2)}; launch ratios "
+            + ", ".join(f"x{x:.4f}" for x in lc["ratios"])
+            + ("; LAUNCHES DIFFER: the launch is the unit" if differ else "; no launch effect detected")
+        )
+    if v is not None:
+        return "launch variance: not tested (fewer than 2 launches with pairs)"
+    return None
+
+
+def resume_line(r: dict) -> str | None:
+    """How much slower a block's first step is than its others, or why that was not measured."""
     rp = r.get("resume_penalty") or {}
     if any(rp.values()):
-        out.append("resume penalty (first step / median of the others, 95% CI): "
-                   + "; ".join(f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p))
-    elif r.get("grain") == "micro":
-        out.append("resume penalty: not measured (micro grain: every micro-batch follows a wait, on both sides alike)")
-    elif r.get("k") == [1]:
-        out.append("resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)")
-    if (pl := plan_line(r)) is not None:
-        out.append(pl)
-    if (inj := r.get("injected")) is not None:
-        out.append(f"injected work by its own clock: {inj['inject_ms']:.1f} ms per step of B, +{inj['share']:.1%} of the rest of its "
-                   f"step (median of {inj['blocks']} blocks): the nominal slowdown; the measured one is the estimate above")
+        return "resume penalty (first step / median of the others, 95% CI): " + "; ".join(
+            f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p
+        )
+    if r.get("grain") == "micro":
+        return "resume penalty: not measured (micro grain: every micro-batch follows a wait, on both sides alike)"
+    if r.get("k") == [1]:
+        return "resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)"
+    return None
+
+
+def injected_line(r: dict) -> str | None:
+    """The injected work as its own clock measured it. None without injected work."""
+    inj = r.get("injected")
+    if inj is None:
+        return None
+    return (
+        f"injected work by its own clock: {inj['inject_ms']:.1f} ms per step of B, "
+        f"+{inj['share']:.1%} of the rest of its "
+        f"step (median of {inj['blocks']} blocks): the nominal slowdown; the measured one is the estimate above"
+    )
+
+
+def canary_line(r: dict) -> str | None:
+    """The host canary against the step times and as a covariate. None without its correlations."""
     c = r.get("canary") or {}
-    if c.get("pair_corr") is not None:
-        out.append(f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; with the pair log ratio "
-                   f"{c['pair_corr']:+.2f}; as a covariate sigma {pct(c['sigma_plain'], 2)} -> {pct(c['sigma_adjusted'], 2)} "
-                   f"(variance {-c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; not used by the verdict")
-    if r.get("gpu_state"):
-        g = r["gpu_state"]
-        ls, sm = g["launch_sm_clock_mhz"], g["sm_clock_mhz"]
-        out.append(f"GPU as each block ended ({g['readings']} readings): SM clock median {sm['median']:.0f} MHz (min {sm['min']:.0f}, max {sm['max']:.0f}; "
-                   f"launch medians {min(ls):.0f}-{max(ls):.0f})"
-                   + (f", power median {g['power_w_median']:.0f} W" if g.get("power_w_median") is not None else "")
-                   + (f", up to {g['temp_c_max']:.0f} C" if g.get("temp_c_max") is not None else "")
-                   + (f"; a clock-event reason other than idle (power, thermal, slowdown) in {g['clock_event_share']:.0%} of them"
-                      if g.get("clock_event_share") is not None else ""))
-    if r.get("other_cpus"):
-        o = r["other_cpus"]
-        out.append(f"other load on this machine during the blocks: median {o['median']:.2f} CPUs busy elsewhere, max {o['max']:.2f}; "
-                   f"{o['busy_share']:.0%} of blocks ran beside more than half a busy CPU")
+    if c.get("pair_corr") is None:
+        return None
+    return (
+        f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; "
+        f"with the pair log ratio "
+        f"{c['pair_corr']:+.2f}; as a covariate sigma {pct(c['sigma_plain'], 2)} -> {pct(c['sigma_adjusted'], 2)} "
+        f"(variance {-c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; "
+        "not used by the verdict"
+    )
+
+
+def gpu_line(r: dict) -> str | None:
+    """The GPU's clocks, power and temperature as each block ended. None without readings."""
+    if not r.get("gpu_state"):
+        return None
+    g = r["gpu_state"]
+    ls, sm = g["launch_sm_clock_mhz"], g["sm_clock_mhz"]
+    return (
+        f"GPU as each block ended ({g['readings']} readings): SM clock median {sm['median']:.0f} MHz "
+        f"(min {sm['min']:.0f}, max {sm['max']:.0f}; "
+        f"launch medians {min(ls):.0f}-{max(ls):.0f})"
+        + (f", power median {g['power_w_median']:.0f} W" if g.get("power_w_median") is not None else "")
+        + (f", up to {g['temp_c_max']:.0f} C" if g.get("temp_c_max") is not None else "")
+        + (
+            f"; a clock-event reason other than idle (power, thermal, slowdown) in {g['clock_event_share']:.0%} of them"
+            if g.get("clock_event_share") is not None
+            else ""
+        )
+    )
+
+
+def load_line(r: dict) -> str | None:
+    """The other load on the machine during the blocks. None without it."""
+    if not r.get("other_cpus"):
+        return None
+    o = r["other_cpus"]
+    return (
+        f"other load on this machine during the blocks: median {o['median']:.2f} CPUs busy elsewhere, "
+        f"max {o['max']:.2f}; "
+        f"{o['busy_share']:.0%} of blocks ran beside more than half a busy CPU"
+    )
+
+
+def timing_line(r: dict) -> str:
+    """Where the comparison's wall and CPU time went."""
+    t = r["timing"]
     dev = "GPU" if t["device"] == "gpu" else "CPU"
-    out.append(f"time: {t['wall_s']:.0f} s wall ({dev} held), of which start-up {t['startup_s']:.0f} s over {len(r.get('launches') or [])} launch(es), "
-               f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s), stopping {t.get('close_s', 0):.0f} s; "
-               + (f"worker CPU {t['workers_cpu_s']:.0f} s " if t.get("workers_cpu_s") is not None else "worker CPU not known (recovered) ")
-               + f"(blocks {t['blocks_cpu_s']:.0f} s" + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")"))
-    if (pw := prestart_line(r)) is not None:
-        out.append(pw)
-    return out
+    return (
+        f"time: {t['wall_s']:.0f} s wall ({dev} held), of which start-up {t['startup_s']:.0f} s "
+        f"over {len(r.get('launches') or [])} launch(es), "
+        f"blocks {t['blocks_wall_s']:.0f} s (warm-up {t['warmup_blocks_wall_s']:.0f} s), "
+        f"stopping {t.get('close_s', 0):.0f} s; "
+        + (
+            f"worker CPU {t['workers_cpu_s']:.0f} s "
+            if t.get("workers_cpu_s") is not None
+            else "worker CPU not known (recovered) "
+        )
+        + f"(blocks {t['blocks_cpu_s']:.0f} s"
+        + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")")
+    )
 
 
 def estimate_line(r: dict, v: dict) -> str:
     """The estimate the verdict rests on, with its unit and test (its α is said once, in the head)."""
     lc = v.get("launch_check") or {}
     if v.get("unit") == "launch" and v.get("unit_rule", "launch") == "launch":
-        unit = f"unit: launch, t test over {v.get('n_units', '?')} launch {'Hodges-Lehmann estimates' if v.get('launch_summary') == 'hl' else 'means'}"
+        summary = "Hodges-Lehmann estimates" if v.get("launch_summary") == "hl" else "means"
+        unit = f"unit: launch, t test over {v.get('n_units', '?')} launch {summary}"
     elif v.get("unit") == "launch":
-        unit = f"unit: launch, t test over {v.get('n_units', '?')} launch means (the launches differ, F test p = {lc.get('p', float('nan')):.2g})"
+        unit = (
+            f"unit: launch, t test over {v.get('n_units', '?')} launch means "
+            f"(the launches differ, F test p = {lc.get('p', float('nan')):.2g})"
+        )
     else:
-        unit = "unit: pair, " + ("signed-rank test, Hodges-Lehmann interval" if v.get("test") == "signed-rank" else "t test")
+        unit = "unit: pair, " + (
+            "signed-rank test, Hodges-Lehmann interval" if v.get("test") == "signed-rank" else "t test"
+        )
     p = f"; p of a slowdown past the threshold {v['p_regression']:.2g}" if v.get("p_regression") is not None else ""
-    return (f"estimate: B/A x{v['ratio']:.4f} [{v['lo']:.4f}, {v['hi']:.4f}], {v['pairs']} pairs in {len(r.get('launch_sizes') or [])} "
-            f"launch(es); {unit}{p}" + (f"; {r['stopped']}" if r.get("stopped") else ""))
+    return (
+        f"estimate: B/A x{v['ratio']:.4f} [{v['lo']:.4f}, {v['hi']:.4f}], "
+        f"{v['pairs']} pairs in {len(r.get('launch_sizes') or [])} "
+        f"launch(es); {unit}{p}" + (f"; {r['stopped']}" if r.get("stopped") else "")
+    )
 
 
 def mds_line(r: dict, m: dict) -> str:
-    """The smallest slowdown found 9 times in 10: at this run's own α per look and threshold (what its verdict could see), and
-    its resolution at α 0.01 with no threshold (the convention plans are compared at)."""
+    """The smallest slowdown found 9 times in 10: at this run's own α per look and threshold (what its verdict could
+    see), and its resolution at α 0.01 with no threshold (the convention plans are compared at)."""
     units = "pairs" if m.get("unit", "pair") == "pair" else "launches"
     one = "pair" if units == "pairs" else "launch"
-    return (f"smallest slowdown found with power {m.get('power', 0.9):g}: {pct(m['with_settings'], 2)} at this run's α and threshold; "
-            f"resolution at α {m.get('alpha', 0.01):g} and no threshold, as plans are compared: {pct(m['slowdown'], 2)} "
-            f"(3.6 sd/sqrt(n) = {pct(m['approx_3_6'], 2)}); {m.get('units', r['pairs'])} {units}, sd {pct(m.get('unit_sd', r['sigma']), 2)} per {one}; "
-            f"{units} for a 3% resolution: {m.get('units_for_3pct', m.get('pairs_for_3pct')) or 'n/a'}")
+    return (
+        f"smallest slowdown found with power {m.get('power', 0.9):g}: {pct(m['with_settings'], 2)} "
+        "at this run's α and threshold; "
+        f"resolution at α {m.get('alpha', 0.01):g} and no threshold, as plans are compared: {pct(m['slowdown'], 2)} "
+        f"(3.6 sd/sqrt(n) = {pct(m['approx_3_6'], 2)}); {m.get('units', r['pairs'])} {units}, "
+        f"sd {pct(m.get('unit_sd', r['sigma']), 2)} per {one}; "
+        f"{units} for a 3% resolution: {m.get('units_for_3pct', m.get('pairs_for_3pct')) or 'n/a'}"
+    )
 
 
 def where_line(ph: dict | None) -> str | None:
-    """Where the step moved from A to B, the phases in order of their change (:func:`harness.judging.block_metrics.phase_deltas`)."""
+    """Where the step moved from A to B, the phases in order of their change
+    (:func:`harness.judging.block_metrics.phase_deltas`)."""
     if not ph:
         return None
     order = sorted(ph["delta_ms"], key=lambda k: -abs(ph["delta_ms"][k]))
-    return (f"where, B less A per step (median over {ph['pairs']} pairs; descriptive): "
-            + ", ".join(f"{k} {ph['delta_ms'][k]:+.2f} ms (of {ph['a_ms'][k]:.1f})" for k in order))
+    return f"where, B less A per step (median over {ph['pairs']} pairs; descriptive): " + ", ".join(
+        f"{k} {ph['delta_ms'][k]:+.2f} ms (of {ph['a_ms'][k]:.1f})" for k in order
+    )
 
 
 def prestart_line(r: dict) -> str | None:
@@ -163,9 +269,11 @@ def prestart_line(r: dict) -> str | None:
     waits = [li["startup_s"] - b for li, b in zip(pre, builds)]
     m = math.ceil(costs[1] / r["wall_s_per_pair"])
     hides = f"from about {m} pairs on" if m > 0 else "with its warm-up alone"
-    return (f"pre-start: the {len(pre)} later launch(es) were built in {fmean(builds):.1f} s and waited {max(fmean(waits), 0.0):.1f} s more "
-            f"for their imports; a launch, pre-starting the next at its ready, hides the next one's imports {hides}")
-
+    return (
+        f"pre-start: the {len(pre)} later launch(es) were built in {fmean(builds):.1f} s "
+        f"and waited {max(fmean(waits), 0.0):.1f} s more "
+        f"for their imports; a launch, pre-starting the next at its ready, hides the next one's imports {hides}"
+    )
 
 
 def plan_line(r: dict) -> str | None:
@@ -173,17 +281,34 @@ def plan_line(r: dict) -> str | None:
     if not p:
         return None
     m = r.get("mds") or {}
-    here = (f" (this run: {len(r.get('launch_sizes') or [])} launches of about {round(r['pairs'] / max(len(r.get('launch_sizes') or [1]), 1))} pairs"
-            + (f", {pct(m['slowdown'], 2)}" if m.get("unit") == "launch" and m.get("slowdown") else "") + ")")
-    hide = f" plus any of the next one's {p['hide_s']:.1f} s of imports its pairs do not hide" if p.get("hide_s") else ""
-    return (f"plan for {p['budget_s'] / 60:g} min at this run's costs (first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s{hide}, "
-            f"{p['pair_s']:.2f} s per pair) and noise (pair sd {pct(p['pair_sd'], 2)} as the "
-            f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; launch sd {pct(p['launch_sd'], 2)} by moments, "
-            f"{p.get('level') or 0.9:.0%} upper bound {pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): launches={p['launches']} "
-            f"({p['pairs_per_launch']} pairs each) detects {pct(p.get('mds_at_estimate', p['mds']), 2)} at the launch sd measured and "
-            f"{pct(p['mds'], 2)} at its bound (resolutions, as above)"
-            + (f" (for the estimate alone: launches={e['launches']}, {pct(e['mds'], 2)})" if (e := p.get("at_estimate")) else "") + here
-            + drawn_text(p))
+    here = (
+        f" (this run: {len(r.get('launch_sizes') or [])} launches "
+        f"of about {round(r['pairs'] / max(len(r.get('launch_sizes') or [1]), 1))} pairs"
+        + (f", {pct(m['slowdown'], 2)}" if m.get("unit") == "launch" and m.get("slowdown") else "")
+        + ")"
+    )
+    hide = (
+        f" plus any of the next one's {p['hide_s']:.1f} s of imports its pairs do not hide" if p.get("hide_s") else ""
+    )
+    return (
+        f"plan for {p['budget_s'] / 60:g} min at this run's costs "
+        f"(first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s{hide}, "
+        f"{p['pair_s']:.2f} s per pair) and noise (pair sd {pct(p['pair_sd'], 2)} as the "
+        f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; "
+        f"launch sd {pct(p['launch_sd'], 2)} by moments, "
+        f"{p.get('level') or 0.9:.0%} upper bound {pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): "
+        f"launches={p['launches']} "
+        f"({p['pairs_per_launch']} pairs each) detects {pct(p.get('mds_at_estimate', p['mds']), 2)} "
+        "at the launch sd measured and "
+        f"{pct(p['mds'], 2)} at its bound (resolutions, as above)"
+        + (
+            f" (for the estimate alone: launches={e['launches']}, {pct(e['mds'], 2)})"
+            if (e := p.get("at_estimate"))
+            else ""
+        )
+        + here
+        + drawn_text(p)
+    )
 
 
 def drawn_text(p: dict) -> str:
@@ -203,12 +328,30 @@ def drawn_text(p: dict) -> str:
 def markdown(r: dict, text: ReportText) -> str:
     """report.md: the head first, then the sides, the settings and the details under "How this was measured"."""
     s = r["settings"]
-    pair = s["decomposition"] if s.get("decomposition_b", s["decomposition"]) == s["decomposition"] else f"{s['decomposition_b']}-vs-{s['decomposition']}"
-    head = [f"# interleave {s['workload']}-{pair} on {s['gpu']}", "", f"**{text.head[0]}**", "", *[f"- {ln}" for ln in text.head[1:]], "",
-            f"## {DETAILS.capitalize()}", "",
-            f"- A: `{s['python_a']}`", f"- B: `{s['python_b']}`" + (f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
-                                                                    if s['inject_slowdown_b'] or s['inject_work_b'] else ""),
-            *([f"- {calibration_text(c)}"] if (c := s.get("inject_calibration")) else []),
-            f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, looks at {s['looks']}, "
-            f"seed {s['seed']}, metric {s['metric']}" + (", first step dropped" if s["drop_first_step"] else "")]
+    pair = (
+        s["decomposition"]
+        if s.get("decomposition_b", s["decomposition"]) == s["decomposition"]
+        else f"{s['decomposition_b']}-vs-{s['decomposition']}"
+    )
+    head = [
+        f"# interleave {s['workload']}-{pair} on {s['gpu']}",
+        "",
+        f"**{text.head[0]}**",
+        "",
+        *[f"- {ln}" for ln in text.head[1:]],
+        "",
+        f"## {DETAILS.capitalize()}",
+        "",
+        f"- A: `{s['python_a']}`",
+        f"- B: `{s['python_b']}`"
+        + (
+            f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
+            if s["inject_slowdown_b"] or s["inject_work_b"]
+            else ""
+        ),
+        *([f"- {calibration_text(c)}"] if (c := s.get("inject_calibration")) else []),
+        f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, "
+        f"looks at {s['looks']}, "
+        f"seed {s['seed']}, metric {s['metric']}" + (", first step dropped" if s["drop_first_step"] else ""),
+    ]
     return "\n".join(head + [f"- {ln}" for ln in text.details]) + "\n"

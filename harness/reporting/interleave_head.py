@@ -1,6 +1,6 @@
-"""The first lines of an interleaved comparison's report, in plain words: the verdict, the change and its interval, the
-false-alarm rate the verdict was judged at (said here once), and what to do next. The statistics behind them are the
-report's details (:mod:`harness.reporting.interleave`)."""
+"""The first lines of an interleaved comparison's report, in plain words: the verdict, the change and its interval,
+the false-alarm rate the verdict was judged at (said here once), and what to do next. The statistics behind them are
+the report's details (:mod:`harness.reporting.interleave`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ def signed(x: float) -> str:
 
 
 def change_text(v: dict) -> str:
-    """``B takes 8.1% longer per step than A (90% interval +5.0% to +11.0%)``: the change and its interval, whose level is
-    the verdict's (each end a one-sided bound at the α per look)."""
+    """``B takes 8.1% longer per step than A (90% interval +5.0% to +11.0%)``: the change and its interval, whose level
+    is the verdict's (each end a one-sided bound at the α per look)."""
     r = v["ratio"]
     how = f"{(r - 1) * 100:.1f}% longer" if r >= 1 else f"{(1 - r) * 100:.1f}% less time"
     level = f"{(1 - 2 * v['alpha']) * 100:.4g}%"
@@ -39,13 +39,21 @@ def judged_text(v: dict, launches: int) -> str:
     """The one place the verdict's α is said: the family-wise rate, split over the planned looks."""
     looks = v.get("looks") or 1
     split = f", split over {looks} looks" if looks > 1 else ""
-    return (f"judged on {v['pairs']} pairs in {launches} launch(es), at a false-alarm rate of α {v.get('alpha_total', v['alpha']):g}{split}")
+    return (
+        f"judged on {v['pairs']} pairs in {launches} launch(es), "
+        f"at a false-alarm rate of α {v.get('alpha_total', v['alpha']):g}{split}"
+    )
 
 
 def is_aa(s: dict) -> bool:
-    """Both sides one environment, one decomposition, nothing injected: an A/A comparison, which should find no change."""
-    return (s.get("python_a") == s.get("python_b") and s.get("decomposition_b", s.get("decomposition")) == s.get("decomposition")
-            and not s.get("inject_slowdown_b") and not s.get("inject_work_b"))
+    """Both sides one environment, one decomposition, nothing injected: an A/A comparison, which should find no
+    change."""
+    return (
+        s.get("python_a") == s.get("python_b")
+        and s.get("decomposition_b", s.get("decomposition")) == s.get("decomposition")
+        and not s.get("inject_slowdown_b")
+        and not s.get("inject_work_b")
+    )
 
 
 def injected(s: dict) -> bool:
@@ -54,7 +62,11 @@ def injected(s: dict) -> bool:
 
 def rerun_text(s: dict) -> str:
     budget = s.get("budget_minutes")
-    return f"rerun with --budget-minutes {2 * budget:g} (this run had {budget:g})" if budget else "rerun with a larger --budget-minutes"
+    return (
+        f"rerun with --budget-minutes {2 * budget:g} (this run had {budget:g})"
+        if budget
+        else "rerun with a larger --budget-minutes"
+    )
 
 
 def next_step(r: dict) -> str:
@@ -70,13 +82,21 @@ def next_step(r: dict) -> str:
     if aa:
         return "next: nothing to do: the machine is steady enough for a comparison of this size"
     if injected(s):
-        return ("next: nothing to do: the injected slowdown was found" if out == "regression" else
-                f"next: the injected slowdown was missed; {rerun_text(s)} and compare the plan below")
+        return (
+            "next: nothing to do: the injected slowdown was found"
+            if out == "regression"
+            else f"next: the injected slowdown was missed; {rerun_text(s)} and compare the plan below"
+        )
     if out == "regression":
-        return ("next: B's environment is slower on this machine: see where the step moved (below), and find the release that did it "
-                "with `python -m harness bisect`")
+        return (
+            "next: B's environment is slower on this machine: see where the step moved (below), "
+            "and find the release that did it with `python -m harness bisect`"
+        )
     if out == "improvement":
-        return "next: nothing to fix; if the speed-up is unexpected, check that both sides do the same work (`python -m harness census`)"
+        return (
+            "next: nothing to fix; if the speed-up is unexpected, "
+            "check that both sides do the same work (`python -m harness census`)"
+        )
     return "next: nothing to do"
 
 
@@ -86,17 +106,25 @@ def drifted(v: dict) -> bool:
 
 
 # an A/A whose interval excludes 1.0: what it means and what to do
-AA_DRIFT = ("A and B are one environment, yet the interval excludes no change: they differ by more than the noise, so the machine "
-            "drifted during the run or the order of A and B matters; rerun it, and trust no comparison on this machine until an A/A's "
-            "interval includes no change (the other load and the clocks below may say why)")
+AA_DRIFT = (
+    "A and B are one environment, yet the interval excludes no change: they differ by more than the noise, "
+    "so the machine drifted during the run or the order of A and B matters; "
+    "rerun it, and trust no comparison on this machine until an A/A's "
+    "interval includes no change (the other load and the clocks below may say why)"
+)
 
 
 def head_lines(r: dict) -> list[str]:
-    """The report's first lines: the verdict with the change and its interval, how it was judged, and the next step (for an A/A
-    whose interval excludes 1.0, what that means)."""
+    """The report's first lines: the verdict with the change and its interval, how it was judged, and the next step (for
+    an A/A whose interval excludes 1.0, what that means)."""
     v = r.get("verdict")
     if v is None:
-        head = f"no verdict: {r.get('pairs', 0)} complete pair(s); at least 2 are needed" + (f" ({r['stopped']})" if r.get("stopped") else "")
+        head = f"no verdict: {r.get('pairs', 0)} complete pair(s); at least 2 are needed" + (
+            f" ({r['stopped']})" if r.get("stopped") else ""
+        )
         return [head, next_step(r)]
-    return [f"{WORDS.get(v['outcome'], v['outcome'])}: {change_text(v)}: {reading(v)}",
-            judged_text(v, len(r.get("launch_sizes") or [])), next_step(r)]
+    return [
+        f"{WORDS.get(v['outcome'], v['outcome'])}: {change_text(v)}: {reading(v)}",
+        judged_text(v, len(r.get("launch_sizes") or [])),
+        next_step(r),
+    ]

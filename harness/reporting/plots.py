@@ -33,12 +33,22 @@ def step_times(data: dict) -> Figure:
     rows = [r for r in data["rows"] if r["step_time_ms"] or r["baseline_step_time_ms"]]
     fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(rows)), 3.6))
     for i, r in enumerate(rows):
-        for off, key, color, name in ((-0.18, "baseline_step_time_ms", "#999999", "baseline"), (0.18, "step_time_ms", "#1b9e77", "current")):
+        for off, key, color, name in (
+            (-0.18, "baseline_step_time_ms", "#999999", "baseline"),
+            (0.18, "step_time_ms", "#1b9e77", "current"),
+        ):
             s = r[key]
             if not s:
                 continue
             ax.bar(i + off, s["median"], width=0.34, color=color, label=name if i == 0 else None)
-            ax.errorbar(i + off, s["median"], yerr=[[s["median"] - s["min"]], [s["max"] - s["median"]]], color="black", capsize=3, lw=1)
+            ax.errorbar(
+                i + off,
+                s["median"],
+                yerr=[[s["median"] - s["min"]], [s["max"] - s["median"]]],
+                color="black",
+                capsize=3,
+                lw=1,
+            )
         if r["ratio"] is not None:
             top = max((r[k]["max"] for k in ("step_time_ms", "baseline_step_time_ms") if r[k]), default=0)
             ax.text(i, top * 1.03, f"{(r['ratio'] - 1) * 100:+.1f}%\n{r['verdict']}", ha="center", fontsize=8)
@@ -62,7 +72,13 @@ def phases(data: dict) -> Figure:
             ax.bar(i, v, bottom=bottom, color=c, width=0.6, label=p if i == 0 else None)
             bottom += v
         if r.get("kernel_ms_per_step"):
-            ax.plot([i - 0.3, i + 0.3], [r["kernel_ms_per_step"]] * 2, color="black", lw=2, label="GPU kernel time" if i == 0 else None)
+            ax.plot(
+                [i - 0.3, i + 0.3],
+                [r["kernel_ms_per_step"]] * 2,
+                color="black",
+                lw=2,
+                label="GPU kernel time" if i == 0 else None,
+            )
     ax.set_xticks(range(len(rows)), [_label(r) for r in rows], fontsize=8)
     ax.set_ylabel("ms per optimizer step (median)")
     ax.set_title("Where the step goes", fontsize=10)
@@ -84,7 +100,7 @@ def traces(data: dict) -> Figure:
             ax.axvspan(0.5, r["warmup_steps"] + 0.5, color="#dddddd", zorder=0, label="warm-up (skipped)")
         ax.set_title(f"{r['workload']} {r['micro_batch']}×{r['grad_accum']}", fontsize=9)
         ax.set_xlabel("optimizer step")
-        steady = [x for t in r["step_traces_ms"] for x in t[r.get("warmup_steps") or 0:]]
+        steady = [x for t in r["step_traces_ms"] for x in t[r.get("warmup_steps") or 0 :]]
         if steady:
             ax.set_ylim(0, 1.25 * max(steady))  # warm-up steps may run off the top
     axes[0][0].set_ylabel("step time, ms")

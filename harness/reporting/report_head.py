@@ -10,15 +10,24 @@ SHOWN = 3  # cases named in the head; the rest are counted
 def change_text(row: dict) -> str:
     """``+30.0% (interval +25.1% to +35.2%)``: a case's step time against the baseline."""
     lo, hi = row.get("ratio_lo"), row.get("ratio_hi")
-    ci = f" (interval {(lo - 1) * 100:+.1f}% to {(hi - 1) * 100:+.1f}%)" if lo is not None and hi is not None and lo == lo and hi == hi else ""
+    ci = (
+        f" (interval {(lo - 1) * 100:+.1f}% to {(hi - 1) * 100:+.1f}%)"
+        if lo is not None and hi is not None and lo == lo and hi == hi
+        else ""
+    )
     return f"{(row['ratio'] - 1) * 100:+.1f}%{ci}"
 
 
 def cases_text(verdicts: list[dict], rows: dict[str, dict]) -> str:
     """The cases of ``verdicts``, each with its kind and, for a runtime verdict, its change; at most :data:`SHOWN`."""
+
     def one(v: dict) -> str:
         row = rows.get(v["case"]) or {}
-        return f"{v['case']} {change_text(row)}" if v["kind"] == "runtime" and row.get("ratio") is not None else f"{v['kind']} {v['case']}"
+        return (
+            f"{v['case']} {change_text(row)}"
+            if v["kind"] == "runtime" and row.get("ratio") is not None
+            else f"{v['kind']} {v['case']}"
+        )
 
     named = ", ".join(one(v) for v in verdicts[:SHOWN])
     return named + (f" and {len(verdicts) - SHOWN} more" if len(verdicts) > SHOWN else "")
@@ -27,9 +36,15 @@ def cases_text(verdicts: list[dict], rows: dict[str, dict]) -> str:
 def verdict_line(data: dict) -> str:
     """The session's verdict in one line: what failed first, then what changed, then what could not be decided."""
     vs, rows = data["verdicts"], {f"{r['workload']}-{r['decomposition']}": r for r in data["rows"]}
-    if data.get("recorded") is not None:  # --update-baselines: the old baseline's verdicts are no news; a failed run or split is
+    if (
+        data.get("recorded") is not None
+    ):  # --update-baselines: the old baseline's verdicts are no news; a failed run or split is
         bad = [v for v in vs if v["outcome"] == "fail" or (v["kind"] == "equivalence" and v["outcome"] == "regression")]
-        done = f"baseline recorded: {', '.join(data['recorded'])}" if data["recorded"] else "no baseline recorded (test_record_baseline says why)"
+        done = (
+            f"baseline recorded: {', '.join(data['recorded'])}"
+            if data["recorded"]
+            else "no baseline recorded (test_record_baseline says why)"
+        )
         return done + (f"; FAILED: {cases_text(bad, rows)}" if bad else "")
     slower = [v for v in vs if v["kind"] == "runtime" and v["outcome"] == "regression"]
     failed = [v for v in vs if v["outcome"] in ("regression", "fail") and v not in slower]
@@ -38,7 +53,9 @@ def verdict_line(data: dict) -> str:
     timed = [v for v in vs if v["kind"] == "runtime" and v["outcome"] != "skip"]
     parts = []
     if slower:
-        parts.append(f"REGRESSION: {len(slower)} of {len(timed)} case(s) slower than the baseline: {cases_text(slower, rows)}")
+        parts.append(
+            f"REGRESSION: {len(slower)} of {len(timed)} case(s) slower than the baseline: {cases_text(slower, rows)}"
+        )
     if failed:
         parts.append(f"FAILED: {cases_text(failed, rows)}")
     if changed:
@@ -47,12 +64,18 @@ def verdict_line(data: dict) -> str:
         parts.append(f"inconclusive: {cases_text(unsure, rows)} (cannot be told from the baseline yet)")
     if parts:
         return "; ".join(parts)
-    moved = max((r for r in data["rows"] if r.get("ratio") is not None), key=lambda r: abs(r["ratio"] - 1), default=None)
+    moved = max(
+        (r for r in data["rows"] if r.get("ratio") is not None), key=lambda r: abs(r["ratio"] - 1), default=None
+    )
     if timed and moved is not None:
-        return (f"pass: {len(timed)} case(s) not slower than the baseline (the largest change: "
-                f"{moved['workload']}-{moved['decomposition']} {change_text(moved)})")
+        return (
+            f"pass: {len(timed)} case(s) not slower than the baseline (the largest change: "
+            f"{moved['workload']}-{moved['decomposition']} {change_text(moved)})"
+        )
     judged = [v for v in vs if v["outcome"] != "skip"]
-    why = next((v["message"] for v in vs if v["kind"] == "runtime" and v["outcome"] == "skip"), None) or (vs[0]["message"] if vs else "nothing ran")
+    why = next((v["message"] for v in vs if v["kind"] == "runtime" and v["outcome"] == "skip"), None) or (
+        vs[0]["message"] if vs else "nothing ran"
+    )
     others = f"; {len(judged)} other check(s) passed" if judged else ""
     return f"no runtime verdict: {why.split('; record one with', 1)[0]}{others}"
 
@@ -61,12 +84,18 @@ def next_step(data: dict) -> str:
     """What to do next, for the most pressing of the verdicts."""
     vs = data["verdicts"]
     if data.get("recorded") is not None:
-        return ("next: commit the baseline file(s) (the table under 'baseline update' shows before and after); the next session is judged "
-                "against them" if data["recorded"] else "next: fix what test_record_baseline refused, and rerun the same command")
+        return (
+            "next: commit the baseline file(s) (the table under 'baseline update' shows before and after); "
+            "the next session is judged against them"
+            if data["recorded"]
+            else "next: fix what test_record_baseline refused, and rerun the same command"
+        )
     if any(v["kind"] == "runtime" and v["outcome"] == "regression" for v in vs):
-        return ("next: a stored baseline also moves with the machine: measure it side by side on this machine with "
-                "`python -m harness confirm report.json --python-a PY` (PY: the reference environment's python); "
-                "the 'where' lines below say which phase moved")
+        return (
+            "next: a stored baseline also moves with the machine: measure it side by side on this machine with "
+            "`python -m harness confirm report.json --python-a PY` (PY: the reference environment's python); "
+            "the 'where' lines below say which phase moved"
+        )
     if any(v["outcome"] == "fail" for v in vs):
         return "next: a run failed: its status and log are in the results dir (runs.jsonl, one log per run)"
     if any(v["outcome"] in ("regression", "changed") for v in vs):

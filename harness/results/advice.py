@@ -14,7 +14,8 @@ from harness.results.stored import Stored
 
 @dataclass(frozen=True)
 class Advice(Stored):
-    """``data``: the advice as ``report.json`` holds it; ``exit_code`` 3 when no split fits or a comparison failed to measure."""
+    """``data``: the advice as ``report.json`` holds it; ``exit_code`` 3 when no split fits or a comparison failed to
+    measure."""
 
     FORMAT = formats.ADVICE
     data: Mapping[str, Any] = field(default_factory=dict)

@@ -32,7 +32,8 @@ class Bisection(Stored):
 
     @property
     def exit_code(self) -> int:
-        """3 when an end could not be measured (nothing was bisected), else 0: a change found is an answer, not a failure."""
+        """3 when an end could not be measured (nothing was bisected), else 0: a change found is an answer, not a
+        failure."""
         return 3 if self.outcome == "ends_failed" else 0
 
     @property

@@ -16,7 +16,8 @@ from harness.results.verdict import Verdict
 @dataclass(frozen=True)
 class ComparisonResult:
     """One comparison of A against B. ``report``: the report as written to ``results_dir/report.json`` (empty when the
-    comparison made none: nothing to compare, or a worker died before a verdict); ``reason``: why there is no verdict."""
+    comparison made none: nothing to compare, or a worker died before a verdict); ``reason``: why there is no
+    verdict."""
 
     exit_code: int
     results_dir: Path
@@ -44,10 +45,14 @@ class ComparisonResult:
         return formats.COMPARISON.stamp(self.report)
 
     @classmethod
-    def from_json(cls, data: object, results_dir: str | Path, exit_code: int | None = None, where: str = "") -> ComparisonResult:
+    def from_json(
+        cls, data: object, results_dir: str | Path, exit_code: int | None = None, where: str = ""
+    ) -> ComparisonResult:
         report = formats.COMPARISON.read(data, where)
         verdict = Verdict.from_json(report.get("verdict"))
-        code = exit_code if exit_code is not None else 1 if verdict is not None and verdict.outcome == "regression" else 0
+        code = (
+            exit_code if exit_code is not None else 1 if verdict is not None and verdict.outcome == "regression" else 0
+        )
         return cls(code, Path(results_dir), report)
 
     @classmethod

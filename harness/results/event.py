@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-KINDS = ("alert", "change point", "census", "version", "release")  # the kinds, in the order the page's legend names them
+KINDS = (
+    "alert",
+    "change point",
+    "census",
+    "version",
+    "release",
+)  # the kinds, in the order the page's legend names them
 
 
 @dataclass(frozen=True)
 class Event:
-    """``at``: the session's start (ISO 8601, as stored); ``series``: the key of the series it belongs to (``gpu/workload/split
-    [/track]``), or "" for a whole session; ``title``: one line; ``lines``: the detail (counts that moved, versions)."""
+    """``at``: the session's start (ISO 8601, as stored); ``series``: the key of the series it belongs to
+    (``gpu/workload/split [/track]``), or "" for a whole session; ``title``: one line; ``lines``: the detail (counts
+    that moved, versions)."""
 
     at: str
     kind: str
@@ -28,10 +35,11 @@ class Event:
 
 
 def newest_first(events: list[Event]) -> list[Event]:
-    """The events newest first, one per kind, series and session (an alert of the store before the page's own event of it)."""
+    """The events newest first, one per kind, series and session (an alert of the store before the page's own event of
+    it)."""
     seen: set[tuple[str, str]] = set()
     out = []
-    for e in sorted(events, key=lambda e: (KINDS.index(e.kind) if e.kind in KINDS else len(KINDS))):
+    for e in sorted(events, key=lambda e: KINDS.index(e.kind) if e.kind in KINDS else len(KINDS)):
         key = (e.series, e.session_id) if e.kind in ("alert", "census") else (e.kind, e.series, e.session_id, e.title)
         if key not in seen:
             seen.add(key)

@@ -50,8 +50,10 @@ class Format:
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise FormatError(f"{where}: format {version!r} is not a version of {self.name}")
         if version > self.version:
-            raise FormatError(f"{where}: {self.name} format {version} is newer than this harness reads ({self.version}); "
-                              "update the harness")
+            raise FormatError(
+                f"{where}: {self.name} format {version} is newer than this harness reads ({self.version}); "
+                "update the harness"
+            )
         out = dict(obj)
         for v in range(version, self.version):
             out = self.upgrades[v](out)

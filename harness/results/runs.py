@@ -28,12 +28,20 @@ class Runs:
 
     def step_ms(self, decomposition: str) -> float | None:
         """The median over the finished runs of ``decomposition`` of their median step time (ms), or None."""
-        steps = [r["step_time_median_ms"] for r in self.runs_of(decomposition) if r.get("status") == "ok" and r.get("step_time_median_ms")]
+        steps = [
+            r["step_time_median_ms"]
+            for r in self.runs_of(decomposition)
+            if r.get("status") == "ok" and r.get("step_time_median_ms")
+        ]
         return median(steps) if steps else None
 
     def census(self, decomposition: str) -> Mapping[str, Any] | None:
         """The census of the last finished census run of ``decomposition`` that fitted its window, or None."""
-        found = [r["census"] for r in self.runs_of(decomposition) if r.get("status") == "ok" and (r.get("census") or {}).get("fits")]
+        found = [
+            r["census"]
+            for r in self.runs_of(decomposition)
+            if r.get("status") == "ok" and (r.get("census") or {}).get("fits")
+        ]
         return found[-1] if found else None
 
     @property

@@ -14,8 +14,9 @@ FAILING = ("regression", "fail")  # the outcomes that fail a check (exit code 1)
 
 @dataclass(frozen=True)
 class Verdict:
-    """``outcome``: pass, regression, improvement, inconclusive, fail, unconfirmed, ...; ``message``: the one line a report
-    prints; ``details``: every other key of the verdict as written (``ratio``, ``lo``, ``hi``, ``pairs``, ``prediction``)."""
+    """``outcome``: pass, regression, improvement, inconclusive, fail, unconfirmed, ...; ``message``: the one line a
+    report prints; ``details``: every other key of the verdict as written (``ratio``, ``lo``, ``hi``, ``pairs``,
+    ``prediction``)."""
 
     outcome: str
     message: str
@@ -47,4 +48,8 @@ class Verdict:
         """The verdict of a report's ``verdict`` object; None for none (or one without an outcome)."""
         if not isinstance(data, Mapping) or not data.get("outcome"):
             return None
-        return cls(str(data["outcome"]), str(data.get("message", "")), {k: v for k, v in data.items() if k not in ("outcome", "message")})
+        return cls(
+            str(data["outcome"]),
+            str(data.get("message", "")),
+            {k: v for k, v in data.items() if k not in ("outcome", "message")},
+        )

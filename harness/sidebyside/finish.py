@@ -24,66 +24,157 @@ from harness.sidebyside.loop import PROGRESS
 from harness.suite.runs import interleave_prediction
 
 # what recover reads of progress.json's settings itself (the rest is the report's)
-RECOVER_SETTINGS = ("session_id", "alpha", "threshold", "looks", "metric", "drop_first_step", "test", "unit", "launches", "gpu")
+RECOVER_SETTINGS = (
+    "session_id",
+    "alpha",
+    "threshold",
+    "looks",
+    "metric",
+    "drop_first_step",
+    "test",
+    "unit",
+    "launches",
+    "gpu",
+)
 
 
-def finish(root: Path, *, settings: dict, orders: list, stopped: str | None, launch_info: list[dict], blocks: list[dict],
-            groups: list[list[float]], verdict, check: pd.PairedCheck, case: str, wall: float, cpu: float | None, calibrated: bool,
-            out: Callable[[str], None], recovered: dict | None = None) -> ComparisonResult:
-    """The report of a comparison, from what it measured: the verdict (a last look at the pairs made where the run stopped
-    between looks), the analysis, the timing and the plan; printed, written to report.json and report.md, and returned."""
-    n_pairs = sum(map(len, groups))
-    if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
-        # a budget stop between looks: this last look replaces the next planned one, so alpha per look still holds
-        verdict = check.decide(groups, case, None) if n_pairs >= 2 else None
-    summary = analyse(blocks, alpha=settings["alpha"], threshold=settings["threshold"], looks=len(settings["looks"]), metric=settings["metric"],
-                      drop_first=settings["drop_first_step"], session=settings["session_id"], test=settings["test"], unit=settings["unit"])
-    cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
-    apart = {li["launch"]: li["warmup_s"] for li in launch_info if li.get("warm_apart") and li.get("warmup_s") is not None}
-    warm_wall = sum(b["wall_s"] for b in blocks if b["warmup"] and b["launch"] not in apart) + sum(apart.values())  # at once: its wall, once
-    timing = {"wall_s": wall, "startup_s": sum(li["startup_s"] for li in launch_info), "close_s": sum(li.get("close_s", 0) for li in launch_info),
-              "blocks_wall_s": sum(b["wall_s"] for b in blocks if not b["warmup"]) + warm_wall,
-              "warmup_blocks_wall_s": warm_wall, "workers_cpu_s": cpu,
-              "blocks_cpu_s": sum(b["cpu_s"] for b in blocks), "device": "gpu" if cuda else "cpu"}
-    report = {"settings": settings, "orders": orders, "stopped": stopped, "timing": timing, "launches": launch_info, **summary,
-              "injected": injected_share(blocks) if calibrated else None,
-              "verdict": None if verdict is None else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details}}
+def finish(
+    root: Path,
+    *,
+    settings: dict,
+    orders: list,
+    stopped: str | None,
+    launch_info: list[dict],
+    blocks: list[dict],
+    groups: list[list[float]],
+    verdict,
+    check: pd.PairedCheck,
+    case: str,
+    wall: float,
+    cpu: float | None,
+    calibrated: bool,
+    out: Callable[[str], None],
+    recovered: dict | None = None,
+) -> ComparisonResult:
+    """The report of a comparison, from what it measured: the verdict (a last look at the pairs made where the run
+    stopped between looks), the analysis, the timing and the plan; printed, written to report.json and report.md, and
+    returned."""
+    verdict = last_verdict(verdict, check, groups, case)
+    summary = analyse(
+        blocks,
+        alpha=settings["alpha"],
+        threshold=settings["threshold"],
+        looks=len(settings["looks"]),
+        metric=settings["metric"],
+        drop_first=settings["drop_first_step"],
+        session=settings["session_id"],
+        test=settings["test"],
+        unit=settings["unit"],
+    )
+    report = {
+        "settings": settings,
+        "orders": orders,
+        "stopped": stopped,
+        "timing": timing_of(blocks, launch_info, wall, cpu),
+        "launches": launch_info,
+        **summary,
+        "injected": injected_share(blocks) if calibrated else None,
+        "verdict": None
+        if verdict is None
+        else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details},
+    }
     if recovered:
         report["recovered"] = recovered
     report["plan"] = plan_for(report, groups=groups)
     # the cost model's prediction from a census of each side, beside the measured change (docs/cost-model.md)
-    report["prediction"] = interleave_prediction(root, settings, (report.get("step_ms_median") or {}).get("a"), report["verdict"])
+    report["prediction"] = interleave_prediction(
+        root, settings, (report.get("step_ms_median") or {}).get("a"), report["verdict"]
+    )
     if report["verdict"] is not None and report["prediction"].get("delta_pct") is not None:
         report["verdict"]["prediction"] = report["prediction"]
-    # what the regression-issue script reads from any report (.github/scripts/regression-issues.sh)
-    env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
-    report.update(gpu=settings["gpu"], session_id=settings["session_id"], rows=[], versions=env_b.get("versions", {}),
-                  verdicts=[] if verdict is None else [{"kind": "interleaved", "case": case, "outcome": verdict.outcome,
-                                                        "message": verdict.message,
-                                                        **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
-                                                        **({"where": w} if (w := where_line(report.get("phases"))) else {})}])
+    report.update(issue_fields(report, launch_info, verdict, case))
     text = report_text(report, (beside_line(report["prediction"]),))
     for ln in text.lines():
         out(ln)
-    result = ComparisonResult(EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report)
+    result = ComparisonResult(
+        EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report
+    )
     write_json_atomic(root / "report.json", result.to_json())
     write_atomic(root / "report.md", markdown(report, text))
     return result
 
 
+def last_verdict(verdict, check: pd.PairedCheck, groups: list[list[float]], case: str):
+    """The verdict of the report: the run's own when it judged every pair made, else a last look at the pairs made (a
+    budget stop between looks: this last look replaces the next planned one, so alpha per look still holds); None
+    when only one pair was made."""
+    n_pairs = sum(map(len, groups))
+    if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
+        return check.decide(groups, case, None) if n_pairs >= 2 else None
+    return verdict
+
+
+def timing_of(blocks: list[dict], launch_info: list[dict], wall: float, cpu: float | None) -> dict:
+    """The report's ``timing``: the wall and CPU seconds of the run, its launches and its blocks, and its device. A
+    launch that warmed both sides at once counts its warm-up wall once."""
+    cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
+    apart = {
+        li["launch"]: li["warmup_s"] for li in launch_info if li.get("warm_apart") and li.get("warmup_s") is not None
+    }
+    warm_blocks = sum(b["wall_s"] for b in blocks if b["warmup"] and b["launch"] not in apart)
+    warm_wall = warm_blocks + sum(apart.values())  # at once: its wall, once
+    return {
+        "wall_s": wall,
+        "startup_s": sum(li["startup_s"] for li in launch_info),
+        "close_s": sum(li.get("close_s", 0) for li in launch_info),
+        "blocks_wall_s": sum(b["wall_s"] for b in blocks if not b["warmup"]) + warm_wall,
+        "warmup_blocks_wall_s": warm_wall,
+        "workers_cpu_s": cpu,
+        "blocks_cpu_s": sum(b["cpu_s"] for b in blocks),
+        "device": "gpu" if cuda else "cpu",
+    }
+
+
+def issue_fields(report: dict, launch_info: list[dict], verdict, case: str) -> dict:
+    """What the regression-issue script reads from any report (.github/scripts/regression-issues.sh): the GPU, the
+    run id, the versions of side b and the verdicts."""
+    settings = report["settings"]
+    env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
+    return dict(
+        gpu=settings["gpu"],
+        session_id=settings["session_id"],
+        rows=[],
+        versions=env_b.get("versions", {}),
+        verdicts=[]
+        if verdict is None
+        else [
+            {
+                "kind": "interleaved",
+                "case": case,
+                "outcome": verdict.outcome,
+                "message": verdict.message,
+                **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
+                **({"where": w} if (w := where_line(report.get("phases"))) else {}),
+            }
+        ],
+    )
+
+
 def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> ComparisonResult:
-    """Judge a comparison that stopped before writing its report (the machine lost, a kill -9, a job's timeout) from what
-    its results dir kept: every block (``blocks.jsonl``, appended as measured) and the settings and launches
-    (``progress.json``, rewritten at each launch's start and end). The verdict is a last look at the complete pairs kept,
-    as after a budget stop, so alpha per look holds; the report says what was recovered. Writes report.json and report.md,
-    never over a report the run wrote itself; an earlier run's report there is moved aside. Its exit code as the run's: 1 on
-    a regression, else 0."""
+    """Judge a comparison that stopped before writing its report (the machine lost, a kill -9, a job's timeout) from
+    what its results dir kept: every block (``blocks.jsonl``, appended as measured) and the settings and launches
+    (``progress.json``, rewritten at each launch's start and end). The verdict is a last look at the complete pairs
+    kept, as after a budget stop, so alpha per look holds; the report says what was recovered. Writes report.json and
+    report.md, never over a report the run wrote itself; an earlier run's report there is moved aside. Its exit code as
+    the run's: 1 on a regression, else 0."""
     root = Path(results_dir)
     if not (root / "blocks.jsonl").exists():
         raise BadInput(f"no blocks.jsonl in {root}: not the results dir of an interleave run (its --results-dir)")
     if not (root / PROGRESS).exists():
-        raise BadInput(f"no {PROGRESS} in {root}: it was written by a harness older than recover; judge its blocks.jsonl with "
-                         "harness.judging.blocks.analyse and the run's settings")
+        raise BadInput(
+            f"no {PROGRESS} in {root}: it was written by a harness older than recover; judge its blocks.jsonl with "
+            "harness.judging.blocks.analyse and the run's settings"
+        )
     prog = read_progress(root / PROGRESS)
     settings, launch_info = prog["settings"], prog["launches"]
     set_aside_old_report(root, settings["session_id"], out)
@@ -91,23 +182,51 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> C
     for line in skipped:
         out(f"warning: {line}")
     groups = grouped(pairs_of(blocks), settings["metric"], settings["drop_first_step"])
-    n_pairs, ended = sum(map(len, groups)), max((b["started_at"] + b["wall_s"] for b in blocks), default=prog["t_start"])
+    n_pairs, ended = (
+        sum(map(len, groups)),
+        max((b["started_at"] + b["wall_s"] for b in blocks), default=prog["t_start"]),
+    )
     made = max((b["launch"] for b in blocks), default=0)
-    recovered = {"pairs": n_pairs, "launches": made, "launches_planned": settings["launches"], "blocks": len(blocks),
-                 "last_block_end_s": ended - prog["t_start"], "skipped": skipped}
-    stopped = (f"stopped before its report, after {n_pairs} complete pairs in {made} of {settings['launches']} launches; "
-               f"recovered from {root}" + (f"; {len(skipped)} line(s) of blocks.jsonl left out (torn or malformed)" if skipped else ""))
+    recovered = {
+        "pairs": n_pairs,
+        "launches": made,
+        "launches_planned": settings["launches"],
+        "blocks": len(blocks),
+        "last_block_end_s": ended - prog["t_start"],
+        "skipped": skipped,
+    }
+    stopped = (
+        f"stopped before its report, after {n_pairs} complete pairs in {made} of {settings['launches']} launches; "
+        f"recovered from {root}"
+        + (f"; {len(skipped)} line(s) of blocks.jsonl left out (torn or malformed)" if skipped else "")
+    )
     out(f"{prog['case']}: {stopped}")
-    check = pd.PairedCheck(settings["alpha"], settings["threshold"], len(settings["looks"]), test=settings["test"], unit=settings["unit"])
-    return finish(root, settings=settings, orders=prog["orders"], stopped=stopped, launch_info=launch_info, blocks=blocks, groups=groups,
-                   verdict=None, check=check, case=prog["case"], wall=ended - prog["t_start"], cpu=None,
-                   calibrated=settings.get("inject_calibration") is not None, out=out, recovered=recovered)
-
+    check = pd.PairedCheck(
+        settings["alpha"], settings["threshold"], len(settings["looks"]), test=settings["test"], unit=settings["unit"]
+    )
+    return finish(
+        root,
+        settings=settings,
+        orders=prog["orders"],
+        stopped=stopped,
+        launch_info=launch_info,
+        blocks=blocks,
+        groups=groups,
+        verdict=None,
+        check=check,
+        case=prog["case"],
+        wall=ended - prog["t_start"],
+        cpu=None,
+        calibrated=settings.get("inject_calibration") is not None,
+        out=out,
+        recovered=recovered,
+    )
 
 
 def set_aside_old_report(root: Path, session: str, out: Callable[[str], None]) -> None:
-    """Before :func:`recover` writes: this run's own report there is a ValueError (nothing to recover); an old report (of an
-    earlier run, or unreadable) is moved aside to ``report-<its run id>.json``/``.md``, so that no reader takes it for this run's."""
+    """Before :func:`recover` writes: this run's own report there is a ValueError (nothing to recover); an old report
+    (of an earlier run, or unreadable) is moved aside to ``report-<its run id>.json``/``.md``, so that no reader takes
+    it for this run's."""
     path = root / "report.json"
     if not path.exists():
         return
@@ -116,17 +235,22 @@ def set_aside_old_report(root: Path, session: str, out: Callable[[str], None]) -
     except (OSError, ValueError):
         theirs = None
     if theirs == session:
-        raise BadInput(f"{root} already has report.json of this run ({session}): the run wrote its own report, nothing to recover")
+        raise BadInput(
+            f"{root} already has report.json of this run ({session}): the run wrote its own report, nothing to recover"
+        )
     aside = root / f"report-{theirs or 'unreadable'}.json"
     os.replace(path, aside)
     if (root / "report.md").exists():
         os.replace(root / "report.md", aside.with_suffix(".md"))
-    out(f"{path}: an old report (of run {theirs or 'unknown: unreadable'}, not this run's {session}); moved aside to {aside.name}")
+    out(
+        f"{path}: an old report (of run {theirs or 'unknown: unreadable'}, not this run's {session}); "
+        f"moved aside to {aside.name}"
+    )
 
 
 def read_progress(path: Path) -> dict:
-    """``progress.json`` of a comparison, checked for what :func:`recover` reads; ValueError, one line naming the file, when
-    it is unreadable or of another shape (its settings lost: the kept blocks cannot be judged without them)."""
+    """``progress.json`` of a comparison, checked for what :func:`recover` reads; ValueError, one line naming the file,
+    when it is unreadable or of another shape (its settings lost: the kept blocks cannot be judged without them)."""
     fix = "its settings are lost, so the kept blocks cannot be judged; rerun the comparison in a fresh --results-dir"
     try:
         prog = formats.PROGRESS.read(json.loads(path.read_text()), str(path))
@@ -136,20 +260,29 @@ def read_progress(path: Path) -> dict:
         raise BadInput(f"{exc}; {fix}") from None
     settings = prog.get("settings") if isinstance(prog, dict) else None
     launches = prog.get("launches") if isinstance(prog, dict) else None
-    bad = ("it is not an object" if not isinstance(prog, dict) else
-           "'settings' is not an object" if not isinstance(settings, dict) else
-           f"settings lack {', '.join(k for k in RECOVER_SETTINGS if k not in settings)}" if any(k not in settings for k in RECOVER_SETTINGS) else
-           "'launches' is not a list of launches" if not (isinstance(launches, list) and all(isinstance(li, dict) for li in launches)) else
-           "'t_start' is not a number" if not isinstance(prog.get("t_start"), (int, float)) else
-           "'case' or 'orders' is missing" if not isinstance(prog.get("case"), str) or not isinstance(prog.get("orders"), list) else None)
+    bad = (
+        "it is not an object"
+        if not isinstance(prog, dict)
+        else "'settings' is not an object"
+        if not isinstance(settings, dict)
+        else f"settings lack {', '.join(k for k in RECOVER_SETTINGS if k not in settings)}"
+        if any(k not in settings for k in RECOVER_SETTINGS)
+        else "'launches' is not a list of launches"
+        if not (isinstance(launches, list) and all(isinstance(li, dict) for li in launches))
+        else "'t_start' is not a number"
+        if not isinstance(prog.get("t_start"), (int, float))
+        else "'case' or 'orders' is missing"
+        if not isinstance(prog.get("case"), str) or not isinstance(prog.get("orders"), list)
+        else None
+    )
     if bad:
         raise BadInput(f"{path}: {bad}; {fix}")
     return prog
 
 
 def read_blocks(path: Path, session: str) -> tuple[list[dict], list[str]]:
-    """The blocks of ``session`` in a ``blocks.jsonl``, and one line per line left out, naming the file and line: a torn or
-    malformed line, or a record of the wrong shape (:func:`harness.judging.blocks.block_problem`)."""
+    """The blocks of ``session`` in a ``blocks.jsonl``, and one line per line left out, naming the file and line: a torn
+    or malformed line, or a record of the wrong shape (:func:`harness.judging.blocks.block_problem`)."""
     blocks, skipped = read_records(path, formats.BLOCK.read)
     keep = []
     for b in blocks:
@@ -162,13 +295,29 @@ def read_blocks(path: Path, session: str) -> tuple[list[dict], list[str]]:
     return keep, skipped
 
 
-def reanalyse(results_dir: str | Path, metric: str = DEFAULT_METRIC, drop_first: bool = False, test: str = "rank", unit: str | None = None) -> dict:
-    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step policy, test or unit
-    (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
+def reanalyse(
+    results_dir: str | Path,
+    metric: str = DEFAULT_METRIC,
+    drop_first: bool = False,
+    test: str = "rank",
+    unit: str | None = None,
+) -> dict:
+    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step
+    policy, test or unit (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
     root = Path(results_dir)
     rep = ComparisonResult.read(root).report
     s = rep["settings"]
-    blocks, skipped = read_blocks(root / "blocks.jsonl", s["session_id"])  # a torn or malformed line left out, and named
-    out = analyse(blocks, alpha=s["alpha"], threshold=s["threshold"], looks=len(s["looks"]), metric=metric,
-                  drop_first=drop_first, session=s["session_id"], test=test, unit=unit or s.get("unit", "pair"))
+    # a torn or malformed line left out, and named
+    blocks, skipped = read_blocks(root / "blocks.jsonl", s["session_id"])
+    out = analyse(
+        blocks,
+        alpha=s["alpha"],
+        threshold=s["threshold"],
+        looks=len(s["looks"]),
+        metric=metric,
+        drop_first=drop_first,
+        session=s["session_id"],
+        test=test,
+        unit=unit or s.get("unit", "pair"),
+    )
     return {**out, "skipped": skipped} if skipped else out

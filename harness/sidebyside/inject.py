@@ -16,16 +16,22 @@ CALIBRATION_ROUNDS = 2  # rounds per probe: the injection's own clock needs few
 CALIBRATION_PROBES = 3  # 4 units, then twice the amount that the measured curve puts at the target
 
 
-def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None,
-                        kind: str = "host") -> dict:
+def calibrate_injection(
+    workers: dict,
+    k: int,
+    target: float,
+    record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None,
+    kind: str = "host",
+) -> dict:
     """The amount of injected work per LoRA forward (fractional; units of host work, or casts with ``kind="casts"``:
-    :class:`~harness.measuring.injected_work.InjectWork`) that makes side B's step about ``target`` slower (0.05 = 5%) on this
-    machine, aimed by the injection's own clock. A round is an A block (its hook at 0) and a B block at ``probe``, each
-    ``k`` steps. B's worker reports the host time of its injected work per step (``inject_ms``, ``InjectWork.spent_s``),
-    and the probe's ``share`` is the median over its rounds of ``inject_ms / (B's mean step - inject_ms)``: the work
-    against the rest of the same block's step, so that the CPU's speed, which moves both, cancels. The probes walk a
-    piecewise-linear curve through (0, 0) and every probe so far (casts cost more for the first of a call than for the
-    next): 4 first, then the amount that the curve puts at the target, twice; the answer is the last such amount.
+    :class:`~harness.measuring.injected_work.InjectWork`) that makes side B's step about ``target`` slower (0.05 = 5%)
+    on this machine, aimed by the injection's own clock. A round is an A block (its hook at 0) and a B block at
+    ``probe``, each ``k`` steps. B's worker reports the host time of its injected work per step (``inject_ms``,
+    ``InjectWork.spent_s``), and the probe's ``share`` is the median over its rounds of ``inject_ms / (B's mean step -
+    inject_ms)``: the work against the rest of the same block's step, so that the CPU's speed, which moves both,
+    cancels. The probes walk a piecewise-linear curve through (0, 0) and every probe so far (casts cost more for the
+    first of a call than for the next): 4 first, then the amount that the curve puts at the target, twice; the answer is
+    the last such amount.
 
     Why the injection's clock and not a wall-time ratio: the B/A ratio of two blocks has the pair sigma of the
     comparison itself, so sizing by it takes many rounds and still misses by several points
@@ -55,8 +61,18 @@ def calibrate_injection(workers: dict, k: int, target: float, record: Callable[[
         curve = sorted(set(curve) | {(probe, median(shares))})
         probe = min(256.0, max(0.05, _at_target(curve, target)))
     last = probes[-1]
-    return {"target": target, "clock": "own", "kind": kind, "block_steps": k, "rounds": rounds, "probes": probes,
-            "probe_casts": last["casts"], "share": last["share"], "ratio_with": last["ratio"], "casts": probe}
+    return {
+        "target": target,
+        "clock": "own",
+        "kind": kind,
+        "block_steps": k,
+        "rounds": rounds,
+        "probes": probes,
+        "probe_casts": last["casts"],
+        "share": last["share"],
+        "ratio_with": last["ratio"],
+        "casts": probe,
+    }
 
 
 def _at_target(curve: list[tuple[float, float]], target: float) -> float:
@@ -72,11 +88,10 @@ def _at_target(curve: list[tuple[float, float]], target: float) -> float:
     return max(0.0, x0 + (target - y0) * (x1 - x0) / (y1 - y0))
 
 
-
 def injected_share(blocks: list[dict]) -> dict | None:
     """The sized injection as its own clock saw it over the measured blocks of B: the median of ``inject_ms`` / (the
-    block's mean step - ``inject_ms``), the nominal slowdown to set beside the measured one; None without the clock. At the
-    micro grain a block is B's side of a pair, its units merged into steps (:func:`pairs_of`)."""
+    block's mean step - ``inject_ms``), the nominal slowdown to set beside the measured one; None without the clock. At
+    the micro grain a block is B's side of a pair, its units merged into steps (:func:`pairs_of`)."""
     if any(x.get("unit") is not None for x in blocks):
         blocks = [p["b"] for p in pairs_of(blocks)]
     b = [x for x in blocks if x["side"] == "b" and not x["warmup"] and x.get("inject_ms") is not None]
@@ -84,5 +99,3 @@ def injected_share(blocks: list[dict]) -> dict | None:
         return None
     shares = [x["inject_ms"] / max(fmean(x["step_times_ms"]) - x["inject_ms"], 1e-9) for x in b]
     return {"inject_ms": median(x["inject_ms"] for x in b), "share": median(shares), "blocks": len(b)}
-
-

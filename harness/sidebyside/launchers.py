@@ -34,12 +34,31 @@ class WorkerFactory:
     inject_kind: str
     faults: dict = field(default_factory=dict)
 
-    def make(self, launch: int, hold: list[int] | None = None, apart: dict[str, list[int]] | None = None) -> dict[str, ResidentWorker]:
+    def make(
+        self, launch: int, hold: list[int] | None = None, apart: dict[str, list[int]] | None = None
+    ) -> dict[str, ResidentWorker]:
         c = self.cfg
-        return {s: ResidentWorker(s.upper(), self.workload, self.decs[s], self.work_dir, gpu=c.gpu, launch=launch, python=self.python[s],
-                                  phases=c.phases, fault=self.faults.get((s, launch)), cpus=list(c.cpus) or None,
-                                  malloc_default=c.malloc_default, timeout_s=c.run_timeout, hold_cpus=hold, inject_kind=self.inject_kind,
-                                  warm_cpus=(apart or {}).get(s), **self.switches[s]) for s in SIDES}
+        return {
+            s: ResidentWorker(
+                s.upper(),
+                self.workload,
+                self.decs[s],
+                self.work_dir,
+                gpu=c.gpu,
+                launch=launch,
+                python=self.python[s],
+                phases=c.phases,
+                fault=self.faults.get((s, launch)),
+                cpus=list(c.cpus) or None,
+                malloc_default=c.malloc_default,
+                timeout_s=c.run_timeout,
+                hold_cpus=hold,
+                inject_kind=self.inject_kind,
+                warm_cpus=(apart or {}).get(s),
+                **self.switches[s],
+            )
+            for s in SIDES
+        }
 
 
 def each(workers, act: Callable) -> None:
@@ -80,10 +99,21 @@ class Plain:
     def prepare_next(self, launch: int, last: int) -> None:
         """Called once the launch's workers are ready."""
 
-    def warm_up(self, workers: dict[str, ResidentWorker], launch: int, steps: int, amount: dict, record: Record) -> dict | None:
+    def warm_up(
+        self, workers: dict[str, ResidentWorker], launch: int, steps: int, amount: dict, record: Record
+    ) -> dict | None:
         """The launch's warm-up blocks, sides in turn (A first in odd launches); what warming apart did, or None."""
-        for s in (SIDES if launch % 2 else SIDES[::-1]):
-            record(s, launch, workers[s].block(steps, inject=amount[s]), amount[s], pair=None, position=None, order=None, warmup=True)
+        for s in SIDES if launch % 2 else SIDES[::-1]:
+            record(
+                s,
+                launch,
+                workers[s].block(steps, inject=amount[s]),
+                amount[s],
+                pair=None,
+                position=None,
+                order=None,
+                warmup=True,
+            )
         return None
 
     def discard(self) -> None:
@@ -128,7 +158,9 @@ class Prestarted(Plain):
 class WarmApart(Prestarted):
     apart = True
 
-    def warm_up(self, workers: dict[str, ResidentWorker], launch: int, steps: int, amount: dict, record: Record) -> dict | None:
+    def warm_up(
+        self, workers: dict[str, ResidentWorker], launch: int, steps: int, amount: dict, record: Record
+    ) -> dict | None:
         if not workers["a"].warm_cpus:  # the first launch was not pre-started
             return super().warm_up(workers, launch, steps, amount, record)
         for s in SIDES:  # both sides at once, each on its own CPUs, then home to the measured ones
@@ -145,13 +177,12 @@ def launcher_for(factory: WorkerFactory) -> Plain:
 
 @dataclass(frozen=True)
 class Hooks:
-    """The one test seam of a comparison; the product passes none. ``faults`` (as ``HARNESS_FAULTS``): ``"b#2=sigkill@6"``
-    kills side B's worker of launch 2 at its step 6; ``launcher``: makes the launcher from the worker factory instead of
-    :func:`launcher_for` (stand-in workers)."""
+    """The one test seam of a comparison; the product passes none. ``faults`` (as ``HARNESS_FAULTS``):
+    ``"b#2=sigkill@6"`` kills side B's worker of launch 2 at its step 6; ``launcher``: makes the launcher from the
+    worker factory instead of :func:`launcher_for` (stand-in workers)."""
 
     faults: str | None = None
     launcher: Callable[[WorkerFactory], Plain] | None = None
 
 
 NO_HOOKS = Hooks()
-

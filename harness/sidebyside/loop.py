@@ -1,9 +1,9 @@
 """The loop of an interleaved comparison: launches of two resident workers, pairs of turns, one block record per turn.
 
-:class:`Comparison` runs a :class:`~harness.sidebyside.plan.ComparisonPlan` with a launcher (:mod:`harness.sidebyside.launchers`)
-and asks a :class:`~harness.judging.stopping.StopRule` before each launch and pair and after each pair. Every block is appended
-at once to ``blocks.jsonl``; ``progress.json`` (settings and launches) is rewritten at each launch's start and end, so that
-``recover`` can judge a comparison that never wrote its report.
+:class:`Comparison` runs a :class:`~harness.sidebyside.plan.ComparisonPlan` with a launcher
+(:mod:`harness.sidebyside.launchers`) and asks a :class:`~harness.judging.stopping.StopRule` before each launch and pair
+and after each pair. Every block is appended at once to ``blocks.jsonl``; ``progress.json`` (settings and launches) is
+rewritten at each launch's start and end, so that ``recover`` can judge a comparison that never wrote its report.
 """
 
 from __future__ import annotations
@@ -28,7 +28,17 @@ from harness.sidebyside.launchers import SIDES, Plain, each
 from harness.sidebyside.plan import ComparisonPlan
 
 PROGRESS = "progress.json"  # settings and launches so far, rewritten at each launch's start and end (recover)
-READY_KEYS = ("timing_s", "host_probe", "cuda", "cpus", "torch_threads", "malloc", "startup_wall_s", "inject_work_layers", "prestarted")
+READY_KEYS = (
+    "timing_s",
+    "host_probe",
+    "cuda",
+    "cpus",
+    "torch_threads",
+    "malloc",
+    "startup_wall_s",
+    "inject_work_layers",
+    "prestarted",
+)
 
 
 @dataclass
@@ -51,16 +61,40 @@ class Comparison:
 
     # ---- records -----------------------------------------------------------------------------------------
     def save_progress(self) -> None:
-        write_json_atomic(self.root / PROGRESS, formats.PROGRESS.stamp({
-            "case": self.case, "t_start": self.progress.t_start, "settings": self.settings, "orders": list(self.plan.orders),
-            "launches": self.progress.launches}))
+        write_json_atomic(
+            self.root / PROGRESS,
+            formats.PROGRESS.stamp(
+                {
+                    "case": self.case,
+                    "t_start": self.progress.t_start,
+                    "settings": self.settings,
+                    "orders": list(self.plan.orders),
+                    "launches": self.progress.launches,
+                }
+            ),
+        )
 
     def record(self, side: str, launch: int, rep: dict, amount: float | None = None, **where) -> dict:
         """Append one block of ``side`` to ``blocks.jsonl`` and keep it."""
-        rec = {"session_id": self.settings["session_id"], "side": side, "launch": launch, **where, "k": rep["k"],
-               "step_times_ms": rep["step_times_ms"], "canary_ms": rep["canary_ms"], "started_at": rep["started_at"], "wall_s": rep["wall_s"],
-               "cpu_s": rep["cpu_s"], "global_step": rep["global_step"], "other_cpus": rep.get("other_cpus"), "steal_cpus": rep.get("steal_cpus"),
-               "gpu": rep.get("gpu"), "phases_ms": rep.get("phases_ms"), "losses": rep.get("losses"), **self.switches[side]}
+        rec = {
+            "session_id": self.settings["session_id"],
+            "side": side,
+            "launch": launch,
+            **where,
+            "k": rep["k"],
+            "step_times_ms": rep["step_times_ms"],
+            "canary_ms": rep["canary_ms"],
+            "started_at": rep["started_at"],
+            "wall_s": rep["wall_s"],
+            "cpu_s": rep["cpu_s"],
+            "global_step": rep["global_step"],
+            "other_cpus": rep.get("other_cpus"),
+            "steal_cpus": rep.get("steal_cpus"),
+            "gpu": rep.get("gpu"),
+            "phases_ms": rep.get("phases_ms"),
+            "losses": rep.get("losses"),
+            **self.switches[side],
+        }
         if amount is not None:
             rec["inject_work"] = amount
         if rep.get("inject_ms") is not None:
@@ -76,8 +110,11 @@ class Comparison:
         self.save_progress()
         try:
             for launch in range(1, last + 1):
-                startup = (p.launches[-1]["startup_s"] if self.launcher.next and p.launches else
-                           max((li["startup_s"] for li in p.launches), default=0.0))
+                startup = (
+                    p.launches[-1]["startup_s"]
+                    if self.launcher.next and p.launches
+                    else max((li["startup_s"] for li in p.launches), default=0.0)
+                )
                 if why := self.stop.before_launch(p, launch, startup):
                     if why != "conclusive":
                         p.stopped = why
@@ -102,8 +139,11 @@ class Comparison:
             info = self.ready(workers, launch, planned)
             if why:
                 info["restarted"] = why
-            self.out(f"launch {launch}: A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
-                     f"(pairs {start + 1}-{start + planned} planned)")
+            self.out(
+                f"launch {launch}: "
+                f"A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
+                f"(pairs {start + 1}-{start + planned} planned)"
+            )
             self.launcher.prepare_next(launch, last)
             t_warm = time.time()
             apart = self.launcher.warm_up(workers, launch, self.settings["warmup_steps"], self.amount, self.record)
@@ -113,8 +153,15 @@ class Comparison:
             if self.settings["inject_work_b_percent"] and self.calibration is None:
                 self.calibrate(workers, launch)
             for i in range(start, start + planned):
-                if launch < last and i - start >= 2 and i - start >= self.stop.fit(p, launch, i - start, self.overhead_s()):
-                    info["fitted"] = f"{i - start} of its {planned} planned pairs, so that the {last - launch} later launch(es) fit in the budget"
+                if (
+                    launch < last
+                    and i - start >= 2
+                    and i - start >= self.stop.fit(p, launch, i - start, self.overhead_s())
+                ):
+                    info["fitted"] = (
+                        f"{i - start} of its {planned} planned pairs, so that the {last - launch} later launch(es) fit "
+                        "in the budget"
+                    )
                     self.out(f"launch {launch}: {info['fitted']}")
                     break
                 p.stopped = self.stop.before_pair(p)
@@ -137,8 +184,14 @@ class Comparison:
     def ready(self, workers: dict, launch: int, planned: int) -> dict:
         t = time.time()
         ready = {s: workers[s].wait_ready() for s in SIDES}
-        info = {"launch": launch, "startup_s": time.time() - t, "ready": {s: {k: ready[s].get(k) for k in READY_KEYS} for s in SIDES},
-                "env": {s: ready[s].get("env") for s in SIDES}, "prestarted": bool(workers["a"].hold_cpus), "pairs_planned": planned}
+        info = {
+            "launch": launch,
+            "startup_s": time.time() - t,
+            "ready": {s: {k: ready[s].get(k) for k in READY_KEYS} for s in SIDES},
+            "env": {s: ready[s].get("env") for s in SIDES},
+            "prestarted": bool(workers["a"].hold_cpus),
+            "pairs_planned": planned,
+        }
         self.progress.launches.append(info)
         self.save_progress()
         return info
@@ -157,12 +210,22 @@ class Comparison:
         rows: dict[str, list[dict]] = {s: [] for s in SIDES}
         for turn in self.plan.turns(i):
             s = turn.side
-            rep = workers[s].block(turn.k, inject=self.amount[s], micro=True) if turn.micro else workers[s].block(turn.k, inject=self.amount[s])
+            rep = (
+                workers[s].block(turn.k, inject=self.amount[s], micro=True)
+                if turn.micro
+                else workers[s].block(turn.k, inject=self.amount[s])
+            )
             rows[s].append(self.record(s, launch, rep, self.amount[s], **turn.where))
         got = {s: merge_units(rows[s]) if self.plan.unit_orders is not None else rows[s][0] for s in SIDES}
         p.pair_wall.append(time.time() - t)
         metric, drop = self.settings["metric"], self.settings["drop_first_step"]
-        p.add(launch, math.log(bm.block_metric(got["b"]["step_times_ms"], metric, drop) / bm.block_metric(got["a"]["step_times_ms"], metric, drop)))
+        p.add(
+            launch,
+            math.log(
+                bm.block_metric(got["b"]["step_times_ms"], metric, drop)
+                / bm.block_metric(got["a"]["step_times_ms"], metric, drop)
+            ),
+        )
         n, looks = i + 1, self.plan.schedule.looks
         if (v := self.stop.look(p, n, launch, self.case)) is not None:
             p.verdict = v
@@ -170,14 +233,23 @@ class Comparison:
             return v.outcome in pd.CONCLUSIVE
         if n % 10 == 0:
             d = [x for g in p.groups for x in g]
-            self.out(f"[{n}/{self.plan.schedule.pairs}] launch {launch}: B/A so far x{math.exp(fmean(d)):.4f}, pair sigma {pct(sd(d, None))}")
+            self.out(
+                f"[{n}/{self.plan.schedule.pairs}] launch {launch}: B/A so far x{math.exp(fmean(d)):.4f}, pair sigma "
+                f"{pct(sd(d, None))}"
+            )
         return False
 
     def calibrate(self, workers: dict, launch: int) -> None:
         """Size the test-only injected work on this machine, once, after launch 1's warm-up."""
         self.calibration = inject.calibrate_injection(
-            workers, self.plan.block_steps, self.settings["inject_work_b_percent"] / 100.0, kind=self.settings["inject_kind"],
-            record=lambda side, rep, amt: self.record(side, launch, rep, amt, pair=None, position=None, order=None, warmup=True, calibration=True))
+            workers,
+            self.plan.block_steps,
+            self.settings["inject_work_b_percent"] / 100.0,
+            kind=self.settings["inject_kind"],
+            record=lambda side, rep, amt: self.record(
+                side, launch, rep, amt, pair=None, position=None, order=None, warmup=True, calibration=True
+            ),
+        )
         self.settings["inject_calibration"] = self.calibration
         self.amount["b"] = self.calibration["casts"]
         self.out(calibration_text(self.calibration))

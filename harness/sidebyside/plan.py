@@ -1,9 +1,10 @@
-"""The plan of an interleaved comparison, pure: which pairs each launch serves, the order inside each pair, and the turns
-that make a pair.
+"""The plan of an interleaved comparison, pure: which pairs each launch serves, the order inside each pair, and the
+turns that make a pair.
 
 A **pair** is one block of each side in an order drawn per pair from a seeded RNG. At the step grain a block is
 ``block_steps`` optimizer steps of one side; at the micro grain the two sides take turns at single micro-batches (each
-turn's order drawn as well), and a side's ``block_steps x grad_accum`` turns make its block (:func:`blocks.merge_units`).
+turn's order drawn as well), and a side's ``block_steps x grad_accum`` turns make its block
+(:func:`blocks.merge_units`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ class ComparisonPlan:
     micro_per_step: int  # micro-batches per optimizer step (grad_accum)
 
     @classmethod
-    def make(cls, pairs: int, launches: int, look_every: int | None, block_steps: int, grain: str, grad_accum: int,
-             seed: int) -> ComparisonPlan:
+    def make(
+        cls, pairs: int, launches: int, look_every: int | None, block_steps: int, grain: str, grad_accum: int, seed: int
+    ) -> ComparisonPlan:
         rng = random.Random(seed)
         draw = lambda: "ab" if rng.random() < 0.5 else "ba"  # noqa: E731
         orders = tuple(draw() for _ in range(pairs))
@@ -57,9 +59,26 @@ class ComparisonPlan:
         """The turns of 0-based pair ``i``, in the order they run."""
         if self.unit_orders is None:
             for pos, side in enumerate(self.orders[i], 1):
-                yield Turn(side, self.block_steps, False, {"pair": i + 1, "position": pos, "order": self.orders[i], "warmup": False})
+                yield Turn(
+                    side,
+                    self.block_steps,
+                    False,
+                    {"pair": i + 1, "position": pos, "order": self.orders[i], "warmup": False},
+                )
             return
         for u, order in enumerate(self.unit_orders[i], 1):
             for pos, side in enumerate(order, 1):
-                yield Turn(side, 1, True, {"pair": i + 1, "position": pos, "order": order, "warmup": False, "unit": u,
-                                           "units": self.n_units, "micro_per_step": self.micro_per_step})
+                yield Turn(
+                    side,
+                    1,
+                    True,
+                    {
+                        "pair": i + 1,
+                        "position": pos,
+                        "order": order,
+                        "warmup": False,
+                        "unit": u,
+                        "units": self.n_units,
+                        "micro_per_step": self.micro_per_step,
+                    },
+                )

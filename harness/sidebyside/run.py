@@ -6,12 +6,12 @@ over launches (both workers closed and started again), so that the launch is the
 (:mod:`harness.judging.paired`). Every setting is a field of :class:`~harness.sidebyside.config.ComparisonConfig`, whose
 defaults are the nightly's; the engine is :mod:`harness.sidebyside` (plan, launchers, loop, stop rule).
 
-Every block is appended at once to ``<results-dir>/blocks.jsonl`` and the settings and launches to ``progress.json``, so
-``python -m harness recover DIR`` can judge a run that never wrote its report. At the end: the verdict, the interval, the
-minimum detectable slowdown, the launch check and the time spent; ``report.json`` and ``report.md``. Exit code 1 on a
-regression, 3 when a worker died (one ``error:`` line), 2 on bad input, 130 on Ctrl-C and 143 on SIGTERM (the workers killed first),
-else 0. When the two sides do not fit on the device at once, the comparison falls back to fresh-process runs
-(:mod:`harness.sidebyside.fallback`).
+Every block is appended at once to ``<results-dir>/blocks.jsonl`` and the settings and launches to ``progress.json``,
+so ``python -m harness recover DIR`` can judge a run that never wrote its report. At the end: the verdict, the interval,
+the minimum detectable slowdown, the launch check and the time spent; ``report.json`` and ``report.md``. Exit code 1 on
+a regression, 3 when a worker died (one ``error:`` line), 2 on bad input, 130 on Ctrl-C and 143 on SIGTERM (the workers
+killed first), else 0. When the two sides do not fit on the device at once, the comparison falls back to fresh-process
+runs (:mod:`harness.sidebyside.fallback`).
 """
 
 from __future__ import annotations
@@ -49,47 +49,122 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def settings_of(cfg: ComparisonConfig, w: Workload, decs: dict, py: dict, seed: int, looks: tuple[int, ...], session_id: str | None = None) -> dict:
+def settings_of(
+    cfg: ComparisonConfig,
+    w: Workload,
+    decs: dict,
+    py: dict,
+    seed: int,
+    looks: tuple[int, ...],
+    session_id: str | None = None,
+) -> dict:
     """What ``progress.json`` and the report record of a resolved config (the keys ``recover`` and ``reanalyse`` read);
     ``session_id``: the run's id, which its blocks and report carry (default: a new one)."""
     sized = cfg.inject_work_b_percent
-    return {"gpu": cfg.gpu, "workload": w.name, "workload_hash": w.hash, "decomposition": decs["a"].id, "decomposition_b": decs["b"].id,
-            "python_a": py["a"], "python_b": py["b"], "inject_slowdown_b": cfg.inject_slowdown_b,
-            "inject_work_b": inject.CALIBRATION_PROBE_CASTS if sized else cfg.inject_work_b, "inject_work_b_percent": sized,
-            "inject_kind": "host" if sized else "casts", "block_steps": cfg.block_steps, "grain": cfg.grain, "pairs": cfg.pairs,
-            "launches": cfg.launches, "look_every": cfg.look_every, "looks": list(looks), "budget_minutes": cfg.budget_minutes,
-            "alpha": cfg.alpha if cfg.alpha is not None else default_thresholds(cfg.gpu)["alpha"], "threshold": cfg.threshold, "seed": seed,
-            "drop_first_step": cfg.drop_first_step, "phases": cfg.phases, "metric": cfg.block_metric, "test": cfg.test, "unit": cfg.unit,
-            "prestart": cfg.prestart, "prestart_at": "ready" if cfg.prestart else None, "hold_cpus": list(cfg.spare_cpus) or None,
-            "warm_apart": cfg.warm_apart, "cpus": list(cfg.cpus) or None, "malloc_default": cfg.malloc_default,
-            "warmup_steps": cfg.warmup_steps, "session_id": session_id or new_id("interleave"), "config": {k: v for k, v in asdict(cfg).items()}}
+    return {
+        "gpu": cfg.gpu,
+        "workload": w.name,
+        "workload_hash": w.hash,
+        "decomposition": decs["a"].id,
+        "decomposition_b": decs["b"].id,
+        "python_a": py["a"],
+        "python_b": py["b"],
+        "inject_slowdown_b": cfg.inject_slowdown_b,
+        "inject_work_b": inject.CALIBRATION_PROBE_CASTS if sized else cfg.inject_work_b,
+        "inject_work_b_percent": sized,
+        "inject_kind": "host" if sized else "casts",
+        "block_steps": cfg.block_steps,
+        "grain": cfg.grain,
+        "pairs": cfg.pairs,
+        "launches": cfg.launches,
+        "look_every": cfg.look_every,
+        "looks": list(looks),
+        "budget_minutes": cfg.budget_minutes,
+        "alpha": cfg.alpha if cfg.alpha is not None else default_thresholds(cfg.gpu)["alpha"],
+        "threshold": cfg.threshold,
+        "seed": seed,
+        "drop_first_step": cfg.drop_first_step,
+        "phases": cfg.phases,
+        "metric": cfg.block_metric,
+        "test": cfg.test,
+        "unit": cfg.unit,
+        "prestart": cfg.prestart,
+        "prestart_at": "ready" if cfg.prestart else None,
+        "hold_cpus": list(cfg.spare_cpus) or None,
+        "warm_apart": cfg.warm_apart,
+        "cpus": list(cfg.cpus) or None,
+        "malloc_default": cfg.malloc_default,
+        "warmup_steps": cfg.warmup_steps,
+        "session_id": session_id or new_id("interleave"),
+        "config": {k: v for k, v in asdict(cfg).items()},
+    }
 
 
-def announce(s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, blocks_path, out: Callable[[str], None]) -> None:
-    injected = ", ".join(x for x in (f"+{s['inject_slowdown_b']:.0%} injected sleep" if s["inject_slowdown_b"] else "",
-                                     f"inject-work sized on this machine for +{s['inject_work_b_percent']:g}%" if s["inject_work_b_percent"]
-                                     else f"inject-work {s['inject_work_b']}" if s["inject_work_b"] else "") if x)
-    out(f"interleave {case} on {s['gpu']}: A {s['python_a']}, B {s['python_b']}{f' ({injected})' if injected else ''}"
-        + (f"; A runs {s['decomposition']}, B runs {s['decomposition_b']}" if s["decomposition_b"] != s["decomposition"] else ""))
+def announce(
+    s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, blocks_path, out: Callable[[str], None]
+) -> None:
+    injected = ", ".join(
+        x
+        for x in (
+            f"+{s['inject_slowdown_b']:.0%} injected sleep" if s["inject_slowdown_b"] else "",
+            f"inject-work sized on this machine for +{s['inject_work_b_percent']:g}%"
+            if s["inject_work_b_percent"]
+            else f"inject-work {s['inject_work_b']}"
+            if s["inject_work_b"]
+            else "",
+        )
+        if x
+    )
+    out(
+        f"interleave {case} on {s['gpu']}: A {s['python_a']}, B {s['python_b']}{f' ({injected})' if injected else ''}"
+        + (
+            f"; A runs {s['decomposition']}, B runs {s['decomposition_b']}"
+            if s["decomposition_b"] != s["decomposition"]
+            else ""
+        )
+    )
     if s["grain"] == "micro":
-        out(f"  micro grain: A and B take turns at single micro-batches ({plan.n_units} per side and pair, each order drawn), summed into steps")
+        out(
+            f"  micro grain: A and B take turns at single micro-batches ({plan.n_units} per side and pair, "
+            "each order drawn), summed into steps"
+        )
     looks, n = plan.schedule.looks, s["launches"]
-    out(f"  {s['block_steps']} steps per block after a warm-up of {s['warmup_steps']} per side and launch, up to {s['pairs']} pairs over {n} "
-        f"launches" + (f" within {s['budget_minutes']:g} min" if s["budget_minutes"] else "") + f", looks at {', '.join(map(str, looks))} pairs "
-        f"(alpha {s['alpha']:g} / {len(looks)} per look), threshold +{s['threshold']:.1%}, seed {s['seed']}; blocks in {blocks_path}")
+    out(
+        f"  {s['block_steps']} steps per block after a warm-up of {s['warmup_steps']} per side and launch, "
+        f"up to {s['pairs']} pairs over {n} launches"
+        + (f" within {s['budget_minutes']:g} min" if s["budget_minutes"] else "")
+        + f", looks at {', '.join(map(str, looks))} pairs "
+        f"(alpha {s['alpha']:g} / {len(looks)} per look), threshold +{s['threshold']:.1%}, seed {s['seed']}; "
+        f"blocks in {blocks_path}"
+    )
     if s["cpus"]:
-        out(f"  both workers on CPU(s) {s['cpus']}" + (f"; the next launch pre-started on {s['hold_cpus']}" if s["prestart"] else "")
-            + (", its two sides warming up apart there" if s["warm_apart"] else ""))
-    out("  unit of replication: the launch (each launch's " + ("Hodges-Lehmann estimate" if check.summary == "hl" else "mean") + " of its pair log "
-        f"ratios, t over the {n} launches)" if s["unit"] == "launch" else
-        f"  unit of replication: the pair (pooled over {n} launch(es): valid only if launches add nothing; F screen at {la.LAUNCH_ALPHA:g}, "
-        f"the launch as the unit needs {la.MIN_LAUNCH_UNIT} or more launches)")
+        out(
+            f"  both workers on CPU(s) {s['cpus']}"
+            + (f"; the next launch pre-started on {s['hold_cpus']}" if s["prestart"] else "")
+            + (", its two sides warming up apart there" if s["warm_apart"] else "")
+        )
+    out(
+        "  unit of replication: the launch (each launch's "
+        + ("Hodges-Lehmann estimate" if check.summary == "hl" else "mean")
+        + " of its pair log "
+        f"ratios, t over the {n} launches)"
+        if s["unit"] == "launch"
+        else f"  unit of replication: the pair (pooled over {n} launch(es): valid only if launches add nothing; "
+        f"F screen at {la.LAUNCH_ALPHA:g}, "
+        f"the launch as the unit needs {la.MIN_LAUNCH_UNIT} or more launches)"
+    )
 
 
-def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, hooks: Hooks = NO_HOOKS, out: Callable[[str], None] = print,
-               session_id: str | None = None) -> ComparisonResult:
-    """Run the comparison ``cfg`` asks for (module docstring) and return its result; ``workload``: the spec itself instead of
-    ``cfg.workload``'s file.
+def interleave(
+    cfg: ComparisonConfig,
+    *,
+    workload: Workload | None = None,
+    hooks: Hooks = NO_HOOKS,
+    out: Callable[[str], None] = print,
+    session_id: str | None = None,
+) -> ComparisonResult:
+    """Run the comparison ``cfg`` asks for (module docstring) and return its result; ``workload``: the spec itself
+    instead of ``cfg.workload``'s file.
     ``hooks``: the test seam (:class:`~harness.sidebyside.launchers.Hooks`: faults, stand-in workers).
     ``session_id``: the id this run's report will carry (default: a new one)."""
     w = workload or load_workload(cfg.workloads_dir, cfg.workload)
@@ -103,7 +178,9 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, hooks
         out(why)
         return ComparisonResult(0, Path(cfg.results_dir), reason=why)
     seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31)
-    plan = ComparisonPlan.make(cfg.pairs, cfg.launches, cfg.look_every, cfg.block_steps, cfg.grain, decs["a"].grad_accum, seed)
+    plan = ComparisonPlan.make(
+        cfg.pairs, cfg.launches, cfg.look_every, cfg.block_steps, cfg.grain, decs["a"].grad_accum, seed
+    )
     settings = settings_of(cfg, w, decs, py, seed, plan.schedule.looks, session_id)
     check = pd.PairedCheck(settings["alpha"], cfg.threshold, len(plan.schedule.looks), test=cfg.test, unit=cfg.unit)
     root = ensure_dir(cfg.results_dir)
@@ -112,53 +189,139 @@ def interleave(cfg: ComparisonConfig, *, workload: Workload | None = None, hooks
 
 
 def other_commands_report(root: Path) -> str | None:
-    """The run id of a report in ``root`` that another command wrote (a pytest session's, a confirmation's: it has cases, or
-    an id that is not an interleaved comparison's); None when there is none, or it is an earlier comparison's or unreadable
-    (both removed before this run starts, so that no reader takes them for its report)."""
+    """The run id of a report in ``root`` that another command wrote (a pytest session's, a confirmation's: it has
+    cases, or an id that is not an interleaved comparison's); None when there is none, or it is an earlier comparison's
+    or unreadable (both removed before this run starts, so that no reader takes them for its report)."""
     try:
         data = json.loads((root / "report.json").read_text())
         sid = report_session(data)
     except (OSError, ValueError, AttributeError):
         return None
-    if not isinstance(data, dict) or (isinstance(sid, str) and sid.startswith("interleave")) or (sid is None and not data.get("rows")):
+    if (
+        not isinstance(data, dict)
+        or (isinstance(sid, str) and sid.startswith("interleave"))
+        or (sid is None and not data.get("rows"))
+    ):
         return None
     return str(sid or "unknown")
 
 
-def _run(cfg: ComparisonConfig, w: Workload, decs: dict, case: str, py: dict, plan: ComparisonPlan, settings: dict, check: pd.PairedCheck,
-         root: Path, hooks: Hooks, given_workload: bool, out: Callable[[str], None]) -> ComparisonResult:
+def _run(
+    cfg: ComparisonConfig,
+    w: Workload,
+    decs: dict,
+    case: str,
+    py: dict,
+    plan: ComparisonPlan,
+    settings: dict,
+    check: pd.PairedCheck,
+    root: Path,
+    hooks: Hooks,
+    given_workload: bool,
+    out: Callable[[str], None],
+) -> ComparisonResult:
     """The comparison in its locked results dir: an earlier run's report is removed first, so that no reader takes it
     for this run's."""
     t_start, cpu_start = time.time(), children_cpu()
-    if (theirs := other_commands_report(root)) is not None:
-        raise BadInput(f"{root / 'report.json'} is the report of another command (run {theirs}): an interleaved comparison never replaces "
-                         "it; give the comparison its own --results-dir")
-    for name in ("report.json", "report.md"):
-        (root / name).unlink(missing_ok=True)
-    for name in ("blocks.jsonl", PROGRESS, "work"):  # before any worker starts: results are written inside the results dir only
-        refuse_link(root / name)
+    clear_results_dir(root)
     announce(settings, case, plan, check, root / "blocks.jsonl", out)
-    switches = {"a": {"inject_slowdown": 0.0, "inject_work": inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0},
-                "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": settings["inject_work_b"]}}
-    factory = WorkerFactory(cfg, w, decs, root / "work", py, switches, settings["inject_kind"], parse_faults(hooks.faults))
-    comparison = Comparison(settings, plan, StopRule(plan.schedule, check, cfg.budget_minutes and cfg.budget_minutes * 60),
-                            (hooks.launcher or launcher_for)(factory), root, case, switches, out)
+    comparison = comparison_of(cfg, w, decs, case, py, plan, settings, check, root, hooks, out)
     comparison.progress.t_start = t_start
     try:
         with sigterm_as_interrupt():
             p = comparison.run()
     except WorkerDied as exc:
         if exc.oom and not any(not b["warmup"] for b in comparison.blocks) and decs["b"] == decs["a"]:
-            return fresh_fallback(exc, settings=settings, root=root, gpu=cfg.gpu, workload=w if given_workload else cfg.workload,
-                                  dec=decs["a"].id, python_a=cfg.python_a, python_b=cfg.python_b, repeats=cfg.fallback_repeats,
-                                  workloads_dir=cfg.workloads_dir, run_timeout=cfg.run_timeout, inject_slowdown_b=cfg.inject_slowdown_b,
-                                  inject_work_b=cfg.inject_work_b, out=out)
+            return fresh_fallback(
+                exc,
+                settings=settings,
+                root=root,
+                gpu=cfg.gpu,
+                workload=w if given_workload else cfg.workload,
+                dec=decs["a"].id,
+                python_a=cfg.python_a,
+                python_b=cfg.python_b,
+                repeats=cfg.fallback_repeats,
+                workloads_dir=cfg.workloads_dir,
+                run_timeout=cfg.run_timeout,
+                inject_slowdown_b=cfg.inject_slowdown_b,
+                inject_work_b=cfg.inject_work_b,
+                out=out,
+            )
         out(f"error: {exc}")
         return ComparisonResult(EXIT_WORKER_DIED, root, reason=str(exc))
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM under sigterm_as_interrupt: the workers are already killed
-        out(f"interrupted ({exc or 'Ctrl-C'}): workers killed; {len(comparison.blocks)} block(s) kept in {root / 'blocks.jsonl'}")
+        out(
+            f"interrupted ({exc or 'Ctrl-C'}): workers killed; "
+            f"{len(comparison.blocks)} block(s) kept in {root / 'blocks.jsonl'}"
+        )
         exc.said = True  # the command line adds no second line
         raise  # the caller stops too (confirm, advise, a pytest session); the command line exits 130 (143 on SIGTERM)
-    return finish(root, settings=settings, orders=list(plan.orders), stopped=p.stopped, launch_info=p.launches, blocks=comparison.blocks,
-                  groups=p.groups, verdict=p.verdict, check=check, case=case, wall=time.time() - t_start, cpu=children_cpu() - cpu_start,
-                  calibrated=comparison.calibration is not None, out=out)
+    return finish(
+        root,
+        settings=settings,
+        orders=list(plan.orders),
+        stopped=p.stopped,
+        launch_info=p.launches,
+        blocks=comparison.blocks,
+        groups=p.groups,
+        verdict=p.verdict,
+        check=check,
+        case=case,
+        wall=time.time() - t_start,
+        cpu=children_cpu() - cpu_start,
+        calibrated=comparison.calibration is not None,
+        out=out,
+    )
+
+
+def clear_results_dir(root: Path) -> None:
+    """Make the results dir ready for this run: another command's report there is a ValueError, an earlier
+    comparison's report is removed, and what the run writes must not be a link."""
+    if (theirs := other_commands_report(root)) is not None:
+        raise BadInput(
+            f"{root / 'report.json'} is the report of another command (run {theirs}): "
+            "an interleaved comparison never replaces it; give the comparison its own --results-dir"
+        )
+    for name in ("report.json", "report.md"):
+        (root / name).unlink(missing_ok=True)
+    # before any worker starts: results are written inside the results dir only
+    for name in ("blocks.jsonl", PROGRESS, "work"):
+        refuse_link(root / name)
+
+
+def comparison_of(
+    cfg: ComparisonConfig,
+    w: Workload,
+    decs: dict,
+    case: str,
+    py: dict,
+    plan: ComparisonPlan,
+    settings: dict,
+    check: pd.PairedCheck,
+    root: Path,
+    hooks: Hooks,
+    out: Callable[[str], None],
+) -> Comparison:
+    """The comparison loop of a resolved config, not yet run: the switches of each side, the factory of its workers,
+    the stop rule and the launcher."""
+    switches = {
+        "a": {
+            "inject_slowdown": 0.0,
+            "inject_work": inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0,
+        },
+        "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": settings["inject_work_b"]},
+    }
+    factory = WorkerFactory(
+        cfg, w, decs, root / "work", py, switches, settings["inject_kind"], parse_faults(hooks.faults)
+    )
+    return Comparison(
+        settings,
+        plan,
+        StopRule(plan.schedule, check, cfg.budget_minutes and cfg.budget_minutes * 60),
+        (hooks.launcher or launcher_for)(factory),
+        root,
+        case,
+        switches,
+        out,
+    )

@@ -3,8 +3,8 @@ git branch, from which the history page is built and environment regressions are
 
 :func:`open_store` picks the kind from ``--store``: a git URL (``https://``, ``ssh://``, ``git://``, ``file://``,
 ``user@host:path``, or any name ending in ``.git``) or the path of a git repository (bare, or with a ``.git``) is a git
-store on branch ``perf-results``; an existing directory is a local store; anything else is refused (a value that is neither
-is a typo or an option, and would silently become a new local folder)."""
+store on branch ``perf-results``; an existing directory is a local store; anything else is refused (a value that is
+neither is a typo or an option, and would silently become a new local folder)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def open_store(spec: str, cache: str | None = None) -> DirStore | GitStore:
         url = spec if _URL.match(spec) or not Path(spec).exists() else str(Path(spec).resolve())
         return GitStore(url, cache)
     if not Path(spec).is_dir():  # e.g. github.com/org/repo or --upload-pack=...: no local folder of that name was meant
-        raise BadInput(f"--store {spec}: not a git URL (https://, ssh://, file://, git@host:path) and no such directory, so no session "
-                         f"stored there; pass a git URL, or create the directory first for a local store")
+        raise BadInput(
+            f"--store {spec}: not a git URL (https://, ssh://, file://, git@host:path) and no such directory, "
+            "so no session stored there; pass a git URL, or create the directory first for a local store"
+        )
     return DirStore(spec)

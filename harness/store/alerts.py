@@ -1,11 +1,11 @@
 """Environment regressions in a store: what moved between nights while the library pins stayed the same.
 
-* **census**: per GPU x track x runner, the census of each case against the same case's previous census session; with the
-  pins (:data:`harness.store.environment.PINS` and the workload spec) unchanged, any count that differs
+* **census**: per GPU x track x runner, the census of each case against the same case's previous census session; with
+  the pins (:data:`harness.store.environment.PINS` and the workload spec) unchanged, any count that differs
   (:func:`harness.judging.census_diff.verdict` with the work verdict's tolerances) is a change of the environment. One
   alert per session that moved, naming every case's counts and what in the environment changed since the session before;
-* **timing**: per GPU x track x workload x decomposition, the session medians of the timed runs, searched for shifts that
-  held (:func:`harness.store.shifts.find`); a shift whose first night also changed a pin is a library change (the
+* **timing**: per GPU x track x workload x decomposition, the session medians of the timed runs, searched for shifts
+  that held (:func:`harness.store.shifts.find`); a shift whose first night also changed a pin is a library change (the
   interleaved A/B judges those) and a line, not an alert;
 * **notes**: every environment change that raised no alert, a line for the page.
 
@@ -44,7 +44,8 @@ def _trimmed_names(rec: dict) -> bool:
 
 
 def _census_pair(a: tuple[dict, dict], b: tuple[dict, dict]) -> list[str]:
-    """The census lines of a case between two sessions (per-name tables left out when either record had them trimmed)."""
+    """The census lines of a case between two sessions (per-name tables left out when either record had them
+    trimmed)."""
     (ra, ca), (rb, cb) = a, b
     base, cur = dict(ca["census"]), dict(cb["census"])
     if _trimmed_names(ra) or _trimmed_names(rb):
@@ -61,23 +62,45 @@ def census_alerts(records: list[dict]) -> list[dict]:
     for rec in _order(records):
         for case in rec["cases"]:
             if (case.get("census") or {}).get("fits", True) and case.get("census"):
-                key = (rec["gpu"], rec.get("track") or "", rec.get("runner") or "", case["workload"], case["decomposition"])
+                key = (
+                    rec["gpu"],
+                    rec.get("track") or "",
+                    rec.get("runner") or "",
+                    case["workload"],
+                    case["decomposition"],
+                )
                 series.setdefault(key, []).append((rec, case))
     moved: dict[tuple, dict] = {}
     for (gpu, track, runner, wl, dec), pts in series.items():
         for a, b in zip(pts, pts[1:]):
             if envs.pin_changes(a[0], b[0], a[1], b[1]) or not (lines := _census_pair(a, b)):
                 continue
-            al = moved.setdefault((gpu, track, runner, b[0]["session_id"]), {
-                "key": f"env-census/{gpu}/{track or '-'}/{runner or '-'}/{b[0]['session_id']}", "kind": "census", "gpu": gpu, "track": track,
-                "runner": runner, "session_id": b[0]["session_id"], "started_at": b[0].get("started_at"), "raised_at": b[0]["session_id"],
-                "after_session_id": a[0]["session_id"], "environment": envs.env_changes(a[0], b[0]), "cases": []})
-            al["cases"].append({"workload": wl, "decomposition": dec, "before_session_id": a[0]["session_id"], "lines": lines})
+            al = moved.setdefault(
+                (gpu, track, runner, b[0]["session_id"]),
+                {
+                    "key": f"env-census/{gpu}/{track or '-'}/{runner or '-'}/{b[0]['session_id']}",
+                    "kind": "census",
+                    "gpu": gpu,
+                    "track": track,
+                    "runner": runner,
+                    "session_id": b[0]["session_id"],
+                    "started_at": b[0].get("started_at"),
+                    "raised_at": b[0]["session_id"],
+                    "after_session_id": a[0]["session_id"],
+                    "environment": envs.env_changes(a[0], b[0]),
+                    "cases": [],
+                },
+            )
+            al["cases"].append(
+                {"workload": wl, "decomposition": dec, "before_session_id": a[0]["session_id"], "lines": lines}
+            )
     out = list(moved.values())
     for al in out:
         al["subject"] = ", ".join(sorted({f"{c['workload']}-{c['decomposition']}" for c in al["cases"]}))
-        al["summary"] = (f"census counts moved with the library pins unchanged in {al['subject']}; "
-                         f"environment since {al['after_session_id']}: {envs.text(al['environment'], quiet=False)}")
+        al["summary"] = (
+            f"census counts moved with the library pins unchanged in {al['subject']}; "
+            f"environment since {al['after_session_id']}: {envs.text(al['environment'], quiet=False)}"
+        )
     return out
 
 
@@ -93,16 +116,24 @@ def _timing_series(records: list[dict]) -> dict[tuple, list[tuple[dict, dict, fl
 
 
 def _trend(pts: list[tuple[dict, dict, float]], sh: Shift) -> list[dict]:
-    """The nights around a shift: up to :data:`TREND_BEFORE` reference nights before it (``night`` -n .. -1) and every night
-    of its level (+1 ..), each with its ratio to the reference's geometric mean and what changed since the series' night
-    before it (environment and library pins)."""
-    level = math.exp(fmean(math.log(p[2]) for p in pts[sh.ref_start:sh.start]))
+    """The nights around a shift: up to :data:`TREND_BEFORE` reference nights before it (``night`` -n .. -1) and every
+    night of its level (+1 ..), each with its ratio to the reference's geometric mean and what changed since the series'
+    night before it (environment and library pins)."""
+    level = math.exp(fmean(math.log(p[2]) for p in pts[sh.ref_start : sh.start]))
     out = []
     for i in range(max(sh.ref_start, sh.start - TREND_BEFORE), sh.end + 1):
         (rec, case, ms), prev = pts[i], pts[i - 1] if i > 0 else None
         chs = envs.env_changes(prev[0], rec) + envs.pin_changes(prev[0], rec, prev[1], case) if prev else []
-        out.append({"night": i - sh.start + (i >= sh.start), "session_id": rec["session_id"], "started_at": rec.get("started_at"),
-                    "median_ms": ms, "vs_reference": ms / level, "changes": chs})
+        out.append(
+            {
+                "night": i - sh.start + (i >= sh.start),
+                "session_id": rec["session_id"],
+                "started_at": rec.get("started_at"),
+                "median_ms": ms,
+                "vs_reference": ms / level,
+                "changes": chs,
+            }
+        )
     return out
 
 
@@ -112,20 +143,50 @@ def timing_alerts(records: list[dict], rule: ShiftRule = DEFAULT_RULE) -> tuple[
     for (gpu, track, wl, dec), pts in _timing_series(records).items():
         for sh in find([p[2] for p in pts], rule):
             a, b = pts[sh.start - 1], pts[sh.start]
-            head = {"gpu": gpu, "track": track, "workload": wl, "decomposition": dec, "subject": f"{wl}-{dec}",
-                    "session_id": b[0]["session_id"], "started_at": b[0].get("started_at"), "after_session_id": a[0]["session_id"],
-                    "raised_at": pts[sh.raised][0]["session_id"], "ratio": sh.ratio, "lo": sh.lo, "hi": sh.hi,
-                    "nights": sh.end - sh.start + 1, "reference_nights": sh.start - sh.ref_start,
-                    "environment": envs.env_changes(a[0], b[0])}
-            size = f"step time x{sh.ratio:.3f} [90%: {sh.lo:.3f}, {sh.hi:.3f}] over {head['nights']} night(s) against the {head['reference_nights']} before"
+            head = {
+                "gpu": gpu,
+                "track": track,
+                "workload": wl,
+                "decomposition": dec,
+                "subject": f"{wl}-{dec}",
+                "session_id": b[0]["session_id"],
+                "started_at": b[0].get("started_at"),
+                "after_session_id": a[0]["session_id"],
+                "raised_at": pts[sh.raised][0]["session_id"],
+                "ratio": sh.ratio,
+                "lo": sh.lo,
+                "hi": sh.hi,
+                "nights": sh.end - sh.start + 1,
+                "reference_nights": sh.start - sh.ref_start,
+                "environment": envs.env_changes(a[0], b[0]),
+            }
+            size = (
+                f"step time x{sh.ratio:.3f} [90%: {sh.lo:.3f}, {sh.hi:.3f}] over {head['nights']} night(s) "
+                f"against the {head['reference_nights']} before"
+            )
             if pins := envs.pin_changes(a[0], b[0], a[1], b[1]):
-                notes.append({**head, "kind": "library", "changes": pins,
-                              "text": f"{gpu} {track} {wl}-{dec}: {size}, at {envs.text(pins)} (a library change: the interleaved A/B judges it)"})
+                notes.append(
+                    {
+                        **head,
+                        "kind": "library",
+                        "changes": pins,
+                        "text": f"{gpu} {track} {wl}-{dec}: {size}, at {envs.text(pins)} "
+                        "(a library change: the interleaved A/B judges it)",
+                    }
+                )
                 continue
-            alerts.append({**head, "kind": "timing", "key": f"env-timing/{gpu}/{track or '-'}/{wl}/{dec}/{b[0]['session_id']}",
-                           "threshold": sh.threshold, "t_values": list(sh.t_values), "trend": _trend(pts, sh),
-                           "summary": f"{size}, since {b[0]['session_id']}; environment since {a[0]['session_id']}: "
-                                      f"{envs.text(head['environment'], quiet=False)}"})
+            alerts.append(
+                {
+                    **head,
+                    "kind": "timing",
+                    "key": f"env-timing/{gpu}/{track or '-'}/{wl}/{dec}/{b[0]['session_id']}",
+                    "threshold": sh.threshold,
+                    "t_values": list(sh.t_values),
+                    "trend": _trend(pts, sh),
+                    "summary": f"{size}, since {b[0]['session_id']}; environment since {a[0]['session_id']}: "
+                    f"{envs.text(head['environment'], quiet=False)}",
+                }
+            )
     return alerts, notes
 
 
@@ -139,18 +200,31 @@ def environment_notes(records: list[dict], raised: set[tuple]) -> list[dict]:
         for a, b in zip(recs, recs[1:]):
             chs = [c for c in envs.env_changes(a, b) if c["name"] not in envs.QUIET]
             if chs and (gpu, track, b["session_id"]) not in raised:
-                out.append({"kind": "environment", "gpu": gpu, "track": track, "runner": runner, "session_id": b["session_id"],
-                            "started_at": b.get("started_at"), "after_session_id": a["session_id"], "changes": chs,
-                            "text": f"{gpu} {track or ''} {b['session_id']}: {envs.text(chs)}, no census or timing alert"})
+                out.append(
+                    {
+                        "kind": "environment",
+                        "gpu": gpu,
+                        "track": track,
+                        "runner": runner,
+                        "session_id": b["session_id"],
+                        "started_at": b.get("started_at"),
+                        "after_session_id": a["session_id"],
+                        "changes": chs,
+                        "text": f"{gpu} {track or ''} {b['session_id']}: {envs.text(chs)}, no census or timing alert",
+                    }
+                )
     return out
 
 
 def _newest(records: list[dict]) -> set[str]:
-    """The newest session of every case series (per GPU x track x runner) and timing series: where tonight's alerts arise."""
+    """The newest session of every case series (per GPU x track x runner) and timing series: where tonight's alerts
+    arise."""
     newest: dict[tuple, str] = {}
     for rec in _order(records):
         for case in rec["cases"]:
-            newest[(rec["gpu"], rec.get("track") or "", rec.get("runner") or "", case["workload"], case["decomposition"])] = rec["session_id"]
+            newest[
+                (rec["gpu"], rec.get("track") or "", rec.get("runner") or "", case["workload"], case["decomposition"])
+            ] = rec["session_id"]
     return set(newest.values()) | {pts[-1][0]["session_id"] for pts in _timing_series(records).values()}
 
 
@@ -167,18 +241,37 @@ def find_alerts(records: list[dict], rule: ShiftRule = DEFAULT_RULE, new_only: b
     order = {r["session_id"]: i for i, r in enumerate(_order(records))}
     alerts.sort(key=lambda a: (order.get(a["session_id"], -1), a["key"]))
     notes.sort(key=lambda n: (order.get(n["session_id"], -1), n["kind"]))
-    return {"alerts": alerts, "notes": notes, "sessions": len(records),
-            "rule": {"timing": {k: getattr(rule, k) for k in ("alpha", "horizon", "nights", "reference", "min_reference", "sigma_floor", "agree")},
-                     "census": {"tolerances": CENSUS_TOLERANCES, "rule": "any count that differs, library pins and workload spec unchanged"}}}
+    return {
+        "alerts": alerts,
+        "notes": notes,
+        "sessions": len(records),
+        "rule": {
+            "timing": {
+                k: getattr(rule, k)
+                for k in ("alpha", "horizon", "nights", "reference", "min_reference", "sigma_floor", "agree")
+            },
+            "census": {
+                "tolerances": CENSUS_TOLERANCES,
+                "rule": "any count that differs, library pins and workload spec unchanged",
+            },
+        },
+    }
 
 
 def issues_report(result: dict, gpu: str, session_id: str = "") -> dict:
     """The alerts of one GPU in the shape of a suite's report.json, for ``.github/scripts/regression-issues.sh``: one
     verdict per alert, titled ``perf regression: <gpu> <env> env-<kind> <case> since <session>``, its message
     :func:`harness.store.alert_text.message` (a timing alert's with its trend)."""
-    verdicts = [{"kind": f"env-{a['kind']}", "case": f"{a['subject']} since {a['session_id']}", "outcome": "regression",
-                 "message": alert_text.message(a)}
-                for a in result["alerts"] if a["gpu"] == gpu]
+    verdicts = [
+        {
+            "kind": f"env-{a['kind']}",
+            "case": f"{a['subject']} since {a['session_id']}",
+            "outcome": "regression",
+            "message": alert_text.message(a),
+        }
+        for a in result["alerts"]
+        if a["gpu"] == gpu
+    ]
     return {"gpu": gpu, "session_id": session_id, "verdicts": verdicts, "rows": [], "versions": {}}
 
 

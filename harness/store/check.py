@@ -1,7 +1,8 @@
 """A stored session record is untrusted input: anyone who can push to the store's branch writes it. :func:`problem` says
-what in a record the readers (the history page, the alerts) could not use: a key they read missing or of the wrong shape,
-a number that is not finite; the reader leaves that record out and names it, and the page and the alerts are still made.
-:func:`non_finite` finds a NaN or infinite number in what ``store add`` is about to write (JSON holds none)."""
+what in a record the readers (the history page, the alerts) could not use: a key they read missing or of the wrong
+shape, a number that is not finite; the reader leaves that record out and names it, and the page and the alerts are
+still made. :func:`non_finite` finds a NaN or infinite number in what ``store add`` is about to write (JSON holds
+none)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,38 @@ from harness.values import first_bad
 _TEXT = (str, type(None))
 _NUMBER = (int, float, type(None))
 # per case and per run: the keys the readers take, and the types they must have (None: the key may be absent)
-CASE_KEYS = {"workload_hash": _TEXT, "split": (dict, str, type(None)), "step_time_ms": (dict, type(None)), "census": (dict, type(None)),
-             "kernel_ms": _NUMBER, "failed": _NUMBER, "baseline": (dict, type(None))}
-RUN_KEYS = {"run_id": _TEXT, "status": _TEXT, "machine": _TEXT, "median_ms": _NUMBER, "train_runtime_s": _NUMBER,
-            "peak_reserved_bytes": _NUMBER, "peak_allocated_bytes": _NUMBER, "census": (dict, type(None)), "flags": (dict, type(None)),
-            "steady_us": (list, type(None)), "phases_ms": (dict, type(None))}
-TOP_KEYS = {"started_at": _TEXT, "track": _TEXT, "runner": _TEXT, "environment": (dict, type(None)), "versions": (dict, type(None)),
-            "workloads": (dict, type(None)), "verdicts": (list, type(None)), "trimmed": (list, type(None))}
+CASE_KEYS = {
+    "workload_hash": _TEXT,
+    "split": (dict, str, type(None)),
+    "step_time_ms": (dict, type(None)),
+    "census": (dict, type(None)),
+    "kernel_ms": _NUMBER,
+    "failed": _NUMBER,
+    "baseline": (dict, type(None)),
+}
+RUN_KEYS = {
+    "run_id": _TEXT,
+    "status": _TEXT,
+    "machine": _TEXT,
+    "median_ms": _NUMBER,
+    "train_runtime_s": _NUMBER,
+    "peak_reserved_bytes": _NUMBER,
+    "peak_allocated_bytes": _NUMBER,
+    "census": (dict, type(None)),
+    "flags": (dict, type(None)),
+    "steady_us": (list, type(None)),
+    "phases_ms": (dict, type(None)),
+}
+TOP_KEYS = {
+    "started_at": _TEXT,
+    "track": _TEXT,
+    "runner": _TEXT,
+    "environment": (dict, type(None)),
+    "versions": (dict, type(None)),
+    "workloads": (dict, type(None)),
+    "verdicts": (list, type(None)),
+    "trimmed": (list, type(None)),
+}
 
 
 def _kind(value) -> str:
@@ -67,7 +93,9 @@ def _case(case, where: str) -> str | None:
     for i, run in enumerate(case["runs"]):
         if not isinstance(run, dict):
             return f"{where}.runs[{i}] is a {_kind(run)}, not an object"
-        if why := _keys(run, f"{where}.runs[{i}].", RUN_KEYS) or _census(run.get("census"), f"{where}.runs[{i}].census"):
+        if why := _keys(run, f"{where}.runs[{i}].", RUN_KEYS) or _census(
+            run.get("census"), f"{where}.runs[{i}].census"
+        ):
             return why
     return None
 

@@ -21,8 +21,19 @@ def alert_events(result: dict) -> list[Event]:
         else:
             c = a["cases"][0]
             series = _key(a["gpu"], c["workload"], c["decomposition"], a["track"])
-            lines = tuple(f"{x['workload']}-{x['decomposition']}: {ln}" for x in a["cases"] for ln in x["lines"]) + (a["summary"],)
-        out.append(Event(a.get("started_at") or "", "alert", series, a["session_id"], f"{a['kind']} alert: {a['gpu']} {a['subject']}", lines))
+            lines = tuple(f"{x['workload']}-{x['decomposition']}: {ln}" for x in a["cases"] for ln in x["lines"]) + (
+                a["summary"],
+            )
+        out.append(
+            Event(
+                a.get("started_at") or "",
+                "alert",
+                series,
+                a["session_id"],
+                f"{a['kind']} alert: {a['gpu']} {a['subject']}",
+                lines,
+            )
+        )
     return out
 
 
@@ -34,11 +45,29 @@ def release_events(records: list[dict]) -> list[Event]:
         if not ab:
             continue
         cases = [c for c in rec["cases"] if c.get("step_time_ms")]
-        series = _key(rec["gpu"], cases[0]["workload"], cases[0]["decomposition"], rec.get("track") or "") if cases else ""
+        series = (
+            _key(rec["gpu"], cases[0]["workload"], cases[0]["decomposition"], rec.get("track") or "") if cases else ""
+        )
         outcomes = ", ".join(sorted({str(v.get("outcome")) for v in ab}))
-        lines = tuple(f"{v.get('case') or v.get('source')}: {v.get('outcome')}" + (f" x{v['ratio']:.3f} [{v['lo']:.3f}, {v['hi']:.3f}]"
-                      if all(isinstance(v.get(k), (int, float)) for k in ("ratio", "lo", "hi")) else "") for v in ab)
-        out.append(Event(rec.get("started_at") or "", "release", series, rec["session_id"], f"release night on {rec['gpu']}: A/B {outcomes}", lines))
+        lines = tuple(
+            f"{v.get('case') or v.get('source')}: {v.get('outcome')}"
+            + (
+                f" x{v['ratio']:.3f} [{v['lo']:.3f}, {v['hi']:.3f}]"
+                if all(isinstance(v.get(k), (int, float)) for k in ("ratio", "lo", "hi"))
+                else ""
+            )
+            for v in ab
+        )
+        out.append(
+            Event(
+                rec.get("started_at") or "",
+                "release",
+                series,
+                rec["session_id"],
+                f"release night on {rec['gpu']}: A/B {outcomes}",
+                lines,
+            )
+        )
     return out
 
 

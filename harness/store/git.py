@@ -50,16 +50,28 @@ class GitStore:
 
     def _git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         try:
-            p = subprocess.run(["git", "-C", str(self.cache), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
-                               env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+            p = subprocess.run(
+                ["git", "-C", str(self.cache), *args],
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+                env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            )
         except subprocess.TimeoutExpired:
-            raise GitStoreError(f"git {' '.join(args[:2])} in {self.cache} took over {GIT_TIMEOUT_S} s; check that {self.url} is reachable") from None
+            raise GitStoreError(
+                f"git {' '.join(args[:2])} in {self.cache} took over {GIT_TIMEOUT_S} s; "
+                f"check that {self.url} is reachable"
+            ) from None
         except FileNotFoundError:
-            raise GitStoreError("a git store needs the git command line; install git or pass a directory as --store") from None
+            raise GitStoreError(
+                "a git store needs the git command line; install git or pass a directory as --store"
+            ) from None
         if check and p.returncode:
             said = (p.stderr.strip() or p.stdout.strip()).splitlines()
-            raise GitStoreError(f"git {' '.join(args[:2])} in {self.cache} failed: {said[-1] if said else f'exit {p.returncode}'}; "
-                                f"check that {self.url} is reachable and writable")
+            raise GitStoreError(
+                f"git {' '.join(args[:2])} in {self.cache} failed: {said[-1] if said else f'exit {p.returncode}'}; "
+                f"check that {self.url} is reachable and writable"
+            )
         return p
 
     @contextmanager
@@ -80,7 +92,8 @@ class GitStore:
         self._git("fetch", "-q", "origin", f"+refs/heads/{self.branch}:refs/remotes/origin/{self.branch}")
 
     def sync(self) -> None:
-        """The cache clone at the remote branch's tip (made first if missing; on an unborn branch when the remote has none)."""
+        """The cache clone at the remote branch's tip (made first if missing; on an unborn branch when the remote has
+        none)."""
         if not (self.cache / ".git").is_dir():
             self.cache.mkdir(parents=True, exist_ok=True)
             self._git("init", "-q")
@@ -99,8 +112,9 @@ class GitStore:
         return ["-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}"]
 
     def commit(self, records: list[dict]) -> list[Added]:
-        """Write the records in the cache clone and commit what changed (nothing when every session is stored already). Every
-        record's file is staged, also an unchanged one: a file written by an add that failed before its commit is committed now."""
+        """Write the records in the cache clone and commit what changed (nothing when every session is stored already).
+        Every record's file is staged, also an unchanged one: a file written by an add that failed before its commit is
+        committed now."""
         done = self.local.write(records)
         for a in done:
             for p in a.removed:
@@ -109,7 +123,9 @@ class GitStore:
         staged = self._git("diff", "--cached", "--name-only").stdout.split()
         if staged:
             sessions = ", ".join(a.session_id for a in done if a.path in staged)
-            self._git(*self._identity(), "commit", "-q", "-m", f"store: {len(staged)} file(s): {sessions or 'sessions moved'}")
+            self._git(
+                *self._identity(), "commit", "-q", "-m", f"store: {len(staged)} file(s): {sessions or 'sessions moved'}"
+            )
         return done
 
     def _ahead(self) -> bool:
@@ -134,8 +150,10 @@ class GitStore:
                 self._git("rebase", "--abort", check=False)
                 self._git("checkout", "-q", "-f", "-B", self.branch, f"origin/{self.branch}")
                 self.commit(records)
-        raise GitStoreError(f"git push to {self.url} branch {self.branch} was rejected {self.retries + 1} times; "
-                            "another job keeps pushing, or the branch is protected: run store add again")
+        raise GitStoreError(
+            f"git push to {self.url} branch {self.branch} was rejected {self.retries + 1} times; "
+            "another job keeps pushing, or the branch is protected: run store add again"
+        )
 
     def add(self, records: list[dict]) -> list[Added]:
         with self._locked():

@@ -1,4 +1,5 @@
-"""A results store in a local directory: one file per session, ``<gpu>/<track>/<date>-<session>.json.gz`` under the root.
+"""A results store in a local directory: one file per session, ``<gpu>/<track>/<date>-<session>.json.gz`` under the
+root.
 
 Adding is idempotent: a session already stored with the same content is left alone (``unchanged``); with other content
 (its results dir gained a report since) it is replaced (``updated``), also when it was filed under another track or
@@ -19,7 +20,8 @@ from harness.store.record import dumps as record_bytes
 
 @dataclass(frozen=True)
 class Added:
-    """What :meth:`DirStore.write` did with one record: ``added``, ``updated`` or ``unchanged``, at ``path`` (relative)."""
+    """What :meth:`DirStore.write` did with one record: ``added``, ``updated`` or ``unchanged``, at ``path``
+    (relative)."""
 
     session_id: str
     path: str
@@ -33,7 +35,9 @@ class DirStore:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
-            raise BadInput(f"--store {self.root}: a file, not a directory; pass a directory (or a git URL) for the store")
+            raise BadInput(
+                f"--store {self.root}: a file, not a directory; pass a directory (or a git URL) for the store"
+            )
 
     def __str__(self) -> str:
         return str(self.root)
@@ -42,7 +46,9 @@ class DirStore:
         """Every record file, sorted by path."""
         if not self.root.is_dir():
             return []
-        return sorted(p for p in self.root.rglob(f"*{SUFFIX}") if p.is_file() and session_of(p.name) and ".git" not in p.parts)
+        return sorted(
+            p for p in self.root.rglob(f"*{SUFFIX}") if p.is_file() and session_of(p.name) and ".git" not in p.parts
+        )
 
     def _by_session(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -71,17 +77,22 @@ class DirStore:
         return out
 
     def add(self, records: list[dict]) -> list[Added]:
-        """:meth:`write` under the store's lock: a second ``store add`` into this directory is refused at once, naming this one."""
+        """:meth:`write` under the store's lock: a second ``store add`` into this directory is refused at once, naming
+        this one."""
         with results_lock(ensure_dir(self.root, "--store"), "rerun this one when it has ended"):
             return self.write(records)
 
     def records(self, warn=print) -> Iterator[dict]:
-        """Every stored record, upgraded to the current schema and checked; a file that cannot be read or used (too big, of
-        the wrong shape, a NaN in it: :func:`harness.store.record.loads`) is skipped with one warning line naming it."""
+        """Every stored record, upgraded to the current schema and checked; a file that cannot be read or used (too big,
+        of the wrong shape, a NaN in it: :func:`harness.store.record.loads`) is skipped with one warning line naming
+        it."""
         for p in self.files():
             try:
                 if p.stat().st_size > MAX_RECORD_BYTES:  # never read whole: it is no record of store add
-                    raise RecordError(f"{p}: {p.stat().st_size >> 20} MiB, not a session record of store add; remove it or add the session again")
+                    raise RecordError(
+                        f"{p}: {p.stat().st_size >> 20} MiB, not a session record of store add; "
+                        "remove it or add the session again"
+                    )
                 yield loads(p.read_bytes(), str(p))
             except (OSError, RecordError) as exc:
                 warn(f"warning: {exc}")

@@ -45,12 +45,17 @@ UPGRADES: dict[int, Callable[[dict], dict]] = {0: _from_0}
 
 
 def upgrade(rec: dict, where: str = "record") -> dict:
-    """``rec`` at the current :data:`SCHEMA`, through :data:`UPGRADES`; raises :class:`RecordError` for a newer or broken one."""
+    """``rec`` at the current :data:`SCHEMA`, through :data:`UPGRADES`; raises :class:`RecordError` for a newer or
+    broken one."""
     if not isinstance(rec, dict) or "session_id" not in rec:
-        raise RecordError(f"{where}: not a session record (no session_id); pass files written by python -m harness store add")
+        raise RecordError(
+            f"{where}: not a session record (no session_id); pass files written by python -m harness store add"
+        )
     version = rec.get("schema", 0)
     if not isinstance(version, int) or version > SCHEMA:
-        raise RecordError(f"{where}: schema {version!r} is newer than this harness reads ({SCHEMA}); update the harness")
+        raise RecordError(
+            f"{where}: schema {version!r} is newer than this harness reads ({SCHEMA}); update the harness"
+        )
     while version < SCHEMA:
         rec = UPGRADES[version](rec)
         version = rec["schema"]
@@ -61,7 +66,13 @@ def relpath(rec: dict) -> str:
     """Where a record is filed: ``<gpu>/<track>/<YYYY-MM-DD>-<session>.json.gz`` (the date of its first run)."""
     day = (rec.get("started_at") or "")[:10]
     day = day if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else "undated"
-    return str(PurePosixPath(slug(rec.get("gpu") or "unknown"), slug(rec.get("track") or NO_TRACK), f"{day}-{slug(rec['session_id'])}{SUFFIX}"))
+    return str(
+        PurePosixPath(
+            slug(rec.get("gpu") or "unknown"),
+            slug(rec.get("track") or NO_TRACK),
+            f"{day}-{slug(rec['session_id'])}{SUFFIX}",
+        )
+    )
 
 
 def session_of(name: str) -> str | None:
@@ -71,7 +82,8 @@ def session_of(name: str) -> str | None:
 
 
 def dumps(rec: dict) -> bytes:
-    """The record's file content: compact sorted JSON, gzipped with a zero timestamp (the same record, the same bytes)."""
+    """The record's file content: compact sorted JSON, gzipped with a zero timestamp (the same record, the same
+    bytes)."""
     text = json.dumps(rec, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
     buf = io.BytesIO()
     with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0, filename="") as fh:
@@ -79,7 +91,9 @@ def dumps(rec: dict) -> bytes:
     return buf.getvalue()
 
 
-MAX_RECORD_BYTES = 16 * 2**20  # a record's JSON, unpacked: far above what store add writes (it fits a session in 50 kB gzipped)
+MAX_RECORD_BYTES = (
+    16 * 2**20
+)  # a record's JSON, unpacked: far above what store add writes (it fits a session in 50 kB gzipped)
 
 
 def _no_constant(name: str):
@@ -95,21 +109,25 @@ def _finite(text: str) -> float:
 
 def loads(data: bytes, where: str = "record") -> dict:
     """A record from its file content, upgraded to the current schema and checked (:func:`harness.store.check.problem`):
-    unpacked to at most :data:`MAX_RECORD_BYTES`, no NaN or infinite number, every key its readers take of the right shape.
-    Raises :class:`RecordError` with one line naming ``where`` otherwise."""
+    unpacked to at most :data:`MAX_RECORD_BYTES`, no NaN or infinite number, every key its readers take of the right
+    shape. Raises :class:`RecordError` with one line naming ``where`` otherwise."""
     from harness.store.check import problem
 
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
             text = fh.read(MAX_RECORD_BYTES + 1)
         if len(text) > MAX_RECORD_BYTES:
-            raise RecordError(f"{where}: unpacks to more than {MAX_RECORD_BYTES >> 20} MiB, not a session record of store add; remove it "
-                              "or add the session again")
+            raise RecordError(
+                f"{where}: unpacks to more than {MAX_RECORD_BYTES >> 20} MiB, not a session record of store add; "
+                "remove it or add the session again"
+            )
         rec = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (OSError, EOFError, ValueError) as exc:
         if isinstance(exc, RecordError):
             raise
-        raise RecordError(f"{where}: not a gzipped JSON session record ({exc}); remove it or add the session again") from None
+        raise RecordError(
+            f"{where}: not a gzipped JSON session record ({exc}); remove it or add the session again"
+        ) from None
     rec = upgrade(rec, where)
     if (why := problem(rec)) is not None:
         raise RecordError(f"{where}: {why}; the readers leave it out: remove it or add the session again")

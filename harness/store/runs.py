@@ -1,5 +1,5 @@
-"""Session records back as run records, so that the history page (:func:`harness.reporting.history.build`) is built from a
-store exactly as from results dirs: each stored run becomes a record with the keys the page reads (its session, case,
+"""Session records back as run records, so that the history page (:func:`harness.reporting.history.build`) is built from
+a store exactly as from results dirs: each stored run becomes a record with the keys the page reads (its session, case,
 status, median step time, census counts, machine, versions and workload spec)."""
 
 from __future__ import annotations
@@ -22,16 +22,37 @@ def run_records(rec: dict) -> list[dict]:
         spec = (rec.get("workloads") or {}).get(case.get("workload_hash") or "", {}).get("spec")
         for run in case["runs"]:
             machine = run.get("machine") or "unknown"
-            r = {"run_id": run.get("run_id"), "session_id": rec["session_id"], "started_at": rec.get("started_at"), "gpu": rec["gpu"],
-                 "workload": case["workload"], "decomposition_id": case["decomposition"], "decomposition": case.get("split"),
-                 "workload_hash": case.get("workload_hash"), "workload_spec": spec, "repeat": run.get("repeat"), "status": run.get("status"),
-                 "step_time_median_ms": run.get("median_ms"), "train_runtime_s": run.get("train_runtime_s"),
-                 "peak_reserved_bytes": run.get("peak_reserved_bytes"), "peak_allocated_bytes": run.get("peak_allocated_bytes"),
-                 "census": _census(case, run), "machine": machine, "verdict": (case.get("baseline") or {}).get("verdict"),
-                 "env": {"versions": rec.get("versions") or {}, "driver": env.get("driver"), "cuda": env.get("cuda"),
-                         "hostname": env.get("hostname"), "image": env.get("image"), "runner": env.get("runner"),
-                         "harness": env.get("harness"), **({} if machine.startswith("dir:") else {"boot_id": machine})},
-                 **(run.get("flags") or {})}
+            r = {
+                "run_id": run.get("run_id"),
+                "session_id": rec["session_id"],
+                "started_at": rec.get("started_at"),
+                "gpu": rec["gpu"],
+                "workload": case["workload"],
+                "decomposition_id": case["decomposition"],
+                "decomposition": case.get("split"),
+                "workload_hash": case.get("workload_hash"),
+                "workload_spec": spec,
+                "repeat": run.get("repeat"),
+                "status": run.get("status"),
+                "step_time_median_ms": run.get("median_ms"),
+                "train_runtime_s": run.get("train_runtime_s"),
+                "peak_reserved_bytes": run.get("peak_reserved_bytes"),
+                "peak_allocated_bytes": run.get("peak_allocated_bytes"),
+                "census": _census(case, run),
+                "machine": machine,
+                "verdict": (case.get("baseline") or {}).get("verdict"),
+                "env": {
+                    "versions": rec.get("versions") or {},
+                    "driver": env.get("driver"),
+                    "cuda": env.get("cuda"),
+                    "hostname": env.get("hostname"),
+                    "image": env.get("image"),
+                    "runner": env.get("runner"),
+                    "harness": env.get("harness"),
+                    **({} if machine.startswith("dir:") else {"boot_id": machine}),
+                },
+                **(run.get("flags") or {}),
+            }
             out.append(r)
     return out
 

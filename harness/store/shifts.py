@@ -1,5 +1,5 @@
-"""Shifts that hold: the timing alert's rule, on one series of nightly session medians (ms, in time order). Pure; numpy and
-scipy only.
+"""Shifts that hold: the timing alert's rule, on one series of nightly session medians (ms, in time order). Pure; numpy
+and scipy only.
 
 Why not the page's change points alone (:func:`harness.judging.changepoints.detect`): they test a split with Welch's t
 between the segments on either side, with the p-value multiplied by the positions scanned. Two nights after a shift give
@@ -51,8 +51,10 @@ class ShiftRule:
         if self.nights < 2:
             raise BadInput(f"shift rule: nights must be at least 2 (one night proves nothing), got {self.nights}")
         if self.horizon < 1 or self.min_reference < 3 or self.reference < self.min_reference:
-            raise BadInput(f"shift rule: need horizon >= 1 and 3 <= min_reference <= reference, got {self.horizon}, "
-                             f"{self.min_reference}, {self.reference}")
+            raise BadInput(
+                f"shift rule: need horizon >= 1 and 3 <= min_reference <= reference, got {self.horizon}, "
+                f"{self.min_reference}, {self.reference}"
+            )
         if not self.sigma_floor >= 0:
             raise BadInput(f"shift rule: sigma_floor must be >= 0, got {self.sigma_floor}")
 
@@ -63,7 +65,8 @@ DEFAULT_RULE = ShiftRule()
 @dataclass(frozen=True)
 class Shift:
     """A shift that held: nights ``start``.. left the level of nights ``ref_start``..``start - 1``; raised at night
-    ``raised`` (``start + nights - 1``); ``end`` is the last night of its level (the next shift's start, or the series' end)."""
+    ``raised`` (``start + nights - 1``); ``end`` is the last night of its level (the next shift's start, or the series'
+    end)."""
 
     start: int
     raised: int
@@ -138,25 +141,37 @@ def find(values: Sequence[float], rule: ShiftRule = DEFAULT_RULE) -> list[Shift]
         m, sd = fmean(ref), max(stdev(ref), rule.sigma_floor)
         c = threshold(len(ref), rule.nights, per_look)
         tv = tuple((y[i] - m) / (sd * math.sqrt(1 + 1 / len(ref))) for i in range(s, t + 1))
-        if (all(v > c for v in tv) or all(v < -c for v in tv)) and _agree(y[s:t + 1], sd, rule.agree):
+        if (all(v > c for v in tv) or all(v < -c for v in tv)) and _agree(y[s : t + 1], sd, rule.agree):
             found.append((s, t, lo, c, tv))
             start = s
     out = []
     for j, (s, t, lo, c, tv) in enumerate(found):
         end = found[j + 1][0] - 1 if j + 1 < len(found) else len(y) - 1
         ref = y[lo:s]
-        ratio, a, b = _size(ref, y[s:end + 1], max(stdev(ref), rule.sigma_floor))
+        ratio, a, b = _size(ref, y[s : end + 1], max(stdev(ref), rule.sigma_floor))
         out.append(Shift(s, t, end, lo, ratio, a, b, c, tv))
     return out
 
 
-def simulate(series: int = 200, n: int = 100, sigma: float = 0.10, shift: float = 0.0, at: int | None = None, noise: str = "normal",
-             first_seed: int = 0, rule: ShiftRule = DEFAULT_RULE) -> dict[str, float]:
-    """The rule on ``series`` synthetic series (:func:`harness.judging.changepoints.synthetic`: log-normal or t(3) noise of sd
-    ``sigma``, ``shift`` from night ``at`` on): the share with any alert (``any``; without a shift, the false-alarm rate of
-    ``n`` nights), with one starting at ``at`` (``found``), and raised on its ``rule.nights``-th night (``on_time``)."""
+def simulate(
+    series: int = 200,
+    n: int = 100,
+    sigma: float = 0.10,
+    shift: float = 0.0,
+    at: int | None = None,
+    noise: str = "normal",
+    first_seed: int = 0,
+    rule: ShiftRule = DEFAULT_RULE,
+) -> dict[str, float]:
+    """The rule on ``series`` synthetic series (:func:`harness.judging.changepoints.synthetic`: log-normal or t(3) noise
+    of sd ``sigma``, ``shift`` from night ``at`` on): the share with any alert (``any``; without a shift, the
+    false-alarm rate of ``n`` nights), with one starting at ``at`` (``found``), and raised on its ``rule.nights``-th
+    night (``on_time``)."""
     from harness.judging.changepoints import synthetic
 
     hits = [find(synthetic(first_seed + i, n, sigma, shift, at, noise), rule) for i in range(series)]
-    return {"any": sum(bool(h) for h in hits) / series, "found": sum(any(s.start == at for s in h) for h in hits) / series,
-            "on_time": sum(any(s.start == at and s.raised == at + rule.nights - 1 for s in h) for h in hits) / series}
+    return {
+        "any": sum(bool(h) for h in hits) / series,
+        "found": sum(any(s.start == at for s in h) for h in hits) / series,
+        "on_time": sum(any(s.start == at and s.raised == at + rule.nights - 1 for s in h) for h in hits) / series,
+    }

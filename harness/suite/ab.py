@@ -23,10 +23,23 @@ from harness.results.suite_report import SuiteReport
 from harness.spec import load_workload
 
 
-def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None = None, decompositions: list[str] | None = None,
-               repeats: int = 5, steps: int | None = None, workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/ab",
-               run_timeout: float = RUN_TIMEOUT_S, inject_slowdown_b: float = 0.0, inject_work_b: int = 0, skip_same_versions: bool = False,
-               out: Callable[[str], None] = print) -> tuple[Path, Path] | None:
+def run_rounds(
+    *,
+    gpu: str,
+    workload: str,
+    python_b: str,
+    python_a: str | None = None,
+    decompositions: list[str] | None = None,
+    repeats: int = 5,
+    steps: int | None = None,
+    workloads_dir: str | Path = "workloads",
+    results_dir: str | Path = "perf-results/ab",
+    run_timeout: float = RUN_TIMEOUT_S,
+    inject_slowdown_b: float = 0.0,
+    inject_work_b: int = 0,
+    skip_same_versions: bool = False,
+    out: Callable[[str], None] = print,
+) -> tuple[Path, Path] | None:
     """Make the interleaved runs; return the results dirs of A and B, or None when ``skip_same_versions``
     finds nothing to compare (both sides have the same versions: no release since the pins)."""
     w = load_workload(workloads_dir, workload, steps)
@@ -43,20 +56,40 @@ def run_rounds(*, gpu: str, workload: str, python_b: str, python_a: str | None =
         return None
     root = ensure_dir(results_dir)
     stamp = new_id("ab")
-    sides = [FreshSide("a", root / "a", f"{stamp}-a", python=pa), FreshSide("b", root / "b", f"{stamp}-b", python=pb, inject_slowdown=inject_slowdown_b,
-                                                                                     inject_work=inject_work_b)]
-    out(f"A: {pa}\nB: {pb}" + (f" (+{inject_slowdown_b:.0%} injected)" if inject_slowdown_b else "") + (f" (inject-work {inject_work_b})" if inject_work_b else ""))
-    run_slots(schedule(sides, [(w, d) for d in decs], repeats, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out)
+    sides = [
+        FreshSide("a", root / "a", f"{stamp}-a", python=pa),
+        FreshSide(
+            "b", root / "b", f"{stamp}-b", python=pb, inject_slowdown=inject_slowdown_b, inject_work=inject_work_b
+        ),
+    ]
+    out(
+        f"A: {pa}\nB: {pb}"
+        + (f" (+{inject_slowdown_b:.0%} injected)" if inject_slowdown_b else "")
+        + (f" (inject-work {inject_work_b})" if inject_work_b else "")
+    )
+    run_slots(
+        schedule(sides, [(w, d) for d in decs], repeats, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out
+    )
     return root / "a", root / "b"
 
 
-def ab(*, alpha: float | None = None, threshold: float | None = None, out: Callable[[str], None] = print, **rounds) -> SuiteReport:
-    """``python -m harness ab``: the interleaved runs, then B judged against A (``compare``), the full report in the results dir.
-    Returns that report (exit code as ``compare``: 1 on a regression); an empty one when there was nothing to compare."""
+def ab(
+    *, alpha: float | None = None, threshold: float | None = None, out: Callable[[str], None] = print, **rounds
+) -> SuiteReport:
+    """``python -m harness ab``: the interleaved runs, then B judged against A (``compare``), the full report in the
+    results dir. Returns that report (exit code as ``compare``: 1 on a regression); an empty one when there was nothing
+    to compare."""
     from harness.suite.compare import compare
 
     dirs = run_rounds(out=out, **rounds)
     if dirs is None:
         return SuiteReport({"verdicts": []}, exit_code=0)
     a, b = dirs
-    return compare([str(a)], [str(b)], alpha=alpha, threshold=threshold, out_dir=rounds.get("results_dir", "perf-results/ab"), out=out)
+    return compare(
+        [str(a)],
+        [str(b)],
+        alpha=alpha,
+        threshold=threshold,
+        out_dir=rounds.get("results_dir", "perf-results/ab"),
+        out=out,
+    )

@@ -32,15 +32,28 @@ def pooled_log_cv(a: list[float], b: list[float]) -> float:
     return math.sqrt(ss / max(len(la) + len(lb) - 2, 1))
 
 
-def calibrate(*, gpu: str, workload: str, repeats: int = 5, slowdown: float = 0.10, steps: int | None = None,
-              workloads_dir: str | Path = "workloads", results_dir: str | Path = "perf-results/calibrate", run_timeout: float = RUN_TIMEOUT_S,
-              out: Callable[[str], None] = print) -> int:
+def calibrate(
+    *,
+    gpu: str,
+    workload: str,
+    repeats: int = 5,
+    slowdown: float = 0.10,
+    steps: int | None = None,
+    workloads_dir: str | Path = "workloads",
+    results_dir: str | Path = "perf-results/calibrate",
+    run_timeout: float = RUN_TIMEOUT_S,
+    out: Callable[[str], None] = print,
+) -> int:
     if repeats < 2:
         raise BadInput(f"--repeats must be at least 2 (a CV needs two runs per group), got {repeats}")
     w = load_workload(workloads_dir, workload, steps)
     t = default_thresholds(gpu)
     root, session = ensure_dir(results_dir), new_id("calibrate")
-    sides = [FreshSide("A", root, session), FreshSide("A'", root, session), FreshSide("S", root, session, inject_slowdown=slowdown)]
+    sides = [
+        FreshSide("A", root, session),
+        FreshSide("A'", root, session),
+        FreshSide("S", root, session, inject_slowdown=slowdown),
+    ]
     groups: dict[str, dict[str, list[float]]] = {s.name: {d.id: [] for d in w.decompositions} for s in sides}
     failed: list[dict] = []
 
@@ -50,8 +63,14 @@ def calibrate(*, gpu: str, workload: str, repeats: int = 5, slowdown: float = 0.
         else:
             groups[slot.side.name][slot.decomposition.id].append(rec["step_time_median_ms"])
 
-    run_slots(schedule(sides, [(w, d) for d in w.decompositions], repeats, sides_inside=False), timeout_s=run_timeout, gpu=gpu,
-              progress=out, on_record=keep, stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None)
+    run_slots(
+        schedule(sides, [(w, d) for d in w.decompositions], repeats, sides_inside=False),
+        timeout_s=run_timeout,
+        gpu=gpu,
+        progress=out,
+        on_record=keep,
+        stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None,
+    )
     if failed:
         return MEASUREMENT_FAILED
     chk = RuntimeCheck(t["alpha"], t["runtime"])
@@ -63,10 +82,15 @@ def calibrate(*, gpu: str, workload: str, repeats: int = 5, slowdown: float = 0.
         cv = pooled_log_cv(groups["A"][d], groups["A'"][d])
         cvs.append(cv)
         mds = min_detectable_slowdown(cv, repeats, repeats, t["alpha"], t["runtime"], cases=len(groups["A"]))
-        out(f"  {d}: run-to-run CV {cv:.2%}; A/A {aa[d].outcome} ({aa[d].details['ratio']:.3f}); "
-            f"injected {slowdown:.0%}: {inj[d].outcome} (realised x{inj[d].details['ratio']:.3f}); minimum detectable slowdown {mds:.1%}")
+        out(
+            f"  {d}: run-to-run CV {cv:.2%}; A/A {aa[d].outcome} ({aa[d].details['ratio']:.3f}); "
+            f"injected {slowdown:.0%}: {inj[d].outcome} (realised x{inj[d].details['ratio']:.3f}); "
+            f"minimum detectable slowdown {mds:.1%}"
+        )
     worst = max(cvs)
-    out(f"minimum detectable slowdown at {repeats} vs {repeats} runs, power 0.9, Holm over {len(cvs)}: "
-        f"{min_detectable_slowdown(worst, repeats, repeats, t['alpha'], t['runtime'], cases=len(cvs)):.1%} (worst CV {worst:.2%})")
+    out(
+        f"minimum detectable slowdown at {repeats} vs {repeats} runs, power 0.9, Holm over {len(cvs)}: "
+        f"{min_detectable_slowdown(worst, repeats, repeats, t['alpha'], t['runtime'], cases=len(cvs)):.1%} "
+        f"(worst CV {worst:.2%})"
+    )
     return 0
-

@@ -30,10 +30,13 @@ def summary_line(c: dict) -> str:
     parts = [f"aten ops {census_diff.num(c['ops'])}"]
     if c.get("kernels") is not None:
         syncs = c.get("syncs") or {}
-        parts += [f"kernels {census_diff.num(c['kernels'])}", f"kernel time {c['kernel_ms']:.2f} ms",
-                  f"syncs {census_diff.num(sum(v for k, v in syncs.items() if 'ynchronize' in k))}",
-                  f"D2H copies {census_diff.num(syncs.get('memcpy_dtoh', 0))}",
-                  f"cudaMalloc {census_diff.num((c.get('alloc') or {}).get('cudaMalloc', 0))}"]
+        parts += [
+            f"kernels {census_diff.num(c['kernels'])}",
+            f"kernel time {c['kernel_ms']:.2f} ms",
+            f"syncs {census_diff.num(sum(v for k, v in syncs.items() if 'ynchronize' in k))}",
+            f"D2H copies {census_diff.num(syncs.get('memcpy_dtoh', 0))}",
+            f"cudaMalloc {census_diff.num((c.get('alloc') or {}).get('cudaMalloc', 0))}",
+        ]
     else:
         parts.append(f"aten self CPU time {c['cpu_op_ms']:.2f} ms")
     if c.get("python_calls") is not None:
@@ -50,14 +53,20 @@ def determinism(censuses: list[dict]) -> list[str]:
     changed = [census_diff.diff(ok[0], c, CENSUS_TOLERANCES) for c in ok[1:]]
     out = []
     if not any(d.counts_changed for d in changed):
-        out.append(f"counts identical across {len(ok)} censuses (ops, kernels, syncs, allocations, attention backend; Python calls within 0.1%)")
+        out.append(
+            f"counts identical across {len(ok)} censuses "
+            "(ops, kernels, syncs, allocations, attention backend; Python calls within 0.1%)"
+        )
     else:
         for i, d in enumerate(changed, 2):
             if d.counts_changed:
                 out.append(f"census {i} differs from census 1: " + "; ".join(census_diff.lines(d, ok[0], ok[i - 1])))
     py = [c["python_calls"] for c in ok if c.get("python_calls") is not None]
     if len(py) >= 2:
-        out.append(f"Python calls per step: {', '.join(census_diff.num(x) for x in py)}" + (" (identical)" if len(set(py)) == 1 else ""))
+        out.append(
+            f"Python calls per step: {', '.join(census_diff.num(x) for x in py)}"
+            + (" (identical)" if len(set(py)) == 1 else "")
+        )
     for key in ("kernel_ms", "cpu_op_ms"):
         v = [c[key] for c in ok if c.get(key)]
         if len(v) >= 2:
@@ -65,17 +74,34 @@ def determinism(censuses: list[dict]) -> list[str]:
     return out
 
 
-def census(*, gpu: str, workload: str, decompositions: list[str] | None = None, repeats: int = 1, python: str | None = None,
-           inject_work: int = 0, steps: int | None = None, workloads_dir: str | Path = "workloads",
-           results_dir: str | Path = "perf-results/census", run_timeout: float = RUN_TIMEOUT_S, out: Callable[[str], None] = print) -> Runs:
+def census(
+    *,
+    gpu: str,
+    workload: str,
+    decompositions: list[str] | None = None,
+    repeats: int = 1,
+    python: str | None = None,
+    inject_work: int = 0,
+    steps: int | None = None,
+    workloads_dir: str | Path = "workloads",
+    results_dir: str | Path = "perf-results/census",
+    run_timeout: float = RUN_TIMEOUT_S,
+    out: Callable[[str], None] = print,
+) -> Runs:
     """Make ``repeats`` census runs of each decomposition and return them; its exit code is 3 when a run failed."""
     from harness.measuring.interpreters import interpreter
 
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
     session = new_id("census")
-    side = FreshSide("census", ensure_dir(results_dir), session, python=interpreter(python, "a", "--python") if python else None,
-                     inject_work=inject_work, census=True)
+    side = FreshSide(
+        "census",
+        ensure_dir(results_dir),
+        session,
+        python=interpreter(python, "a", "--python") if python else None,
+        inject_work=inject_work,
+        census=True,
+    )
     ran = run_slots(schedule([side], [(w, d) for d in decs], repeats), timeout_s=run_timeout, gpu=gpu, progress=out)
     by: dict[str, list[dict]] = {}
     for r in ran.records:

@@ -15,7 +15,7 @@ from harness.errors import UsageError
 from harness.files import ensure_dir, read_records, results_lock, write_atomic
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
-from harness.reporting import report
+from harness.reporting import report, session_summary
 from harness.results import formats
 from harness.results.suite_report import SuiteReport
 from harness.spec import Workload, changed_fields
@@ -26,9 +26,9 @@ def command_line() -> str:
 
 
 def records(dirs: list[str], skipped: list[str] | None = None) -> list[dict]:
-    """Records of the results dirs, each dir once (``D D/ D/.`` is one dir); runs made before boot ids were recorded take
-    their dir as their machine. A torn or malformed line is skipped: named in ``skipped`` when given (for the report),
-    else on stderr."""
+    """Records of the results dirs, each dir once (``D D/ D/.`` is one dir); runs made before boot ids were recorded
+    take their dir as their machine. A torn or malformed line is skipped: named in ``skipped`` when given (for the
+    report), else on stderr."""
     out, seen = [], set()
     for d in dirs:
         if Path(d).resolve() in seen:
@@ -49,27 +49,49 @@ def records(dirs: list[str], skipped: list[str] | None = None) -> list[dict]:
 def group(recs: list[dict], where: str) -> dict[str, tuple[Workload, list[dict]]]:
     """Records by workload name, with the workload rebuilt from the records; one hash per name."""
     out: dict[str, tuple[Workload, list[dict]]] = {}
-    recorded: dict[str, str] = {}  # the hash each run recorded (a harness that hashes differently still agrees with itself)
+    recorded: dict[
+        str, str
+    ] = {}  # the hash each run recorded (a harness that hashes differently still agrees with itself)
     for r in recs:
         spec = r.get("workload_spec")
         if spec is None:
             raise UsageError(f"{where}: run {r.get('run_id')} has no workload_spec; it was written by an older harness")
         name = r["workload"]
         if recorded.setdefault(name, r["workload_hash"]) != r["workload_hash"]:
-            raise UsageError(f"{where}: {name} was run with two different specs (hash {recorded[name]} and {r['workload_hash']}); "
-                             "pass the results dirs of one spec only")
+            raise UsageError(
+                f"{where}: {name} was run with two different specs (hash {recorded[name]} and {r['workload_hash']}); "
+                "pass the results dirs of one spec only"
+            )
         if name not in out:
             out[name] = (Workload.from_dict(spec), [])
         out[name][1].append(r)
     return out
 
 
-def judge_of(groups: dict[str, tuple[Workload, list[dict]]], baselines: dict, gpu: str, alpha: float | None = None,
-             threshold: float | None = None) -> Judge:
+def judge_of(
+    groups: dict[str, tuple[Workload, list[dict]]],
+    baselines: dict,
+    gpu: str,
+    alpha: float | None = None,
+    threshold: float | None = None,
+) -> Judge:
     """A judge of the records in ``groups`` (workloads that have a baseline entry), over the decompositions that ran."""
     workloads = {n: groups[n][0] for n in baselines}
-    cases = tuple((n, d.id) for n, w in workloads.items() for d in w.decompositions if any(r["decomposition_id"] == d.id for r in groups[n][1]))
-    return Judge(workloads, cases, tuple(r for n in baselines for r in groups[n][1]), baselines, gpu=gpu, alpha=alpha, threshold=threshold)
+    cases = tuple(
+        (n, d.id)
+        for n, w in workloads.items()
+        for d in w.decompositions
+        if any(r["decomposition_id"] == d.id for r in groups[n][1])
+    )
+    return Judge(
+        workloads,
+        cases,
+        tuple(r for n in baselines for r in groups[n][1]),
+        baselines,
+        gpu=gpu,
+        alpha=alpha,
+        threshold=threshold,
+    )
 
 
 def _against_file(path: Path, b_dirs: list[str], alpha, threshold, allow_gpu_mismatch: bool) -> Judge:
@@ -80,7 +102,10 @@ def _against_file(path: Path, b_dirs: list[str], alpha, threshold, allow_gpu_mis
         raise UsageError(f"{path} is the baseline of {name}, but B has runs of {', '.join(b) or 'nothing'} only")
     gpus_b = sorted({r["gpu"] for r in b[name][1]})
     if gpus_b != [gpu] and not allow_gpu_mismatch:
-        raise UsageError(f"{path} was recorded on {gpu} but B ran on {', '.join(gpus_b)}; timings across GPUs are not comparable (--allow-gpu-mismatch to force)")
+        raise UsageError(
+            f"{path} was recorded on {gpu} but B ran on {', '.join(gpus_b)}; "
+            "timings across GPUs are not comparable (--allow-gpu-mismatch to force)"
+        )
     try:
         base = bl.load(path.parent.parent, gpu, b[name][0])
     except bl.BaselineError as exc:
@@ -88,7 +113,13 @@ def _against_file(path: Path, b_dirs: list[str], alpha, threshold, allow_gpu_mis
     return judge_of({name: b[name]}, {name: base}, gpus_b[0], alpha, threshold)
 
 
-def against(a: list[str], b: list[str], alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False) -> Judge:
+def against(
+    a: list[str],
+    b: list[str],
+    alpha: float | None = None,
+    threshold: float | None = None,
+    allow_gpu_mismatch: bool = False,
+) -> Judge:
     """B's records judged against A: A's ok runs as the baseline, or A's baseline file."""
     if len(a) == 1 and Path(a[0]).is_file():
         return _against_file(Path(a[0]), b, alpha, threshold, allow_gpu_mismatch)
@@ -96,7 +127,10 @@ def against(a: list[str], b: list[str], alpha: float | None = None, threshold: f
     gpus_a = {r["gpu"] for _, rs in ga.values() for r in rs}
     gpus_b = {r["gpu"] for _, rs in gb.values() for r in rs}
     if gpus_a != gpus_b and not allow_gpu_mismatch:
-        raise UsageError(f"A ran on {sorted(gpus_a)} but B on {sorted(gpus_b)}; timings across GPUs are not comparable (--allow-gpu-mismatch to force)")
+        raise UsageError(
+            f"A ran on {sorted(gpus_a)} but B on {sorted(gpus_b)}; "
+            "timings across GPUs are not comparable (--allow-gpu-mismatch to force)"
+        )
     gpu = sorted(gpus_b)[0]
     common = [n for n in gb if n in ga]
     if not common:
@@ -111,10 +145,19 @@ def against(a: list[str], b: list[str], alpha: float | None = None, threshold: f
     return judge_of(gb, baselines, gpu, alpha, threshold)
 
 
-def compare(a: list[str], b: list[str], *, alpha: float | None = None, threshold: float | None = None, markdown: str | None = None,
-            allow_gpu_mismatch: bool = False, out_dir: str | Path | None = None, out: Callable[[str], None] = print) -> SuiteReport:
-    """Print B judged against A; with ``out_dir`` also write the full report there (report.json, report.md, job summary).
-    Returns the report; its exit code is 1 on a regression or failed check, else 0."""
+def compare(
+    a: list[str],
+    b: list[str],
+    *,
+    alpha: float | None = None,
+    threshold: float | None = None,
+    markdown: str | None = None,
+    allow_gpu_mismatch: bool = False,
+    out_dir: str | Path | None = None,
+    out: Callable[[str], None] = print,
+) -> SuiteReport:
+    """Print B judged against A; with ``out_dir`` also write the full report there (report.json, report.md, job
+    summary). Returns the report; its exit code is 1 on a regression or failed check, else 0."""
     judge = against(a, b, alpha, threshold, allow_gpu_mismatch)
     data = report.build(judge, command=command_line())
     out(f"A (baseline): {', '.join(a)}\nB (current):  {', '.join(b)}")
@@ -138,10 +181,19 @@ def write_report(results_dirs: list[str], *, out_dir: str | None = None, **judgi
         return _write_report(results_dirs, dest, **judging)
 
 
-def _write_report(results_dirs: list[str], dest: Path, *, baseline: list[str] | None = None, baselines_dir: str = "baselines",
-                  alpha: float | None = None, threshold: float | None = None, allow_gpu_mismatch: bool = False,
-                  out: Callable[[str], None] = print) -> SuiteReport:
-    """report.md, report.json and plots in ``dest``, against ``baseline`` (results dirs or a file) or the stored baselines."""
+def _write_report(
+    results_dirs: list[str],
+    dest: Path,
+    *,
+    baseline: list[str] | None = None,
+    baselines_dir: str = "baselines",
+    alpha: float | None = None,
+    threshold: float | None = None,
+    allow_gpu_mismatch: bool = False,
+    out: Callable[[str], None] = print,
+) -> SuiteReport:
+    """report.md, report.json and plots in ``dest``, against ``baseline`` (results dirs or a file) or the stored
+    baselines."""
     skipped: list[str] = []
     if baseline:
         judge = against(baseline, results_dirs, alpha, threshold, allow_gpu_mismatch)
@@ -152,12 +204,18 @@ def _write_report(results_dirs: list[str], dest: Path, *, baseline: list[str] | 
         baselines = load_baselines(baselines_dir, gpu, {n: w for n, (w, _) in groups.items()})
         ids = {r["run_id"] for r in recs}
         for name, base in baselines.items():  # a report of the very runs a baseline was recorded from compares nothing
-            if isinstance(base, bl.Baseline) and ids & {r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]}:
-                baselines[name] = bl.MissingBaseline(f"these runs of {name} are its baseline ({base.path}); not compared with themselves")
+            if isinstance(base, bl.Baseline) and ids & {
+                r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]
+            }:
+                baselines[name] = bl.MissingBaseline(
+                    f"these runs of {name} are its baseline ({base.path}); not compared with themselves"
+                )
         if bad := [b for b in baselines.values() if isinstance(b, bl.BadBaseline)]:
             raise bad[0]  # bad input, as in compare and a pytest session: no verdict against it
         judge = judge_of(groups, baselines, gpu, alpha, threshold)
-    data = report.build(judge, command=command_line(), notes=tuple(f"{line}: a record lost on disk, not counted" for line in skipped))
+    data = report.build(
+        judge, command=command_line(), notes=tuple(f"{line}: a record lost on disk, not counted" for line in skipped)
+    )
     paths = report.write(data, dest)
     try:
         from harness.reporting import plots
@@ -167,22 +225,38 @@ def _write_report(results_dirs: list[str], dest: Path, *, baseline: list[str] | 
         out(f"plots skipped: {exc}")
     out("\n".join(report.terminal_lines(data)))
     out("wrote " + ", ".join(map(str, paths)))
-    return SuiteReport(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)  # docs/exit-codes.md: 1 on a regression or a failed check
+    return SuiteReport(
+        data, exit_code=1 if any(v.failed for v in judge.all()) else 0
+    )  # docs/exit-codes.md: 1 on a regression or a failed check
 
 
-def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | None = None, baselines_dir: str = "baselines",
-                    min_repeats: int = bl.MIN_REPEATS, note: str = "", out: Callable[[str], None] = print) -> int:
-    """Record the runs of RESULTS_DIR(s) as the baseline of ``gpu``; every refusal happens before anything is written."""
+def baseline_update(
+    results_dirs: list[str],
+    *,
+    gpu: str,
+    workload: list[str] | None = None,
+    baselines_dir: str = "baselines",
+    min_repeats: int = bl.MIN_REPEATS,
+    note: str = "",
+    out: Callable[[str], None] = print,
+) -> int:
+    """Record the runs of RESULTS_DIR(s) as the baseline of ``gpu``; every refusal happens before anything is
+    written."""
     recs = records(results_dirs)
     other = sorted({r["gpu"] for r in recs if r["gpu"] != gpu})
     recs = [r for r in recs if r["gpu"] == gpu]
     if not recs:
-        raise UsageError(f"no runs on {gpu} in {', '.join(results_dirs)}" + (f" (found {', '.join(other)})" if other else ""))
+        raise UsageError(
+            f"no runs on {gpu} in {', '.join(results_dirs)}" + (f" (found {', '.join(other)})" if other else "")
+        )
     for r in recs:  # the label is what --gpu said; the env is the device the worker found
         found = (r.get("env") or {}).get("gpu_short")
         if found is not None and found != gpu:
-            raise UsageError(f"refusing to record a {gpu} baseline: run {r.get('run_id')} in {', '.join(results_dirs)} is labelled {gpu} but ran on "
-                             f"{found} (its env.gpu_short); record the baseline from runs made on a {gpu} machine")
+            raise UsageError(
+                f"refusing to record a {gpu} baseline: run {r.get('run_id')} in {', '.join(results_dirs)} "
+                f"is labelled {gpu} but ran on "
+                f"{found} (its env.gpu_short); record the baseline from runs made on a {gpu} machine"
+            )
     groups = group(recs, " + ".join(results_dirs))
     datas = []
     for name in workload or list(groups):
@@ -191,10 +265,12 @@ def baseline_update(results_dirs: list[str], *, gpu: str, workload: list[str] | 
         w, rs = groups[name]
         datas.append(bl.from_runs(w, gpu, rs, command_line(), note=note or "", min_repeats=min_repeats))
     staged = []
-    with results_lock(ensure_dir(Path(baselines_dir) / gpu, "--baselines-dir"), "rerun this one when it has ended"):  # two updates of one GPU's baselines: one at a time
+    with results_lock(
+        ensure_dir(Path(baselines_dir) / gpu, "--baselines-dir"), "rerun this one when it has ended"
+    ):  # two updates of one GPU's baselines: one at a time
         for data in datas:
             path = bl.path_for(baselines_dir, gpu, data["workload"]["name"])
             staged.append((path, bl.read_any(path), data))
             bl.write(baselines_dir, data)
-    out("\n".join(report.baseline_table(staged)))
+    out("\n".join(session_summary.baseline_table(staged)))
     return 0

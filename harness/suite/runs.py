@@ -18,11 +18,15 @@ def runs_of(path: str | Path) -> dict[tuple[str, str], list[dict]]:
         try:
             data = json.loads(p.read_text())
             name = data["workload"]["name"]
-            return {(name, k): [dict(r, census=None, decomposition=v["decomposition"]) for r in v["runs"]]
-                    + [dict(c, step_time_median_ms=None, decomposition=v["decomposition"]) for c in v.get("census") or []]
-                    for k, v in data["decompositions"].items()}
+            return {
+                (name, k): [dict(r, census=None, decomposition=v["decomposition"]) for r in v["runs"]]
+                + [dict(c, step_time_median_ms=None, decomposition=v["decomposition"]) for c in v.get("census") or []]
+                for k, v in data["decompositions"].items()
+            }
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
-            raise UsageError(f"{p}: not a baseline file (no workload.name and decompositions); pass a baseline JSON or a results dir") from None
+            raise UsageError(
+                f"{p}: not a baseline file (no workload.name and decompositions); pass a baseline JSON or a results dir"
+            ) from None
     from harness.suite.compare import records
 
     out: dict[tuple[str, str], list[dict]] = {}
@@ -68,6 +72,9 @@ def interleave_prediction(root: Path, settings: dict, step_ms_a, verdict: dict |
     decs = {"a": settings["decomposition"], "b": settings.get("decomposition_b") or settings["decomposition"]}
     found = {s: side_census(root / d, settings["workload"], decs[s]) for s, d in CENSUS_DIRS.items()}
     if not any(found.values()):
-        return {"reason": f"no prediction: no census of either side in {root / CENSUS_DIRS['a']} or {root / CENSUS_DIRS['b']} (make them with "
-                          "`python -m harness census --python PY --results-dir DIR` before the comparison)"}
+        return {
+            "reason": f"no prediction: no census of either side in {root / CENSUS_DIRS['a']} "
+            f"or {root / CENSUS_DIRS['b']} (make them with "
+            "`python -m harness census --python PY --results-dir DIR` before the comparison)"
+        }
     return cost_path.beside_measured(found["a"], found["b"], step_ms_a, verdict)

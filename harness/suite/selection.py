@@ -1,10 +1,11 @@
 """Which workloads a session runs, each checked before any training, and which of them are broken.
 
 A session names its workloads (``--workload``) or takes those that run on its GPU. Each chosen workload is checked
-here, before any run: its file loads, the device can run it, its inputs on disk parse (:func:`harness.inputs.check_inputs`)
-and its stored baseline, where there is one, is of its hash. A workload the user named that fails a check stops the
-session with its one line (:class:`SpecError`); without names, a broken workload is kept aside with its line, so that
-the others still run and the broken one is reported on its own (the pytest plugin makes it one failed item).
+here, before any run: its file loads, the device can run it, its inputs on disk parse
+(:func:`harness.inputs.check_inputs`) and its stored baseline, where there is one, is of its hash. A workload the user
+named that fails a check stops the session with its one line (:class:`SpecError`); without names, a broken workload is
+kept aside with its line, so that the others still run and the broken one is reported on its own (the pytest plugin
+makes it one failed item).
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ class Selection:
 
 
 def inputs_problem(w: Workload, path: Path) -> str | None:
-    """Why the inputs of ``w`` (from ``path``) on disk do not pass (:func:`harness.inputs.check_inputs`), one line headed
-    by the workload file; None when they do."""
+    """Why the inputs of ``w`` (from ``path``) on disk do not pass (:func:`harness.inputs.check_inputs`), one line
+    headed by the workload file; None when they do."""
     from harness.inputs import check_inputs
 
     try:
@@ -54,7 +55,8 @@ def inputs_problem(w: Workload, path: Path) -> str | None:
 
 
 def problem(w: Workload, path: Path, r: Request) -> str | None:
-    """Why ``w`` (from ``path``) cannot run in this session, as one line naming the file and the key; None when it can."""
+    """Why ``w`` (from ``path``) cannot run in this session, as one line naming the file and the key; None when it
+    can."""
     try:
         w.check_device(r.gpu)  # e.g. [quantization] without bitsandbytes or on the CPU: its line names the workload
     except SpecError as exc:
@@ -77,7 +79,9 @@ def select(r: Request) -> Selection:
     """The workloads of request ``r``; raises SpecError for a named workload that is unknown or broken."""
     loaded = load_each(r.workloads_dir)
     if r.names:
-        chosen = loaded.pick(r.names, lambda unknown: f"--workload {', '.join(unknown)}: no such workload in {r.workloads_dir}")
+        chosen = loaded.pick(
+            r.names, lambda unknown: f"--workload {', '.join(unknown)}: no such workload in {r.workloads_dir}"
+        )
         broken = {}
     else:
         chosen = {n: w for n, w in loaded.workloads.items() if w.runs_on(r.gpu)}

@@ -53,16 +53,31 @@ class Options:
 
     def __post_init__(self):
         if self.repeats == 0 and not self.census:
-            raise BadInput("--repeats 0 makes no timed run: add --census for a census-only session, or give --repeats 1 or more")
+            raise BadInput(
+                "--repeats 0 makes no timed run: add --census for a census-only session, or give --repeats 1 or more"
+            )
         if self.repeats == 0 and (self.max_repeats or self.update_baselines):
-            raise BadInput("--repeats 0 (a census-only session) takes neither --max-repeats nor --update-baselines, which need timed runs")
+            raise BadInput(
+                "--repeats 0 (a census-only session) takes neither --max-repeats nor --update-baselines, "
+                "which need timed runs"
+            )
         if self.max_repeats is not None and self.max_repeats < self.repeats:
             raise BadInput(f"--max-repeats ({self.max_repeats}) must be >= --repeats ({self.repeats})")
         if self.update_baselines and self.repeats < bl.MIN_REPEATS:
-            raise BadInput(f"--update-baselines records a baseline from at least {bl.MIN_REPEATS} runs per decomposition, got --repeats "
-                           f"{self.repeats}; pass --repeats {bl.MIN_REPEATS} or more")
-        injected = [f for f, v in (("--inject-slowdown", self.inject_slowdown), ("--inject-work", self.inject_work),
-                                   ("--profile-steps", self.profile_steps)) if v]
+            raise BadInput(
+                f"--update-baselines records a baseline from at least {bl.MIN_REPEATS} runs per decomposition, "
+                "got --repeats "
+                f"{self.repeats}; pass --repeats {bl.MIN_REPEATS} or more"
+            )
+        injected = [
+            f
+            for f, v in (
+                ("--inject-slowdown", self.inject_slowdown),
+                ("--inject-work", self.inject_work),
+                ("--profile-steps", self.profile_steps),
+            )
+            if v
+        ]
         if self.update_baselines and injected:
             raise BadInput(f"--update-baselines records plain runs only; drop {', '.join(injected)}")
 
@@ -85,7 +100,9 @@ class PerfSession:
     looks_used: int = 0
     left: int = 0  # planned runs not started because of --budget-minutes
     resumed: int = 0  # runs taken over from the session resumed with --resume
-    notes: list[str] = field(default_factory=list)  # lines of runs.jsonl that --resume skipped (torn, malformed): said in the report
+    notes: list[str] = field(
+        default_factory=list
+    )  # lines of runs.jsonl that --resume skipped (torn, malformed): said in the report
     recorded: list = field(default_factory=list)  # (path, old, new) of baselines written with --update-baselines
     clock: Callable[[], float] = time.monotonic  # for --budget-minutes; tests pass a fake one
     _t0: float = field(default=0.0, repr=False)
@@ -93,39 +110,78 @@ class PerfSession:
 
     @cached_property
     def baselines(self) -> dict[str, bl.Baseline | bl.BaselineError]:
-        return load_baselines(self.options.baselines_dir, self.options.gpu, {n: self.workloads[n] for n in dict.fromkeys(w for w, _ in self.cases)})
+        return load_baselines(
+            self.options.baselines_dir,
+            self.options.gpu,
+            {n: self.workloads[n] for n in dict.fromkeys(w for w, _ in self.cases)},
+        )
 
     def judge(self) -> Judge:
-        """Every verdict over this session's records so far (one judge per state of the records: verdicts are computed once)."""
+        """Every verdict over this session's records so far (one judge per state of the records: verdicts are computed
+        once)."""
         o = self.options
         state = (len(self.records), self.left)
         if self._judged is None or self._judged[0] != state:
-            self._judged = (state, Judge(self.workloads, tuple(self.cases), tuple(self.records), self.baselines, gpu=o.gpu, alpha=o.alpha,
-                                         threshold=o.threshold, looks=o.looks, incomplete=self.incomplete))
+            self._judged = (
+                state,
+                Judge(
+                    self.workloads,
+                    tuple(self.cases),
+                    tuple(self.records),
+                    self.baselines,
+                    gpu=o.gpu,
+                    alpha=o.alpha,
+                    threshold=o.threshold,
+                    looks=o.looks,
+                    incomplete=self.incomplete,
+                ),
+            )
         return self._judged[1]
 
     def side(self, census: bool = False) -> FreshSide:
         o = self.options
-        return FreshSide("census" if census else "", Path(o.results_dir), self.session_id, phases=o.phases, inject_slowdown=o.inject_slowdown,
-                         inject_work=o.inject_work, profile_steps=o.profile_steps, census=census)
+        return FreshSide(
+            "census" if census else "",
+            Path(o.results_dir),
+            self.session_id,
+            phases=o.phases,
+            inject_slowdown=o.inject_slowdown,
+            inject_work=o.inject_work,
+            profile_steps=o.profile_steps,
+            census=census,
+        )
 
     # ---- execution --------------------------------------------------------------------------------
     def _execute(self, pairs, repeats, first_repeat, total, census: bool = False) -> None:
         o = self.options
         cases = [(self.workloads[w], self.workloads[w].decomposition(d)) for w, d in pairs]
         done = {(r["workload"], r["decomposition_id"], r["repeat"]) for r in self.records if is_census(r) == census}
-        slots = [s for s in schedule([self.side(census)], cases, repeats, order=o.order, first_repeat=first_repeat) if (*s.case, s.repeat) not in done]
-        ran = run_slots(slots, timeout_s=o.timeout_s, gpu=o.gpu, progress=self.progress, faults=parse_faults(o.faults),
-                        stop=self._over_budget if o.budget_s is not None else None, done=len(self.records), total=total,
-                        on_record=lambda _slot, rec: self.records.append(rec))
+        slots = [
+            s
+            for s in schedule([self.side(census)], cases, repeats, order=o.order, first_repeat=first_repeat)
+            if (*s.case, s.repeat) not in done
+        ]
+        ran = run_slots(
+            slots,
+            timeout_s=o.timeout_s,
+            gpu=o.gpu,
+            progress=self.progress,
+            faults=parse_faults(o.faults),
+            stop=self._over_budget if o.budget_s is not None else None,
+            done=len(self.records),
+            total=total,
+            on_record=lambda _slot, rec: self.records.append(rec),
+        )
         self.left = ran.left
 
     def _over_budget(self, slot: Slot) -> str | None:
         est = self._run_estimate(*slot.case)
         spent = self.clock() - self._t0
         if spent + est > self.options.budget_s:
-            return (f"budget: {spent:.0f} s spent, {slot.label} would take ~{est:.0f} s more than the "
-                    f"{self.options.budget_s:.0f} s of --budget-minutes")
+            return (
+                f"budget: {spent:.0f} s spent, {slot.label} would take ~{est:.0f} s more than the "
+                f"{self.options.budget_s:.0f} s of --budget-minutes"
+            )
         return None
 
     def _run_estimate(self, workload: str, decomp: str) -> float:
@@ -142,7 +198,8 @@ class PerfSession:
         return max(b.values(decomp, "train_runtime_s"), default=0.0) if isinstance(b, bl.Baseline) else 0.0
 
     def run(self) -> PerfSession:
-        """Execute the planned runs once; then, while runtime verdicts are inconclusive, more rounds up to --max-repeats.
+        """Execute the planned runs once; then, while runtime verdicts are inconclusive, more rounds up to
+        --max-repeats.
 
         Raises ValueError (one line) for a results dir that cannot be written or a --resume of other settings.
         """
@@ -164,14 +221,19 @@ class PerfSession:
             # with the machine as the unit, more runs on this one machine do not narrow the interval: no extra runs
             stuck = [c for c in todo if verdicts[c].details.get("unit") == "machine"]
             if stuck:
-                self.progress(f"inconclusive against a baseline from several machines: {', '.join(stuck)}; more runs here would not "
-                              "narrow it (record runs from more machines into the baseline), so none are added")
+                self.progress(
+                    f"inconclusive against a baseline from several machines: {', '.join(stuck)}; "
+                    "more runs here would not "
+                    "narrow it (record runs from more machines into the baseline), so none are added"
+                )
             todo = [c for c in todo if c not in stuck]
             if not todo:
                 break
             more = min(o.repeats, o.max_repeats - done)
             pairs = [case_index[c] for c in todo]
-            self.progress(f"inconclusive: {', '.join(todo)}; {more} more run(s) each (up to --max-repeats {o.max_repeats})")
+            self.progress(
+                f"inconclusive: {', '.join(todo)}; {more} more run(s) each (up to --max-repeats {o.max_repeats})"
+            )
             self._execute(pairs, more, done + 1, len(self.records) + len(pairs) * more)
             if self.left:
                 break
@@ -189,12 +251,23 @@ class PerfSession:
         o = self.options
         path = Path(o.results_dir) / "runs.jsonl"
         recs, skipped = read_records(path, formats.RUN.read)
-        whole = [all(isinstance(r.get(k), str) for k in ("session_id", "workload", "decomposition_id", "status"))
-                 and isinstance(r.get("repeat"), int) for r in recs]  # what resuming reads of a record
-        skipped += [f"{path}: run {r.get('run_id')!r} lacks its session, case, repeat or status; skipped" for r, ok in zip(recs, whole) if not ok]
+        whole = [
+            all(isinstance(r.get(k), str) for k in ("session_id", "workload", "decomposition_id", "status"))
+            and isinstance(r.get("repeat"), int)
+            for r in recs
+        ]  # what resuming reads of a record
+        skipped += [
+            f"{path}: run {r.get('run_id')!r} lacks its session, case, repeat or status; skipped"
+            for r, ok in zip(recs, whole)
+            if not ok
+        ]
         recs = [r for r, ok in zip(recs, whole) if ok]
-        for line in skipped:  # a run whose record was torn counts as not made: it is made again, and the report says why
-            self.notes.append(f"--resume: {line}; the run it held counts as not made: made again if this session needs it")
+        for (
+            line
+        ) in skipped:  # a run whose record was torn counts as not made: it is made again, and the report says why
+            self.notes.append(
+                f"--resume: {line}; the run it held counts as not made: made again if this session needs it"
+            )
             self.progress(self.notes[-1])
         if not recs:
             self.progress(f"resume: nothing recorded in {o.results_dir} yet; starting session {self.session_id}")
@@ -204,31 +277,47 @@ class PerfSession:
         selected = set(self.cases)
         for r in theirs:
             w = self.workloads.get(r["workload"])
-            diffs = [f"{what} {a!r} != {b!r}" for what, a, b in (
-                ("gpu", r.get("gpu"), o.gpu),
-                ("workload hash", r.get("workload_hash"), w.hash if w else None),
-                ("--inject-slowdown", r.get("inject_slowdown") or 0.0, o.inject_slowdown),
-                ("--inject-work", r.get("inject_work") or 0, o.inject_work),
-                ("phases", r.get("phases_enabled", True), o.phases),
-                ("--profile-steps", r.get("profile_steps") or 0, o.profile_steps)) if a != b]
+            diffs = [
+                f"{what} {a!r} != {b!r}"
+                for what, a, b in (
+                    ("gpu", r.get("gpu"), o.gpu),
+                    ("workload hash", r.get("workload_hash"), w.hash if w else None),
+                    ("--inject-slowdown", r.get("inject_slowdown") or 0.0, o.inject_slowdown),
+                    ("--inject-work", r.get("inject_work") or 0, o.inject_work),
+                    ("phases", r.get("phases_enabled", True), o.phases),
+                    ("--profile-steps", r.get("profile_steps") or 0, o.profile_steps),
+                )
+                if a != b
+            ]
             if (r["workload"], r["decomposition_id"]) in selected and diffs:
-                raise BadInput(f"--resume: session {last} in {o.results_dir} ran {r['workload']}-{r['decomposition_id']} with other settings "
-                                 f"({'; '.join(diffs)}); rerun with its settings, or without --resume in a fresh --results-dir")
+                raise BadInput(
+                    f"--resume: session {last} in {o.results_dir} ran {r['workload']}-{r['decomposition_id']} "
+                    "with other settings "
+                    f"({'; '.join(diffs)}); rerun with its settings, or without --resume in a fresh --results-dir"
+                )
         self.session_id = last
         self.records = [r for r in theirs if (r["workload"], r["decomposition_id"]) in selected]
         self.resumed = len(self.records)
-        self.progress(f"resume: session {last}, {self.resumed} run(s) already in {o.results_dir} count toward --repeats")
+        self.progress(
+            f"resume: session {last}, {self.resumed} run(s) already in {o.results_dir} count toward --repeats"
+        )
 
     @property
     def incomplete(self) -> str | None:
         """None when every planned run was made; else one line saying how many are left and how to finish."""
         if not self.left:
             return None
-        return f"INCOMPLETE: {self.left} planned run(s) left by --budget-minutes; rerun the same command with --resume to finish"
+        return (
+            f"INCOMPLETE: {self.left} planned run(s) left by --budget-minutes; "
+            "rerun the same command with --resume to finish"
+        )
 
     # ---- recording -------------------------------------------------------------------------------
-    def update_baselines_for(self, name: str, min_repeats: int = bl.MIN_REPEATS) -> list[tuple[Path, dict | None, dict]]:
-        """Write ``name``'s baseline from this session's runs; return [(path, old data, new data)] (also kept in ``recorded``).
+    def update_baselines_for(
+        self, name: str, min_repeats: int = bl.MIN_REPEATS
+    ) -> list[tuple[Path, dict | None, dict]]:
+        """Write ``name``'s baseline from this session's runs; return [(path, old data, new data)] (also kept in
+        ``recorded``).
 
         Raises BaselineError, writing nothing, on a refusal (failed runs, too few repeats, missing decompositions).
         """
@@ -237,8 +326,17 @@ class PerfSession:
             raise bl.BaselineError(f"refusing to record a baseline for {name}: {self.incomplete}")
         missing = [d.id for d in w.decompositions if (name, d.id) not in self.cases]
         if missing:
-            raise bl.BaselineError(f"refusing to record a baseline for {name}: decomposition(s) {', '.join(missing)} were not run (drop -k to run all)")
-        staged = bl.record(self.options.baselines_dir, w, self.options.gpu, [r for r in self.records if r["workload"] == name],
-                           self.options.command, min_repeats=min_repeats)
+            raise bl.BaselineError(
+                f"refusing to record a baseline for {name}: decomposition(s) {', '.join(missing)} were not run "
+                "(drop -k to run all)"
+            )
+        staged = bl.record(
+            self.options.baselines_dir,
+            w,
+            self.options.gpu,
+            [r for r in self.records if r["workload"] == name],
+            self.options.command,
+            min_repeats=min_repeats,
+        )
         self.recorded.append(staged)
         return [staged]

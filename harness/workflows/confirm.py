@@ -13,9 +13,9 @@ Outcomes, per runtime regression of the report:
 * **unconfirmed**: the interleaved comparison says pass, improvement or inconclusive, or no
   comparison could be made (a worker died); the verdict becomes ``unconfirmed`` (not a failure) and
   says why. When A and B are the same environment (the same prefix and the same installed distributions, as
-:mod:`harness.measuring.interpreters` says; two virtualenvs of one base interpreter are two environments) nothing can confirm it on this machine: without a
-  library change, a stored-baseline regression is the machine, its driver or noise; it stays on the
-  history page, without an alert.
+  :mod:`harness.measuring.interpreters` says; two virtualenvs of one base interpreter are two environments) nothing
+  can confirm it on this machine: without a library change, a stored-baseline regression is the machine, its driver
+  or noise; it stays on the history page, without an alert.
 
 Each comparison is judged by the result its call returns; an earlier run's report in the case's folder is never read.
 
@@ -47,13 +47,21 @@ UNCONFIRMED = "unconfirmed"
 def read_suite_report(path: Path) -> SuiteReport:
     """The suite report to confirm; ValueError, one line naming the file, for anything else."""
     if not path.is_file():
-        raise BadInput(f"{path}: no such report; pass the report.json of a suite session (pytest perftests ... --results-dir DIR)")
+        raise BadInput(
+            f"{path}: no such report; pass the report.json of a suite session (pytest perftests ... --results-dir DIR)"
+        )
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list) or not isinstance(data.get("rows"), list):
-        raise BadInput(f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("verdicts"), list)
+        or not isinstance(data.get("rows"), list)
+    ):
+        raise BadInput(
+            f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session"
+        )
     try:
         return SuiteReport(formats.SUITE_REPORT.read(data, str(path)), path=path)
     except formats.FormatError as exc:
@@ -62,29 +70,54 @@ def read_suite_report(path: Path) -> SuiteReport:
 
 def judged(v: dict, made: ComparisonResult, case_dir: Path, out: Callable[[str], None]) -> dict:
     """The stored-baseline verdict ``v`` once its interleaved comparison ``made`` has measured it."""
-    iv = made.verdict.to_json() if made.verdict is not None else {
-        "outcome": "none", "message": f"no interleaved verdict from this run (exit code {made.exit_code}); see {case_dir}"}
+    iv = (
+        made.verdict.to_json()
+        if made.verdict is not None
+        else {
+            "outcome": "none",
+            "message": f"no interleaved verdict from this run (exit code {made.exit_code}); see {case_dir}",
+        }
+    )
     if iv["outcome"] == "regression":
         out(f"  {v['case']}: CONFIRMED: {iv['message']}")
-        return {**v, "interleaved": iv, "message": f"{v['message']}; confirmed interleaved on this machine: {iv['message']}"}
+        return {
+            **v,
+            "interleaved": iv,
+            "message": f"{v['message']}; confirmed interleaved on this machine: {iv['message']}",
+        }
     out(f"  {v['case']}: unconfirmed: {iv['message']}")
-    return {**v, "outcome": UNCONFIRMED, "stored_message": v["message"], "interleaved": iv,
-            "message": f"{v['message']}; unconfirmed: interleaved on this machine {iv['message']}; no alert"}
+    return {
+        **v,
+        "outcome": UNCONFIRMED,
+        "stored_message": v["message"],
+        "interleaved": iv,
+        "message": f"{v['message']}; unconfirmed: interleaved on this machine {iv['message']}; no alert",
+    }
 
 
 def same_environment(v: dict, out: Callable[[str], None]) -> dict:
     """``v`` when A and B are one environment: nothing here can confirm it."""
     out(f"  {v['case']}: unconfirmed (A and B are the same environment)")
-    return {**v, "outcome": UNCONFIRMED, "stored_message": v["message"],
-            "message": f"{v['message']}; unconfirmed: A and B are the same environment, so nothing on this machine can "
-                       "confirm it (without a library change it is the machine, its driver or noise); no alert"}
+    return {
+        **v,
+        "outcome": UNCONFIRMED,
+        "stored_message": v["message"],
+        "message": f"{v['message']}; unconfirmed: A and B are the same environment, so nothing on this machine can "
+        "confirm it (without a library change it is the machine, its driver or noise); no alert",
+    }
 
 
-def confirm(report: str | Path, template: ComparisonConfig | None = None, *, workloads_dir: str | Path = "workloads",
-            results_dir: str | Path = "perf-results/confirm", out: Callable[[str], None] = print) -> SuiteReport:
-    """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring), each case with the
-    settings of ``template`` (its workload and decomposition are the case's; default: the defaults). Returns the confirmed
-    report, as written to ``results_dir/report.json``."""
+def confirm(
+    report: str | Path,
+    template: ComparisonConfig | None = None,
+    *,
+    workloads_dir: str | Path = "workloads",
+    results_dir: str | Path = "perf-results/confirm",
+    out: Callable[[str], None] = print,
+) -> SuiteReport:
+    """Re-measure every runtime regression of ``report`` interleaved on this machine (module docstring), each case with
+    the settings of ``template`` (its workload and decomposition are the case's; default: the defaults). Returns the
+    confirmed report, as written to ``results_dir/report.json``."""
     from harness.measuring.env import detect_gpu, resolve_gpu
     from harness.measuring.interpreters import environment, interpreter
     from harness.sidebyside.run import interleave
@@ -96,13 +129,15 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
     except ValueError as exc:
         raise BadInput(f"{path}: a report of {data.get('gpu')} cannot be confirmed here ({exc})") from None
     root = ensure_dir(results_dir)
-    (root / "report.json").unlink(missing_ok=True)  # an earlier confirmation's: never taken for this one's, whatever stops this
+    # an earlier confirmation's: never taken for this one's, whatever stops this
+    (root / "report.json").unlink(missing_ok=True)
     template = template or ComparisonConfig(workload="", decomposition="")
     pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
     cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
     todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
     out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
-    same = bool(todo) and environment(pa, "a").same_as(environment(pb, "b"))  # the prefix and the distributions, not the binary
+    # the prefix and the distributions, not the binary
+    same = bool(todo) and environment(pa, "a").same_as(environment(pb, "b"))
     verdicts, failed = [], []
     for v in data["verdicts"]:
         if v not in todo or same:
@@ -111,18 +146,59 @@ def confirm(report: str | Path, template: ComparisonConfig | None = None, *, wor
         workload, dec = cases[v["case"]]
         case_dir = root / v["case"]
         refuse_link(case_dir)
-        made = interleave(replace(template, gpu=gpu, workload=workload, decomposition=dec, python_a=pa, python_b=pb,
-                                  workloads_dir=str(workloads_dir), results_dir=str(case_dir)), out=out)
+        made = interleave(
+            replace(
+                template,
+                gpu=gpu,
+                workload=workload,
+                decomposition=dec,
+                python_a=pa,
+                python_b=pb,
+                workloads_dir=str(workloads_dir),
+                results_dir=str(case_dir),
+            ),
+            out=out,
+        )
         if made.exit_code == exits.MEASUREMENT_FAILED:
             failed.append(v["case"])
         verdicts.append(judged(v, made, case_dir, out))
+    settings = {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same}
+    return written(data, verdicts, settings, [v["case"] for v in todo], failed, root, out)
+
+
+def written(
+    data: dict,
+    verdicts: list[dict],
+    settings: dict,
+    regressions: list[str],
+    failed: list[str],
+    root: Path,
+    out: Callable[[str], None],
+) -> SuiteReport:
+    """The confirmed report: ``data`` with ``verdicts`` and its ``confirm`` section (``settings``, the ``regressions``
+    re-measured, those confirmed and those whose comparison ``failed`` to measure), written to ``root/report.json``
+    with its one summary line."""
     confirmed = [v["case"] for v in verdicts if "interleaved" in v and v["outcome"] == "regression"]
-    result = {**data, "verdicts": verdicts, "confirm": {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same,
-                                                       "regressions": [v["case"] for v in todo], "confirmed": confirmed,
-                                                       "failed": failed, "session_id": new_id("confirm")}}
+    result = {
+        **data,
+        "verdicts": verdicts,
+        "confirm": {
+            **settings,
+            "regressions": regressions,
+            "confirmed": confirmed,
+            "failed": failed,
+            "session_id": new_id("confirm"),
+        },
+    }
     failing = [v for v in verdicts if v.get("outcome") in FAILING]
-    done = SuiteReport(result, exits.REGRESSION if failing else exits.MEASUREMENT_FAILED if failed else exits.OK, root / "report.json")
+    done = SuiteReport(
+        result, exits.REGRESSION if failing else exits.MEASUREMENT_FAILED if failed else exits.OK, root / "report.json"
+    )
     write_json_atomic(root / "report.json", done.to_json())
-    out(f"{len(confirmed)} of {len(todo)} runtime regression(s) confirmed; {len(failing)} failing verdict(s) remain"
-        + (f"; the comparison of {', '.join(failed)} failed to measure" if failed else "") + f"; wrote {root / 'report.json'}")
+    out(
+        f"{len(confirmed)} of {len(regressions)} runtime regression(s) confirmed; "
+        f"{len(failing)} failing verdict(s) remain"
+        + (f"; the comparison of {', '.join(failed)} failed to measure" if failed else "")
+        + f"; wrote {root / 'report.json'}"
+    )
     return done

@@ -1,4 +1,5 @@
-"""The verdict of every stored H200 interleaved comparison of a data checkout, judged again by the harness on PYTHONPATH."""
+"""The verdict of every stored H200 interleaved comparison of a data checkout, judged again by the harness on
+PYTHONPATH."""
 
 import pathlib
 import sys
@@ -15,6 +16,13 @@ for b in sorted(root.glob("docs/results/**/blocks.jsonl")):
     try:
         r = reanalyse(b.parent)
         v = r.get("verdict") or {}
-        print(b.parent.relative_to(root), v.get("outcome"), v.get("ratio"), v.get("lo"), v.get("hi"), (r.get("mds") or {}).get("slowdown"))
+        print(
+            b.parent.relative_to(root),
+            v.get("outcome"),
+            v.get("ratio"),
+            v.get("lo"),
+            v.get("hi"),
+            (r.get("mds") or {}).get("slowdown"),
+        )
     except Exception as e:
         print(b.parent.relative_to(root), "ERROR", type(e).__name__, str(e)[:100])

@@ -23,10 +23,18 @@ sys.path.insert(0, str(HERE.parent))
 import raw  # noqa: E402
 
 SOURCES = {  # experiment file: the comparisons in it with both workers on one CPU
-    HERE.parent / "interleaving-on-the-h200" / "h200-two-gpu-lease.jsonl.gz":
-        ["one-cpu-4-launches/aa-4x1-c", "one-cpu-4-launches/tf-4x1", "one-cpu-4-launches/work-4x1-c", "one-cpu-2-launches/aa-1x4-d", "one-cpu-2-launches/work-1x4-d"],
-    HERE.parent / "is-injected-5pct-flagged-on-the-h200" / "h200-casts-sized-by-wall-ratio.jsonl.gz":
-        ["work5-1", "work5-2", "work5-3"],
+    HERE.parent / "interleaving-on-the-h200" / "h200-two-gpu-lease.jsonl.gz": [
+        "one-cpu-4-launches/aa-4x1-c",
+        "one-cpu-4-launches/tf-4x1",
+        "one-cpu-4-launches/work-4x1-c",
+        "one-cpu-2-launches/aa-1x4-d",
+        "one-cpu-2-launches/work-1x4-d",
+    ],
+    HERE.parent / "is-injected-5pct-flagged-on-the-h200" / "h200-casts-sized-by-wall-ratio.jsonl.gz": [
+        "work5-1",
+        "work5-2",
+        "work5-3",
+    ],
 }
 
 
@@ -60,8 +68,10 @@ def main():
             n0_num += n0 * (len(gs) - 1)
             n0_den += len(gs) - 1
             f = (sb / (len(gs) - 1)) / (sw / (n - len(gs))) if len(gs) > 1 else float("nan")
-            print(f"{name:30s} launches {len(gs)}, pairs {n}, sizes {[len(g) for g in gs]}, launch means "
-                  f"{[round(math.exp(sum(g) / len(g)), 4) for g in gs]}, F {f:.2f}")
+            print(
+                f"{name:30s} launches {len(gs)}, pairs {n}, sizes {[len(g) for g in gs]}, launch means "
+                f"{[round(math.exp(sum(g) / len(g)), 4) for g in gs]}, F {f:.2f}"
+            )
     ms_b, ms_w = ss_b / df_b, ss_w / df_w
     n0 = n0_num / n0_den
     f = ms_b / ms_w
@@ -69,7 +79,10 @@ def main():
     tau2 = max(0.0, (ms_b - ms_w) / n0)
     tau2_up = max(0.0, (ss_b / stats.chi2.ppf(0.05, df_b) - ms_w) / n0)
     print(f"\npooled: df between {df_b}, within {df_w}; pair sd {math.sqrt(ms_w):.2%}; n0 {n0:.1f} pairs per launch")
-    print(f"F({df_b}, {df_w}) = {f:.2f}, p = {p:.3f}; launch sd (moments) {math.sqrt(tau2):.2%}; one-sided 95% upper bound {math.sqrt(tau2_up):.2%}")
+    print(
+        f"F({df_b}, {df_w}) = {f:.2f}, p = {p:.3f}; launch sd (moments) {math.sqrt(tau2):.2%}; one-sided 95% upper "
+        f"bound {math.sqrt(tau2_up):.2%}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The critical-path model against interleaved measurements (section 5 of this page).
 
-    python docs/evidence/what-does-the-census-predict/critical_path.py            # which committed censuses carry a timeline
-    python docs/evidence/what-does-the-census-predict/critical_path.py DIR...     # predicted beside measured
+    # which committed censuses carry a timeline
+    python docs/evidence/what-does-the-census-predict/critical_path.py
+    # predicted beside measured
+    python docs/evidence/what-does-the-census-predict/critical_path.py DIR...
 
 A DIR is the results dir of an interleaved comparison with the censuses of its sides in ``DIR/census-a`` and
 ``DIR/census-b`` (``python -m harness census --results-dir DIR/census-a ...`` before the comparison; its
@@ -40,9 +42,14 @@ def censuses(rec) -> list[dict]:
 def committed() -> None:
     files = sorted(ROOT.glob("docs/evidence/*/*.jsonl.gz"))
     found = [(f, c) for f in files for r in raw.records(f) for c in censuses(r) if c.get("fits")]
-    baselines = [c for f in sorted(ROOT.glob("baselines/**/*.json")) for c in censuses({"json": json.loads(f.read_text())})]
+    baselines = [
+        c for f in sorted(ROOT.glob("baselines/**/*.json")) for c in censuses({"json": json.loads(f.read_text())})
+    ]
     with_t = [f for f, c in found if c.get("timeline")] + [None for c in baselines if c.get("timeline")]
-    print(f"committed censuses: {len(found)} in {len(files)} raw-data files and {len(baselines)} in the baselines; with a timeline: {len(with_t)}")
+    print(
+        f"committed censuses: {len(found)} in {len(files)} raw-data files and {len(baselines)} in the baselines; with "
+        f"a timeline: {len(with_t)}"
+    )
     for f in sorted({str(f.relative_to(ROOT)) for f in with_t if f is not None}):
         print(f"  {f}")
 
@@ -54,16 +61,24 @@ def compare(d: Path) -> None:
     a, b = (side_census(d / f"census-{x}", s["workload"], dec) for x in "ab")
     step_a, v = (report.get("step_ms_median") or {}).get("a"), report.get("verdict") or {}
     measured = 100 * (v["ratio"] - 1), 100 * (v["lo"] - 1), 100 * (v["hi"] - 1)
-    print(f"{d.name}: {s['workload']} {dec}, measured {measured[0]:+.2f}% [{measured[1]:+.2f}, {measured[2]:+.2f}], A's step {step_a:.1f} ms")
-    for name, rec in (("two-path", cm.beside_measured(a, b, step_a, None) | {"model": "two-path"}),
-                      ("critical path", cost_path.beside_measured(a, b, step_a, None))):
+    print(
+        f"{d.name}: {s['workload']} {dec}, measured {measured[0]:+.2f}% [{measured[1]:+.2f}, {measured[2]:+.2f}], A's "
+        f"step {step_a:.1f} ms"
+    )
+    for name, rec in (
+        ("two-path", cm.beside_measured(a, b, step_a, None) | {"model": "two-path"}),
+        ("critical path", cost_path.beside_measured(a, b, step_a, None)),
+    ):
         if "delta_pct" not in rec:
             print(f"  {name}: {rec.get('reason')}")
             continue
         inside = rec["lo"] <= measured[0] <= rec["hi"]
-        print(f"  {rec['model']}: {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}, {rec['hi']:+.2f}] (host {rec['host_part']:+.2f}, GPU "
-              f"{rec['gpu_part']:+.2f}); measured {'inside' if inside else 'OUTSIDE'} the interval, off by {rec['delta_pct'] - measured[0]:+.2f} points"
-              + (f"; note: {rec['note']}" if rec.get("note") else ""))
+        print(
+            f"  {rec['model']}: {rec['delta_pct']:+.2f}% [{rec['lo']:+.2f}, {rec['hi']:+.2f}] "
+            f"(host {rec['host_part']:+.2f}, GPU {rec['gpu_part']:+.2f}); "
+            f"measured {'inside' if inside else 'OUTSIDE'} the interval, off by "
+            f"{rec['delta_pct'] - measured[0]:+.2f} points" + (f"; note: {rec['note']}" if rec.get("note") else "")
+        )
 
 
 def main(argv: list[str]) -> int:

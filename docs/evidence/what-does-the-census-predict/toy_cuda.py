@@ -77,7 +77,12 @@ def block(model, opt, x, host: bool) -> float:
 
 def main(out: str | None = None) -> int:
     model, opt, x = make()
-    variants = {"base": (None, False), "before": ("device_before_sync", False), "after": ("device_after_sync", False), "host": (None, True)}
+    variants = {
+        "base": (None, False),
+        "before": ("device_before_sync", False),
+        "after": ("device_after_sync", False),
+        "host": (None, True),
+    }
     injects = {k: InjectWork(model, 0.0, kind=kind) for k, (kind, _) in variants.items() if kind}
     for _ in range(30):
         step(model, opt, x, False)
@@ -104,19 +109,33 @@ def main(out: str | None = None) -> int:
             steps[name].append(run(name, block))
     base_ms = statistics.median(steps["base"])
     rows = []
-    print(f"toy loop on {torch.cuda.get_device_name()}: base step {base_ms:.2f} ms (median of {ROUNDS} blocks of {BLOCK}); "
-          f"{censuses['base']['timeline']['syncs']:g} syncs per step, traced host {censuses['base']['timeline']['host_ms']:.2f} ms, "
-          f"device {censuses['base']['timeline']['device_ms']:.2f} ms")
+    print(
+        f"toy loop on {torch.cuda.get_device_name()}: base step {base_ms:.2f} ms (median of {ROUNDS} blocks of "
+        f"{BLOCK}); {censuses['base']['timeline']['syncs']:g} syncs per step, traced host "
+        f"{censuses['base']['timeline']['host_ms']:.2f} ms, "
+        f"device {censuses['base']['timeline']['device_ms']:.2f} ms"
+    )
     for name in ("before", "after", "host"):
         measured = 100 * (statistics.median(b / a for a, b in zip(steps["base"], steps[name])) - 1)
         cp = cost_path.predict_pair(censuses["base"], censuses[name], base_ms)
         two = cm.beside_measured(censuses["base"], censuses[name], base_ms, None)
-        rows.append({"variant": name, "measured_pct": round(measured, 2), "critical_path": cp, "two_path": two,
-                     "device_ms_per_step": {k: censuses[k]["timeline"]["device_ms"] for k in ("base", name)}})
-        print(f"{name}: measured {measured:+.1f}%; critical path {cp['delta_pct']:+.1f}% [{cp['lo']:+.1f}, {cp['hi']:+.1f}] "
-              f"(host {cp['host_part']:+.1f}, GPU {cp['gpu_part']:+.1f}; waits {cp['waits_ms'][0]:.2f} -> {cp['waits_ms'][1]:.2f} ms)"
-              + (f" [{cp['note']}]" if cp.get("note") else "")
-              + f"; two-path {two['delta_pct']:+.1f}% [{two['lo']:+.1f}, {two['hi']:+.1f}]")
+        rows.append(
+            {
+                "variant": name,
+                "measured_pct": round(measured, 2),
+                "critical_path": cp,
+                "two_path": two,
+                "device_ms_per_step": {k: censuses[k]["timeline"]["device_ms"] for k in ("base", name)},
+            }
+        )
+        print(
+            f"{name}: measured {measured:+.1f}%; "
+            f"critical path {cp['delta_pct']:+.1f}% [{cp['lo']:+.1f}, {cp['hi']:+.1f}] "
+            f"(host {cp['host_part']:+.1f}, GPU {cp['gpu_part']:+.1f}; "
+            f"waits {cp['waits_ms'][0]:.2f} -> {cp['waits_ms'][1]:.2f} ms)"
+            + (f" [{cp['note']}]" if cp.get("note") else "")
+            + f"; two-path {two['delta_pct']:+.1f}% [{two['lo']:+.1f}, {two['hi']:+.1f}]"
+        )
     for inj in reversed(list(injects.values())):  # each put its wrapper over the one before
         inj.remove()
     if out:

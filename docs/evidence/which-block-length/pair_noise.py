@@ -59,13 +59,17 @@ def boot(groups, seed):
     pairs drawn within each launch."""
     rng = np.random.default_rng(seed)
     draws = np.concatenate([g[rng.integers(0, len(g), (BOOT, len(g)))] for g in groups], axis=1)
-    return (np.percentile(draws.std(axis=1, ddof=1) ** 2, [2.5, 97.5]),
-            np.percentile(robust_sd(draws, axis=1) ** 2, [2.5, 97.5]))
+    return (
+        np.percentile(draws.std(axis=1, ddof=1) ** 2, [2.5, 97.5]),
+        np.percentile(robust_sd(draws, axis=1) ** 2, [2.5, 97.5]),
+    )
 
 
 def main():
-    print("run            lease     k  pairs  s/pair |    sd   robust  HL pair sd | sd² x s  [95%]           "
-          "| robust² x s [95%]       | HL² x s | launch sd")
+    print(
+        "run            lease     k  pairs  s/pair |    sd   robust  HL pair sd | sd² x s  [95%]           "
+        "| robust² x s [95%]       | HL² x s | launch sd"
+    )
     cache = {}
     for i, (path, run) in enumerate(RUNS):
         files = cache.setdefault(path, raw.load(path))
@@ -76,9 +80,12 @@ def main():
         s = rep["wall_s_per_pair"]
         c = rep["launch_components"]
         (lo, hi), (rlo, rhi) = (s * x for x in boot(groups, SEED + i))
-        print(f"{run.rsplit('/', 1)[-1]:<14} {boot_id[:8]}  {rep['settings']['block_steps']:2d} {len(d):6d} {s:7.2f} | "
-              f"{d.std(ddof=1):6.2%} {robust_sd(d):7.2%} {c['pair_sd']:10.2%}  | {d.std(ddof=1) ** 2 * s:.4f} [{lo:.4f}, {hi:.4f}] | "
-              f"{robust_sd(d) ** 2 * s:.4f} [{rlo:.4f}, {rhi:.4f}] | {c['pair_sd'] ** 2 * s:.4f}  | {c['launch_sd']:6.2%}")
+        print(
+            f"{run.rsplit('/', 1)[-1]:<14} {boot_id[:8]}  {rep['settings']['block_steps']:2d} {len(d):6d} {s:7.2f} | "
+            f"{d.std(ddof=1):6.2%} {robust_sd(d):7.2%} {c['pair_sd']:10.2%}  | {d.std(ddof=1) ** 2 * s:.4f} [{lo:.4f}, "
+            f"{hi:.4f}] | "
+            f"{robust_sd(d) ** 2 * s:.4f} [{rlo:.4f}, {rhi:.4f}] | {c['pair_sd'] ** 2 * s:.4f}  | {c['launch_sd']:6.2%}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Resident workers: one process per side builds its trainer once, then trains in blocks of k optimizer steps on command.
+"""Resident workers: one process per side builds its trainer once, then trains in blocks of k optimizer steps on
+command.
 
 ``python -m harness.measuring.resident REQUEST.json CMD_FD REPORT_FD`` is the worker (:mod:`.child`, with its
 gate in :mod:`.gate`); the parent drives it through a :class:`ResidentWorker`, defined here. The two talk over two
@@ -31,7 +32,7 @@ worker does nothing at all while it waits: when the parent releases the other si
 (Waiting in ``on_step_begin`` instead would leave the logging and data fetch outside every timed
 window, running while the other side's block is timed.)
 
-Both sides run glibc malloc with fixed thresholds (:data:`STABLE_MALLOC`; ``malloc_default`` turns it
+Both sides run glibc malloc with fixed thresholds (:data:`.launch.STABLE_MALLOC`; ``malloc_default`` turns it
 off): with glibc's moving thresholds each process settles into its own rate of page faults, so that two
 processes of one build can differ in step time by more than the effects to be found.
 
@@ -61,23 +62,16 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from harness.errors import BadInput
 from harness.files import make_dir, new_id, write_json_atomic
-from harness.measuring import lifeline
+from harness.measuring.resident.launch import STABLE_MALLOC, spawn
 from harness.measuring.runner import RUN_TIMEOUT_S, kill_group, log_tail, worker_environ
 from harness.spec import Decomposition, Workload
 
 STOP_GRACE_S = 60.0  # how long close() waits for a clean stop before it kills the group
-# glibc malloc with fixed thresholds. By default glibc moves its mmap threshold as the process frees large
-# chunks and trims the heap top back to the OS, so each process settles into its own mix of mmap/munmap
-# and page faults per step, and processes of one build differ in step time and system time. Fixed thresholds
-# (a constant 32 MiB mmap threshold, no trimming below 1 GiB, the heap grown 64 MiB at a time) keep the
-# system time near zero and narrow the launch-to-launch spread; both sides get the same setting.
-STABLE_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_TOP_PAD_": str(64 << 20)}
 
 
 class WorkerDied(RuntimeError):
@@ -102,16 +96,40 @@ class ResidentWorker:
     group and raises :class:`WorkerDied` (its ``str`` is one line); Ctrl-C and SIGTERM kill it too.
     """
 
-    def __init__(self, name: str, workload: Workload, decomposition: Decomposition, work_dir: str | Path, *, gpu: str,
-                 launch: int = 1, python: str | None = None, phases: bool = True, inject_slowdown: float = 0.0, inject_work: int = 0,
-                 fault: str | None = None, cpus: list[int] | None = None, malloc_default: bool = False, timeout_s: float = RUN_TIMEOUT_S,
-                 hold_cpus: list[int] | None = None, inject_kind: str = "casts", warm_cpus: list[int] | None = None):
+    def __init__(
+        self,
+        name: str,
+        workload: Workload,
+        decomposition: Decomposition,
+        work_dir: str | Path,
+        *,
+        gpu: str,
+        launch: int = 1,
+        python: str | None = None,
+        phases: bool = True,
+        inject_slowdown: float = 0.0,
+        inject_work: int = 0,
+        fault: str | None = None,
+        cpus: list[int] | None = None,
+        malloc_default: bool = False,
+        timeout_s: float = RUN_TIMEOUT_S,
+        hold_cpus: list[int] | None = None,
+        inject_kind: str = "casts",
+        warm_cpus: list[int] | None = None,
+    ):
         self.name, self.workload, self.decomposition, self.gpu, self.launch = name, workload, decomposition, gpu, launch
-        self.python, self.phases, self.inject_slowdown, self.inject_work, self.fault = python, phases, inject_slowdown, inject_work, fault
+        self.python, self.phases, self.inject_slowdown, self.inject_work, self.fault = (
+            python,
+            phases,
+            inject_slowdown,
+            inject_work,
+            fault,
+        )
         self.timeout_s, self.cpus, self.malloc_default = timeout_s, list(cpus) if cpus else None, malloc_default
         self.hold_cpus = list(hold_cpus) if hold_cpus else None  # pre-start: import there, build on release()
         self.inject_kind = inject_kind  # casts, or host work (InjectWork kind)
-        self.warm_cpus = list(warm_cpus) if warm_cpus else None  # build and warm up there; pin_home() then moves it to cpus
+        # build and warm up there; pin_home() then moves it to cpus
+        self.warm_cpus = list(warm_cpus) if warm_cpus else None
         self.released_at: float | None = None
         self.held: dict | None = None
         self.work_dir = Path(work_dir)
@@ -135,44 +153,42 @@ class ResidentWorker:
     def start(self, wait: bool = True) -> ResidentWorker:
         """Launch the worker; with ``wait``, also wait for it to be ready (:meth:`wait_ready`)."""
         make_dir(self.work_dir)
-        write_json_atomic(self.req_path, {"workload": self.workload.to_dict(), "decomposition": self.decomposition.id, "phases": self.phases,
-                                          "inject_slowdown": self.inject_slowdown, "inject_work": self.inject_work, "fault": self.fault,
-                                          "inject_kind": self.inject_kind, "force_cpu": self.gpu == "cpu", "cpus": self.cpus, "launched_at": time.time()}
-                          | ({"hold": True, "hold_cpus": self.hold_cpus} if self.hold_cpus else {})
-                          | ({"warm_cpus": self.warm_cpus} if self.warm_cpus else {}))
-        cmd_r, cmd_w = os.pipe()
-        rep_r, rep_w = os.pipe()
+        write_json_atomic(
+            self.req_path,
+            {
+                "workload": self.workload.to_dict(),
+                "decomposition": self.decomposition.id,
+                "phases": self.phases,
+                "inject_slowdown": self.inject_slowdown,
+                "inject_work": self.inject_work,
+                "fault": self.fault,
+                "inject_kind": self.inject_kind,
+                "force_cpu": self.gpu == "cpu",
+                "cpus": self.cpus,
+                "launched_at": time.time(),
+            }
+            | ({"hold": True, "hold_cpus": self.hold_cpus} if self.hold_cpus else {})
+            | ({"warm_cpus": self.warm_cpus} if self.warm_cpus else {}),
+        )
         self.started_at = time.time()
-        try:
-            with open(self.log_path, "wb") as log:
-                self.proc = subprocess.Popen([self.python or sys.executable, "-m", "harness.measuring.resident", str(self.req_path), str(cmd_r), str(rep_w)],
-                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.environ(),
-                                             start_new_session=True, pass_fds=(cmd_r, rep_w), preexec_fn=lifeline.preexec())
-        except BaseException:
-            for fd in (cmd_r, cmd_w, rep_r, rep_w):
-                os.close(fd)
-            raise
-        os.close(cmd_r)
-        os.close(rep_w)
-        if self.hold_cpus:  # the interpreter's own start-up too, not only the imports in main(), off the measured CPUs
-            try:
-                os.sched_setaffinity(self.proc.pid, self.hold_cpus)
-            except OSError:
-                pass
-        self._cmd, self._rep = cmd_w, rep_r
+        self.proc, self._cmd, self._rep = spawn(
+            self.python, self.req_path, self.log_path, self.environ(), self.hold_cpus
+        )
         if wait:
             self.wait_ready()
         return self
 
     def environ(self) -> dict[str, str]:
         """The worker's environment: a fresh worker's (:func:`harness.measuring.runner.worker_environ`) plus
-        :data:`STABLE_MALLOC` unless ``malloc_default``."""
+        :data:`.launch.STABLE_MALLOC` unless ``malloc_default``."""
         env = worker_environ(self.gpu)
         if not self.malloc_default:
             env.update(STABLE_MALLOC)
-        if (self.hold_cpus or self.warm_cpus) and self.cpus:  # OpenMP sizes its pool from the CPUs it sees when torch loads: the hold
-            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # CPUs of a pre-started worker. Many threads on one CPU make a
-                env.setdefault(var, str(len(self.cpus)))      # trainer's set-up many times slower
+        # OpenMP sizes its pool from the CPUs it sees when torch loads: the hold CPUs of a pre-started worker. Many
+        # threads on one CPU make a trainer's set-up many times slower
+        if (self.hold_cpus or self.warm_cpus) and self.cpus:
+            for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+                env.setdefault(var, str(len(self.cpus)))
         return env
 
     def release(self) -> None:
@@ -184,20 +200,24 @@ class ResidentWorker:
             self.released_at = time.time()
 
     def wait_ready(self) -> dict:
-        """Wait until the worker has built its trainer; its ``ready`` report (set-up times, probe, env). ``startup_wall_s``
-        counts from :meth:`release` for a pre-started worker."""
+        """Wait until the worker has built its trainer; its ``ready`` report (set-up times, probe, env).
+        ``startup_wall_s`` counts from :meth:`release` for a pre-started worker."""
         if self.ready is None:
             self.release()
             self.ready = self._guarded(lambda: self._expect("ready", "while starting"))
             self.ready["startup_wall_s"] = time.time() - (self.released_at or self.started_at)
             if self.held is not None:
-                self.ready["prestarted"] = {"preload_s": self.held.get("preload_s"), "held_wall_s": self.released_at - self.started_at}
+                self.ready["prestarted"] = {
+                    "preload_s": self.held.get("preload_s"),
+                    "held_wall_s": self.released_at - self.started_at,
+                }
         return self.ready
 
     def block(self, k: int, inject: float | None = None, micro: bool = False) -> dict:
-        """Run ``k`` optimizer steps now (with ``inject`` casts of injected work per LoRA forward, when given); the block's report.
-        With ``micro``, ``k`` micro-batches of gradient accumulation instead (the last one of a step includes its optimizer
-        step); the report's ``step_times_ms`` is then the one synchronized wall time of those micro-batches."""
+        """Run ``k`` optimizer steps now (with ``inject`` casts of injected work per LoRA forward, when given); the
+        block's report. With ``micro``, ``k`` micro-batches of gradient accumulation instead (the last one of a step
+        includes its optimizer step); the report's ``step_times_ms`` is then the one synchronized wall time of those
+        micro-batches."""
         self.send_block(k, inject, micro)
         return self.recv_block()
 
@@ -206,8 +226,14 @@ class ResidentWorker:
         if k < 1:
             raise BadInput(f"block needs k >= 1, got {k}")
         self.wait_ready()
-        self._guarded(lambda: self._send({"cmd": "block", "k": int(k)} | ({"inject": float(inject)} if inject is not None else {})
-                                         | ({"micro": True} if micro else {}), f"before block {self.blocks + 1}"))
+        self._guarded(
+            lambda: self._send(
+                {"cmd": "block", "k": int(k)}
+                | ({"inject": float(inject)} if inject is not None else {})
+                | ({"micro": True} if micro else {}),
+                f"before block {self.blocks + 1}",
+            )
+        )
 
     def recv_block(self) -> dict:
         """The report of the block started by :meth:`send_block`."""
@@ -309,7 +335,9 @@ class ResidentWorker:
         msg = self._recv(when)
         if msg.get("event") == "error":
             oom = msg.get("status") == "oom"
-            raise self._died(when, f"{'out of memory' if oom else 'it failed'}: {msg.get('error')}", with_last=False, oom=oom)
+            raise self._died(
+                when, f"{'out of memory' if oom else 'it failed'}: {msg.get('error')}", with_last=False, oom=oom
+            )
         if msg.get("event") != event:
             raise self._died(when, f"it answered {msg.get('event')!r} where {event!r} was due")
         return msg
@@ -339,7 +367,9 @@ class ResidentWorker:
     def _died(self, when: str, how: str, with_last: bool = True, oom: bool = False) -> WorkerDied:
         tail = log_tail(self.log_path)
         last = f"; log: {_last_line(tail)}" if with_last else ""
-        return WorkerDied(f"{self.label} {when}: {how}{last} (full log: {self.log_path})", tail, str(self.log_path), oom=oom)
+        return WorkerDied(
+            f"{self.label} {when}: {how}{last} (full log: {self.log_path})", tail, str(self.log_path), oom=oom
+        )
 
 
 def _how(code: int | None) -> str:
@@ -349,4 +379,3 @@ def _how(code: int | None) -> str:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         return f"it was killed by {name}"
     return f"it exited with code {code}"
-

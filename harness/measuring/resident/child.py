@@ -17,10 +17,12 @@ import time
 import traceback
 
 from harness.errors import BadInput
-from harness.measuring.resident import STABLE_MALLOC
 from harness.measuring.resident.channel import Channel, pin
+from harness.measuring.resident.launch import STABLE_MALLOC
 
 UNBOUNDED_STEPS = 10**9  # max_steps of a resident trainer: it stops on command, never by itself
+
+
 def _torch_threads() -> int | None:
     """torch's intra-op threads in this process (a pre-started worker must match a fresh one: one per pinned CPU)."""
     torch = sys.modules.get("torch")
@@ -62,11 +64,16 @@ def _train(req: dict, chan: Channel, timing: dict, t_main: float) -> int:
     with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
         built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
         gates[0].inject = built.inject
-        gates[0].info = {"timing_s": timing, "host_probe": built.probe, "cuda": built.cuda, "cpus": sorted(os.sched_getaffinity(0)),
-                         "torch_threads": _torch_threads(),
-                         "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
-                         "inject_work_layers": built.inject.layers if built.inject is not None else None,
-                         "inject_kind": built.inject.kind if built.inject is not None else None}
+        gates[0].info = {
+            "timing_s": timing,
+            "host_probe": built.probe,
+            "cuda": built.cuda,
+            "cpus": sorted(os.sched_getaffinity(0)),
+            "torch_threads": _torch_threads(),
+            "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
+            "inject_work_layers": built.inject.layers if built.inject is not None else None,
+            "inject_kind": built.inject.kind if built.inject is not None else None,
+        }
         built.trainer.train()
     chan.send({"event": "stopped", "blocks": gates[0].blocks, "worker_total_s": time.time() - t_main})
     return 0
@@ -88,7 +95,9 @@ def main(argv: list[str]) -> int:
             return EXIT_ERROR
         if t_main is None:
             return 0
-    if req.get("warm_cpus"):  # warm apart: build and warm up on CPUs of its own, beside the other side; "pin" moves it home
+    if req.get(
+        "warm_cpus"
+    ):  # warm apart: build and warm up on CPUs of its own, beside the other side; "pin" moves it home
         pin(req["warm_cpus"])
     elif req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
         pin(req["cpus"])

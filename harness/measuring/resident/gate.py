@@ -12,7 +12,8 @@ import time
 import torch
 
 from harness.errors import BadInput
-from harness.measuring.callbacks import CudaClock, GpuSampler, MeasureCallback
+from harness.measuring.callbacks import CudaClock, MeasureCallback
+from harness.measuring.gpu_monitors import GpuSampler
 from harness.measuring.resident.channel import Channel, canary, host_cpu_times, pin
 
 
@@ -72,18 +73,41 @@ class BlockGate(MeasureCallback):
             other = max(0.0, (host[0] - self._host0[0] - cpu) / wall)
             steal = (host[1] - self._host0[1]) / wall
         if self.micro:  # a unit of micro-batches: its own synchronized wall time; the recorder's steps span the waits
-            got = {"step_times_ms": [wall * 1000.0], "phases_ms": None, "losses": self.rec.drain()["losses"] if step_end else []}
+            got = {
+                "step_times_ms": [wall * 1000.0],
+                "phases_ms": None,
+                "losses": self.rec.drain()["losses"] if step_end else [],
+            }
         else:
             got = self.rec.drain()
         self.blocks += 1
-        self.chan.send({"event": "block", "k": self._k, "gpu": self._gpu(), "step_times_ms": got["step_times_ms"], "canary_ms": self._canary,
-                        "wall_s": wall, "cpu_s": cpu, "started_at": self._wall0, "global_step": state.global_step,
-                        "other_cpus": other, "steal_cpus": steal, "phases_ms": got["phases_ms"], "losses": got["losses"]}
-                       | ({"inject_ms": (self.inject.spent_s - self._inject0) * 1000.0 / self._k} if self.inject is not None else {}))
+        self.chan.send(
+            {
+                "event": "block",
+                "k": self._k,
+                "gpu": self._gpu(),
+                "step_times_ms": got["step_times_ms"],
+                "canary_ms": self._canary,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "started_at": self._wall0,
+                "global_step": state.global_step,
+                "other_cpus": other,
+                "steal_cpus": steal,
+                "phases_ms": got["phases_ms"],
+                "losses": got["losses"],
+            }
+            | (
+                {"inject_ms": (self.inject.spent_s - self._inject0) * 1000.0 / self._k}
+                if self.inject is not None
+                else {}
+            )
+        )
 
     def _gpu(self) -> dict | None:
         """The GPU as the block ends, just after its last step synchronized: SM clock, power, temperature, utilisation,
-        clock-event reasons (NVML; None without it). Read after the block's clocks stopped, so it costs the block nothing."""
+        clock-event reasons (NVML; None without it). Read after the block's clocks stopped, so it costs the block
+        nothing."""
         if self.nvml is None or not self.nvml.available:
             return None
         try:
@@ -107,7 +131,9 @@ class BlockGate(MeasureCallback):
             raise BadInput(f"resident worker: unknown command {msg!r}; expected block with k >= 1, pin, or stop")
         if msg.get("inject") is not None:  # the amount of injected work for this block (calibrated by the parent)
             if self.inject is None:
-                raise BadInput("resident worker: a block asks for injected work, but this worker was started without it")
+                raise BadInput(
+                    "resident worker: a block asks for injected work, but this worker was started without it"
+                )
             self.inject.n, self.inject.keep = float(msg["inject"]), True
         self._k = self.left = int(msg["k"])
         was_micro, self.micro = self.micro, bool(msg.get("micro"))

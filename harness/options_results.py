@@ -1,0 +1,108 @@
+"""The options of the commands over recorded results: ``history`` (the page of the store's series), ``store``
+(``add``, ``alerts``) and ``cost`` (the cost model of a census)."""
+
+from __future__ import annotations
+
+from harness.judging.thresholds import CHANGE_ALPHA
+from harness.options import Opt, parse_alpha, parse_positive_float
+from harness.store.shifts import DEFAULT_RULE
+
+# ---- history: the page of the store's series (harness.reporting.history) ---------------------------------------------
+HISTORY_OUT = Opt(
+    ("--out",),
+    "out_dir",
+    "folder of the page: index.html (data embedded as JSON), method.html, history.json and "
+    "the page's script, style and charting library",
+    default="perf-history",
+)
+HISTORY_SUMMARY = Opt(
+    ("--summary",),
+    "summary",
+    'append the newest night\'s "what changed" list, as markdown, to this file '
+    "(the nightly passes $GITHUB_STEP_SUMMARY)",
+    metavar="FILE",
+)
+PAGE_URL = Opt(("--page-url",), "page_url", "the page's address, linked from --summary", default="")
+CHANGE_ALPHA = Opt(
+    ("--alpha",),
+    "alpha",
+    "false-alarm rate of the change points of one series (Holm over its candidates)",
+    type=parse_alpha,
+    default=CHANGE_ALPHA,
+)
+PENALTY = Opt(
+    ("--penalty",),
+    "penalty",
+    "k of the PELT penalty k * sigma^2 * log(n) on log session medians (3: modified BIC)",
+    type=parse_positive_float,
+    default=3.0,
+)
+HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY, HISTORY_SUMMARY, PAGE_URL)
+
+# ---- cost: the cost model of a census (harness.judging.cost_model) ---------------------------------------------------
+COST = (
+    Opt(
+        ("--census",),
+        "census",
+        "results dirs or baseline files whose censuses and timed runs to model",
+        nargs="+",
+        metavar="PATH",
+    ),
+    Opt(
+        ("--diff",),
+        "diff",
+        "predict the step change from A's census to B's (results dirs or baseline files)",
+        nargs=2,
+        metavar=("A", "B"),
+    ),
+    Opt(
+        ("--timing",),
+        "timing",
+        "with --diff: take the step times and the calibration from these instead of A",
+        nargs="+",
+        metavar="PATH",
+    ),
+    Opt(
+        ("--idle-ms",),
+        "idle_ms",
+        "the device path's idle time per micro-batch, LO,HI in ms, measured on GPU-bound steps (default: unknown)",
+    ),
+)
+
+# ---- the results store (harness.store) -------------------------------------------------------------------------------
+STORE = Opt(
+    ("--store",),
+    "store",
+    "the results store: a directory, or a git URL or repository path (branch perf-results); docs/store.md",
+)
+STORE_CACHE = Opt(
+    ("--cache",),
+    "cache",
+    "where a git store's branch is cloned (default: one folder per URL under $XDG_CACHE_HOME/harness-store)",
+)
+STORE_ADD = (
+    Opt(
+        ("--track",), "track", "the environment the sessions ran in, e.g. pinned or latest (default: none)", default=""
+    ),
+    Opt(("--runner",), "runner", "the runner's name (default: $RUNNER_NAME)"),
+    Opt(("--image",), "image", "the container image digest the sessions ran in (default: $PERF_IMAGE)"),
+)
+STORE_ALERTS = (
+    Opt(("--gpu",), "gpu", "only this GPU's sessions"),
+    Opt(("--track",), "track", "only this track's sessions"),
+    Opt(("--new",), "new", "only the alerts that each series' newest session raised", action="store_true"),
+    Opt(("--json",), "json", "alerts and notes as JSON", action="store_true"),
+    Opt(
+        ("--issues",),
+        "issues",
+        "also write the alerts of --gpu as a report for .github/scripts/regression-issues.sh",
+        metavar="FILE",
+    ),
+    Opt(
+        ("--alpha",),
+        "alpha",
+        "expected false timing alerts of one series in 365 nights",
+        type=float,
+        default=DEFAULT_RULE.alpha,
+    ),
+)

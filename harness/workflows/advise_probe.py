@@ -1,0 +1,146 @@
+"""The fit probes of ``python -m harness advise``: a short run of ``m x 1`` per split ``m x G``, all in one worker
+process, and the step of each whole split estimated from its probe.
+
+Which splits fit on this device (an out-of-memory probe does not), their peak memory, the census of each probe and a
+drift check over the series; nothing here compares splits or recommends one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from statistics import median
+
+from harness.files import new_id
+from harness.judging.census_window import window_plan
+from harness.measuring.runner import RunRequest, run_one
+from harness.spec import Decomposition, Workload
+from harness.workflows.advise_report import GIB
+
+
+def probe(
+    w: Workload,
+    splits: tuple[Decomposition, ...],
+    root: Path,
+    *,
+    gpu: str,
+    probe_steps: int,
+    run_timeout: float,
+    memory_limit_micro: int | None,
+    census: bool,
+    out: Callable[[str], None],
+) -> tuple[dict[str, dict], dict | None]:
+    """The fit probes: for each split ``m x G``, a short run of ``m x 1`` (one micro-batch per optimizer step), all in
+    one worker process (:func:`harness.measuring.worker.train_series`), largest micro-batch first; each record is kept
+    in ``<root>/probe/runs.jsonl``. Per split: fits or not (with the allocator's message), peak memory (a LoRA split's
+    memory is its micro-batch's: the accumulated adapter gradients are tiny), the median of ``probe_steps`` steps after
+    the warm-up, the census of the steps after those (with ``census``), and :func:`estimate_step` of the whole split.
+
+    Drift check: the series opens with the smallest micro-batch's probe (timed steps only) and ends with it, so a
+    process or machine that slows down over the series shows as ``drift``, the ratio of the last to the first of those
+    two (None when that probe failed). The estimates of splits probed later carry up to that factor."""
+    session = new_id("advise-probe")
+    items = probe_requests(w, splits, probe_steps, memory_limit_micro, census)
+    out(
+        f"probing {len(splits)} micro-batch sizes in one worker process "
+        f"({probe_steps} timed steps each after the warm-up" + (", then a census window" if census else "") + ")"
+    )
+    anchor = dataclasses.replace(
+        items[-1],
+        census=False,
+        workload=items[-1].workload.with_overrides(max_steps=items[-1].workload.measure.warmup_steps + probe_steps),
+    )
+    rec = run_one(dataclasses.replace(items[0], series=(anchor, *items)), root / "probe", session, run_timeout, gpu)
+    first, *series = rec["series"]
+    drift = drift_of(first, series[-1], items[-1].decomposition.id)
+    if drift:
+        out(
+            f"drift check: {drift['probe']} probed first and last in the series: "
+            f"{drift['first_ms']:.1f} -> {drift['last_ms']:.1f} ms (x{drift['ratio']:.3f})"
+        )
+    got: dict[str, dict] = {}
+    for i, (d, r) in enumerate(zip(splits, series), 1):
+        ok = r["status"] == "ok"
+        step = r.get("step_time_median_ms") if ok else None
+        peak = r.get("peak_reserved_bytes")
+        est = estimate_step(r, d.grad_accum, probe_steps) if ok else None
+        mem = f", peak reserved {peak / GIB:.2f} GiB" if peak else ""
+        out(
+            f"[probe {i}/{len(splits)}] {d.id}: "
+            + (
+                f"fits; {d.micro_batch}x1 median step {step:.1f} ms, so about {est:.0f} ms per {d.id} step{mem}"
+                if ok
+                else f"{'does not fit' if r['status'] == 'oom' else r['status']}: {r.get('error', '')}"
+            )
+        )
+        got[d.id] = {
+            "status": r["status"],
+            "error": r.get("error"),
+            "probe_ms": step,
+            "step_ms": est,
+            "peak_reserved_bytes": peak,
+            "run_id": r.get("run_id"),
+            "census": r.get("census") if ok and census else None,
+            "probe_workload": f"{d.micro_batch}x1",
+        }
+    return got, drift
+
+
+def probe_requests(
+    w: Workload,
+    splits: tuple[Decomposition, ...],
+    probe_steps: int,
+    memory_limit_micro: int | None,
+    census: bool,
+) -> list[RunRequest]:
+    """The probe of each split ``m x G``: ``m x 1`` for the warm-up and ``probe_steps`` timed steps, then (with
+    ``census``) the census window; a split with a micro-batch above ``memory_limit_micro`` runs out of memory at its
+    first step."""
+    items = []
+    for d in splits:
+        wm = w.with_splits(d.micro_batch)
+        one = wm.decomposition(f"{d.micro_batch}x1")
+        warm = wm.measure.warmup_steps
+        steps = warm + probe_steps
+        # the census window: whole logging periods after the timed steps (harness.judging.census_window.window_plan)
+        if census:
+            plan = window_plan(steps, wm.train.logging_steps, 10**9)
+            steps = plan["start"] + plan["n"]
+        fault = "oom@1" if memory_limit_micro is not None and d.micro_batch > memory_limit_micro else None
+        items.append(
+            RunRequest(wm.with_overrides(max_steps=steps), one, 1, fault=fault, census=census, timed_steps=probe_steps)
+        )
+    return items
+
+
+def drift_of(first: dict, last: dict, probe_id: str) -> dict | None:
+    """The drift over the probe series: the step of the ``probe_id`` probe at its end (``last``) against its start
+    (``first``); None when either failed."""
+    if not (
+        first["status"] == last["status"] == "ok"
+        and first.get("step_time_median_ms")
+        and last.get("step_time_median_ms")
+    ):
+        return None
+    return {
+        "first_ms": first["step_time_median_ms"],
+        "last_ms": last["step_time_median_ms"],
+        "ratio": last["step_time_median_ms"] / first["step_time_median_ms"],
+        "probe": probe_id,
+    }
+
+
+def estimate_step(rec: dict, grad_accum: int, timed: int) -> float:
+    """Milliseconds per optimizer step of ``m x grad_accum`` from a probe of ``m x 1``: the per-micro-batch part of the
+    probe's ``timed`` steps after the warm-up (data, forward, backward: the phase medians) ``grad_accum`` times, plus
+    the per-step rest (optimizer, logging, everything else) once. Without phases, ``grad_accum`` times the whole median
+    step (an overestimate by the per-step rest, ``grad_accum - 1`` times)."""
+    step = rec["step_time_median_ms"]
+    warm = rec.get("warmup_steps") or 0
+    ph = rec.get("phases_ms") or {}
+    micro = [median(v[warm : warm + timed] or v) for k in ("data", "forward", "backward") if (v := ph.get(k))]
+    if len(micro) < 3:
+        return grad_accum * step
+    per_micro = min(sum(micro), step)
+    return grad_accum * per_micro + (step - per_micro)
