@@ -6,9 +6,9 @@
 #    5.17.0 (the base's pins, the image's) -> 5.19.0 (the pull request's): the base checkout in head/base, each side's
 #    pinned environment where tox would build it (.tox/pinned), the bisect's releases from .twheels.
 # SKIP_AA=1 leaves out 1 (about 11 device-minutes), SKIP_PR=1 leaves out 2 (about 13: two censuses of three splits, the
-# 4-minute A/B, the bisect of one release between). Started with setsid from /tmp/snap; each later call polls for
-# /tmp/run/DONE and must first check that /tmp/run exists: a call that comes to a fresh machine has lost the run, and
-# should stop at once rather than wait (the first try, 2026-12-06, spent 9 minutes so).
+# 4-minute A/B, the bisect of one release between). Started with setsid from /tmp/snap; each later call runs poll.sh
+# beside this file, which stops at once on a fresh machine (the run is lost there) rather than wait on nothing (the first
+# try, 2026-12-06, spent 9 minutes so), and packs /tmp/run into $OUT.
 # .twheels: `python .ci/strip-wheel.py` of transformers 5.17.0, 5.18.0 and 5.19.0 (docs/evidence/
 # what-a-release-night-costs-on-an-h200/ "To run it again").
 set -u
