@@ -605,3 +605,37 @@ def test_gpu_user_annotations_are_not_kernels():
     assert not cd.is_annotation(
         "void at::native::vectorized_elementwise_kernel<4, lambda(float)#1>"
     ) and cd.is_annotation("ProfilerStep#6")
+
+
+def _leaf() -> int:
+    return 1
+
+
+def _calls(n: int) -> None:
+    for _ in range(n):
+        _leaf()
+
+
+def _counted(bookkeeping: int) -> int:
+    """Python calls counted around 10 calls of the step's own, and ``bookkeeping`` calls of the harness's, made as the
+    trainer mixin makes them (its thread's id in UNCOUNTED_THREADS)."""
+    import threading
+
+    from harness.measuring.census import UNCOUNTED_THREADS, PythonCalls
+
+    py = PythonCalls()
+    py.start()
+    _calls(10)
+    me = threading.get_ident()
+    UNCOUNTED_THREADS.add(me)
+    try:
+        _calls(bookkeeping)
+    finally:
+        UNCOUNTED_THREADS.discard(me)
+    return py.stop()
+
+
+def test_the_harness_s_own_bookkeeping_is_not_counted_as_the_step_s_python_calls():
+    """The tokens the harness counts per batch are not the step's work: a census counts the same Python calls with or
+    without that bookkeeping, and leaving it out adds no call of its own."""
+    assert _counted(0) == _counted(50) >= 11

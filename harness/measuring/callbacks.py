@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ import torch
 from transformers import TrainerCallback
 
 from harness.errors import BadInput
+from harness.measuring.census import UNCOUNTED_THREADS
 from harness.record import PHASES
 
 
@@ -275,9 +277,15 @@ class InstrumentedMixin:
     def get_batch_samples(self, epoch_iterator, num_batches, device):
         t0 = time.perf_counter()
         batches, n_items = super().get_batch_samples(epoch_iterator, num_batches, device)
-        pad_id = getattr(self.data_collator, "pad_token_id", getattr(self.processing_class, "pad_token_id", None))
-        counts = [batch_tokens(b, pad_id) for b in batches]
-        self.recorder.data((time.perf_counter() - t0) * 1000.0, sum(c[0] for c in counts), sum(c[1] for c in counts))
+        me = threading.get_ident()
+        UNCOUNTED_THREADS.add(me)  # the harness's count of the tokens is not the step's work: no census counts it
+        try:
+            pad_id = getattr(self.data_collator, "pad_token_id", getattr(self.processing_class, "pad_token_id", None))
+            counts = [batch_tokens(b, pad_id) for b in batches]
+            real, padded = sum(c[0] for c in counts), sum(c[1] for c in counts)
+        finally:
+            UNCOUNTED_THREADS.discard(me)
+        self.recorder.data((time.perf_counter() - t0) * 1000.0, real, padded)
         return batches, n_items
 
     def compute_loss(self, *args, **kwargs):

@@ -114,11 +114,17 @@ def resolved_config(args, model) -> dict:
     )
 
 
+# The threads whose calls a census leaves out while their id is here. Added and removed with set.add / set.discard and
+# threading.get_ident, which are C functions: entering and leaving adds no Python call to the count.
+UNCOUNTED_THREADS: set[int] = set()
+
+
 class PythonCalls:
     """Counts Python function calls: ``sys.monitoring`` PY_START events on Python >= 3.12 (every thread;
     generator resumptions are not calls), else ``sys.setprofile`` / ``threading.setprofile`` ``'call'``
     events (the calling thread and threads started while counting; a generator resumption counts as a
-    call). ``method`` says which."""
+    call). ``method`` says which. Calls made by a thread while its id is in :data:`UNCOUNTED_THREADS` are not
+    counted: the harness's own bookkeeping during a step is not the step's work."""
 
     def __init__(self):
         self.count = 0
@@ -127,11 +133,12 @@ class PythonCalls:
         self._prev = None
 
     def _on_call(self, frame, event, arg):
-        if event == "call":
+        if event == "call" and (not UNCOUNTED_THREADS or threading.get_ident() not in UNCOUNTED_THREADS):
             self.count += 1
 
     def _on_start(self, code, offset):
-        self.count += 1
+        if not UNCOUNTED_THREADS or threading.get_ident() not in UNCOUNTED_THREADS:
+            self.count += 1
 
     def start(self) -> None:
         if self.method == "sys.monitoring":
