@@ -637,5 +637,7 @@ def _counted(bookkeeping: int) -> int:
 
 def test_the_harness_s_own_bookkeeping_is_not_counted_as_the_step_s_python_calls():
     """The tokens the harness counts per batch are not the step's work: a census counts the same Python calls with or
-    without that bookkeeping, and leaving it out adds no call of its own."""
-    assert _counted(0) == _counted(50) >= 11
+    without that bookkeeping. With ``sys.monitoring`` every thread counts, so another thread's few calls may fall in
+    the window: the bound allows them and still fails if any of the 51 bookkeeping calls were counted."""
+    plain, with_bookkeeping = _counted(0), _counted(50)
+    assert plain >= 11 and abs(with_bookkeeping - plain) < 25
