@@ -171,3 +171,25 @@ def test_a_session_says_up_front_what_a_multi_machine_baseline_can_detect():
     )  # 2 + 3 + 4 + 1 + 1 runs
     assert "is enough" not in s.plan_notes(repeats=4)[0]
     assert Judge({}, (), (), {}, gpu="t4").plan_notes(repeats=5) == []
+
+
+def test_two_census_only_sessions_compare_their_peak_memory_and_say_why_time_is_not_compared(tmp_path, tiny, fake_runs):
+    """A pull request's check judges the head's censuses against the base's: census runs only on both sides. Their
+    peak memory is compared (a census run records it as a timed run does), and the runtime check says that no timed
+    run exists rather than asking for a baseline to be recorded."""
+    from harness.suite.compare import compare
+
+    gib = 2**30
+    for side, peak in (("a", 4 * gib), ("b", 5 * gib)):
+        runs = fake_runs(
+            tiny, [100.0], gpu="l4", census={"fits": True}, peak_reserved_bytes=peak, workload_spec=tiny.to_dict()
+        )
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    rep = compare([str(tmp_path / "a")], [str(tmp_path / "b")], out_dir=tmp_path / "out", out=lambda m: None)
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    memory = {v["case"]: v["outcome"] for v in data["verdicts"] if v["kind"] == "memory"}
+    assert memory and set(memory.values()) == {"fail"}, data["verdicts"]  # +1 GiB: beyond the memory tolerance
+    runtime = [v["message"] for v in data["verdicts"] if v["kind"] == "runtime"]
+    assert runtime and all("census runs only" in m and "--update-baselines" not in m for m in runtime), runtime
+    assert {r["peak_reserved_gib"]["median"] for r in data["rows"]} == {5.0} and rep.exit_code == 1

@@ -168,14 +168,14 @@ def stand_in_results(
     )
     census = {
         "rows": [
-            {"workload": w, "decomposition": d, "peak_reserved_gib": 12.5 if gpu != "cpu" else None}
+            {"workload": w, "decomposition": d, "peak_reserved_gib": {"median": 12.5, "n": 1} if gpu != "cpu" else None}
             for d in ("1x4", "4x1")
         ],
         "verdicts": [{"kind": "work", "case": f"{w}-{d}", "outcome": work, "message": work_msg} for d in ("1x4", "4x1")]
         + [{"kind": "memory", "case": f"{w}-{d}", "outcome": "pass", "message": "ok"} for d in ("1x4", "4x1")]
         + [{"kind": "equivalence", "case": w, "outcome": "pass", "message": "losses of 1x4 and 4x1 agree"}],
         "versions": {"transformers": "5.18.0"},
-        "baseline_versions": {"transformers": "5.17.0"},
+        "baseline_versions": {w: {"transformers": "5.17.0"}},  # per workload, as the report keeps them
     }
     (root / w / "census" / "report.json").write_text(json.dumps(census))
     (root / w / "ab" / "4x1").mkdir(parents=True)
@@ -593,6 +593,7 @@ def test_the_gpu_job_measures_base_against_head_for_real_and_the_report_reads_it
     assert report["code"] == 0, report["out"]
     body = comments(checkout)[0]["body"]
     assert "| tiny-qwen3 | 4x1 | " in body and "| tiny-qwen3 | 1x4 | not interleaved |" in body and "| same |" in body
+    assert "None" not in body, body  # every value the comment shows was found in the real reports
     assert [(s["context"], s["state"]) for s in statuses(checkout)] == [("perf-check/cpu", "success")]
 
 

@@ -95,7 +95,8 @@ def workload_rows(folder: Path, workload: str) -> tuple[list[dict], list[str]]:
         case = f"{workload}-{dec}"
         row = next((r for r in census.get("rows") or [] if r.get("decomposition") == dec), {})
         mem, wk = memory.get(case, {}), work.get(case, {})
-        gib = f" ({row['peak_reserved_gib']:.2f} GiB)" if isinstance(row.get("peak_reserved_gib"), (int, float)) else ""
+        peak = (row.get("peak_reserved_gib") or {}).get("median")  # the report's range of the split's runs
+        gib = f" ({peak:.2f} GiB)" if isinstance(peak, (int, float)) else ""
         rows.append(
             {
                 "workload": workload,
@@ -117,12 +118,11 @@ def workload_rows(folder: Path, workload: str) -> tuple[list[dict], list[str]]:
         )
     if bisect and not bisect.get("changes"):
         lines.append(f"- bisect ({bisect.get('case', workload)}): {bisect.get('outcome', 'no answer')}")
-    if census.get("versions") and census.get("baseline_versions") and census["versions"] != census["baseline_versions"]:
-        moved = [
-            f"{k} {census['baseline_versions'].get(k)} -> {v}"
-            for k, v in census["versions"].items()
-            if census["baseline_versions"].get(k) != v
-        ]
+    base = (census.get("baseline_versions") or {}).get(workload) or {}  # the report keeps them per workload
+    moved = [
+        f"{k} {base.get(k)} -> {v}" for k, v in (census.get("versions") or {}).items() if base and base.get(k) != v
+    ]
+    if moved:
         lines.append(f"- versions ({workload}), base -> head: {', '.join(moved)}")
     return rows, lines
 

@@ -33,6 +33,7 @@ RUN_KEYS = (
     "tokens_per_s",
     "host_probe",
 )
+PEAK_KEYS = ("peak_reserved_bytes", "peak_allocated_bytes")  # kept with a census run too
 # kernel_time: the practical threshold of the census's GPU kernel time per optimizer step (its noise is far
 # below wall time's: docs/evidence/are-census-counts-deterministic/); census counts are compared exactly
 DEFAULT_THRESHOLDS = {
@@ -97,8 +98,9 @@ class Baseline:
         """Median over the baseline's runs of each phase (ms per optimizer step); None if no run recorded phases."""
         return median_phases([r.get("phases_ms") for r in self.data["decompositions"].get(decomp, {}).get("runs", [])])
 
-    def values(self, decomp: str, key: str) -> list[float]:
-        runs = self.data["decompositions"].get(decomp, {}).get("runs", [])
+    def values(self, decomp: str, key: str, census: bool = False) -> list[float]:
+        """The timed runs' values of ``key``, or (``census``) the census runs' (their peak memory, say)."""
+        runs = self.data["decompositions"].get(decomp, {}).get("census" if census else "runs", [])
         return [r[key] for r in runs if r.get(key) is not None]
 
     def grouped(self, decomp: str, key: str) -> list[list[float]]:
@@ -284,6 +286,7 @@ def _decomposition(d: Decomposition, records: list[dict]) -> dict[str, Any] | No
             "machine": (r.get("env") or {}).get("boot_id") or r.get("machine") or r.get("session_id"),
             "versions": (r.get("env") or {}).get("versions"),
             "census": r["census"],
+            **{k: r[k] for k in PEAK_KEYS if r.get(k) is not None},
         }
         for r in records
         if r["decomposition_id"] == d.id and is_census(r) and r["census"].get("fits")

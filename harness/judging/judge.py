@@ -143,13 +143,16 @@ class Judge:
                 continue
             key = b.runtime_metric(d)
             base, cur = b.grouped(d, key), self.metric(w, d, key).values
-            if not base:
-                out[case] = Verdict(
-                    "runtime", case, "skip", f"baseline {b.path} has no {d}; record it with --update-baselines"
-                )
-                continue
             if not cur and self.runs(w, d, census=True) and not self.runs(w, d, ok_only=False):
                 out[case] = Verdict("runtime", case, "skip", f"{case} has census runs only: no timed run to compare")
+                continue
+            if not base:
+                why = (
+                    f"baseline {b.path} has census runs only of {d}: no timed run to compare"
+                    if b.census(d)
+                    else f"baseline {b.path} has no {d}; record it with --update-baselines"
+                )
+                out[case] = Verdict("runtime", case, "skip", why)
                 continue
             if not cur and self.incomplete and not self.runs(w, d, ok_only=False):
                 out[case] = Verdict("runtime", case, "skip", f"{case} not run yet: {self.incomplete}")
@@ -164,19 +167,21 @@ class Judge:
             out.update(RuntimeCheck(alpha, thr).decide(cases, metrics, looks=self.looks))
         return out
 
+    def peaks(self, workload: str, decomp: str) -> tuple[float, ...]:
+        """The peak reserved bytes of the case's timed runs, else (a census-only session) of its census runs."""
+        return self.metric(workload, decomp, "peak_reserved_bytes").values or tuple(
+            r["peak_reserved_bytes"]
+            for r in self.runs(workload, decomp, census=True)
+            if r.get("peak_reserved_bytes") is not None
+        )
+
     def memory(self, workload: str, decomp: str) -> Verdict:
         case = f"{workload}-{decomp}"
         b = self.baselines[workload]
         if isinstance(b, bl.BaselineError):
             return _unusable("memory", case, b)
-        cur = self.metric(
-            workload, decomp, "peak_reserved_bytes"
-        ).values or tuple(  # a census-only session: its census runs' peaks
-            r["peak_reserved_bytes"]
-            for r in self.runs(workload, decomp, census=True)
-            if r.get("peak_reserved_bytes") is not None
-        )
-        base = b.values(decomp, "peak_reserved_bytes")
+        cur = self.peaks(workload, decomp)
+        base = b.values(decomp, "peak_reserved_bytes") or b.values(decomp, "peak_reserved_bytes", census=True)
         if b.imported:
             return Verdict(
                 "memory",

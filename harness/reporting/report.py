@@ -94,9 +94,7 @@ def _row(judge, w: str, d: str, v) -> dict:
         "failures": sorted({r["status"] for r in runs if r["status"] != "ok"}),
         "step_time_ms": _rng(judge.metric(w, d, "step_time_median_ms"), ".1f"),
         "train_runtime_s": _rng(judge.metric(w, d, "train_runtime_s"), ".2f"),
-        "peak_reserved_gib": _rng(
-            Sample(tuple(x / GIB for x in judge.metric(w, d, "peak_reserved_bytes").values)), ".2f"
-        ),
+        "peak_reserved_gib": _rng(Sample(tuple(x / GIB for x in judge.peaks(w, d))), ".2f"),
         "tokens_per_s": _rng(judge.metric(w, d, "tokens_per_s"), ".0f"),
         "phases_ms": _phases(ok),
         "gpu_busy": _gpu_busy(ok),
