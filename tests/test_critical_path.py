@@ -9,6 +9,7 @@ import json
 import pytest
 
 from harness.commands.cli import main
+from harness.errors import BadInput
 from harness.judging import cost_model as cm
 from harness.judging import cost_path as cp
 from harness.judging.critical_path import Segment, Timeline, exposed_at, host_scale, per_op_overhead, simulate
@@ -69,6 +70,32 @@ def test_the_tail_after_the_last_sync_is_waited_for_in_the_next_step():
         (Segment(10.0, {}, SYNC, None, ("7",)), Segment(10.0, {"7": 50.0}))
     )  # 50 ms of kernels after the sync, 20 ms host
     assert simulate(t).step_ms == pytest.approx(50.0)  # steady state: the device path, carried over the window's edge
+
+
+def test_where_in_its_segment_the_work_was_launched_decides_whether_the_host_waits_for_it():
+    """2 ms of device work in a 10 ms segment before a sync: launched at the segment's end, the host waits for almost
+    all of it; launched at its start, not at all; recorded in no bin (an older census), the two placements span both."""
+
+    def with_work(bins) -> Timeline:
+        at = {"7": tuple(bins)} if bins else {}
+        return Timeline((Segment(10.0, {"7": 2.0}, SYNC, None, ("7",), device_at=at), Segment(10.0, {})))
+
+    end, start, unknown = with_work([0.0] * 7 + [2.0]), with_work([2.0] + [0.0] * 7), with_work(None)
+    for placement in ("early", "late"):
+        assert simulate(end, placement).step_ms == pytest.approx(20.0 + 2.0, abs=0.1)
+        assert simulate(start, placement).step_ms == pytest.approx(20.0)
+    assert simulate(unknown, "early").step_ms == pytest.approx(20.0)
+    assert simulate(unknown, "late").step_ms == pytest.approx(22.0)
+    # work a change adds without saying where (plus at a segment) is of no bin: it spans the segment
+    more = start.plus(device_ms=3.0, at=0)
+    assert simulate(more, "early").step_ms == pytest.approx(20.0) and simulate(more, "late").step_ms == pytest.approx(
+        23.0
+    )
+    spread = end.plus(device_ms=2.0)  # spread by device time: it keeps the bins' shape
+    assert spread.segments[0].device_at["7"][-1] == pytest.approx(4.0)
+    assert simulate(spread, "early").step_ms == pytest.approx(24.0, abs=0.1)
+    with pytest.raises(BadInput, match="bins"):
+        Segment(1.0, {"7": 1.0}, device_at={"7": (1.0,)})
 
 
 def test_the_host_scale_takes_the_profilers_overhead_out():
@@ -251,6 +278,10 @@ def test_the_timeline_cuts_the_host_at_its_blocking_calls_and_places_each_launch
         "9": 2.0
     }  # the copy belongs to the segment it ends
     # (the optimizer's range mirrored onto the device, labelled a kernel, is no device work)
+    # when in its segment each launch was made: the gemms early (bin 0), the blocking copy at the segment's end
+    assert segs[0]["device_at"] == {"7": [5.0, 0, 0, 0, 0, 0, 0, 1.0]} and segs[2]["device_at"] == {
+        "9": [2.0, *[0] * 7]
+    }
     assert segs[0]["at"] == segs[1]["at"] == "aten::_local_scalar_dense" and segs[0]["waits"] == segs[1]["waits"] == [
         "7"
     ]

@@ -8,8 +8,10 @@ the host waits until the streams it waits for are done. That wait is device time
 whatever the GPU's busy share over the whole step: on a host-bound step, device work queued just before a sync is
 exposed, the same work right after a sync hides behind the next segment's host time.
 
-Where in its segment a kernel was launched is not recorded: ``placement`` ``early`` lets a segment's device work start
-with the segment (the least it can wait), ``late`` only at its end (the most); a prediction spans both.
+Where in its segment device work was launched is recorded in bins (``device_at``, :data:`LAUNCH_EDGES`: finer towards
+the segment's end); ``placement`` ``early`` lets the work of each bin start at the bin's start (the least it can wait),
+``late`` only at its end (the most); a prediction spans both. Device work of no bin (an older census, or work a change
+adds without saying where) spans its whole segment: from the segment's start (``early``) to its end (``late``).
 
 The window is replayed ``REPEATS`` times and the last repeat is the steady state: the device work left running after a
 window's last sync is waited for in the next window's first segments, as a step's tail is in the next step's.
@@ -27,13 +29,17 @@ from harness.errors import BadInput
 
 REPEATS = 3
 PLACEMENTS = ("early", "late")
+# where in its segment device work was launched, as a share of the segment's host time: bin j of a segment's
+# device_at runs from LAUNCH_EDGES[j] to LAUNCH_EDGES[j + 1]; the last is the segment's last 1/128
+LAUNCH_EDGES = (0.0, 0.5, 0.75, 0.875, 0.9375, 0.96875, 0.984375, 0.9921875, 1.0)
 
 
 @dataclass(frozen=True)
 class Segment:
     """Host work up to a sync: ``host_ms`` (host time), ``device_ms`` (stream -> device time launched in it), ``ops``
     (aten ops), ``sync`` (the call that ends it; None: the window's end), ``at`` (the host op it is in), ``waits`` (the
-    streams it waits for; None: all), ``wait_ms`` (how long the traced host was blocked in it)."""
+    streams it waits for; None: all), ``wait_ms`` (how long the traced host was blocked in it), ``device_at`` (stream ->
+    its device time per ``LAUNCH_EDGES`` bin of launch; the rest of ``device_ms`` is of no bin)."""
 
     host_ms: float
     device_ms: Mapping[str, float] = field(default_factory=dict)
@@ -42,9 +48,17 @@ class Segment:
     waits: tuple[str, ...] | None = None
     wait_ms: float = 0.0
     ops: float = 0.0
+    device_at: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
-        values = [self.host_ms, self.wait_ms, *self.device_ms.values()]
+        values = [
+            self.host_ms,
+            self.wait_ms,
+            *self.device_ms.values(),
+            *(x for v in self.device_at.values() for x in v),
+        ]
+        if any(len(v) != len(LAUNCH_EDGES) - 1 for v in self.device_at.values()):
+            raise BadInput(f"timeline segment: device_at needs {len(LAUNCH_EDGES) - 1} bins per stream")
         if not all(math.isfinite(v) and v >= 0 for v in values):
             raise BadInput(f"timeline segment: host, device and wait times must be finite and >= 0, got {values}")
 
@@ -75,6 +89,7 @@ class Timeline:
                 tuple(map(str, s["waits"])) if s.get("waits") is not None else None,
                 float(s.get("wait_ms") or 0.0),
                 float(s.get("ops") or 0.0),
+                {str(k): tuple(map(float, v)) for k, v in (s.get("device_at") or {}).items()},
             )
             for s in t["segments"]
         )
@@ -123,11 +138,13 @@ class Timeline:
         out = []
         for s in segs:
             dev = dict(s.device_ms)
+            at_ = s.device_at
             if d_tot > 0:
                 dev = {k: v + device_ms * n * v / d_tot for k, v in dev.items()}
+                at_ = {k: tuple(x * (1 + device_ms * n / d_tot) for x in v) for k, v in at_.items()}
             elif device_ms:
                 dev[stream] = device_ms * n * s.host_ms / h_tot
-            out.append(replace(s, host_ms=s.host_ms + host_ms * n * s.host_ms / h_tot, device_ms=dev))
+            out.append(replace(s, host_ms=s.host_ms + host_ms * n * s.host_ms / h_tot, device_ms=dev, device_at=at_))
         return replace(self, segments=tuple(out))
 
 
@@ -153,6 +170,15 @@ class Run:
         return sum(self.exposed_ms)
 
 
+def _pieces(s: Segment, stream: str, ms: float, placement: str) -> list[tuple[float, float, float]]:
+    """The device work ``ms`` of ``stream`` in ``s`` as (start, end of its launch as a share of the segment, ms), in
+    launch order: its bins, and the rest of no bin first (``early``) or last (``late``)."""
+    bins = s.device_at.get(stream, ())
+    placed = [(LAUNCH_EDGES[j], LAUNCH_EDGES[j + 1], x) for j, x in enumerate(bins) if x > 0]
+    rest = [(0.0, 1.0, ms - sum(bins))] if ms - sum(bins) > 1e-9 else []
+    return rest + placed if placement == "early" else placed + rest
+
+
 def simulate(t: Timeline, placement: str = "early") -> Run:
     """Replay ``t`` (module docstring): the steady step and where the host waits."""
     if placement not in PLACEMENTS:
@@ -162,10 +188,10 @@ def simulate(t: Timeline, placement: str = "early") -> Run:
     for rep in range(REPEATS):
         for i, s in enumerate(t.segments):
             start, h = h, h + s.host_ms
-            ready = start if placement == "early" else h
             for stream, ms in s.device_ms.items():
-                if ms > 0:
-                    free[stream] = max(free.get(stream, 0.0), ready) + ms
+                for lo, hi, piece in _pieces(s, stream, ms, placement):
+                    free[stream] = max(free.get(stream, 0.0), start + s.host_ms * (lo if placement == "early" else hi))
+                    free[stream] += piece
             if s.sync is not None:
                 streams = s.waits if s.waits is not None else tuple(free)
                 wait = max(0.0, max((free.get(k, 0.0) for k in streams), default=0.0) - h)

@@ -3,12 +3,13 @@ where the host blocks on the device, with the device work each segment launched 
 
 A segment runs from the end of one host-blocking call to the start of the next: ``host_ms``, the host's time in it;
 ``ops``, the aten ops it started; ``device_ms``, per stream, the device time of the kernels, memcpys and memsets it
-launched; and the call that ends it: ``sync`` (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
-``cudaEventSynchronize``, ``cudaMemcpy``, or a ``cudaMemcpyAsync`` whose copy runs device to host), ``at`` (the host op
-it was called in, such as ``aten::_local_scalar_dense`` for a ``.item()``), ``waits`` (the streams it waits for, None
-for all) and ``wait_ms``, how long the host was blocked in it. The window's last segment ends at the window's closing
-edge (the census's own synchronisation), with no sync. On a CPU census there is no device: one segment, the whole
-window.
+launched; ``device_at``, per stream, that device time by when in the segment it was launched (``LAUNCH_EDGES``: bins
+that halve towards the segment's end, where a launch is most likely to be waited for); and the call that ends it:
+``sync`` (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``, ``cudaEventSynchronize``, ``cudaMemcpy``, or a
+``cudaMemcpyAsync`` whose copy runs device to host), ``at`` (the host op it was called in, such as
+``aten::_local_scalar_dense`` for a ``.item()``), ``waits`` (the streams it waits for, None for all) and ``wait_ms``,
+how long the host was blocked in it. The window's last segment ends at the window's closing edge (the census's own
+synchronisation), with no sync. On a CPU census there is no device: one segment, the whole window.
 
 The segments cover the whole window (``n`` optimizer steps, whole logging periods): the simulation of
 :mod:`harness.judging.critical_path` runs the window as it is and divides by ``n``; the record's ``host_ms``,
@@ -22,6 +23,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter
 
+from harness.judging.critical_path import LAUNCH_EDGES
+
 BLOCKING = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
 DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
 MAX_SEGMENTS = 4000  # a window with more blocking points is cut no finer: the record stays small
@@ -30,6 +33,12 @@ ENCLOSING_SCAN = 200  # host ops looked back from a sync for the one it was call
 
 def _r(x: float) -> float:
     return round(x, 4)
+
+
+def _launch_bin(at: int, start: int, end: int) -> int:
+    """The ``LAUNCH_EDGES`` bin of a launch at ``at`` in a segment whose host time runs from ``start`` to ``end``."""
+    share = (at - start) / (end - start) if end > start else 1.0
+    return min(bisect_right(LAUNCH_EDGES, max(share, 0.0)) - 1, len(LAUNCH_EDGES) - 2)
 
 
 def _collect(events, kind, host_names: set) -> tuple[dict, list, list]:
@@ -117,11 +126,10 @@ def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t
     bounds = [s[0] for s in syncs]
     segs = [
         {"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": s[2], "at": None, "waits": None, "wait_ms": 0.0}
-        for s in syncs
+        for s in [*syncs, (0, 0, None)]
     ]
-    segs.append(
-        {"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": None, "at": None, "waits": None, "wait_ms": 0.0}
-    )
+    spans = list(zip([t0, *(s[1] for s in syncs)], [*bounds, t_end]))  # each segment's host time: start, end
+    bins: list[dict] = [{} for _ in segs]
     starts = [o[0] for o in mine]
     launched = [(r[0], device[r[3]][0]) for r in runtime if r[3] in device]
     prev = t0
@@ -139,15 +147,18 @@ def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t
     ) in runtime:  # a launch belongs to the segment it is made in; a blocking copy's own copy, to the segment it ends
         if r[3] in device:
             stream, dur, _ = device[r[3]]
-            segs[bisect_left(bounds, r[0])]["device_ms"][stream] += dur / 1e6
+            i = bisect_left(bounds, r[0])
+            segs[i]["device_ms"][stream] += dur / 1e6
+            bins[i].setdefault(stream, [0.0] * (len(LAUNCH_EDGES) - 1))[_launch_bin(r[0], *spans[i])] += dur / 1e6
     for o in ops:
         if o[2].startswith("aten::") and t0 <= o[0] <= t_end:
             segs[bisect_right(bounds, o[0])]["ops"] += 1
-    for seg in segs:
+    for seg, by in zip(segs, bins):
         seg.update(
             host_ms=_r(seg["host_ms"]),
             wait_ms=_r(seg["wait_ms"]),
             device_ms={k: _r(v) for k, v in sorted(seg["device_ms"].items())},
+            device_at={k: [_r(x) for x in v] for k, v in sorted(by.items())},
         )
     per = {
         "host_ms": sum(s["host_ms"] for s in segs) / n,
