@@ -1125,13 +1125,14 @@ def test_device_work_is_queued_before_or_after_each_read_back_and_is_left_out_on
     inject = InjectWork(torch.nn.Linear(2, 2), 50.0, kind=kind)
     try:
         assert torch.tensor(3.0).item() == 3.0 and inject.fired == 1 and inject.spent_s == 0.0 and inject.layers == 0
+        assert inject.queued == 0  # a CPU tensor's read: counted, nothing queued
         seen = []
         inject.on_device = lambda t: True
         inject.device_work = lambda t: seen.append("work")
         assert inject.read(torch.tensor(2.0), lambda t: seen.append("read") or 2.0) == 2.0 and seen == order
         inject.n = 0.0  # side A: nothing queued
         inject.read(torch.tensor(2.0), lambda t: seen.append("read"))
-        assert seen == [*order, "read"] and inject.fired == 3
+        assert seen == [*order, "read"] and inject.fired == 3 and inject.queued == 1  # only the read that got work
     finally:
         inject.remove()
     assert torch.Tensor.item is original

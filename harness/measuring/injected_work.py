@@ -41,9 +41,10 @@ class InjectWork:
     a copy the host waits for) queues N microseconds of device-only work (``torch.cuda._sleep``, a spin kernel of a
     known length and one launch) just before the read, where the host then waits for it (exposed), or just after it,
     where the device is idle and the host goes on (hidden on a host-bound step). Same kernel time, same launches; only
-    the place differs. On the CPU there is no device to queue on: the read is left alone (``fired`` still counts the
-    reads). Reads that do not go through ``Tensor.item`` (``bool(t)``, C++ code) are not touched. The kind is chosen for
-    a worker by the environment variable ``HARNESS_INJECT_KIND`` (test-only; it overrides the request's kind)."""
+    the place differs. ``fired`` counts every read, ``queued`` those of a CUDA tensor, which got the device work. On the
+    CPU there is no device to queue on: the read is left alone. Reads that do not go through ``Tensor.item``
+    (``bool(t)``, C++ code) are not touched. The kind is chosen for a worker by the environment variable
+    ``HARNESS_INJECT_KIND`` (test-only; it overrides the request's kind)."""
 
     HOST_UNIT = 1000  # integers summed per unit of host work: a small, fixed piece of interpreter work
     KINDS = ("casts", "host", "device_before_sync", "device_after_sync")
@@ -54,6 +55,7 @@ class InjectWork:
         self.n, self.fired, self._carry, self.keep, self.spent_s, self.kind = float(n), 0, 0.0, keep, 0.0, kind
         self._buffers: dict = {}
         self._cycles_per_us: float | None = None
+        self.queued = 0
         if kind.startswith("device"):
             self.handles, self._item = [], torch.Tensor.item
             torch.Tensor.item = lambda t: self.read(t, self._item)
@@ -66,6 +68,7 @@ class InjectWork:
         """``t.item()`` (``item``: the original) with the device work queued before or after it (``kind``)."""
         self.fired += 1
         on_device = self.n > 0 and self.on_device(t)
+        self.queued += on_device
         if on_device and self.kind == "device_before_sync":
             self.device_work(t)
         value = item(t)

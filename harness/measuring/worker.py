@@ -185,7 +185,7 @@ def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
             # unprofiled
             census = CensusCallback(
                 w.measure.warmup_steps + int(req.get("timed_steps") or 0),
-                {"inject_work": lambda: inject.fired} if inject else None,
+                {"inject_work": lambda: inject.fired, "inject_queued": lambda: inject.queued} if inject else None,
                 stop=True,
                 tokens=lambda: trainer.recorder.token_totals,
             )
@@ -239,6 +239,8 @@ def train(req: dict, timing: dict) -> dict:
             "casts_per_call": inject.n,
             "kind": inject.kind,
             "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None,
+            # device kinds: the reads per step that queued device work (each n microseconds of it)
+            "queued_per_step": ((census.result or {}).get("counters") or {}).get("inject_queued") if census else None,
         }
         if inject is not None
         else None,
