@@ -1,0 +1,70 @@
+"""The critical path on a GPU (section 6 of this page): its predictions, made again from the committed censuses with
+this checkout's model, beside the measured changes.
+
+    python docs/evidence/what-does-the-census-predict/gpu_check.py [critical-path-h100.jsonl.gz]
+
+``toy-without-bins`` and ``toy-with-bins``: ``toy_cuda.py``'s output (the censuses and the timed blocks of each
+variant) from a census without and with the launch bins (``device_at``). ``before-sync-4x1``: the censuses of
+qwen3-1.7b-lora 4x1 without and with 2000 microseconds of spin kernel before each CUDA ``Tensor.item()``, and the
+interleaved comparison's blocks (A's median step, B/A by pair).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[2]), str(HERE.parent)]
+
+import raw  # noqa: E402
+
+from harness.judging import cost_path  # noqa: E402
+
+
+def line(name: str, measured: float, p: dict) -> str:
+    inside = "inside" if p["lo"] <= measured <= p["hi"] else "OUTSIDE"
+    return (
+        f"  {name}: measured {measured:+.1f}%; critical path {p['delta_pct']:+.1f}% [{p['lo']:+.1f}, {p['hi']:+.1f}] "
+        f"(host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f}; waits {p['waits_ms'][0]:.2f} -> "
+        f"{p['waits_ms'][1]:.2f} ms per step), measured {inside}, off by {measured - p['delta_pct']:+.1f} points"
+    )
+
+
+def toy(data: dict, title: str) -> None:
+    steps, censuses = data["steps_ms"], data["censuses"]
+    base_ms = statistics.median(steps["base"])
+    print(f"{title}: base step {base_ms:.2f} ms")
+    for name in ("before", "after", "host"):
+        measured = 100 * (statistics.median(b / a for a, b in zip(steps["base"], steps[name])) - 1)
+        print(line(name, measured, cost_path.predict_pair(censuses["base"], censuses[name], base_ms)))
+
+
+def qwen(files: dict) -> None:
+    blocks = [r for r in files["before-sync-4x1/blocks.jsonl"] if not r.get("warmup")]
+    by_pair: dict = {}
+    for r in blocks:
+        by_pair.setdefault((r["launch"], r["pair"]), {})[r["side"]] = statistics.median(r["step_times_ms"])
+    pairs = [p for p in by_pair.values() if len(p) == 2]
+    step_a = statistics.median(p["a"] for p in pairs)
+    measured = 100 * (math.exp(statistics.median(math.log(p["b"] / p["a"]) for p in pairs)) - 1)
+    ca, cb = (files[f"before-sync-4x1/census-{s}/runs.jsonl"][0]["census"] for s in "ab")
+    print(
+        f"qwen3-1.7b-lora 4x1, 2000 us before each CUDA read: A's step {step_a:.1f} ms over {len(pairs)} pairs; "
+        f"kernel time {ca['kernel_ms']:.2f} -> {cb['kernel_ms']:.2f} ms per step"
+    )
+    print(line("before", measured, cost_path.predict_pair(ca, cb, step_a)) + " (median pair; the verdict's: report)")
+
+
+def main(path: str = str(HERE / "critical-path-h100.jsonl.gz")) -> int:
+    files = raw.load(path)
+    toy(files["toy-without-bins/toy_cuda.json"], "toy loop, census without launch bins (lease 7bdafb10)")
+    toy(files["toy-with-bins/toy_cuda.json"], "toy loop, census with launch bins (lease a415930c)")
+    qwen(files)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(*sys.argv[1:2]))
