@@ -302,7 +302,7 @@ def test_a_regression_fails_the_status_and_the_accept_label_passes_it_saying_so(
     )
     body = comments(checkout)[0]["body"]
     assert "### l4: :x: regression" in body and "| qwen3-1.7b-lora | 4x1 | regression | +8.0% [+5.0%, +11.0%] |" in body
-    assert "WORK CHANGED: aten ops per optimizer step 5,120 -> 5,232 (+112)" in body
+    assert "| aten ops 5,120 -> 5,232 (+112): _to_copy +112 |" in body  # the census diff, without its boilerplate
     assert "- bisect (qwen3-1.7b-lora-4x1): last good `transformers 5.17.0`, first bad `transformers 5.18.0`" in body
     assert [d[2] for d in dispatches(run)] == ["gpu=cpu"]  # baselines follow a passing GPU only
     assert "recording of l4's baselines" not in body and "recording of cpu's baselines" in body

@@ -103,7 +103,9 @@ def workload_rows(folder: Path, workload: str) -> tuple[list[dict], list[str]]:
                 "split": dec,
                 **interleaved(read(folder / workload / "ab" / dec / "report.json")),
                 "memory": (mem.get("outcome") or "-") + gib,
-                "work": "same" if wk.get("outcome") == "pass" else short(wk.get("message") or "-"),
+                "work": "same"
+                if wk.get("outcome") == "pass"
+                else short(re.sub(r"^WORK CHANGED: |aten::| per optimizer step", "", wk.get("message") or "-")),
                 "failing": mem.get("outcome") in FAILING,
             }
         )
