@@ -672,6 +672,47 @@ def test_the_measure_step_runs_the_suite_s_commands_a_from_the_base_checkout_wit
     assert measure.main() == 2 and not (checkout / "pwned").exists()
 
 
+def test_the_bisect_takes_the_check_s_censuses_of_its_ends_and_measures_only_the_releases_between(
+    checkout, monkeypatch, tiny, fake_runs
+):
+    """The check's censuses of the split whose work changed are where the bisect keeps its ends' own, and the bisect
+    takes them without a run; the base's only while the base's measuring code is the head's (its census is that
+    code's)."""
+    from harness.bisect.config import BisectConfig
+    from harness.bisect.envs import EnvCache
+    from harness.bisect.plan import OK, Candidate
+    from harness.bisect.steps import Steps
+
+    measure = load_script(ROOT / ".github" / "scripts" / "pr-measure.py")
+    ends = (measure.PYTHON_A, measure.PYTHON_B)
+    for python in ends:
+        (checkout / python).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / python).symlink_to(sys.executable)
+    monkeypatch.chdir(checkout)
+    out = Path("perf-results") / "tiny-qwen3"
+    for side in "ab":
+        (out / f"census-{side}").mkdir(parents=True)
+        runs = fake_runs(tiny, [100.0], census={"fits": True})
+        (out / f"census-{side}" / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    assert measure.seed_bisect(out, "tiny-qwen3", "1x4") == list(ends)
+    cfg = BisectConfig(
+        "tiny-qwen3",
+        "1x4",
+        *ends,
+        census_only=True,
+        workloads_dir=str(ROOT / "workloads"),
+        results_dir=str(out / "bisect"),
+    )
+    steps = Steps(cfg, EnvCache(checkout / "envs", sys.executable), census_fn=lambda py, _: pytest.fail(f"{py} again"))
+    assert all(steps.census(Candidate(python=python)).status == OK for python in ends)
+    (checkout / "base" / "harness").unlink()  # the base's measuring code differs from the head's
+    shutil.copytree(ROOT / "harness", checkout / "base" / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(checkout / "base" / "harness" / "__init__.py", "a") as fh:
+        fh.write("# the base's\n")
+    shutil.rmtree(out / "bisect")
+    assert measure.seed_bisect(out, "tiny-qwen3", "1x4") == [measure.PYTHON_B]
+
+
 def test_a_change_of_the_measuring_code_alone_compares_the_work_and_proposes_no_baselines(checkout):
     files = [{"filename": "harness/measuring/worker.py", "status": "modified"}]
     plan = run_job(checkout, "plan", pull_request(), files=files, name="plan")

@@ -16,7 +16,9 @@ on ``PERF_GPU``, every command one of the suite's own, into ``perf-results/<work
    ``ab/<split>``; the censuses of step 1 are handed to it (``census-a``, ``census-b`` there), for the cost model's
    prediction beside the measured change.
 4. Where the pins changed and the work of a split changed: the bisect of the packages between the two environments
-   (``python -m harness bisect --census-only``) within ``[budgets] bisect_minutes``, in ``bisect``.
+   (``python -m harness bisect --census-only``) within ``[budgets] bisect_minutes``, in ``bisect``. It takes step 1's
+   censuses of the split as its ends' (the base's only where the base's measuring code is the head's), so that it
+   measures only the releases between.
 
 Budgets come from the base branch's nightly.toml (``base/nightly.toml``): a pull request does not set its own. Each
 command's exit code goes to ``perf-results/pr-check.json`` (what ``pr-comment.py`` reads beside the reports). Exit 0
@@ -141,6 +143,8 @@ class Check:
             )
         changed = work_changed(out / "census" / "report.json", name)
         if changed:
+            if handed := seed_bisect(out, name, changed):
+                print(f"the bisect takes this check's censuses of {' and '.join(handed)}", flush=True)
             cmd = [
                 PYTHON_B,
                 "-m",
@@ -193,20 +197,51 @@ def splits_of(folder: Path, workload: str) -> list[str]:
     )
 
 
+def census_of(out: Path, workload: str, dec: str, side: str) -> list[dict]:
+    """Side ``side``'s census runs of ``dec`` (``census-a`` or ``census-b``)."""
+    return [
+        r
+        for r in records(out / f"census-{side}")
+        if r.get("workload") == workload and r.get("decomposition_id") == dec and r.get("census")
+    ]
+
+
 def seed(out: Path, workload: str, dec: str) -> None:
     """Hand each side's census of ``dec`` to its interleaved comparison (``ab/<dec>/census-a|b``), marked as copies that
     the results store leaves out, as the nightly's A/B does (.github/scripts/ab-censuses.py)."""
     from harness.files import mark_not_stored
 
     for side in ("a", "b"):
-        found = [
-            r
-            for r in records(out / f"census-{side}")
-            if r.get("workload") == workload and r.get("decomposition_id") == dec and r.get("census")
-        ]
-        if found:
+        if found := census_of(out, workload, dec, side):
             folder = mark_not_stored(out / "ab" / dec / f"census-{side}")
             (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in found[:1]))
+
+
+def same_code(a: Path, b: Path) -> bool:
+    """Whether two checkouts' measuring code (their ``harness`` packages) is the same, file for file."""
+
+    def tree(root: Path) -> dict:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.py")}
+
+    return a.is_dir() and b.is_dir() and tree(a) == tree(b)
+
+
+def seed_bisect(out: Path, workload: str, dec: str) -> list[str]:
+    """Hand the bisect of ``dec`` the check's censuses of its two ends, where it keeps its own
+    (:func:`harness.bisect.steps.census_folder`), so that it does not make them again: the head's always (the bisect
+    runs the head's code with the head's interpreter, as ``census-b`` did), the base's where the base's measuring code
+    is the head's (``census-a`` ran the base's). Returns the interpreters handed."""
+    from harness.bisect.steps import census_folder
+
+    handed = []
+    for side, python in (("a", PYTHON_A), ("b", PYTHON_B)):
+        found = census_of(out, workload, dec, side)
+        if found and (side == "b" or same_code(Path("base") / "harness", Path("harness"))):
+            folder = census_folder(out / "bisect", python, python)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "runs.jsonl").write_text(json.dumps(found[0]) + "\n")
+            handed.append(python)
+    return handed
 
 
 def work_changed(report: Path, workload: str) -> str | None:
