@@ -3,10 +3,11 @@ this checkout's model, beside the measured changes.
 
     python docs/evidence/what-does-the-census-predict/gpu_check.py [critical-path-h100.jsonl.gz]
 
-``toy-without-bins`` and ``toy-with-bins``: ``toy_cuda.py``'s output (the censuses and the timed blocks of each
-variant) from a census without and with the launch bins (``device_at``). ``before-sync-4x1``: the censuses of
-qwen3-1.7b-lora 4x1 without and with 2000 microseconds of spin kernel before each CUDA ``Tensor.item()``, and the
-interleaved comparison's blocks (A's median step, B/A by pair).
+``toy-without-bins`` and ``toy-with-bins``: ``toy_cuda.py``'s output (the censuses and the timed blocks of each variant)
+from a census without and with the launch bins (``device_at``); ``toy-warm-window-1`` and ``-2``: two runs on a third
+lease, with the launch bins and a first profiled window that none of the variants' censuses takes. ``before-sync-4x1``:
+the censuses of qwen3-1.7b-lora 4x1 without and with 2000 microseconds of spin kernel before each CUDA
+``Tensor.item()``, and the interleaved comparison's blocks (A's median step, B/A by pair).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz")) -> int:
     files = raw.load(path)
     toy(files["toy-without-bins/toy_cuda.json"], "toy loop, census without launch bins (lease 7bdafb10)")
     toy(files["toy-with-bins/toy_cuda.json"], "toy loop, census with launch bins (lease a415930c)")
+    for i in (1, 2):
+        toy(
+            files[f"toy-warm-window-{i}/toy_cuda.json"],
+            f"toy loop, launch bins, a first window profiled apart, run {i}",
+        )
     qwen(files)
     return 0
 
