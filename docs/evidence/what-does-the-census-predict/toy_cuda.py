@@ -7,14 +7,16 @@ No transformers, peft or trl: a 24-layer MLP of width 256 on 8 rows (host-bound:
 per step, each reading back its loss and a metric with ``.item()`` (4 syncs per step), AdamW. The variants: ``base``;
 ``before`` and ``after``, ``US`` microseconds of spin kernel per read-back (``InjectWork`` kinds ``device_before_sync``,
 ``device_after_sync``); ``host``, host-only work per micro-batch. Each variant's census (``summarize`` of a profiled
-window of ``N`` steps: the counts and the timeline) and its timed steps, the variants taking turns in ``ROUNDS`` rounds
-of ``BLOCK`` steps so that drift is shared; the measured change is the median over rounds of the variant's median step
-over base's. The predictions are made from base's census and timed step, as an interleaved report makes them.
+window of ``N`` steps: the counts and the timeline) and its timed steps, the variants taking turns, in a random order
+per round, in ``ROUNDS`` rounds of ``BLOCK`` steps so that drift is shared; the measured change is the median over
+rounds of the variant's median step over base's. The predictions are made from base's census and timed step, as an
+interleaved report makes them.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import statistics
 import sys
 import time
@@ -105,8 +107,9 @@ def main(out: str | None = None) -> int:
     census(model, opt, x, False)  # the first profiled window is the slowest: none of the variants' takes it
     for name in variants:
         censuses[name] = run(name, census)
-    for _ in range(ROUNDS):
-        for name in variants:
+    order = random.Random(0)
+    for _ in range(ROUNDS):  # each round in its own order: no variant always follows the same one
+        for name in order.sample(list(variants), len(variants)):
             steps[name].append(run(name, block))
     base_ms = statistics.median(steps["base"])
     rows = []
