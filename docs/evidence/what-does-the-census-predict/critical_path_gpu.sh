@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The interleaved measurements that calibrate the critical path (section 5 of this page), on one GPU lease, in the
+# background from a copy of the tree (e.g. /tmp/snap; trl and datasets unpacked in /tmp/site from .whl):
+#   cd /tmp/snap && setsid nohup bash docs/evidence/what-does-the-census-predict/critical_path_gpu.sh \
+#     > /tmp/cp.log 2>&1 < /dev/null &
+# Each later device call runs ../does-the-pr-check-work-on-a-gpu/poll.sh SECONDS, which packs /tmp/run into $OUT.
+# PART=injections (the default; about 18 device-minutes): toy_cuda.py, then, for device work just before each CUDA
+#   read-back, the same just after it, and host-only work: a census of each side and their interleaved comparison.
+# PART=pair (about 16): transformers 5.17.0 -> 5.25.0 at 4x1 and 1x4, each side a virtualenv of the image's
+#   interpreter laid out alike (a .pth to the packages), B with transformers 5.25.0 from .twheels in front.
+# For a dry run of the plumbing on a CPU: GPU=cpu WORKLOAD=tiny-qwen3 BUDGET=0.5 R=/tmp/cp-dry bash THIS (and, for the
+# pair, TF_B=5.19.0 or another release whose stripped wheel is in .twheels).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+cd "$HERE/../../.."
+R=${R:-/tmp/run}
+GPU=${GPU:-h200}
+WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora}
+BUDGET=${BUDGET:-4}
+mkdir -p "$R"
+export PYTHONUNBUFFERED=1 PYTHONPATH=${PYTHONPATH:-/tmp/site}
+cat /proc/sys/kernel/random/boot_id > "$R/boot_id"
+if [ "$GPU" != cpu ]; then
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,driver_version --format=csv > "$R/nvidia-smi.txt"
+  grep -q H200 "$R/nvidia-smi.txt" || export HARNESS_MACHINE=h200  # filed as the runner's machine class
+fi
+case_args() { echo --gpu "$GPU" --workload "$WORKLOAD" --decomposition "$1"; }
+
+# NAME DEC KIND AMOUNT: A's census, B's with the injection, then A against B interleaved, into $R/NAME
+injected() {
+  local d=$R/$1
+  mkdir -p "$d"
+  python3 -m harness census $(case_args "$2") --results-dir "$d/census-a" > "$d.log" 2>&1
+  HARNESS_INJECT_KIND=$3 python3 -m harness census $(case_args "$2") --inject-work "$4" \
+    --results-dir "$d/census-b" >> "$d.log" 2>&1
+  HARNESS_INJECT_KIND=$3 python3 -m harness interleave $(case_args "$2") --inject-work-b "$4" \
+    --budget-minutes "$BUDGET" --results-dir "$d" >> "$d.log" 2>&1
+  echo "$1 rc=$?" >> "$R/rc.txt"
+}
+
+# NAME DEC PY_A PY_B: each side's census, then A against B interleaved
+pair() {
+  local d=$R/$1
+  mkdir -p "$d"
+  python3 -m harness census $(case_args "$2") --python "$3" --results-dir "$d/census-a" > "$d.log" 2>&1
+  python3 -m harness census $(case_args "$2") --python "$4" --results-dir "$d/census-b" >> "$d.log" 2>&1
+  python3 -m harness interleave $(case_args "$2") --python-a "$3" --python-b "$4" \
+    --budget-minutes "$BUDGET" --results-dir "$d" >> "$d.log" 2>&1
+  echo "$1 rc=$?" >> "$R/rc.txt"
+}
+
+# a virtualenv of this interpreter that reaches its packages through a .pth, FRONT (a folder) before them
+venv_with() {
+  python3 -m venv --system-site-packages --without-pip "$1"
+  local site
+  site=$("$1/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  printf '%s%s\n%s\n' "${2:+$2$'\n'}" "$PYTHONPATH" \
+    "$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" > "$site/packages.pth"
+  "$1/bin/python" -c "import transformers, sys; print(sys.prefix, transformers.__version__)" >> "$R/versions.txt"
+}
+
+if [ "${PART:-injections}" = injections ]; then
+  [ "$GPU" = cpu ] || timeout 120 python3 "$HERE/toy_cuda.py" "$R/toy_cuda.json" > "$R/toy_cuda.log" 2>&1
+  injected before-4x1 4x1 device_before_sync 10000
+  injected after-4x1 4x1 device_after_sync 10000
+  injected host-4x1 4x1 host 10
+else
+  TF_B=${TF_B:-5.25.0}
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/tf-$TF_B" .twheels/transformers-$TF_B-*.whl
+  venv_with /tmp/venv-a ""
+  venv_with /tmp/venv-b "/tmp/tf-$TF_B"
+  pair pair-4x1 4x1 /tmp/venv-a/bin/python /tmp/venv-b/bin/python
+  pair pair-1x4 1x4 /tmp/venv-a/bin/python /tmp/venv-b/bin/python
+fi
+echo done > "$R/DONE"
