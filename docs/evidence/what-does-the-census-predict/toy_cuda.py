@@ -30,6 +30,7 @@ import torch  # noqa: E402
 from harness.judging import cost_model as cm  # noqa: E402
 from harness.judging import cost_path  # noqa: E402
 from harness.measuring.census_counts import summarize  # noqa: E402
+from harness.measuring.gpu_monitors import GpuSampler  # noqa: E402
 from harness.measuring.injected_work import InjectWork  # noqa: E402
 
 US, N, ROUNDS, BLOCK, HOST_UNITS = 400.0, 6, 12, 20, 3000
@@ -92,7 +93,8 @@ def main(out: str | None = None) -> int:
         inj.n = US
         torch.ones(1, device="cuda").item()
         inj.n = 0.0
-    censuses, steps = {}, {k: [] for k in variants}
+    censuses, steps, clocks = {}, {k: [] for k in variants}, {k: [] for k in variants}
+    gpu = GpuSampler()  # the SM clock as each block ends: the spin kernel counts cycles, not microseconds
 
     def run(name, fn):
         kind, host = variants[name]
@@ -111,13 +113,15 @@ def main(out: str | None = None) -> int:
     for _ in range(ROUNDS):  # each round in its own order: no variant always follows the same one
         for name in order.sample(list(variants), len(variants)):
             steps[name].append(run(name, block))
+            clocks[name].append(gpu.sample()["sm_clock_mhz"] if gpu.available else None)
     base_ms = statistics.median(steps["base"])
     rows = []
     print(
         f"toy loop on {torch.cuda.get_device_name()}: base step {base_ms:.2f} ms (median of {ROUNDS} blocks of "
         f"{BLOCK}); {censuses['base']['timeline']['syncs']:g} syncs per step, traced host "
         f"{censuses['base']['timeline']['host_ms']:.2f} ms, "
-        f"device {censuses['base']['timeline']['device_ms']:.2f} ms"
+        f"device {censuses['base']['timeline']['device_ms']:.2f} ms; SM clock as the blocks ended: "
+        + ", ".join(f"{k} {statistics.median(v):.0f} MHz" for k, v in clocks.items() if None not in v)
     )
     for name in ("before", "after", "host"):
         measured = 100 * (statistics.median(b / a for a, b in zip(steps["base"], steps[name])) - 1)
@@ -143,7 +147,9 @@ def main(out: str | None = None) -> int:
     for inj in reversed(list(injects.values())):  # each put its wrapper over the one before
         inj.remove()
     if out:
-        Path(out).write_text(json.dumps({"steps_ms": steps, "censuses": censuses, "rows": rows}, indent=1))
+        Path(out).write_text(
+            json.dumps({"steps_ms": steps, "clocks_mhz": clocks, "censuses": censuses, "rows": rows}, indent=1)
+        )
     return 0
 
 
