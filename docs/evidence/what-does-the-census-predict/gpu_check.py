@@ -25,8 +25,12 @@ import raw  # noqa: E402
 from harness.judging import cost_path  # noqa: E402
 
 
+COVERED: list[bool] = []  # per prediction: does its interval cover the measured change
+
+
 def line(name: str, measured: float, p: dict) -> str:
-    inside = "inside" if p["lo"] <= measured <= p["hi"] else "OUTSIDE"
+    COVERED.append(p["lo"] <= measured <= p["hi"])
+    inside = "inside" if COVERED[-1] else "OUTSIDE"
     return (
         f"  {name}: measured {measured:+.1f}%; critical path {p['delta_pct']:+.1f}% [{p['lo']:+.1f}, {p['hi']:+.1f}] "
         f"(host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f}; waits {p['waits_ms'][0]:.2f} -> "
@@ -69,6 +73,7 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz")) -> int:
             f"toy loop, launch bins, a first window profiled apart, run {i}",
         )
     qwen(files)
+    print(f"the interval covers the measured change in {sum(COVERED)} of {len(COVERED)} predictions")
     return 0
 
 
