@@ -24,7 +24,6 @@ import raw  # noqa: E402
 
 from harness.judging import cost_path  # noqa: E402
 
-
 COVERED: list[bool] = []  # per prediction: does its interval cover the measured change
 
 
