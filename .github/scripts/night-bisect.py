@@ -95,7 +95,7 @@ def seed_census(workload: str, dec: str, env: str, results: Path) -> bool:
     """Put tonight's census of the case under bad's interpreter where the bisect keeps bad's census, so that it is
     reused, not measured again (a census already in its folder costs nothing: docs/bisect.md). True when there was
     one."""
-    from harness.bisect.steps import census_folder
+    from harness.bisect.steps import hand_census
     from harness.files import read_jsonl
     from harness.record import case_census
 
@@ -103,10 +103,7 @@ def seed_census(workload: str, dec: str, env: str, results: Path) -> bool:
     found = case_census(read_jsonl(runs) if runs.is_file() else [], workload, dec)
     if found is None:
         return False
-    bad = f".tox/{env}/bin/python"
-    folder = census_folder(results / "bisect", bad, bad)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "runs.jsonl").write_text(json.dumps(found) + "\n")
+    hand_census(results / "bisect", f".tox/{env}/bin/python", found)
     return True
 
 

@@ -197,22 +197,18 @@ def splits_of(folder: Path, workload: str) -> list[str]:
     )
 
 
-def census_of(out: Path, workload: str, dec: str, side: str) -> list[dict]:
-    """Side ``side``'s census runs of ``dec`` (``census-a`` or ``census-b``)."""
-    return [
-        r
-        for r in records(out / f"census-{side}")
-        if r.get("workload") == workload and r.get("decomposition_id") == dec and r.get("census")
-    ]
-
-
 def seed(out: Path, workload: str, dec: str) -> None:
     """Hand each side's census of ``dec`` to its interleaved comparison (``ab/<dec>/census-a|b``), marked as copies that
     the results store leaves out, as the nightly's A/B does (.github/scripts/ab-censuses.py)."""
     from harness.files import mark_not_stored
 
     for side in ("a", "b"):
-        if found := census_of(out, workload, dec, side):
+        found = [
+            r
+            for r in records(out / f"census-{side}")
+            if r.get("workload") == workload and r.get("decomposition_id") == dec and r.get("census")
+        ]
+        if found:
             folder = mark_not_stored(out / "ab" / dec / f"census-{side}")
             (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in found[:1]))
 
@@ -228,18 +224,17 @@ def same_code(a: Path, b: Path) -> bool:
 
 def seed_bisect(out: Path, workload: str, dec: str) -> list[str]:
     """Hand the bisect of ``dec`` the check's censuses of its two ends, where it keeps its own
-    (:func:`harness.bisect.steps.census_folder`), so that it does not make them again: the head's always (the bisect
+    (:func:`harness.bisect.steps.hand_census`), so that it does not make them again: the head's always (the bisect
     runs the head's code with the head's interpreter, as ``census-b`` did), the base's where the base's measuring code
     is the head's (``census-a`` ran the base's). Returns the interpreters handed."""
-    from harness.bisect.steps import census_folder
+    from harness.bisect.steps import hand_census
+    from harness.record import case_census
 
     handed = []
     for side, python in (("a", PYTHON_A), ("b", PYTHON_B)):
-        found = census_of(out, workload, dec, side)
+        found = case_census(records(out / f"census-{side}"), workload, dec)
         if found and (side == "b" or same_code(Path("base") / "harness", Path("harness"))):
-            folder = census_folder(out / "bisect", python, python)
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "runs.jsonl").write_text(json.dumps(found[0]) + "\n")
+            hand_census(out / "bisect", python, found)
             handed.append(python)
     return handed
 

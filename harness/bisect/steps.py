@@ -16,6 +16,7 @@ that cannot be installed. A step is expected to take as long as the longest of i
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,16 @@ def census_folder(root: str | Path, label: str, python: str) -> Path:
     """Where a bisection into ``root`` keeps the census of the candidate ``label`` run by ``python``; the ``census``
     folder above it is marked as not stored (other environments than the session's)."""
     return mark_not_stored(Path(root) / "census") / f"{slug(label)}-{hashlib.sha256(python.encode()).hexdigest()[:8]}"
+
+
+def hand_census(root: str | Path, python: str, record: dict) -> Path:
+    """Keep ``record``, a census run made before the bisection, as the census of the end given as the interpreter
+    ``python`` in a bisection into ``root``: the bisection takes it instead of measuring that end again. Returns its
+    folder."""
+    folder = census_folder(root, python, python)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "runs.jsonl").write_text(json.dumps(record) + "\n")
+    return folder
 
 
 class Steps:
