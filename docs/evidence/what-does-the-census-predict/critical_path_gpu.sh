@@ -6,8 +6,11 @@
 # Each later device call runs ../does-the-pr-check-work-on-a-gpu/poll.sh SECONDS, which packs /tmp/run into $OUT.
 # PART=injections (the default; about 18 device-minutes): toy_cuda.py, then, for device work just before each CUDA
 #   read-back, the same just after it, and host-only work: a census of each side and their interleaved comparison.
-# PART=pair (about 16): transformers 5.17.0 -> 5.25.0 at 4x1 and 1x4, each side a virtualenv of the image's
-#   interpreter laid out alike (a .pth to the packages), B with transformers 5.25.0 from .twheels in front.
+# PART=pair (about 16): transformers 5.17.0 -> 5.25.0 at 4x1 and 1x4 (DECS=4x1 for one, about 7), each side a
+#   virtualenv of the image's interpreter laid out alike (a .pth to the packages), B with transformers 5.25.0 from
+#   .twheels in front, and the packages it needs at newer versions than the image's from .twheels/deps-5.25.0:
+#   huggingface_hub 2.4.0, httpx2, httpcore2, truststore, hf-xet and click (`pip download --no-deps` of each; hf-xet
+#   for cp312 manylinux x86_64).
 # For a dry run of the plumbing on a CPU: GPU=cpu WORKLOAD=tiny-qwen3 BUDGET=0.5 R=/tmp/cp-dry bash THIS (and, for the
 # pair, TF_B=5.19.0 or another release whose stripped wheel is in .twheels).
 set -u
@@ -66,10 +69,11 @@ if [ "${PART:-injections}" = injections ]; then
   injected host-4x1 4x1 host 10
 else
   TF_B=${TF_B:-5.25.0}
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/tf-$TF_B" .twheels/transformers-$TF_B-*.whl
+  # a release that needs newer packages than the image's carries them in .twheels/deps-RELEASE
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/tf-$TF_B" .twheels/transformers-$TF_B-*.whl \
+    $(ls .twheels/deps-"$TF_B"/*.whl 2>/dev/null)
   venv_with /tmp/venv-a ""
   venv_with /tmp/venv-b "/tmp/tf-$TF_B"
-  pair pair-4x1 4x1 /tmp/venv-a/bin/python /tmp/venv-b/bin/python
-  pair pair-1x4 1x4 /tmp/venv-a/bin/python /tmp/venv-b/bin/python
+  for dec in ${DECS:-4x1 1x4}; do pair "pair-$dec" "$dec" /tmp/venv-a/bin/python /tmp/venv-b/bin/python; done
 fi
 echo done > "$R/DONE"
