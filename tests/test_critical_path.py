@@ -180,6 +180,21 @@ def test_bs_host_time_comes_from_the_counts_and_its_trace_is_said_where_it_disag
     )
 
 
+def test_bs_trace_is_read_at_as_host_speed_where_both_censuses_carry_their_host_probe():
+    a, b = host_bound(), host_bound().scaled(0.8)  # the same work, B's census traced on a host 1.25 times as fast
+    fast, slow = {"host_probe": {"launch_us": 8.0}}, {"host_probe": {"launch_us": 10.0}}
+    unread = cp.predict_pair(census(a), census(b), 100.0)
+    read = cp.predict_pair(census(a) | slow, census(b) | fast, 100.0)
+    assert unread["traced_pct"] < -15.0 and unread["lo"] < -15.0 and "host_speed" not in unread
+    assert (
+        read["host_speed"] == pytest.approx(0.8)
+        and abs(read["traced_pct"]) < 1.0
+        and read["hi"] - read["lo"] < (unread["hi"] - unread["lo"]) / 4
+    )
+    hidden = cp.predict_pair(census(a) | fast, census(a.plus(host_ms=10.0)) | fast, 100.0)  # equal hosts, unseen work
+    assert hidden["hi"] >= 9.5 and "at A's host speed gives +9." in hidden["note"]
+
+
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():
     a, b = census(host_bound()), census(host_bound().plus(device_ms=20.0, at=1), kernel_ms=35.0)
     rec = cp.beside_measured(a, b, 100.0, {"ratio": 1.2, "lo": 1.18, "hi": 1.22})

@@ -11,9 +11,12 @@
   overhead read per aten op (:func:`critical_path.per_op_overhead`) instead of in proportion to the host time; it is
   widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and
   the interval then spans as far from the point on either side: host work the counts miss (injected host work, a C
-  extension's own time) shows there, and so does a census run on a busier or idler host, which may hide such work;
-  one window cannot tell them apart, so the interval is wide, never narrow and wrong. The host part is the counted host
-  path's change, the GPU part the rest: the change of the host's waits at the syncs;
+  extension's own time) shows there, and so does a census run on a busier or idler host, which may hide such work.
+  Where both censuses carry the host probe of the process that traced them (``host_probe``: the time per launch of a
+  tiny op, measured before training), B's trace is read at A's host speed first (``host_speed``: the probes' ratio), so
+  that a census run on a slower or faster host moves it less; the probe is one short timing, so the interval still
+  spans as far as the trace reads. The host part is the counted host path's change, the GPU part the rest: the change
+  of the host's waits at the syncs;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
   segment the device part could all be in, from hidden to exposed;
@@ -35,6 +38,7 @@ from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host
 REL_ERROR = 0.3
 PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change's device part could all be
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
+AT_A_SPEED = " at A's host speed"
 
 
 @dataclass(frozen=True)
@@ -59,13 +63,14 @@ class PathPrediction:
     note: str | None = None
     bound: str = "host"
     traced_pct: float | None = None
+    host_speed: float | None = None
 
     def record(self) -> dict:
         out = {
             k: round(float(getattr(self, k)), 3)
             for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy", "host_scale")
         }
-        out |= {"traced_pct": round(self.traced_pct, 3)} if self.traced_pct is not None else {}
+        out |= {k: round(getattr(self, k), 3) for k in ("traced_pct", "host_speed") if getattr(self, k) is not None}
         return (
             out
             | {
@@ -106,10 +111,20 @@ def _as_host(t: Timeline, host_ms: float) -> Timeline:
     return t.scaled(host_ms / t.host_ms) if t.host_ms > 0 else t.plus(host_ms=host_ms)
 
 
+def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
+    """How much faster A's host drove the device than B's when each census was traced: B's probe time per launch over
+    A's (``host_probe.launch_us``); None where either census lacks it (censuses recorded before they carried it)."""
+    probes = [((c.get("host_probe") or {}).get("launch_us")) for c in (census_a, census_b)]
+    if not all(isinstance(p, (int, float)) and p > 0 for p in probes):
+        return None
+    return probes[1] / probes[0]
+
+
 def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
     """B's step from its own timeline, at A's host scale (module docstring)."""
     ta, tb = Timeline.of(census_a), Timeline.of(census_b)
     best, r_lo, r_hi = _count_ratios(census_a, census_b, calibration) or (tb.host_ms / ta.host_ms,) * 3
+    speed = host_speed(census_a, census_b)
     points, span, traced, runs = [], [], [], {}
     for placement in PLACEMENTS:
         k, why = host_scale(ta, step_ms_a, placement)
@@ -118,7 +133,7 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         rb = simulate(_as_host(tb, a.host_ms * best), placement)
         points.append(rb.step_ms / ra.step_ms - 1)
         span += [simulate(_as_host(tb, a.host_ms * r), placement).step_ms / ra.step_ms - 1 for r in (r_lo, r_hi)]
-        traced.append(simulate(tb.scaled(k), placement).step_ms / ra.step_ms - 1)
+        traced.append(simulate(tb.scaled(k / (speed or 1.0)), placement).step_ms / ra.step_ms - 1)
         if (c := per_op_overhead(ta, step_ms_a, placement)) is not None:  # the profiler's overhead read per op instead
             a_op = ta.less_per_op(c)
             span.append(
@@ -138,8 +153,9 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
             x
             for x in (
                 why,
-                f"B's traced host time gives {100 * by_trace:+.2f}%: host work the census does not count, or a census "
-                "run on a busier or idler host; the interval spans that far either way",
+                f"B's traced host time{AT_A_SPEED if speed else ''} gives {100 * by_trace:+.2f}%: host work the "
+                "census does not count, or a census run on a busier or idler host; the interval spans that far either "
+                "way",
             )
             if x
         )
@@ -158,6 +174,7 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         why,
         _bound(ta, k),
         100 * by_trace,
+        speed,
     )
 
 

@@ -231,7 +231,8 @@ def train(req: dict, timing: dict) -> dict:
         "profile": profiler.result if profiler is not None else None,
         "host_probe": b.probe,
         "env": worker_env(b.trainer.model),
-        "census": census.result if census is not None else None,
+        # the census carries the host probe of the process that traced it: its host time is read at that host's speed
+        "census": census.result | {"host_probe": b.probe} if census is not None and census.result else None,
         "data_digest": w.data.digest,  # local data: the content trained on (build.check_digest compared it); else None
         "inject_work_fired": {
             "calls": inject.fired,

@@ -8,6 +8,10 @@ from a census without and with the launch bins (``device_at``); ``toy-warm-windo
 lease, with the launch bins and a first profiled window that none of the variants' censuses takes. ``before-sync-4x1``:
 the censuses of qwen3-1.7b-lora 4x1 without and with 2000 microseconds of spin kernel before each CUDA
 ``Tensor.item()``, and the interleaved comparison's blocks (A's median step, B/A by pair).
+
+``critical-path-h100-10000us.jsonl.gz`` (two later leases, read too): ``toy_cuda.py`` with a random order of variants
+per round and the SM clock per block; qwen3-1.7b-lora 4x1 with 10,000 microseconds of spin before each CUDA read-back,
+the same after it, and 10 units of host work per LoRA layer; and transformers 5.17.0 -> 5.25.0 at 4x1.
 """
 
 from __future__ import annotations
@@ -46,20 +50,29 @@ def toy(data: dict, title: str) -> None:
         print(line(name, measured, cost_path.predict_pair(censuses["base"], censuses[name], base_ms)))
 
 
-def qwen(files: dict) -> None:
-    blocks = [r for r in files["before-sync-4x1/blocks.jsonl"] if not r.get("warmup")]
+def measured_pairs(blocks: list) -> tuple[float, float, int]:
+    """(A's median step, the median pair's B/A change in percent, pairs) of an interleaved comparison's blocks."""
     by_pair: dict = {}
     for r in blocks:
-        by_pair.setdefault((r["launch"], r["pair"]), {})[r["side"]] = statistics.median(r["step_times_ms"])
+        if not r.get("warmup"):
+            by_pair.setdefault((r["launch"], r["pair"]), {})[r["side"]] = statistics.median(r["step_times_ms"])
     pairs = [p for p in by_pair.values() if len(p) == 2]
     step_a = statistics.median(p["a"] for p in pairs)
-    measured = 100 * (math.exp(statistics.median(math.log(p["b"] / p["a"]) for p in pairs)) - 1)
-    ca, cb = (files[f"before-sync-4x1/census-{s}/runs.jsonl"][0]["census"] for s in "ab")
+    return step_a, 100 * (math.exp(statistics.median(math.log(p["b"] / p["a"]) for p in pairs)) - 1), len(pairs)
+
+
+def qwen(files: dict, case: str, title: str) -> None:
+    step_a, measured, n = measured_pairs(files[f"{case}/blocks.jsonl"])
+    # these runs recorded the host probe beside the census; a census now carries its own
+    ca, cb = (
+        {**r["census"], "host_probe": r["host_probe"]}
+        for r in (files[f"{case}/census-{s}/runs.jsonl"][0] for s in "ab")
+    )
     print(
-        f"qwen3-1.7b-lora 4x1, 2000 us before each CUDA read: A's step {step_a:.1f} ms over {len(pairs)} pairs; "
+        f"qwen3-1.7b-lora 4x1, {title}: A's step {step_a:.1f} ms over {n} pairs; "
         f"kernel time {ca['kernel_ms']:.2f} -> {cb['kernel_ms']:.2f} ms per step"
     )
-    print(line("before", measured, cost_path.predict_pair(ca, cb, step_a)) + " (median pair; the verdict's: report)")
+    print(line(title, measured, cost_path.predict_pair(ca, cb, step_a)) + " (median pair; the verdict's: report)")
 
 
 def main(path: str = str(HERE / "critical-path-h100.jsonl.gz")) -> int:
@@ -71,7 +84,16 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz")) -> int:
             files[f"toy-warm-window-{i}/toy_cuda.json"],
             f"toy loop, launch bins, a first window profiled apart, run {i}",
         )
-    qwen(files)
+    qwen(files, "before-sync-4x1", "2000 us before each CUDA read")
+    later = raw.load(str(Path(path).parent / "critical-path-h100-10000us.jsonl.gz"))
+    toy(later["lease-f35cf60e/toy_cuda.json"], "toy loop, rounds in a random order (lease f35cf60e)")
+    for case, title in (
+        ("lease-f35cf60e/before-4x1", "10,000 us before each CUDA read"),
+        ("lease-f35cf60e/after-4x1", "10,000 us after each CUDA read"),
+        ("lease-f35cf60e/host-4x1", "10 units of host work per LoRA layer"),
+        ("lease-7d06fe60/pair-4x1", "transformers 5.17.0 -> 5.25.0"),
+    ):
+        qwen(later, case, title)
     print(f"the interval covers the measured change in {sum(COVERED)} of {len(COVERED)} predictions")
     return 0
 
