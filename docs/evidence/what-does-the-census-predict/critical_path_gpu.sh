@@ -4,8 +4,12 @@
 #   cd /tmp/snap && setsid nohup bash docs/evidence/what-does-the-census-predict/critical_path_gpu.sh \
 #     > /tmp/cp.log 2>&1 < /dev/null &
 # Each later device call runs ../does-the-pr-check-work-on-a-gpu/poll.sh SECONDS, which packs /tmp/run into $OUT.
-# PART=injections (the default; about 18 device-minutes): toy_cuda.py, then, for device work just before each CUDA
-#   read-back, the same just after it, and host-only work: a census of each side and their interleaved comparison.
+# PART=injections (the default; about 18 device-minutes): toy_cuda.py (TOY=0 leaves it out), then, for each split in
+#   DECS (default 4x1) and each case in CASES (default "before after host"): device work just before each CUDA
+#   read-back, the same just after it, host-only work; a census of each side and their interleaved comparison.
+#   DECS=1x4 TOY=0: the same at 1x4 (about 16).
+# PART=gpu-bound (about 12): the injections "before" and "host" on a GPU-bound step, 16x1 of qwen3-1.7b-lora-mb16
+#   (workloads/ beside this script: the reference workload at effective batch 16), without the toy.
 # PART=pair (about 16): transformers 5.17.0 -> 5.25.0 at 4x1 and 1x4 (DECS=4x1 for one, about 7), each side a
 #   virtualenv of the image's interpreter laid out alike (a .pth to the packages), B with transformers 5.25.0 from
 #   .twheels in front, and the packages it needs at newer versions than the image's from .twheels/deps-5.25.0:
@@ -18,6 +22,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE/../../.."
 R=${R:-/tmp/run}
 GPU=${GPU:-h200}
+PART=${PART:-injections}
+if [ "$PART" = gpu-bound ]; then
+  WORKLOADS_DIR=${WORKLOADS_DIR:-$HERE/workloads} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora-mb16}
+  DECS=${DECS:-16x1} CASES=${CASES:-before host} TOY=${TOY:-0}
+fi
+WORKLOADS_DIR=${WORKLOADS_DIR:-workloads}
 WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora}
 BUDGET=${BUDGET:-4}
 mkdir -p "$R"
@@ -27,7 +37,7 @@ if [ "$GPU" != cpu ]; then
   nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,driver_version --format=csv > "$R/nvidia-smi.txt"
   grep -q H200 "$R/nvidia-smi.txt" || export HARNESS_MACHINE=h200  # filed as the runner's machine class
 fi
-case_args() { echo --gpu "$GPU" --workload "$WORKLOAD" --decomposition "$1"; }
+case_args() { echo --gpu "$GPU" --workloads-dir "$WORKLOADS_DIR" --workload "$WORKLOAD" --decomposition "$1"; }
 
 # NAME DEC KIND AMOUNT: A's census, B's with the injection, then A against B interleaved, into $R/NAME
 injected() {
@@ -62,11 +72,16 @@ venv_with() {
   "$1/bin/python" -c "import transformers, sys; print(sys.prefix, transformers.__version__)" >> "$R/versions.txt"
 }
 
-if [ "${PART:-injections}" = injections ]; then
-  [ "$GPU" = cpu ] || timeout 120 python3 "$HERE/toy_cuda.py" "$R/toy_cuda.json" > "$R/toy_cuda.log" 2>&1
-  injected before-4x1 4x1 device_before_sync 10000
-  injected after-4x1 4x1 device_after_sync 10000
-  injected host-4x1 4x1 host 10
+# CASE: its injection's kind and amount (10,000 us of spin per read-back; 10 units of host work per LoRA layer)
+declare -A KIND=([before]=device_before_sync [after]=device_after_sync [host]=host)
+declare -A AMOUNT=([before]=10000 [after]=10000 [host]=10)
+
+if [ "$PART" != pair ]; then
+  [ "$GPU" = cpu ] || [ "${TOY:-1}" = 0 ] || timeout 120 python3 "$HERE/toy_cuda.py" "$R/toy_cuda.json" \
+    > "$R/toy_cuda.log" 2>&1
+  for dec in ${DECS:-4x1}; do
+    for c in ${CASES:-before after host}; do injected "$c-$dec" "$dec" "${KIND[$c]}" "${AMOUNT[$c]}"; done
+  done
 else
   TF_B=${TF_B:-5.25.0}
   # a release that needs newer packages than the image's carries them in .twheels/deps-RELEASE
