@@ -39,6 +39,8 @@ REL_ERROR = 0.3
 PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change's device part could all be
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
 AT_A_SPEED = " at A's host speed"
+# two censuses whose host probes differ by less than this share are taken as traced on hosts alike (docs/cost-model.md)
+PROBES_ALIKE = 0.1
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,22 @@ def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
     return probes[1] / probes[0]
 
 
+def _trace_note(by_trace: float, speed: float | None) -> str:
+    """What B's trace says where it falls outside the interval of the counts, and what most likely made it so: where
+    the host probes say the two censuses ran on hosts alike, host work the census does not count."""
+    if speed is None:
+        cause = "host work the census does not count, or a census run on a busier or idler host"
+    elif abs(speed - 1) < PROBES_ALIKE:
+        cause = f"the censuses' host probes agree (x{speed:.2f}), so most likely host work the census does not count"
+    else:
+        cause = f"the host probes differ (x{speed:.2f}): a host that ran slower or faster while traced, or host work"
+        cause += " the census does not count"
+    return (
+        f"B's traced host time{AT_A_SPEED if speed else ''} gives {100 * by_trace:+.2f}%: {cause}; the interval spans "
+        "that far either way"
+    )
+
+
 def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
     """B's step from its own timeline, at A's host scale (module docstring)."""
     ta, tb = Timeline.of(census_a), Timeline.of(census_b)
@@ -146,19 +164,8 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     total, by_trace = sum(points) / len(points), sum(traced) / len(traced)
     host = sum(r[-1] for r in runs.values()) / len(runs)
     lo, hi = _widened(span + points, total)
-    if (
-        not lo <= by_trace <= hi
-    ):  # host work the counts miss, or a trace on a busier or idler host: which, one window cannot tell
-        why = "; ".join(
-            x
-            for x in (
-                why,
-                f"B's traced host time{AT_A_SPEED if speed else ''} gives {100 * by_trace:+.2f}%: host work the "
-                "census does not count, or a census run on a busier or idler host; the interval spans that far either "
-                "way",
-            )
-            if x
-        )
+    if not lo <= by_trace <= hi:  # host work the counts miss, or a trace on a busier or idler host
+        why = "; ".join(x for x in (why, _trace_note(by_trace, speed)) if x)
         lo, hi = min(lo, total - abs(by_trace - total)), max(hi, total + abs(by_trace - total))
     return PathPrediction(
         100 * total,
