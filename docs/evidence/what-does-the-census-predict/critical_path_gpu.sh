@@ -15,6 +15,8 @@
 #   .twheels in front, and the packages it needs at newer versions than the image's from .twheels/deps-5.25.0:
 #   huggingface_hub 2.4.0, httpx2, httpcore2, truststore, hf-xet and click (`pip download --no-deps` of each; hf-xet
 #   for cp312 manylinux x86_64).
+# PART may name several, run one after the other with the settings given to all; PAIR_DECS, where set, is the pair's
+#   splits alone: PART="gpu-bound pair" PAIR_DECS=1x4 (about 21 minutes) fits one session.
 # For a dry run of the plumbing on a CPU: GPU=cpu WORKLOAD=tiny-qwen3 BUDGET=0.5 R=/tmp/cp-dry bash THIS (and, for the
 # pair, TF_B=5.19.0 or another release whose stripped wheel is in .twheels).
 set -u
@@ -22,13 +24,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE/../../.."
 R=${R:-/tmp/run}
 GPU=${GPU:-h200}
-PART=${PART:-injections}
-if [ "$PART" = gpu-bound ]; then
-  WORKLOADS_DIR=${WORKLOADS_DIR:-$HERE/workloads} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora-mb16}
-  DECS=${DECS:-16x1} CASES=${CASES:-before host} TOY=${TOY:-0}
-fi
-WORKLOADS_DIR=${WORKLOADS_DIR:-workloads}
-WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora}
 BUDGET=${BUDGET:-4}
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1 PYTHONPATH=${PYTHONPATH:-/tmp/site}
@@ -76,19 +71,29 @@ venv_with() {
 declare -A KIND=([before]=device_before_sync [after]=device_after_sync [host]=host)
 declare -A AMOUNT=([before]=10000 [after]=10000 [host]=10)
 
-if [ "$PART" != pair ]; then
-  [ "$GPU" = cpu ] || [ "${TOY:-1}" = 0 ] || timeout 120 python3 "$HERE/toy_cuda.py" "$R/toy_cuda.json" \
-    > "$R/toy_cuda.log" 2>&1
-  for dec in ${DECS:-4x1}; do
-    for c in ${CASES:-before after host}; do injected "$c-$dec" "$dec" "${KIND[$c]}" "${AMOUNT[$c]}"; done
-  done
-else
+# one part (the header), in a subshell of its own so that its settings stay in it
+run_part() {
+  if [ "$1" = gpu-bound ]; then
+    WORKLOADS_DIR=${WORKLOADS_DIR:-$HERE/workloads} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora-mb16}
+    DECS=${DECS:-16x1} CASES=${CASES:-before host} TOY=${TOY:-0}
+  fi
+  WORKLOADS_DIR=${WORKLOADS_DIR:-workloads} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora}
+  if [ "$1" != pair ]; then
+    [ "$GPU" = cpu ] || [ "${TOY:-1}" = 0 ] || timeout 120 python3 "$HERE/toy_cuda.py" "$R/toy_cuda.json" \
+      > "$R/toy_cuda.log" 2>&1
+    for dec in ${DECS:-4x1}; do
+      for c in ${CASES:-before after host}; do injected "$c-$dec" "$dec" "${KIND[$c]}" "${AMOUNT[$c]}"; done
+    done
+    return
+  fi
   TF_B=${TF_B:-5.25.0}
   # a release that needs newer packages than the image's carries them in .twheels/deps-RELEASE
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/tf-$TF_B" .twheels/transformers-$TF_B-*.whl \
-    $(ls .twheels/deps-"$TF_B"/*.whl 2>/dev/null)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "/tmp/tf-$TF_B" \
+    .twheels/transformers-"$TF_B"-*.whl $(ls .twheels/deps-"$TF_B"/*.whl 2>/dev/null)
   venv_with /tmp/venv-a ""
   venv_with /tmp/venv-b "/tmp/tf-$TF_B"
-  for dec in ${DECS:-4x1 1x4}; do pair "pair-$dec" "$dec" /tmp/venv-a/bin/python /tmp/venv-b/bin/python; done
-fi
+  for dec in ${PAIR_DECS:-${DECS:-4x1 1x4}}; do pair "pair-$dec" "$dec" /tmp/venv-a/bin/python /tmp/venv-b/bin/python; done
+}
+
+for part in ${PART:-injections}; do (run_part "$part"); done
 echo done > "$R/DONE"
