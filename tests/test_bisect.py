@@ -437,6 +437,7 @@ def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_a
     assert [s["label"] for s in c["skipped"]] == ["lorafx 1.4"] and [u["label"] for u in res.uninstallable] == [
         "lorafx 1.4"
     ]
+    assert "(not exact): slower, the census unchanged: xregression" in "\n".join(summary(res.data))
 
 
 def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):

@@ -109,10 +109,10 @@ def summary(res: dict) -> list[str]:
         + (f", by {res['search']}" if res.get("search") not in (None, "none") else "")
     ]
     for c in ranked(res["changes"]):
-        shown = c["diff"][:2] + [
-            ln for ln in c.get("memory") or [] if ln not in c["diff"][:2]
-        ]  # a peak that moved is always named
-        what = "; ".join(shown) if c["kind"] == "census" else f"slower, the census unchanged: {_first_bad_message(c)}"
+        if c["kind"] == "census":  # its first two lines, and a peak that moved is always named
+            what = "; ".join(c["diff"][:2] + [ln for ln in c.get("memory") or [] if ln not in c["diff"][:2]])
+        else:
+            what = f"slower, the census unchanged: {_first_bad_message(c)}"
         out.append(f"  {c['kind']} change at {boundary_text(c)}" + ("" if c["exact"] else " (not exact)") + f": {what}")
         if c["kind"] == "census":
             out.append(f"    predicted: {predicted_text(c.get('predicted'))}")
