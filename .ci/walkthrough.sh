@@ -144,10 +144,16 @@ rc=0; pytest perftests --gpu=cpu --workload my-chat --repeats 2 --max-repeats 4 
 [ "$rc" = 1 ] || fail "a step time four times as long was not a regression (exit code $rc, not 1)"
 verdict perf-results/my-chat-slow/report.md | grep -q "^\*\*REGRESSION: .*my-chat" \
   || fail "the report does not open with the regression and its case: $(verdict perf-results/my-chat-slow/report.md)"
-python -m harness interleave --gpu cpu --workload my-chat --decomposition 2x2 --python-b "$PY" \
-  --set launches=3 --set pairs=6 --set block_steps=2 --results-dir perf-results/my-chat-aa \
-  || fail "the A/A comparison of my-chat found a difference between one environment and itself (exit code $?)"
-"$PY" -c 'import json, sys; v = json.load(open("perf-results/my-chat-aa/report.json"))["verdict"]; print("A/A verdict:", v["outcome"]); sys.exit(v["outcome"] not in ("pass", "inconclusive"))' \
+# an A/A on a shared CPU finds a difference at its false-alarm rate (α 0.05), more often beside a busy neighbour; its
+# message then says to rerun it, as a user would: two in a row are not chance
+aa() {
+  python -m harness interleave --gpu cpu --workload my-chat --decomposition 2x2 --python-b "$PY" \
+    --set launches=3 --set pairs=6 --set block_steps=2 --results-dir "perf-results/my-chat-aa$1"
+}
+AA=perf-results/my-chat-aa
+aa "" || { echo "the A/A found a difference (exit code $?); rerun, as its message says"; AA=$AA-again; aa -again; } \
+  || fail "the A/A comparison of my-chat found a difference between one environment and itself, twice (exit code $?)"
+"$PY" -c 'import json, sys; v = json.load(open(sys.argv[1]))["verdict"]; print("A/A verdict:", v["outcome"]); sys.exit(v["outcome"] not in ("pass", "inconclusive"))' "$AA/report.json" \
   || fail "the A/A verdict is neither pass nor inconclusive"
 took
 
