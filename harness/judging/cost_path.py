@@ -38,7 +38,6 @@ from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host
 REL_ERROR = 0.3
 PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change's device part could all be
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
-AT_A_SPEED = " at A's host speed"
 # two censuses whose host probes differ by less than this share are taken as traced on hosts alike (docs/cost-model.md)
 PROBES_ALIKE = 0.1
 
@@ -132,10 +131,8 @@ def _trace_note(by_trace: float, speed: float | None) -> str:
     else:
         cause = f"the host probes differ (x{speed:.2f}): a host that ran slower or faster while traced, or host work"
         cause += " the census does not count"
-    return (
-        f"B's traced host time{AT_A_SPEED if speed else ''} gives {100 * by_trace:+.2f}%: {cause}; the interval spans "
-        "that far either way"
-    )
+    at = " at A's host speed" if speed else ""
+    return f"B's traced host time{at} gives {100 * by_trace:+.2f}%: {cause}; the interval spans that far either way"
 
 
 def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
