@@ -44,7 +44,9 @@ def line(name: str, measured: float, p: dict) -> str:
 def toy(data: dict, title: str) -> None:
     steps, censuses = data["steps_ms"], data["censuses"]
     base_ms = statistics.median(steps["base"])
-    print(f"{title}: base step {base_ms:.2f} ms")
+    clocks = data.get("clocks_mhz")  # the SM clock as each block ended, where the toy recorded it
+    seen = sorted({c for v in (clocks or {}).values() for c in v})
+    print(f"{title}: base step {base_ms:.2f} ms" + (f"; SM clocks seen {seen} MHz" if clocks else ""))
     for name in ("before", "after", "host"):
         measured = 100 * (statistics.median(b / a for a, b in zip(steps["base"], steps[name])) - 1)
         print(line(name, measured, cost_path.predict_pair(censuses["base"], censuses[name], base_ms)))
@@ -71,6 +73,11 @@ def qwen(files: dict, case: str, title: str) -> None:
     print(
         f"qwen3-1.7b-lora 4x1, {title}: A's step {step_a:.1f} ms over {n} pairs; "
         f"kernel time {ca['kernel_ms']:.2f} -> {cb['kernel_ms']:.2f} ms per step"
+    )
+    pa, pb = ca["host_probe"], cb["host_probe"]
+    print(
+        f"  host probes: A {pa['launch_us']:.2f} us per launch, {pa['python_ns']:.1f} ns per loop; B "
+        f"{pb['launch_us']:.2f} us, {pb['python_ns']:.1f} ns; B/A per launch x{pb['launch_us'] / pa['launch_us']:.3f}"
     )
     print(line(title, measured, cost_path.predict_pair(ca, cb, step_a)) + " (median pair; the verdict's: report)")
 
