@@ -209,6 +209,21 @@ def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measu
     assert cp.beside_measured(census(None), census(None, ops=1100.0), 100.0, None)["model"] == cp.TWO_PATH
 
 
+def test_the_bisects_predicted_cost_is_the_critical_paths_where_both_censuses_carry_timelines():
+    """Device work queued before a sync on a host-bound step: the two-path model prices it at nothing, the bisect's
+    hook at what the sync waits for, named by its model in the report's line."""
+    from harness.bisect.report import predicted_text
+    from harness.bisect.search import predicted_cost
+
+    a, b = census(host_bound()), census(host_bound().plus(device_ms=20.0, at=1), kernel_ms=35.0)
+    got = predicted_cost({"census": a, "step_ms": 100.0}, {"census": b})
+    assert got["model"] == cp.CRITICAL and got["lo"] <= 20.0 <= got["hi"] and got["gpu_part"] > 10.0
+    assert cm.prediction_record(a, 100.0, b)["delta_pct"] < 1.0  # what the bisect said before
+    assert predicted_text(got).endswith("of the step, critical path")
+    old = predicted_cost({"census": census(None), "step_ms": 100.0}, {"census": census(None, ops=1100.0)})
+    assert old["model"] == cp.TWO_PATH and "older census" in predicted_text(old, note=True)
+
+
 def run_cli(*args):
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):

@@ -62,7 +62,8 @@ def recheck_command(res: dict, c: dict) -> str | None:
     )
 
 
-def predicted_text(p: dict | None) -> str:
+def predicted_text(p: dict | None, note: bool = False) -> str:
+    """A prediction in a few words, with the model that gave it; ``note``: and what the model could not place."""
     if not p or p.get("delta_pct") is None:
         return (p or {}).get("reason") or "no prediction (no cost model for this case)"
     span = f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else ""
@@ -71,7 +72,9 @@ def predicted_text(p: dict | None) -> str:
         if p.get("host_part") is not None and p.get("gpu_part") is not None
         else ""
     )
-    return f"{p['delta_pct']:+.1f}%{span}{parts} of the step"
+    model = f", {p['model']}" if p.get("model") else ""
+    why = f"; {p['note']}" if note and p.get("note") else ""
+    return f"{p['delta_pct']:+.1f}%{span}{parts} of the step{model}{why}"
 
 
 def ranked(changes: list[dict]) -> list[dict]:
@@ -166,7 +169,7 @@ def markdown(res: dict) -> str:
             )
             lines += [
                 f"- counts attributed here: {counts_text(c['counts'])}",
-                f"- predicted cost: {predicted_text(c.get('predicted'))}",
+                f"- predicted cost: {predicted_text(c.get('predicted'), note=True)}",
                 f"- the search measured {c['measured_inside']} of the {c['ladder'] - 2} {c['package']} candidates "
                 "between good and bad",
             ]

@@ -37,11 +37,17 @@ def differ(a: dict, b: dict) -> bool:
 
 
 def predicted_cost(base: dict, cur: dict) -> dict | None:
-    """The cost model's prediction for the change from ``base`` to ``cur`` (:mod:`harness.judging.cost_model`), from the
-    base census run's own median step; ``{"reason"}`` where it cannot say (a CPU census is all host work)."""
-    from harness.judging import cost_model
+    """The predicted change from ``base`` to ``cur``, from the base census run's own median step, by the model that can
+    give it (:func:`harness.judging.cost_path.predict_pair`: the critical path where both censuses carry a timeline;
+    ``model`` says which); ``{"reason"}`` where it cannot say."""
+    from harness.judging import cost_path
 
-    return cost_model.prediction_record(base["census"], {"step_ms": base.get("step_ms")}, cur["census"])
+    if base.get("step_ms") is None:
+        return {"reason": "no prediction: case timing: the base's census run has no median step"}
+    try:
+        return cost_path.predict_pair(base["census"], cur["census"], float(base["step_ms"]))
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
+        return {"reason": f"no prediction: {exc}"}
 
 
 def bisect(
