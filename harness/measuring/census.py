@@ -36,6 +36,7 @@ from transformers import TrainerCallback
 from harness.judging.census_window import window_plan
 from harness.measuring import census_memory
 from harness.measuring.census_counts import summarize
+from harness.measuring.probe import host_probe
 
 # Arguments that name this run rather than configure it.
 VOLATILE_ARGS = (
@@ -216,6 +217,10 @@ class CensusCallback(TrainerCallback):
 
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
             self._sync()
+            # the host's speed next to the traced window, where the run's own probe is read after the model's build
+            self._marks["probe"] = host_probe(
+                torch.device("cuda", torch.cuda.current_device()) if self.cuda else torch.device("cpu")
+            )
             self._marks["counters0"] = {k: f() for k, f in self.counters.items()}
             self._marks["tokens0"] = dict(self.tokens()) if self.tokens else None
             self.prof = profile(
@@ -293,5 +298,6 @@ class CensusCallback(TrainerCallback):
             if "python_wall_ms" in self._marks
             else None,
         }
+        out["window_probe"] = self._marks.get("probe")
         out["config"] = self.config
         return out

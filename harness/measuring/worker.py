@@ -130,7 +130,7 @@ def build_trainer(
 def _build_inputs(w, device, timing: dict) -> tuple[Any, Any, dict, Any]:
     """(tokenizer, model, host probe, dataset) of workload ``w`` on ``device``; ``timing`` gets the time of each."""
     from harness.measuring import build
-    from harness.measuring.callbacks import host_probe
+    from harness.measuring.probe import host_probe
 
     t = time.perf_counter()
     tokenizer = build.build_tokenizer(w)
