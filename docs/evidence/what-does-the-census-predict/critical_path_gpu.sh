@@ -9,14 +9,17 @@
 #   read-back, the same just after it, host-only work; a census of each side and their interleaved comparison.
 #   DECS=1x4 TOY=0: the same at 1x4 (about 16).
 # PART=gpu-bound (about 12): the injections "before" and "host" on a GPU-bound step, 16x1 of qwen3-1.7b-lora-mb16
-#   (workloads/ beside this script: the reference workload at effective batch 16), without the toy.
+#   (workloads/ beside this script: the reference workload at effective batch 16), without the toy; GB_DECS and
+#   GB_CASES (not DECS and CASES, which the other parts take) change its splits and cases.
 # PART=pair (about 16): transformers 5.17.0 -> 5.25.0 at 4x1 and 1x4 (DECS=4x1 for one, about 7), each side a
 #   virtualenv of the image's interpreter laid out alike (a .pth to the packages), B with transformers 5.25.0 from
 #   .twheels in front, and the packages it needs at newer versions than the image's from .twheels/deps-5.25.0:
 #   huggingface_hub 2.4.0, httpx2, httpcore2, truststore, hf-xet and click (`pip download --no-deps` of each; hf-xet
 #   for cp312 manylinux x86_64).
 # PART may name several, run one after the other with the settings given to all; PAIR_DECS, where set, is the pair's
-#   splits alone: PART="gpu-bound pair" PAIR_DECS=1x4 (about 21 minutes) fits one session.
+#   splits alone: PART="gpu-bound pair" PAIR_DECS=1x4 (about 21 minutes) fits one session. Everything left at 1x4
+#   and one GPU-bound case, with 3-minute comparisons (about 25 minutes):
+#   BUDGET=3 PART="gpu-bound injections pair" DECS=1x4 TOY=0 GB_CASES=before
 # For a dry run of the plumbing on a CPU: GPU=cpu WORKLOAD=tiny-qwen3 BUDGET=0.5 R=/tmp/cp-dry bash THIS (and, for the
 # pair, TF_B=5.19.0 or another release whose stripped wheel is in .twheels).
 set -u
@@ -74,8 +77,9 @@ declare -A AMOUNT=([before]=10000 [after]=10000 [host]=10)
 # one part (the header), in a subshell of its own so that its settings stay in it
 run_part() {
   if [ "$1" = gpu-bound ]; then
+    # its own splits and cases (GB_DECS, GB_CASES), whatever DECS and CASES the other parts are given
     WORKLOADS_DIR=${WORKLOADS_DIR:-$HERE/workloads} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora-mb16}
-    DECS=${DECS:-16x1} CASES=${CASES:-before host} TOY=${TOY:-0}
+    DECS=${GB_DECS:-16x1} CASES=${GB_CASES:-before host} TOY=0
   fi
   WORKLOADS_DIR=${WORKLOADS_DIR:-workloads} WORKLOAD=${WORKLOAD:-qwen3-1.7b-lora}
   if [ "$1" != pair ]; then
