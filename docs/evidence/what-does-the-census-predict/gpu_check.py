@@ -12,6 +12,10 @@ the censuses of qwen3-1.7b-lora 4x1 without and with 2000 microseconds of spin k
 ``critical-path-h100-10000us.jsonl.gz`` (two later leases, read too): ``toy_cuda.py`` with a random order of variants
 per round and the SM clock per block; qwen3-1.7b-lora 4x1 with 10,000 microseconds of spin before each CUDA read-back,
 the same after it, and 10 units of host work per LoRA layer; and transformers 5.17.0 -> 5.25.0 at 4x1.
+
+Each further file named (``gpu_check.py FIRST MORE...``) is read as the packed results dir of a later
+``critical_path_gpu.sh`` run: every comparison in it (a folder with ``blocks.jsonl`` and a census of each side) is
+predicted and counted in the calibration the same way.
 """
 
 from __future__ import annotations
@@ -65,24 +69,38 @@ def measured_pairs(blocks: list) -> tuple[float, float, int]:
 
 def qwen(files: dict, case: str, title: str) -> None:
     step_a, measured, n = measured_pairs(files[f"{case}/blocks.jsonl"])
-    # these runs recorded the host probe beside the census; a census now carries its own
-    ca, cb = (
-        {**r["census"], "host_probe": r["host_probe"]}
-        for r in (files[f"{case}/census-{s}/runs.jsonl"][0] for s in "ab")
-    )
+    runs = [files[f"{case}/census-{s}/runs.jsonl"][0] for s in "ab"]
+    # the first runs recorded the host probe beside the census; a census now carries its own
+    ca, cb = ({**r["census"], "host_probe": r["host_probe"]} for r in runs)
     print(
-        f"qwen3-1.7b-lora 4x1, {title}: A's step {step_a:.1f} ms over {n} pairs; "
-        f"kernel time {ca['kernel_ms']:.2f} -> {cb['kernel_ms']:.2f} ms per step"
+        f"{runs[0]['workload']} {runs[0]['decomposition_id']}, {title}: A's step {step_a:.1f} ms over {n} pairs; "
+        + (
+            f"kernel time {ca['kernel_ms']:.2f} -> {cb['kernel_ms']:.2f} ms per step"
+            if ca["kernel_ms"]
+            else "on the CPU"
+        )
     )
-    pa, pb = ca["host_probe"], cb["host_probe"]
-    print(
-        f"  host probes: A {pa['launch_us']:.2f} us per launch, {pa['python_ns']:.1f} ns per loop; B "
-        f"{pb['launch_us']:.2f} us, {pb['python_ns']:.1f} ns; B/A per launch x{pb['launch_us'] / pa['launch_us']:.3f}"
-    )
+    for key, what in (("host_probe", "host probes"), ("window_probe", "probes next to the window")):
+        pa, pb = ca.get(key), cb.get(key)
+        if pa and pb:
+            print(
+                f"  {what}: A {pa['launch_us']:.2f} us per launch, {pa['python_ns']:.1f} ns per loop; B "
+                f"{pb['launch_us']:.2f} us, {pb['python_ns']:.1f} ns; "
+                f"B/A per launch x{pb['launch_us'] / pa['launch_us']:.3f}"
+            )
     print(line(title, measured, cost_path.predict_pair(ca, cb, step_a)) + " (median pair; the verdict's: report)")
 
 
-def main(path: str = str(HERE / "critical-path-h100.jsonl.gz")) -> int:
+def comparisons(files: dict) -> list[str]:
+    """The comparisons of a packed ``critical_path_gpu.sh`` results dir: folders with blocks and a census of each
+    side."""
+    ends = "/blocks.jsonl"
+    return sorted(
+        k[: -len(ends)] for k in files if k.endswith(ends) and f"{k[: -len(ends)]}/census-b/runs.jsonl" in files
+    )
+
+
+def main(path: str = str(HERE / "critical-path-h100.jsonl.gz"), *more: str) -> int:
     files = raw.load(path)
     toy(files["toy-without-bins/toy_cuda.json"], "toy loop, census without launch bins (lease 7bdafb10)")
     toy(files["toy-with-bins/toy_cuda.json"], "toy loop, census with launch bins (lease a415930c)")
@@ -101,9 +119,13 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz")) -> int:
         ("lease-7d06fe60/pair-4x1", "transformers 5.17.0 -> 5.25.0"),
     ):
         qwen(later, case, title)
+    for extra in more:
+        files = raw.load(extra)
+        for case in comparisons(files):
+            qwen(files, case, f"{Path(extra).name}: {case}")
     print(f"the interval covers the measured change in {sum(COVERED)} of {len(COVERED)} predictions")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(*sys.argv[1:2]))
+    raise SystemExit(main(*sys.argv[1:]))
