@@ -95,7 +95,8 @@ def test_census_keys_on_cpu(runs):
     assert cfg["peft"]["default"]["r"] == 8 and isinstance(cfg["peft"]["default"]["target_modules"], list)
     assert c["overhead"]["profiled_ms"] > 0 and c["overhead"]["python_counted_ms"] > 0
     # the host probe again next to the window, beside the run's own (read after the model's build)
-    assert c["window_probe"]["launch_us"] > 0 and c["window_probe"]["python_ns"] > 0 and c["host_probe"]["launch_us"] > 0
+    assert c["window_probe"]["launch_us"] > 0 and c["window_probe"]["python_ns"] > 0
+    assert c["host_probe"]["launch_us"] > 0
     # the step's timeline (harness/measuring/timeline.py): on the CPU no device, no sync, the window one segment
     # of host work
     tl = c["timeline"]
