@@ -44,10 +44,7 @@ def predicted_cost(base: dict, cur: dict) -> dict | None:
 
     if base.get("step_ms") is None:
         return {"reason": "no prediction: case timing: the base's census run has no median step"}
-    try:
-        return cost_path.predict_pair(base["census"], cur["census"], float(base["step_ms"]))
-    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
-        return {"reason": f"no prediction: {exc}"}
+    return cost_path.pair_record(base["census"], cur["census"], base["step_ms"])
 
 
 def bisect(

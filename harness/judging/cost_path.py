@@ -294,8 +294,13 @@ def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_
     if not census_a or not census_b or Timeline.of(census_a) is None:
         rec = cm.beside_measured(census_a, census_b, step_ms_a, verdict)
         return rec | ({"model": TWO_PATH} if "delta_pct" in rec else {})
+    return pair_record(census_a, census_b, step_ms_a) | cm.measured(verdict)
+
+
+def pair_record(census_a: Mapping, census_b: Mapping, step_ms_a) -> dict:
+    """:func:`predict_pair`'s record, or ``{"reason": "no prediction: ..."}`` (one line) where the censuses or the step
+    cannot be used; never raises for them (as :func:`cost_model.prediction_record`)."""
     try:
-        out = predict_pair(census_a, census_b, float(step_ms_a))
-    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+        return predict_pair(census_a, census_b, float(step_ms_a))
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
         return {"reason": f"no prediction: {exc}"}
-    return out | cm.measured(verdict)

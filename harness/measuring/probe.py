@@ -8,12 +8,12 @@ import torch
 
 
 def host_probe(device: torch.device, n: int = 2000, repeats: int = 5) -> dict:
-    """How fast this machine's host drives the device, measured before training the way a host-bound
-    step spends its time: ``launch_us``, the time per launch of a tiny in-place op on ``device``
-    (dispatcher and kernel launch; the device finishes each tiny kernel before the host issues the
-    next), and ``python_ns``, the time per iteration of a plain Python loop. Each is the median of
-    ``repeats`` timings of ``n`` launches (``10 n`` iterations); about 0.1 s in all. Recorded with every
-    run so that lease-to-lease differences in step time can be checked against it; no verdict uses it."""
+    """How fast this machine's host drives the device, measured (before training, and again next to a census's
+    traced window) the way a host-bound step spends its time: ``launch_us``, the time per launch of a tiny in-place
+    op on ``device`` (dispatcher and kernel launch; the device finishes each tiny kernel before the host issues the
+    next), and ``python_ns``, the time per iteration of a plain Python loop. Each is the median of ``repeats``
+    timings of ``n`` launches (``10 n`` iterations); about 0.1 s in all. Recorded with every run so that
+    lease-to-lease differences in step time can be checked against it; no verdict uses it."""
     x = torch.zeros(16, device=device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for _ in range(n // 10):  # warm-up: allocator, kernel cache

@@ -23,9 +23,12 @@ GIB = 2**30
 def main(path: Path) -> None:
     files = raw.load(path)
     censuses = [name for name in files if name.startswith("bisect/census/") and name.endswith("runs.jsonl")]
-    runs = [files[name][0] for name in censuses]
+    runs = sorted(
+        (files[name][0] for name in censuses),
+        key=lambda r: [int(x) for x in r["env"]["versions"]["trl"].split(".")],
+    )
     print(f"{files['nvidia-smi.txt'].splitlines()[-1]}; boot id {files['boot_id'][:8]}")
-    for r in sorted(runs, key=lambda r: [int(x) for x in r["env"]["versions"]["trl"].split(".")]):
+    for r in runs:
         c = r["census"]
         print(
             f"  trl {r['env']['versions']['trl']:<7} peak reserved {r['peak_reserved_bytes'] / GIB:.2f} GiB, "
@@ -45,7 +48,7 @@ def main(path: Path) -> None:
         bare = [{k: v for k, v in r["census"].items() if k != "host_probe"} for r in (a, b)]
         unread = predicted_cost({"census": bare[0], "step_ms": a["step_time_median_ms"]}, {"census": bare[1]})
         print(f"    without the host probes: {predicted_text(unread)}")
-    for r in sorted(runs, key=lambda r: [int(x) for x in r["env"]["versions"]["trl"].split(".")]):
+    for r in runs:
         t = r["census"]["timeline"]
         host = sum(s["host_ms"] for s in t["segments"]) / t["n"]
         print(
