@@ -198,6 +198,16 @@ def test_bs_trace_is_read_at_as_host_speed_where_both_censuses_carry_their_host_
     assert "the host probes differ (x1.25)" in busy["note"] and busy["lo"] == pytest.approx(busy["traced_pct"])
 
 
+def test_the_probe_next_to_the_traced_window_is_read_before_the_one_before_training():
+    a, b = host_bound(), host_bound().scaled(0.8)  # B's census traced on a host 1.25 times as fast
+    start = {"host_probe": {"launch_us": 9.0}}  # taken before training: alike on both sides, off for the window
+    ca = census(a) | start | {"window_probe": {"launch_us": 10.0}}
+    cb = census(b) | start | {"window_probe": {"launch_us": 8.0}}
+    assert cp.host_speed(ca, cb) == pytest.approx(0.8) and cp.host_speed(census(a) | start, cb) == pytest.approx(1.0)
+    assert abs(cp.predict_pair(ca, cb, 100.0)["traced_pct"]) < 1.0
+    assert cp.host_speed(census(a), cb) is None
+
+
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():
     a, b = census(host_bound()), census(host_bound().plus(device_ms=20.0, at=1), kernel_ms=35.0)
     rec = cp.beside_measured(a, b, 100.0, {"ratio": 1.2, "lo": 1.18, "hi": 1.22})

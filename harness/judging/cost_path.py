@@ -12,8 +12,9 @@
   widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and
   the interval then spans as far from the point on either side: host work the counts miss (injected host work, a C
   extension's own time) shows there, and so does a census run on a busier or idler host, which may hide such work.
-  Where both censuses carry the host probe of the process that traced them (``host_probe``: the time per launch of a
-  tiny op, measured before training), B's trace is read at A's host speed first (``host_speed``: the probes' ratio), so
+  Where both censuses carry the host probe of the process that traced them (``window_probe``: the time per launch of a
+  tiny op, measured next to the traced window; older censuses: ``host_probe``, before training), B's trace is read at
+  A's host speed first (``host_speed``: the probes' ratio), so
   that a census run on a slower or faster host moves it less; the probe is one short timing, so the interval still
   spans as far as the trace reads. The host part is the counted host path's change, the GPU part the rest: the change
   of the host's waits at the syncs;
@@ -33,8 +34,8 @@ from dataclasses import dataclass
 from harness.judging import cost_model as cm
 from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host_scale, per_op_overhead, simulate
 
-# The relative error allowed on a change beyond the spans the model computes: an assumption until interleaved
-# measurements of censuses with timelines calibrate it (docs/cost-model.md).
+# The relative error allowed on a change beyond the spans the model computes; how often the intervals it makes cover
+# the measured change is on the cost model's evidence page (docs/cost-model.md, Calibration).
 REL_ERROR = 0.3
 PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change's device part could all be
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
@@ -114,11 +115,13 @@ def _as_host(t: Timeline, host_ms: float) -> Timeline:
 
 def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
     """How much faster A's host drove the device than B's when each census was traced: B's probe time per launch over
-    A's (``host_probe.launch_us``); None where either census lacks it (censuses recorded before they carried it)."""
-    probes = [((c.get("host_probe") or {}).get("launch_us")) for c in (census_a, census_b)]
-    if not all(isinstance(p, (int, float)) and p > 0 for p in probes):
-        return None
-    return probes[1] / probes[0]
+    A's (``launch_us``) of the probe taken next to the traced window (``window_probe``) where both censuses carry it,
+    else of the one taken before training (``host_probe``); None where either lacks both (older censuses)."""
+    for key in ("window_probe", "host_probe"):
+        probes = [(c.get(key) or {}).get("launch_us") for c in (census_a, census_b)]
+        if all(isinstance(p, (int, float)) and p > 0 for p in probes):
+            return probes[1] / probes[0]
+    return None
 
 
 def _trace_note(by_trace: float, speed: float | None) -> str:

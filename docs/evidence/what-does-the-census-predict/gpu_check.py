@@ -13,6 +13,12 @@ the censuses of qwen3-1.7b-lora 4x1 without and with 2000 microseconds of spin k
 per round and the SM clock per block; qwen3-1.7b-lora 4x1 with 10,000 microseconds of spin before each CUDA read-back,
 the same after it, and 10 units of host work per LoRA layer; and transformers 5.17.0 -> 5.25.0 at 4x1.
 
+``critical-path-1x4-h100.jsonl.gz`` (a fourth lease, read too, as the files named after it): qwen3-1.7b-lora 1x4 with
+10,000 microseconds of spin before and after each CUDA read-back and 10 units of host work per LoRA layer; the
+GPU-bound case, 16x1 of qwen3-1.7b-lora-mb16 with the spin before each read-back; and ``pair-1x4/census-a``, the
+first census of the transformers pair at 1x4 (the lease ran out before the rest). Its censuses without injected work
+show which host probe tracks the traced host time (:func:`probes`).
+
 Each further file named (``gpu_check.py FIRST MORE...``) is read as the packed results dir of a later
 ``critical_path_gpu.sh`` run: every comparison in it (a folder with ``blocks.jsonl`` and a census of each side) is
 predicted and counted in the calibration the same way.
@@ -30,7 +36,8 @@ sys.path[:0] = [str(HERE.parents[2]), str(HERE.parent)]
 
 import raw  # noqa: E402
 
-from harness.judging import cost_path  # noqa: E402
+from harness.judging import cost_path, critical_path  # noqa: E402
+from harness.judging.blocks import pairs_of  # noqa: E402
 
 COVERED: list[bool] = []  # per prediction: does its interval cover the measured change
 
@@ -57,12 +64,10 @@ def toy(data: dict, title: str) -> None:
 
 
 def measured_pairs(blocks: list) -> tuple[float, float, int]:
-    """(A's median step, the median pair's B/A change in percent, pairs) of an interleaved comparison's blocks."""
-    by_pair: dict = {}
-    for r in blocks:
-        if not r.get("warmup"):
-            by_pair.setdefault((r["launch"], r["pair"]), {})[r["side"]] = statistics.median(r["step_times_ms"])
-    pairs = [p for p in by_pair.values() if len(p) == 2]
+    """(A's median step, the median pair's B/A change in percent, pairs) of an interleaved comparison's blocks; a pair
+    of the micro grain (1x4: the sides take turns at single micro-batches) is merged into steps as the verdict merges
+    it (:func:`harness.judging.blocks.pairs_of`)."""
+    pairs = [{s: statistics.median(p[s]["step_times_ms"]) for s in "ab"} for p in pairs_of(blocks)]
     step_a = statistics.median(p["a"] for p in pairs)
     return step_a, 100 * (math.exp(statistics.median(math.log(p["b"] / p["a"]) for p in pairs)) - 1), len(pairs)
 
@@ -100,6 +105,24 @@ def comparisons(files: dict) -> list[str]:
     )
 
 
+def probes(files: dict, dec: str = "1x4") -> None:
+    """The traced host time per step of each census of ``dec`` without injected work (``census-a`` of each
+    comparison), as traced and per launch of either host probe: the spread (coefficient of variation) each leaves."""
+    rows = []
+    for k in sorted(files):
+        if k.endswith("/census-a/runs.jsonl") and files[k][0]["decomposition_id"] == dec:
+            c = files[k][0]["census"]
+            t = critical_path.Timeline.of(c)
+            rows.append((k.split("/")[0], t.host_ms, c["window_probe"]["launch_us"], c["host_probe"]["launch_us"]))
+            print(
+                f"  {rows[-1][0]}: traced host {t.host_ms:.0f} ms per step; per us of launch: window probe "
+                f"{t.host_ms / rows[-1][2]:.0f}, probe before training {t.host_ms / rows[-1][3]:.0f}"
+            )
+    for i, what in ((None, "as traced"), (2, "per window probe"), (3, "per probe before training")):
+        v = [r[1] / (r[i] if i else 1.0) for r in rows]
+        print(f"  spread over {len(v)} censuses, {what}: {100 * statistics.stdev(v) / statistics.mean(v):.1f}%")
+
+
 def main(path: str = str(HERE / "critical-path-h100.jsonl.gz"), *more: str) -> int:
     files = raw.load(path)
     toy(files["toy-without-bins/toy_cuda.json"], "toy loop, census without launch bins (lease 7bdafb10)")
@@ -119,10 +142,13 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz"), *more: str) -> i
         ("lease-7d06fe60/pair-4x1", "transformers 5.17.0 -> 5.25.0"),
     ):
         qwen(later, case, title)
-    for extra in more:
+    for extra in (str(Path(path).parent / "critical-path-1x4-h100.jsonl.gz"), *more):
         files = raw.load(extra)
         for case in comparisons(files):
             qwen(files, case, f"{Path(extra).name}: {case}")
+        if all("window_probe" in r["census"] for k, v in files.items() if k.endswith("runs.jsonl") for r in v):
+            print(f"{Path(extra).name}: the host probes beside the traced host time")
+            probes(files)
     print(f"the interval covers the measured change in {sum(COVERED)} of {len(COVERED)} predictions")
     return 0
 
