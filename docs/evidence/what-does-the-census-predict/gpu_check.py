@@ -40,6 +40,14 @@ from harness.judging import cost_path, critical_path  # noqa: E402
 from harness.judging.blocks import pairs_of  # noqa: E402
 
 COVERED: list[bool] = []  # per prediction: does its interval cover the measured change
+ROWS: list[tuple] = []  # per qwen comparison: (change, split, the verdict's change or None, median pair's, p)
+# a later file's comparisons, named by the folder's first word (critical_path_gpu.sh's names)
+CHANGES = {
+    "before": "10,000 us of spin before each CUDA read-back",
+    "after": "10,000 us of spin after each CUDA read-back",
+    "host": "10 units of host work per LoRA layer",
+    "pair": "transformers 5.17.0 -> 5.25.0",
+}
 
 
 def line(name: str, measured: float, p: dict) -> str:
@@ -93,7 +101,26 @@ def qwen(files: dict, case: str, title: str) -> None:
                 f"{pb['launch_us']:.2f} us, {pb['python_ns']:.1f} ns; "
                 f"B/A per launch x{pb['launch_us'] / pa['launch_us']:.3f}"
             )
-    print(line(title, measured, cost_path.predict_pair(ca, cb, step_a)) + " (median pair; the verdict's: report)")
+    p = cost_path.predict_pair(ca, cb, step_a)
+    print(line(title, measured, p) + " (median pair; the verdict's: report)")
+    verdict = (files.get(f"{case}/report.json") or {}).get("verdict") or {}
+    change = CHANGES.get(case.split("/")[-1].split("-")[0], case) if ": " in title else title
+    verdict_pct = 100 * (verdict["ratio"] - 1) if "ratio" in verdict else None
+    ROWS.append((change, runs[0]["decomposition_id"], verdict_pct, measured, p))
+
+
+def table() -> None:
+    """Every qwen comparison in one markdown table: the verdict's change (the median pair's where the comparison kept
+    no report), the prediction, whether its interval covers the change, and how far the point is from it."""
+    print("| change | split | measured | predicted [interval] | covered | off by |")
+    print("|---|---|---|---|---|---|")
+    for change, dec, verdict_pct, median_pct, p in ROWS:
+        m = verdict_pct if verdict_pct is not None else median_pct
+        what = f"{m:+.1f}%" + ("" if verdict_pct is not None else " (median pair)")
+        print(
+            f"| {change} | {dec} | {what} | {p['delta_pct']:+.1f}% [{p['lo']:+.1f}, {p['hi']:+.1f}] | "
+            f"{'yes' if p['lo'] <= m <= p['hi'] else 'no'} | {m - p['delta_pct']:+.1f} points |"
+        )
 
 
 def comparisons(files: dict) -> list[str]:
@@ -149,6 +176,7 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz"), *more: str) -> i
         if all("window_probe" in r["census"] for k, v in files.items() if k.endswith("runs.jsonl") for r in v):
             print(f"{Path(extra).name}: the host probes beside the traced host time")
             probes(files)
+    table()
     print(f"the interval covers the measured change in {sum(COVERED)} of {len(COVERED)} predictions")
     return 0
 
