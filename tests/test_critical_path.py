@@ -331,5 +331,8 @@ def test_the_timeline_cuts_the_host_at_its_blocking_calls_and_places_each_launch
     assert (
         [s["ops"] for s in segs] == [3, 0, 1] and t["syncs"] == 1.0 and t["host_ms"] == 13.0 and t["device_ms"] == 4.0
     )
+    # the host's time in the outermost aten ops of both threads (10 + 10 + 10 + 1 ms), less the 4 ms of waits in them
+    assert t["aten_ms"] == 13.5
     cpu = extract([e for e in events if e.kind == "cpu_op"], 2, False, lambda e: e.kind)
     assert [(s["host_ms"], s["sync"], s["device_ms"]) for s in cpu["segments"]] == [(30.0, None, {})]
+    assert cpu["aten_ms"] == 15.5

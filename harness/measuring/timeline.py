@@ -9,7 +9,8 @@ that halve towards the segment's end, where a launch is most likely to be waited
 ``cudaMemcpyAsync`` whose copy runs device to host), ``at`` (the host op it was called in, such as
 ``aten::_local_scalar_dense`` for a ``.item()``), ``waits`` (the streams it waits for, None for all) and ``wait_ms``,
 how long the host was blocked in it. The window's last segment ends at the window's closing edge (the census's own
-synchronisation), with no sync. On a CPU census there is no device: one segment, the whole window.
+synchronisation), with no sync. On a CPU census there is no device: one segment, the whole window. For the whole
+window, ``aten_ms``: the host's time per step inside the outermost aten ops of every thread, their waits left out.
 
 The segments cover the whole window (``n`` optimizer steps, whole logging periods): the simulation of
 :mod:`harness.judging.critical_path` runs the window as it is and divides by ``n``; the record's ``host_ms``,
@@ -117,7 +118,26 @@ def extract(events, n: int, cuda: bool, kind) -> dict:
     last = syncs[-1][1] if syncs else t0
     edge = [r[0] for r in runtime if r[4] == main and r[2] == "cudaDeviceSynchronize" and r[0] > last]
     t_end = min(edge) if edge else max(max(o[1] for o in mine), max((r[1] for r in runtime if r[4] == main), default=0))
-    return _segments(syncs, runtime, ops, mine, device, t0, t_end, n)
+    out = _segments(syncs, runtime, ops, mine, device, t0, t_end, n)
+    return out | {"aten_ms": round(_aten_ms(ops, blocking, t0, t_end) / n, 3)}
+
+
+def _aten_ms(ops: list, blocking: list, t0: int, t_end: int) -> float:
+    """The host's time (ms) inside the outermost aten ops of every thread that start in the window, less the blocking
+    calls made in them (their waits): a yardstick of the host's speed measured in the traced window itself, since host
+    work between ops (Python) does not enter it."""
+    spans: dict = {}  # thread -> its outermost aten ops (start, end), in start order
+    for start, stop, name, thread in ops:
+        rows = spans.setdefault(thread, [])
+        if name.startswith("aten::") and t0 <= start <= t_end and (not rows or start >= rows[-1][1]):
+            rows.append((start, stop))
+    total = sum(stop - start for rows in spans.values() for start, stop in rows)
+    for b_start, b_end, _name, _corr, thread in blocking:  # a wait inside an outermost op is no host work
+        rows = spans.get(thread, [])
+        i = bisect_right(rows, (b_start, float("inf"))) - 1
+        if i >= 0 and b_end <= rows[i][1]:
+            total -= b_end - b_start
+    return total / 1e6
 
 
 def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t0: int, t_end: int, n: int) -> dict:

@@ -134,18 +134,26 @@ def comparisons(files: dict) -> list[str]:
 
 def probes(files: dict, dec: str = "1x4") -> None:
     """The traced host time per step of each census of ``dec`` without injected work (``census-a`` of each
-    comparison), as traced and per launch of either host probe: the spread (coefficient of variation) each leaves."""
+    comparison), as traced and per unit of each yardstick of the host's speed: either host probe's time per launch, and
+    (censuses that record it) the host's time in the outermost aten ops of the traced window itself (``aten_ms``); the
+    spread (coefficient of variation) each leaves."""
     rows = []
     for k in sorted(files):
         if k.endswith("/census-a/runs.jsonl") and files[k][0]["decomposition_id"] == dec:
             c = files[k][0]["census"]
             t = critical_path.Timeline.of(c)
-            rows.append((k.split("/")[0], t.host_ms, c["window_probe"]["launch_us"], c["host_probe"]["launch_us"]))
+            probes_us = c["window_probe"]["launch_us"], c["host_probe"]["launch_us"]
+            aten = c["timeline"].get("aten_ms")
+            rows.append((k.split("/")[0], t.host_ms, *probes_us, aten))
             print(
                 f"  {rows[-1][0]}: traced host {t.host_ms:.0f} ms per step; per us of launch: window probe "
                 f"{t.host_ms / rows[-1][2]:.0f}, probe before training {t.host_ms / rows[-1][3]:.0f}"
+                + (f"; per ms in aten ops {t.host_ms / aten:.3f}" if aten else "")
             )
-    for i, what in ((None, "as traced"), (2, "per window probe"), (3, "per probe before training")):
+    if len(rows) < 2:
+        return
+    ways = [(None, "as traced"), (2, "per window probe"), (3, "per probe before training")]
+    for i, what in ways + ([(4, "per ms in aten ops")] if all(r[4] for r in rows) else []):
         v = [r[1] / (r[i] if i else 1.0) for r in rows]
         print(f"  spread over {len(v)} censuses, {what}: {100 * statistics.stdev(v) / statistics.mean(v):.1f}%")
 
