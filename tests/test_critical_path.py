@@ -208,6 +208,25 @@ def test_the_probe_next_to_the_traced_window_is_read_before_the_one_before_train
     assert cp.host_speed(census(a), cb) is None
 
 
+def with_aten(c: dict, aten_ms: float, ops: float = 1000.0) -> dict:
+    """``c`` whose timeline carries ``aten_ms`` per step and ``ops`` aten ops per step, all in its first segment."""
+    segs = [dict(s, ops=ops * c["timeline"]["n"] if i == 0 else 0.0) for i, s in enumerate(c["timeline"]["segments"])]
+    return c | {"timeline": c["timeline"] | {"segments": segs, "aten_ms": aten_ms}}
+
+
+def test_bs_trace_is_read_at_as_host_speed_by_its_time_in_aten_ops_before_any_probe():
+    a = host_bound()
+    b = host_bound().plus(host_ms=10.0).scaled(1.25)  # 10 ms of host work between ops, traced on a slower host
+    ca, cb = with_aten(census(a), 50.0), with_aten(census(b), 62.5)  # the same ops, each 1.25 times as long
+    probes = {"window_probe": {"launch_us": 8.0}}  # alike on both sides: they missed the slower host
+    assert cp.speed_by(ca | probes, cb | probes) == (pytest.approx(1.25), "aten")
+    rec = cp.predict_pair(ca | probes, cb | probes, 100.0)
+    assert rec["host_speed_by"] == "aten" and 9.0 < rec["traced_pct"] < 11.0 and rec["lo"] < 0 < 9.0 < rec["hi"]
+    assert "the host times per aten op differ (x1.25)" in rec["note"]
+    by_probe = cp.predict_pair(census(a) | probes, census(b) | probes, 100.0)  # the probes read B's trace as it is
+    assert by_probe["host_speed_by"] == "window_probe" and by_probe["traced_pct"] > 30.0
+
+
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():
     a, b = census(host_bound()), census(host_bound().plus(device_ms=20.0, at=1), kernel_ms=35.0)
     rec = cp.beside_measured(a, b, 100.0, {"ratio": 1.2, "lo": 1.18, "hi": 1.22})

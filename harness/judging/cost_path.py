@@ -12,11 +12,11 @@
   widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and
   the interval then spans as far from the point on either side: host work the counts miss (injected host work, a C
   extension's own time) shows there, and so does a census run on a busier or idler host, which may hide such work.
-  Where both censuses carry the host probe of the process that traced them (``window_probe``: the time per launch of a
-  tiny op, measured next to the traced window; older censuses: ``host_probe``, before training), B's trace is read at
-  A's host speed first (``host_speed``: the probes' ratio), so
-  that a census run on a slower or faster host moves it less; the probe is one short timing, so the interval still
-  spans as far as the trace reads. The host part is the counted host path's change, the GPU part the rest: the change
+  B's trace is read at A's host speed first (``host_speed``, :func:`speed_by`): by the host's time per aten op in
+  each traced window (``timeline.aten_ms``), which host work between ops does not enter; for older censuses by the host
+  probes (the time per launch of a tiny op, next to the traced window or before training), so that a census run on a
+  slower or faster host moves it less; one window's yardstick is not exact, so the interval still spans as far as the
+  trace reads. The host part is the counted host path's change, the GPU part the rest: the change
   of the host's waits at the syncs;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
@@ -39,7 +39,7 @@ from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host
 REL_ERROR = 0.3
 PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change's device part could all be
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
-# two censuses whose host probes differ by less than this share are taken as traced on hosts alike (docs/cost-model.md)
+# two censuses whose yardsticks of host speed differ by less than this share are taken as traced on hosts alike
 PROBES_ALIKE = 0.1
 
 
@@ -48,7 +48,8 @@ class PathPrediction:
     """A predicted change in percent, ``delta_pct`` in [``lo``, ``hi``], its ``host_part`` and ``gpu_part`` (points;
     their sum is ``delta_pct``), the ``model`` that gave it, the case's GPU ``busy`` share, the host's waits per step of
     each side (``waits_ms``: a, b), the syncs where B's waits are longest (``exposed_at``), the factor on the traced
-    host time (``host_scale``), the change B's traced host time would give (``traced_pct``); ``note``: what the model
+    host time (``host_scale``), the change B's traced host time would give (``traced_pct``) at A's host speed (B's time
+    per unit of work over A's, ``host_speed``, by the yardstick ``host_speed_by``); ``note``: what the model
     could not place or where the trace and the counts disagree; ``bound``: ``CPU`` (no device work), ``host`` (the
     scaled host time is longer than the device time) or ``GPU``."""
 
@@ -66,6 +67,7 @@ class PathPrediction:
     bound: str = "host"
     traced_pct: float | None = None
     host_speed: float | None = None
+    host_speed_by: str | None = None
 
     def record(self) -> dict:
         out = {
@@ -82,6 +84,7 @@ class PathPrediction:
                 "exposed_at": list(self.exposed_at),
             }
             | ({"note": self.note} if self.note else {})
+            | ({"host_speed_by": self.host_speed_by} if self.host_speed_by else {})
         )
 
 
@@ -113,27 +116,49 @@ def _as_host(t: Timeline, host_ms: float) -> Timeline:
     return t.scaled(host_ms / t.host_ms) if t.host_ms > 0 else t.plus(host_ms=host_ms)
 
 
-def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
-    """How much faster A's host drove the device than B's when each census was traced: B's probe time per launch over
-    A's (``launch_us``) of the probe taken next to the traced window (``window_probe``) where both censuses carry it,
-    else of the one taken before training (``host_probe``); None where either lacks both (older censuses)."""
+def _aten_us_per_op(census: Mapping) -> float | None:
+    """The host's time per aten op inside the outermost aten ops of the traced window (``timeline.aten_ms`` over the
+    timeline's ops, per step), or None (a census recorded before the timeline carried it)."""
+    t, aten = Timeline.of(census), ((census or {}).get("timeline") or {}).get("aten_ms")
+    ops = sum(s.ops for s in t.segments) / t.n if t is not None else 0.0
+    return 1000 * aten / ops if isinstance(aten, (int, float)) and aten > 0 and ops > 0 else None
+
+
+def speed_by(census_a: Mapping, census_b: Mapping) -> tuple[float, str] | None:
+    """(B's host time per unit of work over A's while each census was traced, the yardstick that says so), by the first
+    yardstick both censuses carry: the host's time per aten op in the traced window itself (``aten``: host work between
+    ops does not enter it), the probe taken next to the window (``window_probe``), the probe taken before training
+    (``host_probe``); None where they share none."""
+    aten = [_aten_us_per_op(c) for c in (census_a, census_b)]
+    if all(aten):
+        return aten[1] / aten[0], "aten"
     for key in ("window_probe", "host_probe"):
         probes = [(c.get(key) or {}).get("launch_us") for c in (census_a, census_b)]
         if all(isinstance(p, (int, float)) and p > 0 for p in probes):
-            return probes[1] / probes[0]
+            return probes[1] / probes[0], key
     return None
 
 
-def _trace_note(by_trace: float, speed: float | None) -> str:
+def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
+    """How much faster A's host ran than B's when each census was traced (:func:`speed_by`), or None."""
+    found = speed_by(census_a, census_b)
+    return found[0] if found else None
+
+
+YARDSTICKS = {"aten": "host times per aten op", "window_probe": "host probes", "host_probe": "host probes"}
+
+
+def _trace_note(by_trace: float, speed: tuple[float, str] | None) -> str:
     """What B's trace says where it falls outside the interval of the counts, and what most likely made it so: where
-    the host probes say the two censuses ran on hosts alike, host work the census does not count."""
+    the yardstick of host speed says the two censuses ran on hosts alike, host work the census does not count."""
     if speed is None:
         cause = "host work the census does not count, or a census run on a busier or idler host"
-    elif abs(speed - 1) < PROBES_ALIKE:
-        cause = f"the censuses' host probes agree (x{speed:.2f}), so most likely host work the census does not count"
+    elif abs(speed[0] - 1) < PROBES_ALIKE:
+        cause = f"the censuses' {YARDSTICKS[speed[1]]} agree (x{speed[0]:.2f}), so most likely host work the census"
+        cause += " does not count"
     else:
-        cause = f"the host probes differ (x{speed:.2f}): a host that ran slower or faster while traced, or host work"
-        cause += " the census does not count"
+        cause = f"the {YARDSTICKS[speed[1]]} differ (x{speed[0]:.2f}): a host that ran slower or faster while"
+        cause += " traced, or host work the census does not count"
     at = " at A's host speed" if speed else ""
     return f"B's traced host time{at} gives {100 * by_trace:+.2f}%: {cause}; the interval spans that far either way"
 
@@ -142,7 +167,8 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     """B's step from its own timeline, at A's host scale (module docstring)."""
     ta, tb = Timeline.of(census_a), Timeline.of(census_b)
     best, r_lo, r_hi = _count_ratios(census_a, census_b, calibration) or (tb.host_ms / ta.host_ms,) * 3
-    speed = host_speed(census_a, census_b)
+    found = speed_by(census_a, census_b)
+    speed = found[0] if found else None
     points, span, traced, runs = [], [], [], {}
     for placement in PLACEMENTS:
         k, why = host_scale(ta, step_ms_a, placement)
@@ -165,7 +191,7 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     host = sum(r[-1] for r in runs.values()) / len(runs)
     lo, hi = _widened(span + points, total)
     if not lo <= by_trace <= hi:  # host work the counts miss, or a trace on a busier or idler host
-        why = "; ".join(x for x in (why, _trace_note(by_trace, speed)) if x)
+        why = "; ".join(x for x in (why, _trace_note(by_trace, found)) if x)
         lo, hi = min(lo, total - abs(by_trace - total)), max(hi, total + abs(by_trace - total))
     return PathPrediction(
         100 * total,
@@ -182,6 +208,7 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         _bound(ta, k),
         100 * by_trace,
         speed,
+        found[1] if found else None,
     )
 
 

@@ -1,0 +1,66 @@
+"""Which yardstick of the host's speed reads B's trace at A's host speed best (section 10 of this page), on the CPU.
+
+    python docs/evidence/what-does-the-census-predict/yardstick.py [cpu-aten-yardstick.jsonl.gz]
+
+The file holds CPU censuses of tiny-qwen3 4x1 (``censuses/NAME/runs.jsonl``): ``idle-*`` alone on the machine,
+``busy-*`` beside a Python loop that keeps one of the two cores busy, ``host-*`` with 10 units of host work per LoRA
+layer (``HARNESS_INJECT_KIND=host``), ``hostbusy-*`` both; and two interleaved comparisons, each with a census of each
+side (``host-4x1``: the host work on B; ``casts-4x1``: 2 casts per LoRA forward on B). It prints each census's traced
+host time beside each yardstick, the spread each leaves over the censuses of equal work, and each comparison's
+prediction with the yardstick it read B's trace by.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[2]), str(HERE.parent), str(HERE)]
+
+import gpu_check  # noqa: E402
+import raw  # noqa: E402
+
+from harness.judging import cost_path  # noqa: E402
+
+
+def censuses(files: dict) -> None:
+    rows = []
+    for k in sorted(files):
+        if k.startswith("censuses/") and k.endswith("/runs.jsonl"):
+            c = files[k][0]["census"]
+            per_op = cost_path._aten_us_per_op(c)
+            rows.append((k.split("/")[1], c["timeline"]["host_ms"], per_op, c["window_probe"]["launch_us"]))
+            print(
+                f"  {rows[-1][0]}: traced host {rows[-1][1]:.1f} ms per step; {per_op:.2f} us per aten op; "
+                f"window probe {rows[-1][3]:.2f} us per launch; host time per aten op's us {rows[-1][1] / per_op:.2f}"
+            )
+    alike = [r for r in rows if not r[0].startswith("host")]
+    for i, what in ((None, "as traced"), (2, "per us of an aten op"), (3, "per us of the window probe's launch")):
+        v = [r[1] / (r[i] if i else 1.0) for r in alike]
+        print(f"  spread over the {len(v)} censuses without host work, {what}: {cv(v):.1f}%")
+    base = statistics.mean(r[1] / r[2] for r in alike)
+    for r in rows:
+        if r[0].startswith("host"):
+            print(f"  {r[0]}: host time per aten op's us {100 * (r[1] / r[2] / base - 1):+.1f}% against the mean above")
+
+
+def cv(v: list[float]) -> float:
+    return 100 * statistics.stdev(v) / statistics.mean(v)
+
+
+def main(path: str = str(HERE / "cpu-aten-yardstick.jsonl.gz")) -> int:
+    files = raw.load(path)
+    print("tiny-qwen3 4x1 on the CPU: traced host time and the yardsticks of the host's speed")
+    censuses(files)
+    for case in gpu_check.comparisons(files):
+        gpu_check.qwen(files, case, case)
+        ca, cb = (files[f"{case}/census-{s}/runs.jsonl"][0]["census"] for s in "ab")
+        speed = cost_path.speed_by(ca, cb)
+        print(f"  B's trace read at A's host speed by {speed[1]}: x{speed[0]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(*sys.argv[1:]))
