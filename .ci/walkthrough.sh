@@ -134,12 +134,18 @@ grep -q "my-chat-long.toml: BROKEN, not run: .*unknown field 'rank' in \[lora\];
 sed -i 's/^rank = 4/r = 4/' workloads/my-chat-long.toml
 pytest perftests --gpu=cpu --workload my-chat --repeats 5 --update-baselines --results-dir perf-results/my-chat
 test -s baselines/cpu/my-chat.json || fail "no baseline recorded at baselines/cpu/my-chat.json"
-pytest perftests --gpu=cpu --workload my-chat --repeats 2 --results-dir perf-results/my-chat-pass \
-  || fail "the session against my-chat's own fresh baseline is not a pass (exit code $?)"
+# against its own fresh baseline a session finds a slowdown only at its false-alarm rate (α 0.05), more often beside a
+# busy neighbour (the report then names the host probe's change); a user reruns it: two in a row are not chance
+again() {
+  pytest perftests --gpu=cpu --workload my-chat --repeats 2 --results-dir "perf-results/my-chat-pass$1"
+}
+PASS=perf-results/my-chat-pass
+again "" || { echo "the session found a slowdown (exit code $?); rerun, as a user would"; PASS=$PASS-again
+  again -again; } || fail "the session against my-chat's own fresh baseline is not a pass, twice (exit code $?)"
 verdict() { grep -v -e '^#' -e '^$' "$1" | head -1; }  # a report's first line under its title
 # two runs against five on a shared CPU may not decide: pass, or inconclusive with the interval that says why
-verdict perf-results/my-chat-pass/report.md | grep -q -E "^\*\*(pass|inconclusive): .*my-chat-2x2 [+-][0-9.]+% \(interval " \
-  || fail "the report does not open with its verdict, the change and its interval: $(verdict perf-results/my-chat-pass/report.md)"
+verdict "$PASS/report.md" | grep -q -E "^\*\*(pass|inconclusive): .*my-chat-2x2 [+-][0-9.]+% \(interval " \
+  || fail "the report does not open with its verdict, the change and its interval: $(verdict "$PASS/report.md")"
 rc=0; pytest perftests --gpu=cpu --workload my-chat --repeats 2 --max-repeats 4 --inject-slowdown 3.0 --results-dir perf-results/my-chat-slow || rc=$?
 [ "$rc" = 1 ] || fail "a step time four times as long was not a regression (exit code $rc, not 1)"
 verdict perf-results/my-chat-slow/report.md | grep -q "^\*\*REGRESSION: .*my-chat" \

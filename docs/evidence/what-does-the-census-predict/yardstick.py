@@ -7,7 +7,7 @@ The file holds CPU censuses of tiny-qwen3 4x1 (``censuses/NAME/runs.jsonl``): ``
 layer (``HARNESS_INJECT_KIND=host``), ``hostbusy-*`` both; and two interleaved comparisons, each with a census of each
 side (``host-4x1``: the host work on B; ``casts-4x1``: 2 casts per LoRA forward on B). It prints each census's traced
 host time beside each yardstick, the spread each leaves over the censuses of equal work, and each comparison's
-prediction with the yardstick it read B's trace by.
+prediction with B's trace read at A's host speed by each yardstick in turn.
 """
 
 from __future__ import annotations
@@ -56,10 +56,38 @@ def main(path: str = str(HERE / "cpu-aten-yardstick.jsonl.gz")) -> int:
     censuses(files)
     for case in gpu_check.comparisons(files):
         gpu_check.qwen(files, case, case)
+        v = files[f"{case}/report.json"]["verdict"]
+        print(
+            f"  verdict: {v['outcome']}, {100 * (v['ratio'] - 1):+.1f}% [{100 * (v['lo'] - 1):+.1f}, "
+            f"{100 * (v['hi'] - 1):+.1f}]"
+        )
+        step_a = gpu_check.measured_pairs(files[f"{case}/blocks.jsonl"])[0]
         ca, cb = (files[f"{case}/census-{s}/runs.jsonl"][0]["census"] for s in "ab")
-        speed = cost_path.speed_by(ca, cb)
-        print(f"  B's trace read at A's host speed by {speed[1]}: x{speed[0]:.3f}")
+        for name, drop in YARDSTICKS:
+            p = cost_path.predict_pair(without(ca, drop), without(cb, drop), step_a)
+            speed = f"x{p['host_speed']:.3f}" if "host_speed" in p else "none"
+            print(
+                f"  B's trace read by {name} ({speed}): {p['traced_pct']:+.1f}%; interval "
+                f"[{p['lo']:+.1f}, {p['hi']:+.1f}] around {p['delta_pct']:+.1f}%"
+            )
     return 0
+
+
+# each yardstick of the host's speed, by what a census would lack for the prediction to fall back to the next
+YARDSTICKS = (
+    ("the time per aten op", ()),
+    ("the window probe", ("aten_ms",)),
+    ("the probe before training", ("aten_ms", "window_probe")),
+    ("no yardstick", ("aten_ms", "window_probe", "host_probe")),
+)
+
+
+def without(census: dict, keys: tuple) -> dict:
+    """``census`` without ``keys`` (``aten_ms`` is the timeline's)."""
+    out = {k: v for k, v in census.items() if k not in keys}
+    if "aten_ms" in keys:
+        out["timeline"] = {k: v for k, v in census["timeline"].items() if k != "aten_ms"}
+    return out
 
 
 if __name__ == "__main__":
