@@ -10,8 +10,9 @@
   spans both placements of the device work within its segment, the mixes the calibration allows, and the profiler's
   overhead read per aten op (:func:`critical_path.per_op_overhead`) instead of in proportion to the host time; it is
   widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and
-  the interval then spans as far from the point on either side: host work the counts miss (injected host work, a C
-  extension's own time) shows there, and so does a census run on a busier or idler host, which may hide such work.
+  the interval then spans ``TRACE_COST`` times as far from the point on either side: host work the counts miss
+  (injected host work, a C extension's own time) shows there, and costs more in a timed loop than its traced time;
+  so does a census run on a busier or idler host, which may hide such work.
   B's trace is read at A's host speed first (``host_speed``, :func:`speed_by`): by the host's time per aten op in
   each traced window (``timeline.aten_ms``), which host work between ops does not enter; for older censuses by the host
   probes (the time per launch of a tiny op, next to the traced window or before training), so that a census run on a
@@ -41,6 +42,9 @@ PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change'
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
 # two censuses whose yardsticks of host speed differ by less than this share are taken as traced on hosts alike
 PROBES_ALIKE = 0.1
+# how far past B's trace read at A's host speed the interval reaches, as a multiple of its distance from the point:
+# host work the counts miss costs more in a timed loop than its traced time (docs/cost-model.md)
+TRACE_COST = 1.6
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,10 @@ def _trace_note(by_trace: float, speed: tuple[float, str] | None) -> str:
         cause = f"the {YARDSTICKS[speed[1]]} differ (x{speed[0]:.2f}): a host that ran slower or faster while"
         cause += " traced, or host work the census does not count"
     at = " at A's host speed" if speed else ""
-    return f"B's traced host time{at} gives {100 * by_trace:+.2f}%: {cause}; the interval spans that far either way"
+    return (
+        f"B's traced host time{at} gives {100 * by_trace:+.2f}%: {cause}; the interval spans {TRACE_COST:g} times that"
+        " far either way"
+    )
 
 
 def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
@@ -192,7 +199,8 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     lo, hi = _widened(span + points, total)
     if not lo <= by_trace <= hi:  # host work the counts miss, or a trace on a busier or idler host
         why = "; ".join(x for x in (why, _trace_note(by_trace, found)) if x)
-        lo, hi = min(lo, total - abs(by_trace - total)), max(hi, total + abs(by_trace - total))
+        reach = TRACE_COST * abs(by_trace - total)
+        lo, hi = min(lo, total - reach), max(hi, total + reach)
     return PathPrediction(
         100 * total,
         100 * lo,
