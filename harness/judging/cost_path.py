@@ -16,8 +16,8 @@
   B's trace is read at A's host speed first (``host_speed``, :func:`speed_by`): by the host's time per aten op in
   each traced window (``timeline.aten_ms``), which host work between ops does not enter; for older censuses by the host
   probes (the time per launch of a tiny op, next to the traced window or before training), so that a census run on a
-  slower or faster host moves it less; one window's yardstick is not exact, so the interval still spans as far as the
-  trace reads. The host part is the counted host path's change, the GPU part the rest: the change
+  slower or faster host moves it less; one window's yardstick is not exact, so the interval still spans past the
+  trace's reading. The host part is the counted host path's change, the GPU part the rest: the change
   of the host's waits at the syncs;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
