@@ -226,6 +226,21 @@ def test_bs_trace_is_read_at_as_host_speed_by_its_time_in_aten_ops_before_any_pr
     assert by_probe["host_speed_by"] == "window_probe" and by_probe["traced_pct"] > 30.0
 
 
+def test_host_work_between_ops_is_read_at_full_cost_where_the_profilers_overhead_is_per_op():
+    # A's trace is twice its timed host time: 0.1 ms of the profiler per recorded op; B adds 10 ms of host work
+    # between ops, which the profiler does not inflate: read in proportion to the host time it would shrink to 5 ms
+    traced = Timeline(
+        (
+            Segment(120.0, {"7": 5.0}, ops=600.0),
+            Segment(0.0, {}, SYNC, "aten::_local_scalar_dense", ("7",)),
+            Segment(80.0, {"7": 10.0}, ops=400.0),
+        )
+    )
+    rec = cp.predict_pair(census(traced), census(traced.plus(host_ms=10.0)), 100.0)
+    assert 4.0 < rec["traced_pct"] < 6.0 and 9.0 < rec["traced_per_op_pct"] < 11.0
+    assert rec["lo"] < 0.0 < 10.0 < rec["hi"] and "gives +4." in rec["note"] and "to +10.0" in rec["note"]
+
+
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():
     a, b = census(host_bound()), census(host_bound().plus(device_ms=20.0, at=1), kernel_ms=35.0)
     rec = cp.beside_measured(a, b, 100.0, {"ratio": 1.2, "lo": 1.18, "hi": 1.22})

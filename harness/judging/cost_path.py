@@ -9,8 +9,10 @@
   busier or idler host moves it by more than most changes; the counts do not move with the host's load. The interval
   spans both placements of the device work within its segment, the mixes the calibration allows, and the profiler's
   overhead read per aten op (:func:`critical_path.per_op_overhead`) instead of in proportion to the host time; it is
-  widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``) is said where it falls outside the rest, and
-  the interval then spans ``TRACE_COST`` times as far from the point on either side: host work the counts miss
+  widened by ``REL_ERROR``. B's trace read at A's scale (``traced_pct``), and read with the profiler's overhead taken
+  out per aten op (``traced_per_op_pct``: host work between ops, which the profiler does not inflate, then counts in
+  full), are said where either falls outside the rest, and the interval then spans ``TRACE_COST`` times as far from the
+  point on either side as the farther of them: host work the counts miss
   (injected host work, a C extension's own time) shows there, and costs more in a timed loop than its traced time;
   so does a census run on a busier or idler host, which may hide such work.
   B's trace is read at A's host speed first (``host_speed``, :func:`speed_by`): by the host's time per aten op in
@@ -42,8 +44,8 @@ PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change'
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
 # two censuses whose yardsticks of host speed differ by less than this share are taken as traced on hosts alike
 PROBES_ALIKE = 0.1
-# how far past B's trace read at A's host speed the interval reaches, as a multiple of its distance from the point:
-# host work the counts miss costs more in a timed loop than its traced time (docs/cost-model.md)
+# how far past B's trace read at A's host speed the interval reaches, as a multiple of the farther reading's distance
+# from the point: host work the counts miss costs more in a timed loop than its traced time (docs/cost-model.md)
 TRACE_COST = 1.6
 
 
@@ -52,10 +54,11 @@ class PathPrediction:
     """A predicted change in percent, ``delta_pct`` in [``lo``, ``hi``], its ``host_part`` and ``gpu_part`` (points;
     their sum is ``delta_pct``), the ``model`` that gave it, the case's GPU ``busy`` share, the host's waits per step of
     each side (``waits_ms``: a, b), the syncs where B's waits are longest (``exposed_at``), the factor on the traced
-    host time (``host_scale``), the change B's traced host time would give (``traced_pct``) at A's host speed (B's time
-    per unit of work over A's, ``host_speed``, by the yardstick ``host_speed_by``); ``note``: what the model
-    could not place or where the trace and the counts disagree; ``bound``: ``CPU`` (no device work), ``host`` (the
-    scaled host time is longer than the device time) or ``GPU``."""
+    host time (``host_scale``), the change B's traced host time would give at A's host speed (``traced_pct``;
+    ``traced_per_op_pct`` with the profiler's overhead taken out per aten op; A's host speed is B's time per unit of
+    work over A's, ``host_speed``, by the yardstick ``host_speed_by``); ``note``: what the model could not place or
+    where the trace and the counts disagree; ``bound``: ``CPU`` (no device work), ``host`` (the scaled host time is
+    longer than the device time) or ``GPU``."""
 
     delta_pct: float
     lo: float
@@ -72,13 +75,18 @@ class PathPrediction:
     traced_pct: float | None = None
     host_speed: float | None = None
     host_speed_by: str | None = None
+    traced_per_op_pct: float | None = None
 
     def record(self) -> dict:
         out = {
             k: round(float(getattr(self, k)), 3)
             for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy", "host_scale")
         }
-        out |= {k: round(getattr(self, k), 3) for k in ("traced_pct", "host_speed") if getattr(self, k) is not None}
+        out |= {
+            k: round(getattr(self, k), 3)
+            for k in ("traced_pct", "traced_per_op_pct", "host_speed")
+            if getattr(self, k) is not None
+        }
         return (
             out
             | {
@@ -152,9 +160,10 @@ def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
 YARDSTICKS = {"aten": "host times per aten op", "window_probe": "host probes", "host_probe": "host probes"}
 
 
-def _trace_note(by_trace: float, speed: tuple[float, str] | None) -> str:
-    """What B's trace says where it falls outside the interval of the counts, and what most likely made it so: where
-    the yardstick of host speed says the two censuses ran on hosts alike, host work the census does not count."""
+def _trace_note(readings: list[float], speed: tuple[float, str] | None) -> str:
+    """What B's trace says where it falls outside the interval of the counts (its reading with the profiler's overhead
+    in proportion to the host time, then per aten op where A's trace allows one), and what most likely made it so:
+    where the yardstick of host speed says the two censuses ran on hosts alike, host work the census does not count."""
     if speed is None:
         cause = "host work the census does not count, or a census run on a busier or idler host"
     elif abs(speed[0] - 1) < PROBES_ALIKE:
@@ -164,9 +173,9 @@ def _trace_note(by_trace: float, speed: tuple[float, str] | None) -> str:
         cause = f"the {YARDSTICKS[speed[1]]} differ (x{speed[0]:.2f}): a host that ran slower or faster while"
         cause += " traced, or host work the census does not count"
     at = " at A's host speed" if speed else ""
+    gives = " to ".join(f"{100 * r:+.2f}%" for r in sorted(readings))
     return (
-        f"B's traced host time{at} gives {100 * by_trace:+.2f}%: {cause}; the interval spans {TRACE_COST:g} times that"
-        " far either way"
+        f"B's traced host time{at} gives {gives}: {cause}; the interval spans {TRACE_COST:g} times that far either way"
     )
 
 
@@ -176,7 +185,7 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     best, r_lo, r_hi = _count_ratios(census_a, census_b, calibration) or (tb.host_ms / ta.host_ms,) * 3
     found = speed_by(census_a, census_b)
     speed = found[0] if found else None
-    points, span, traced, runs = [], [], [], {}
+    points, span, traced, per_op, runs = [], [], [], [], {}
     for placement in PLACEMENTS:
         k, why = host_scale(ta, step_ms_a, placement)
         a = ta.scaled(k)
@@ -186,20 +195,21 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         span += [simulate(_as_host(tb, a.host_ms * r), placement).step_ms / ra.step_ms - 1 for r in (r_lo, r_hi)]
         traced.append(simulate(tb.scaled(k / (speed or 1.0)), placement).step_ms / ra.step_ms - 1)
         if (c := per_op_overhead(ta, step_ms_a, placement)) is not None:  # the profiler's overhead read per op instead
-            a_op = ta.less_per_op(c)
+            a_op = simulate(ta.less_per_op(c), placement).step_ms
             span.append(
-                simulate(_as_host(tb.less_per_op(c), a_op.host_ms * best), placement).step_ms
-                / simulate(a_op, placement).step_ms
-                - 1
+                simulate(_as_host(tb.less_per_op(c), ta.less_per_op(c).host_ms * best), placement).step_ms / a_op - 1
             )
+            per_op.append(simulate(tb.scaled(1 / (speed or 1.0)).less_per_op(c), placement).step_ms / a_op - 1)
         runs[placement] = (k, why, ra, rb, a.host_ms * (best - 1) / ra.step_ms)
     k, why, ra, rb, _ = runs["early"]
     total, by_trace = sum(points) / len(points), sum(traced) / len(traced)
+    by_op = sum(per_op) / len(per_op) if per_op else None
     host = sum(r[-1] for r in runs.values()) / len(runs)
     lo, hi = _widened(span + points, total)
-    if not lo <= by_trace <= hi:  # host work the counts miss, or a trace on a busier or idler host
-        why = "; ".join(x for x in (why, _trace_note(by_trace, found)) if x)
-        reach = TRACE_COST * abs(by_trace - total)
+    readings = [by_trace] + ([by_op] if by_op is not None else [])
+    if not all(lo <= r <= hi for r in readings):  # host work the counts miss, or a trace on a busier or idler host
+        why = "; ".join(x for x in (why, _trace_note(readings, found)) if x)
+        reach = TRACE_COST * max(abs(r - total) for r in readings)
         lo, hi = min(lo, total - reach), max(hi, total + reach)
     return PathPrediction(
         100 * total,
@@ -217,6 +227,7 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         100 * by_trace,
         speed,
         found[1] if found else None,
+        None if by_op is None else 100 * by_op,
     )
 
 

@@ -19,6 +19,10 @@ GPU-bound case, 16x1 of qwen3-1.7b-lora-mb16 with the spin before each read-back
 first census of the transformers pair at 1x4 (the lease ran out before the rest). Its censuses without injected work
 show which host probe tracks the traced host time (:func:`probes`).
 
+``critical-path-1x4-pair-h100.jsonl.gz`` (a fifth and a sixth lease, read too, a folder each, named by its boot
+id): the transformers pair at 1x4, the host work at 1x4 and on the GPU-bound 16x1 (``lease-d7767793``); the host work
+at 1x4 again (``lease-e27a7a10``; its host work at 4x1 was cut off by the session's device budget and left out).
+
 Each further file named (``gpu_check.py FIRST MORE...``) is read as the packed results dir of a later
 ``critical_path_gpu.sh`` run: every comparison in it (a folder with ``blocks.jsonl`` and a census of each side) is
 predicted and counted in the calibration the same way.
@@ -57,7 +61,15 @@ def line(name: str, measured: float, p: dict) -> str:
         f"  {name}: measured {measured:+.1f}%; critical path {p['delta_pct']:+.1f}% [{p['lo']:+.1f}, {p['hi']:+.1f}] "
         f"(host {p['host_part']:+.1f}, GPU {p['gpu_part']:+.1f}; waits {p['waits_ms'][0]:.2f} -> "
         f"{p['waits_ms'][1]:.2f} ms per step), measured {inside}, off by {measured - p['delta_pct']:+.1f} points"
+        + trace_reads(p)
     )
+
+
+def trace_reads(p: dict) -> str:
+    """B's trace read at A's host speed, with the profiler's overhead in proportion to the host time and per aten op,
+    where the prediction carries them."""
+    reads = [f"{p[k]:+.1f}%" for k in ("traced_pct", "traced_per_op_pct") if k in p]
+    return f"; B's trace reads {' and '.join(reads)}" if reads else ""
 
 
 def toy(data: dict, title: str) -> None:
@@ -144,7 +156,7 @@ def probes(files: dict, dec: str = "1x4") -> None:
             t = critical_path.Timeline.of(c)
             probes_us = c["window_probe"]["launch_us"], c["host_probe"]["launch_us"]
             aten = c["timeline"].get("aten_ms")
-            rows.append((k.split("/")[0], t.host_ms, *probes_us, aten))
+            rows.append((k.removesuffix("/census-a/runs.jsonl"), t.host_ms, *probes_us, aten))
             print(
                 f"  {rows[-1][0]}: traced host {t.host_ms:.0f} ms per step; per us of launch: window probe "
                 f"{t.host_ms / rows[-1][2]:.0f}, probe before training {t.host_ms / rows[-1][3]:.0f}"
@@ -177,7 +189,8 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz"), *more: str) -> i
         ("lease-7d06fe60/pair-4x1", "transformers 5.17.0 -> 5.25.0"),
     ):
         qwen(later, case, title)
-    for extra in (str(Path(path).parent / "critical-path-1x4-h100.jsonl.gz"), *more):
+    later = ("critical-path-1x4-h100.jsonl.gz", "critical-path-1x4-pair-h100.jsonl.gz")
+    for extra in (*(str(Path(path).parent / name) for name in later), *more):
         files = raw.load(extra)
         for case in comparisons(files):
             qwen(files, case, f"{Path(extra).name}: {case}")

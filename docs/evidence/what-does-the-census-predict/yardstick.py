@@ -79,7 +79,9 @@ def comparison(files: dict, case: str, title: str) -> bool:
         first = first or p
         speed = f"x{p['host_speed']:.3f}" if "host_speed" in p else "none"
         print(
-            f"  B's trace read by {name} ({speed}): {p['traced_pct']:+.1f}%; interval "
+            f"  B's trace read by {name} ({speed}): {p['traced_pct']:+.1f}%"
+            + (f" ({p['traced_per_op_pct']:+.1f}% per aten op)" if "traced_per_op_pct" in p else "")
+            + "; interval "
             f"[{p['lo']:+.1f}, {p['hi']:+.1f}] around {p['delta_pct']:+.1f}%"
         )
     return first["lo"] <= measured <= first["hi"]
