@@ -20,8 +20,8 @@
 #   splits alone: PART="gpu-bound pair" PAIR_DECS=1x4 (about 21 minutes) fits one session. Everything left at 1x4
 #   and one GPU-bound case, with 3-minute comparisons (about 25 minutes):
 #   BUDGET=3 PART="gpu-bound injections pair" DECS=1x4 TOY=0 GB_CASES=before
-#   What issue 47 still needs after that (section 9; about 20 minutes): the pair at 1x4, the host work at 1x4 again (its
-#   censuses now carry the aten yardstick, section 10) and on the GPU-bound step:
+#   The pair at 1x4, the host work at 1x4 again (its censuses carry the aten yardstick) and on the GPU-bound step
+#   (section 11; about 20 minutes):
 #   BUDGET=3 PART="pair injections gpu-bound" PAIR_DECS=1x4 DECS=1x4 CASES=host TOY=0 GB_CASES=host
 # For a dry run of the plumbing on a CPU: GPU=cpu WORKLOAD=tiny-qwen3 BUDGET=0.5 R=/tmp/cp-dry bash THIS (and, for the
 # pair, TF_B=5.19.0 or another release whose stripped wheel is in .twheels).
