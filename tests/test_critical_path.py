@@ -239,6 +239,18 @@ def test_host_work_between_ops_is_read_at_full_cost_where_the_profilers_overhead
     rec = cp.predict_pair(census(traced), census(traced.plus(host_ms=10.0)), 100.0)
     assert 4.0 < rec["traced_pct"] < 6.0 and 9.0 < rec["traced_per_op_pct"] < 11.0
     assert rec["lo"] < 0.0 < 10.0 < rec["hi"] and "gives +4." in rec["note"] and "to +10.0" in rec["note"]
+    # the time per aten op says the hosts were alike: the work the counts miss is the point, read per op
+    same_host = {"timeline": census(traced)["timeline"] | {"aten_ms": 100.0}}
+    ca, cb = census(traced) | same_host, census(traced.plus(host_ms=10.0))
+    cb["timeline"]["aten_ms"] = 100.0
+    alike = cp.predict_pair(ca, cb, 100.0)
+    assert alike["host_speed_by"] == "aten" and alike["delta_pct"] == pytest.approx(10.0, abs=0.5)
+    assert alike["host_part"] == pytest.approx(alike["delta_pct"]) and alike["lo"] < 10.0 < alike["hi"]
+    assert "so most likely host work the census does not count" in alike["note"]
+    assert alike["note"].endswith("the point is B's trace read per aten op")
+    small = census(traced.plus(host_ms=2.0))  # closer to the counts than the yardstick's own spread: not moved
+    small["timeline"]["aten_ms"] = 100.0
+    assert abs(cp.predict_pair(ca, small, 100.0)["delta_pct"]) < 0.5
 
 
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():

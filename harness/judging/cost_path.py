@@ -14,7 +14,10 @@
   full), are said where either falls outside the rest, and the interval then spans ``TRACE_COST`` times as far from the
   point on either side as the farther of them: host work the counts miss
   (injected host work, a C extension's own time) shows there, and costs more in a timed loop than its traced time;
-  so does a census run on a busier or idler host, which may hide such work.
+  so does a census run on a busier or idler host, which may hide such work. Where the host's time per aten op says
+  both were traced on hosts alike and B's trace read per aten op (at A's scale where A's trace gives no per-op
+  reading) is more than ``UNCOUNTED_MIN`` from the counts' point, that reading is the point (:func:`_uncounted`):
+  host work the census does not count, in the host part.
   B's trace is read at A's host speed first (``host_speed``, :func:`speed_by`): by the host's time per aten op in
   each traced window (``timeline.aten_ms``), which host work between ops does not enter; for older censuses by the host
   probes (the time per launch of a tiny op, next to the traced window or before training), so that a census run on a
@@ -47,6 +50,9 @@ PROBES_ALIKE = 0.1
 # how far past B's trace read at A's host speed the interval reaches, as a multiple of the farther reading's distance
 # from the point: host work the counts miss costs more in a timed loop than its traced time (docs/cost-model.md)
 TRACE_COST = 1.6
+# how far (a share of A's step) B's trace read per aten op must fall from the counts' point before the point moves to
+# it: less than this is within what the time per aten op spreads over two censuses of equal work (docs/cost-model.md)
+UNCOUNTED_MIN = 0.03
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,15 @@ def _trace_note(readings: list[float], speed: tuple[float, str] | None) -> str:
     )
 
 
+def _uncounted(reading: float, point: float, speed: tuple[float, str] | None) -> float | None:
+    """B's trace ``reading`` as the point, or None: where it falls more than ``UNCOUNTED_MIN`` from the counts'
+    ``point`` and the host's time per aten op says both censuses were traced on hosts alike (within ``PROBES_ALIKE``),
+    the difference is host work the census does not count. The probes are not enough for it: they track the traced
+    host time less closely (docs/cost-model.md)."""
+    alike = speed is not None and speed[1] == "aten" and abs(speed[0] - 1) < PROBES_ALIKE
+    return reading if alike and abs(reading - point) > UNCOUNTED_MIN else None
+
+
 def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
     """B's step from its own timeline, at A's host scale (module docstring)."""
     ta, tb = Timeline.of(census_a), Timeline.of(census_b)
@@ -209,8 +224,12 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     readings = [by_trace] + ([by_op] if by_op is not None else [])
     if not all(lo <= r <= hi for r in readings):  # host work the counts miss, or a trace on a busier or idler host
         why = "; ".join(x for x in (why, _trace_note(readings, found)) if x)
+        moved = _uncounted(readings[-1], total, found)
         reach = TRACE_COST * max(abs(r - total) for r in readings)
         lo, hi = min(lo, total - reach), max(hi, total + reach)
+        if moved is not None:  # the point is the trace's reading, the host part takes the work the counts miss
+            why += "; the point is B's trace read " + ("per aten op" if by_op is not None else "at A's host scale")
+            host, total = host + moved - total, moved
     return PathPrediction(
         100 * total,
         100 * lo,
