@@ -192,6 +192,7 @@ def test_bs_trace_is_read_at_as_host_speed_where_both_censuses_carry_their_host_
     )
     hidden = cp.predict_pair(census(a) | fast, census(a.plus(host_ms=10.0)) | fast, 100.0)  # equal hosts, unseen work
     assert hidden["hi"] >= 9.5 and "at A's host speed gives +9." in hidden["note"]
+    assert abs(hidden["delta_pct"]) < 0.5  # the probes track the host too loosely to move the point to the trace
     assert "probes agree (x1.00), so most likely host work the census does not count" in hidden["note"]
     busy = cp.predict_pair(census(a) | fast, census(a.plus(host_ms=10.0)) | slow, 100.0)  # B traced on a slower host
     assert "the host probes differ (x1.25)" in busy["note"] and busy["lo"] < busy["traced_pct"]
