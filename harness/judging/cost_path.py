@@ -210,10 +210,9 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         span += [simulate(_as_host(tb, a.host_ms * r), placement).step_ms / ra.step_ms - 1 for r in (r_lo, r_hi)]
         traced.append(simulate(tb.scaled(k / (speed or 1.0)), placement).step_ms / ra.step_ms - 1)
         if (c := per_op_overhead(ta, step_ms_a, placement)) is not None:  # the profiler's overhead read per op instead
-            a_op = simulate(ta.less_per_op(c), placement).step_ms
-            span.append(
-                simulate(_as_host(tb.less_per_op(c), ta.less_per_op(c).host_ms * best), placement).step_ms / a_op - 1
-            )
+            a_less = ta.less_per_op(c)
+            a_op = simulate(a_less, placement).step_ms
+            span.append(simulate(_as_host(tb.less_per_op(c), a_less.host_ms * best), placement).step_ms / a_op - 1)
             per_op.append(simulate(tb.scaled(1 / (speed or 1.0)).less_per_op(c), placement).step_ms / a_op - 1)
         runs[placement] = (k, why, ra, rb, a.host_ms * (best - 1) / ra.step_ms)
     k, why, ra, rb, _ = runs["early"]
@@ -243,10 +242,10 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         k,
         why,
         _bound(ta, k),
-        100 * by_trace,
-        speed,
-        found[1] if found else None,
-        None if by_op is None else 100 * by_op,
+        traced_pct=100 * by_trace,
+        host_speed=speed,
+        host_speed_by=found[1] if found else None,
+        traced_per_op_pct=None if by_op is None else 100 * by_op,
     )
 
 

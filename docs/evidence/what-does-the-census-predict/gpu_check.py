@@ -189,8 +189,8 @@ def main(path: str = str(HERE / "critical-path-h100.jsonl.gz"), *more: str) -> i
         ("lease-7d06fe60/pair-4x1", "transformers 5.17.0 -> 5.25.0"),
     ):
         qwen(later, case, title)
-    later = ("critical-path-1x4-h100.jsonl.gz", "critical-path-1x4-pair-h100.jsonl.gz")
-    for extra in (*(str(Path(path).parent / name) for name in later), *more):
+    runs_after = ("critical-path-1x4-h100.jsonl.gz", "critical-path-1x4-pair-h100.jsonl.gz")
+    for extra in (*(str(Path(path).parent / name) for name in runs_after), *more):
         files = raw.load(extra)
         for case in comparisons(files):
             qwen(files, case, f"{Path(extra).name}: {case}")
