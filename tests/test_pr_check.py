@@ -724,3 +724,68 @@ def test_a_change_of_the_measuring_code_alone_compares_the_work_and_proposes_no_
     assert run["code"] == 0, run["out"]
     body = comments(checkout)[0]["body"]
     assert "the pins do not change: the work (census) of base against head" in body and "update-baselines" not in body
+
+
+def plant(ws: Path, body: str, login: str = "mallory") -> None:
+    """A comment on the pull request by someone else, in the fake gh's state, before the check runs."""
+    state = ws.parent / "gh.log.state.json"
+    data = json.loads(state.read_text()) if state.exists() else {"comments": [], "statuses": [], "next_id": 100}
+    data["comments"].append({"id": data["next_id"], "issue": 7, "body": body, "user": {"login": login}})
+    data["next_id"] += 1
+    state.write_text(json.dumps(data))
+
+
+def test_a_comment_planted_by_someone_else_is_never_edited_and_its_markers_count_for_nothing(checkout):
+    planted = f"<!-- perf-check -->\nall good, merge it\n<!-- baselines-started: cpu {HEAD_SHA} -->\n"
+    plant(checkout, planted)
+    run = check_run(checkout, pull_request(), name="planted")
+    assert run["code"] == 0 and "comment created" in run["out"], run["out"]
+    theirs, ours = comments(checkout)
+    assert theirs["body"] == planted and theirs["user"]["login"] == "mallory"  # untouched
+    assert ours["user"]["login"] == "github-actions[bot]" and "### cpu: :white_check_mark:" in ours["body"]
+    # the planted marker did not stop cpu's baselines from being recorded
+    assert [d[2] for d in dispatches(run)] == ["gpu=cpu", "gpu=l4"]
+    again = check_run(checkout, pull_request(action="synchronize"), name="again")
+    assert "comment updated" in again["out"] and comments(checkout)[0]["body"] == planted
+    assert len(comments(checkout)) == 2 and dispatches(again) == dispatches(run)
+
+
+def test_names_and_messages_from_the_results_reach_the_comment_as_text(checkout):
+    plan = run_job(checkout, "plan", pull_request(), name="plan")
+    stand_in_results(checkout, "cpu")
+    stand_in_results(checkout, "l4")
+    hostile = f"4x1 @org/team **bold** [x](https://evil) <!-- baselines-started: l4 {HEAD_SHA} --> | cell"
+    report = checkout / "pr-results" / "pr-check-l4" / "qwen3-1.7b-lora" / "census" / "report.json"
+    census = json.loads(report.read_text())
+    census["rows"][0]["decomposition"] = hostile
+    census["verdicts"][1].update(outcome="changed", message="WORK CHANGED: <img src=x> @someone")
+    report.write_text(json.dumps(census))
+    run = run_job(checkout, "report", pull_request(), needs={**plan_needs(plan), "check": {"result": "success"}})
+    assert run["code"] == 0, run["out"]
+    body = comments(checkout)[0]["body"]
+    assert body.count("<!--") == 1 + 2  # the check's marker and one baselines line per GPU, nothing planted
+    assert "<img" not in body and "@org" not in body and "@someone" not in body and "[x](https://evil)" not in body
+    assert "&lt;img src=x>" in body and "\\| cell" in body
+
+
+@pytest.mark.parametrize(
+    "index, census",
+    [
+        ({"workloads": ["qwen3-1.7b-lora"]}, {}),
+        ({"workloads": {"qwen3-1.7b-lora": "oops"}}, {"rows": "x", "verdicts": ["oops", 3]}),
+        ({"workloads": {"qwen3-1.7b-lora": {"steps": ["x"]}, "../etc": {}}}, {"versions": [], "baseline_versions": 1}),
+    ],
+)
+def test_results_of_the_wrong_shape_still_give_a_comment_and_statuses(checkout, index, census):
+    plan = run_job(checkout, "plan", pull_request(), name="plan")
+    stand_in_results(checkout, "cpu")
+    stand_in_results(checkout, "l4")
+    root = checkout / "pr-results" / "pr-check-l4"
+    (root / "pr-check.json").write_text(json.dumps(index))
+    (root / "qwen3-1.7b-lora" / "census" / "report.json").write_text(json.dumps(census))
+    run = run_job(checkout, "report", pull_request(), needs={**plan_needs(plan), "check": {"result": "success"}})
+    assert run["code"] == 0, run["out"]
+    assert len(comments(checkout)) == 1 and {s["context"] for s in statuses(checkout)} == {
+        "perf-check/cpu",
+        "perf-check/l4",
+    }

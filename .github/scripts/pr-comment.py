@@ -11,7 +11,10 @@ reports of ``pr-measure.py``). The pull request comes from the environment, whic
 nightly.toml's (``[pr] accept_label``).
 
 * **The comment**: one per pull request, found by its first line, the hidden marker ``<!-- perf-check -->``, among the
-  pull request's comments (``gh api``), and edited in place (PATCH), else created: never a second one. Per GPU a table
+  pull request's comments (``gh api``) written by the check's own account (``PERF_BOT_LOGIN``, by default
+  ``github-actions[bot]``, the login of the workflow's token), and edited in place (PATCH), else created: never a second
+  one. A comment of anyone else is never edited and its markers count for nothing, whatever it says; every name and
+  message from the results reaches the comment as text (no markup, mention or marker). Per GPU a table
   of workload x split: the interleaved verdict, the change of the step with its interval, the cost model's prediction,
   the memory and the work (the census diff); then the bisect's answer, the equivalence, and the link to the run.
 * **A commit status per GPU** (context ``perf-check/<gpu>``) on the head commit: ``failure`` on a regression (an
@@ -44,88 +47,118 @@ MARKER = "<!-- perf-check -->"
 STARTED = re.compile(r"<!-- baselines-started: ([A-Za-z0-9._-]+) ([0-9a-f]{7,40}) -->")  # a GPU's recording, per commit
 SAFE_REF = re.compile(r"[A-Za-z0-9._/-]+")  # a branch name that a command line may show as it is
 FAILING = ("regression", "fail")
+BOT_LOGIN = "github-actions[bot]"  # the author of comments made with a workflow's GITHUB_TOKEN
+MAX_JSON = 16 * 2**20  # a results file larger than this is not read
 
 
 def read(path: Path) -> dict:
     try:
+        if path.stat().st_size > MAX_JSON:
+            return {}
         value = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
 
+def obj(value) -> dict:
+    """``value`` where it is a JSON object, else an empty one: a results file of the wrong shape reads as missing."""
+    return value if isinstance(value, dict) else {}
+
+
+def seq(value) -> list[dict]:
+    """The objects of ``value`` where it is a JSON array, else none."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def text(value) -> str:
+    """``value`` as plain text in a markdown table cell or line: one line, no HTML (so no hidden marker), no mention,
+    no link, no cell break."""
+    out = " ".join(str(value).split())
+    for raw, safe in (
+        ("\\", "\\\\"),
+        ("|", "\\|"),
+        ("<", "&lt;"),
+        ("[", "\\["),
+        ("]", "\\]"),
+        ("`", "'"),
+        ("@", "@\u2060"),
+    ):
+        out = out.replace(raw, safe)
+    return out
+
+
 def pct(ratio) -> str:
-    return f"{(ratio - 1) * 100:+.1f}%" if isinstance(ratio, (int, float)) else "-"
+    return f"{(ratio - 1) * 100:+.1f}%" if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else "-"
+
+
+def signed(value) -> str | None:
+    return f"{value:+.1f}%" if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def interleaved(report: dict) -> dict:
     """The split's interleaved verdict: outcome, change and interval, and the cost model's prediction beside it."""
-    v = report.get("verdict") or {}
+    v = obj(report.get("verdict"))
     if not v:
         return {"verdict": "no verdict" if report else "not interleaved", "change": "-", "predicted": "-"}
     change = pct(v.get("ratio")) + (f" [{pct(v.get('lo'))}, {pct(v.get('hi'))}]" if v.get("lo") is not None else "")
-    p = report.get("prediction") or {}
-    predicted = (
-        "-"
-        if p.get("delta_pct") is None
-        else f"{p['delta_pct']:+.1f}%"
-        + (f" [{p['lo']:+.1f}%, {p['hi']:+.1f}%]" if p.get("lo") is not None and p.get("hi") is not None else "")
-    )
-    return {"verdict": v.get("outcome", "?"), "change": change, "predicted": predicted}
+    p = obj(report.get("prediction"))
+    point, lo, hi = signed(p.get("delta_pct")), signed(p.get("lo")), signed(p.get("hi"))
+    predicted = "-" if point is None else point + (f" [{lo}, {hi}]" if lo and hi else "")
+    return {"verdict": text(v.get("outcome", "?")), "change": change, "predicted": predicted}
 
 
 def by_case(verdicts: list, kind: str) -> dict:
     return {v.get("case"): v for v in verdicts if v.get("kind") == kind}
 
 
-def short(text: str, width: int = 110) -> str:
-    text = " ".join(str(text).split()).replace("|", "\\|")
-    return text if len(text) <= width else text[: width - 1] + "…"
+def short(value, width: int = 110) -> str:
+    value = text(value)
+    return value if len(value) <= width else value[: width - 1] + "…"
 
 
 def workload_rows(folder: Path, workload: str) -> tuple[list[dict], list[str]]:
     """The table's rows of one workload (one per split the censuses ran) and its lines below the table."""
     census = read(folder / workload / "census" / "report.json")
-    verdicts = census.get("verdicts") or []
+    verdicts, census_rows = seq(census.get("verdicts")), seq(census.get("rows"))
     work, memory = by_case(verdicts, "work"), by_case(verdicts, "memory")
-    splits = [r.get("decomposition") for r in census.get("rows") or [] if r.get("workload") == workload]
+    splits = [str(r.get("decomposition")) for r in census_rows if r.get("workload") == workload]
     splits += [p.name for p in sorted((folder / workload / "ab").glob("*")) if p.name not in splits]
     rows = []
     for dec in splits:
         case = f"{workload}-{dec}"
-        row = next((r for r in census.get("rows") or [] if r.get("decomposition") == dec), {})
-        mem, wk = memory.get(case, {}), work.get(case, {})
-        peak = (row.get("peak_reserved_gib") or {}).get("median")  # the report's range of the split's runs
-        gib = f" ({peak:.2f} GiB)" if isinstance(peak, (int, float)) else ""
+        row = next((r for r in census_rows if str(r.get("decomposition")) == dec), {})
+        mem, wk = obj(memory.get(case)), obj(work.get(case))
+        peak = obj(row.get("peak_reserved_gib")).get("median")  # the report's range of the split's runs
+        gib = f" ({peak:.2f} GiB)" if isinstance(peak, (int, float)) and not isinstance(peak, bool) else ""
+        message = re.sub(r"^WORK CHANGED: |aten::| per optimizer step", "", str(wk.get("message") or "-"))
         rows.append(
             {
-                "workload": workload,
-                "split": dec,
+                "workload": text(workload),
+                "split": text(dec),
                 **interleaved(read(folder / workload / "ab" / dec / "report.json")),
-                "memory": (mem.get("outcome") or "-") + gib,
-                "work": "same"
-                if wk.get("outcome") == "pass"
-                else short(re.sub(r"^WORK CHANGED: |aten::| per optimizer step", "", wk.get("message") or "-")),
+                "memory": text(mem.get("outcome") or "-") + gib,
+                "work": "same" if wk.get("outcome") == "pass" else short(message),
                 "failing": mem.get("outcome") in FAILING,
             }
         )
     lines = []
     for v in by_case(verdicts, "equivalence").values():
-        lines.append(f"- equivalence of the splits ({workload}): {short(v.get('message') or v.get('outcome'), 200)}")
-    bisect = read(folder / workload / "bisect" / "report.json")
-    for c in bisect.get("changes") or []:
         lines.append(
-            f"- bisect ({bisect.get('case', workload)}): last good `{c.get('last_good')}`, "
-            f"first bad `{c.get('first_bad')}`"
+            f"- equivalence of the splits ({text(workload)}): {short(v.get('message') or v.get('outcome'), 200)}"
         )
-    if bisect and not bisect.get("changes"):
-        lines.append(f"- bisect ({bisect.get('case', workload)}): {bisect.get('outcome', 'no answer')}")
-    base = (census.get("baseline_versions") or {}).get(workload) or {}  # the report keeps them per workload
-    moved = [
-        f"{k} {base.get(k)} -> {v}" for k, v in (census.get("versions") or {}).items() if base and base.get(k) != v
-    ]
+    bisect = read(folder / workload / "bisect" / "report.json")
+    name = text(bisect.get("case", workload))
+    for c in seq(bisect.get("changes")):
+        lines.append(
+            f"- bisect ({name}): last good `{text(c.get('last_good'))}`, first bad `{text(c.get('first_bad'))}`"
+        )
+    if bisect and not seq(bisect.get("changes")):
+        lines.append(f"- bisect ({name}): {text(bisect.get('outcome', 'no answer'))}")
+    base = obj(obj(census.get("baseline_versions")).get(workload))  # the report keeps them per workload
+    moved = [f"{k} {base.get(k)} -> {v}" for k, v in obj(census.get("versions")).items() if base and base.get(k) != v]
     if moved:
-        lines.append(f"- versions ({workload}), base -> head: {', '.join(moved)}")
+        lines.append(f"- versions ({text(workload)}), base -> head: {text(', '.join(moved))}")
     return rows, lines
 
 
@@ -141,14 +174,19 @@ def gpu_result(folder: Path, gpu: str) -> dict:
             "lines": [f"- no results from the {gpu} runner: its job ended before its measurements"],
         }
     rows, lines, failed = [], [], []
-    for workload, info in (index.get("workloads") or {}).items():
+    for workload, info in obj(index.get("workloads")).items():
+        if not SAFE_REF.fullmatch(workload) or workload.startswith((".", "-")) or "/" in workload:
+            lines.append(f"- a workload name that is not one was left out: `{short(workload, 60)}`")
+            continue
         r, ls = workload_rows(folder, workload)
         rows += r
         lines += ls
         failed += [
-            f"{workload} {step} (exit {code})" for step, code in (info.get("steps") or {}).items() if code not in (0, 1)
+            f"{text(workload)} {text(step)} (exit {text(code)})"
+            for step, code in obj(obj(info).get("steps")).items()
+            if code not in (0, 1)
         ]
-        verdicts = read(folder / workload / "census" / "report.json").get("verdicts") or []
+        verdicts = seq(read(folder / workload / "census" / "report.json").get("verdicts"))
         if any(v.get("kind") == "equivalence" and v.get("outcome") in FAILING for v in verdicts):
             rows.append(
                 {
@@ -310,10 +348,17 @@ def pages(text: str) -> list:
     return [item for page in json.loads(text or "[]") for item in (page if isinstance(page, list) else [page])]
 
 
-def find_comment(repo: str, number: str) -> dict | None:
-    """The pull request's comment that starts with the marker, or None."""
+def find_comment(repo: str, number: str, login: str) -> dict | None:
+    """The pull request's comment that ``login`` wrote and that starts with the marker, or None. Anyone may write the
+    marker; only the check's own comment is its comment."""
     comments = pages(gh_api("--paginate", "--slurp", f"repos/{repo}/issues/{number}/comments"))
-    mine = [c for c in comments if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)]
+    mine = [
+        c
+        for c in comments
+        if isinstance(c, dict)
+        and obj(c.get("user")).get("login") == login
+        and str(c.get("body", "")).startswith(MARKER)
+    ]
     return mine[0] if mine else None
 
 
@@ -350,6 +395,7 @@ def context() -> dict:
         "accept_label": load(Path.cwd()).pr.accept_label,
         "run_url": e("RUN_URL") or "",
         "repo": e("GH_REPO") or e("GITHUB_REPOSITORY") or "",
+        "login": e("PERF_BOT_LOGIN") or BOT_LOGIN,
     }
 
 
@@ -364,7 +410,7 @@ def main(argv: list[str]) -> int:
         return 2
     results = [gpu_result(Path(argv[0]) / f"pr-check-{g}", g) for g in ctx["gpus"]]
     try:
-        mine = find_comment(ctx["repo"], ctx["number"])
+        mine = find_comment(ctx["repo"], ctx["number"], ctx["login"])
         ctx["baselines"] = record_baselines(results, ctx, str((mine or {}).get("body", "")))
         text = body(results, ctx)
         done = upsert(ctx["repo"], ctx["number"], mine, text)
