@@ -8,10 +8,12 @@ they should and only then?
 Each night a results dir is synthesized from committed records (``tests/data/history/``: the 15 timed runs of one H200
 session and the 3 census runs of another, all qwen3-1.7b-lora) under a new session id and date, each case's step times
 scaled by that night's factor: log-normal night-to-night noise of sd ``--sigma`` (1.5% by default, independent per case
-and night), times the planted effects. Then the pinned perf job of ``.github/workflows/nightly.yml`` runs through
-``.ci/run-workflow.py`` with every ``run:`` step skipped but the store's (its own text, ``if:`` and environment): the
-session goes to ``PERF_STORE``, a LOCAL BARE git repository (git's ``url.<bare>.insteadOf`` maps the workflow's GitHub
-URL onto it), and the alerts go to the fake ``gh`` of ``.ci/fake-bin`` (the issues it opened stay open, so that the
+and night), times the planted effects. Then the pinned perf and publish jobs of ``.github/workflows/nightly.yml`` run
+through ``.ci/run-workflow.py`` with every ``run:`` step skipped but the store's (their own text, ``if:`` and
+environment): the perf job finds the alerts in a copy of the store's branch (checked out here as the workflow's
+checkout step would), the publish job adds the session to ``PERF_STORE``, a LOCAL BARE git repository (git's
+``url.<bare>.insteadOf`` maps the workflow's GitHub URL onto it), and the alerts go to the fake ``gh`` of
+``.ci/fake-bin`` (the issues it opened stay open, so that the
 issue script can find and comment on them). The night's results dir is kept as its "artifact" for ``--retention``
 nights, then deleted. At the end the history job builds the page from the store, again through its own steps.
 
@@ -48,7 +50,10 @@ TEMPLATES = (
     DATA / "h200" / "lease3-4-fresh-checkout" / "runs.jsonl",
     DATA / "census-h200" / "lease-c" / "a" / "runs.jsonl",
 )
-STORE_STEPS = ("Keep the session in the results store", "Open or update environment-regression issues")
+STORE_STEPS = {
+    "perf": ("Find environment regressions",),
+    "publish": ("Keep the session in the results store", "Open or update environment-regression issues"),
+}
 REPO = "sim/lora-perf-harness"
 GPU, TRACK, CASES = "h200", "pinned", ("1x4", "2x2", "4x1")
 DRIVERS = ("580.159.04", "580.172.08")
@@ -116,18 +121,30 @@ def synthesize(template: list[dict], night: int, plan: Plan, noise: dict[str, fl
     return factors
 
 
-def skipped_steps() -> list[str]:
-    """Every ``run:`` step of the perf job but the store's; fails when a store step is missing (renamed)."""
+def skipped_steps(job: str) -> list[str]:
+    """Every ``run:`` step of ``job`` but the store's; fails when a store step is missing (renamed)."""
     import yaml
 
-    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["perf"]["steps"]
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"][job]["steps"]
     names = [s.get("name") for s in steps if "run" in s]
-    missing = [n for n in STORE_STEPS if n not in names]
+    missing = [n for n in STORE_STEPS[job] if n not in names]
     if missing:
         raise SystemExit(
             f"simulate-nights: {WORKFLOW.name} has no step {missing[0]!r}; update STORE_STEPS in {__file__}"
         )
-    return [n for n in names if n not in STORE_STEPS]
+    return [n for n in names if n not in STORE_STEPS[job]]
+
+
+def checkout_store(bare: Path, ws: Path) -> None:
+    """What the workflow's checkout of the perf-results branch leaves in ``.perf-store`` (nothing before the first
+    session)."""
+    dest = ws / ".perf-store"
+    shutil.rmtree(dest, ignore_errors=True)
+    has = subprocess.run(
+        ["git", "--git-dir", str(bare), "rev-parse", "--verify", "-q", "refs/heads/perf-results"], capture_output=True
+    )
+    if has.returncode == 0:
+        subprocess.run(["git", "clone", "-q", "--branch", "perf-results", str(bare), str(dest)], check=True)
 
 
 def environment(work: Path, bare: Path) -> dict[str, str]:
@@ -162,6 +179,7 @@ def workspace(work: Path) -> Path:
     ws = work / "ws"
     (ws / ".tox" / TRACK / "bin").mkdir(parents=True, exist_ok=True)
     (ws / ".github").symlink_to(ROOT / ".github")
+    (ws / "harness").symlink_to(ROOT / "harness")  # the publish job's harness: the checkout's, on PYTHONPATH
     py = ws / ".tox" / TRACK / "bin" / "python"
     py.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     py.chmod(0o755)
@@ -183,8 +201,12 @@ def run_job(job: str, ws: Path, env: dict, night: int, skip: list[str], work: Pa
         "--outcomes",
         str(work / f"outcomes-{job}.json"),
     ]
-    if job == "perf":
+    if job in ("perf", "publish"):
         cmd += ["--matrix", f"gpu={GPU}", "--matrix", f"env={TRACK}"]
+    if job == "publish":
+        needs = work / "needs.json"
+        needs.write_text(json.dumps({"gpus": {"result": "success", "outputs": {"gpus": json.dumps([GPU])}}}))
+        cmd += ["--needs", str(needs)]
     for name in skip:
         cmd += ["--skip-step", name]
     return subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=600)
@@ -223,7 +245,7 @@ def night_record(
 def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
     """Every night, then the history job; returns the nights' records and what the end state holds."""
     plan, rng = Plan(a.nights, a.aa), random.Random(a.seed)
-    template, skip = load_templates(), skipped_steps()
+    template, skip = load_templates(), {job: skipped_steps(job) for job in STORE_STEPS}
     bare = work / "store.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     env, ws = environment(work, bare), workspace(work)
@@ -259,7 +281,10 @@ def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
             nights.append(night_record(night, factors, [], ws, None))
             continue
         env["PERF_IMAGE"] = IMAGES[night >= plan.shift]  # the runner's container image (store add records it)
-        proc = run_job("perf", ws, env, night, skip, work)
+        checkout_store(bare, ws)
+        proc = run_job("perf", ws, env, night, skip["perf"], work)
+        if proc.returncode == 0:
+            proc = run_job("publish", ws, env, night, skip["publish"], work)
         secret_seen |= any(s in proc.stdout + proc.stderr for s in secrets)
         calls = gh_calls(work, seen)
         seen += len(calls)
@@ -273,6 +298,7 @@ def simulate(a: argparse.Namespace, work: Path) -> tuple[list[dict], dict]:
         if proc.returncode != 0:
             print(proc.stdout[-4000:] + proc.stderr[-4000:], file=sys.stderr)
     fresh = dict(env, XDG_CACHE_HOME=str(work / "history-cache"))  # a hosted runner: a fresh clone of the store
+    checkout_store(bare, ws)
     hist = run_job("history", ws, fresh, a.nights, ["Install the history tools"], work)
     stored = subprocess.run(
         ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "perf-results"], capture_output=True, text=True

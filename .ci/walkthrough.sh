@@ -37,14 +37,20 @@ step() { echo; echo "=== walkthrough: $* (at $((SECONDS - T0)) s)"; step_start=$
 took() { echo "=== walkthrough: done in $((SECONDS - step_start)) s"; }
 fail() { echo "walkthrough FAILED: $*" >&2; exit 1; }
 
-# the nightly's pinned job on the CPU "runner" (the current directory, a clone of "GitHub"), its summary and gh calls shown
+# the nightly's pinned job on the CPU "runner" (the current directory, a clone of "GitHub"), then its publish job (which
+# writes what the perf job found: the baseline pull request, the store, the issues) in the same folder, where the perf
+# job's artifact already is; their summary and gh calls shown. The exit is the perf job's, else the publish job's.
 pinned_job() {
-  local code=0
-  GIT_CONFIG_GLOBAL="$WORK/gitconfig" XDG_CACHE_HOME="$WORK/cache" \
-  PATH="$PWD/.ci/fake-bin:$PATH" FAKE_GH_LOG="$WORK/gh.log" GH_REPO=newcomer/lora-perf-harness TOX_SHIM_PYTHON="$PY" \
-    "$PY" .ci/run-workflow.py .github/workflows/nightly.yml perf --matrix gpu=cpu --matrix env=pinned \
-    --skip-step "Install tox" --repository newcomer/lora-perf-harness \
-    --summary "$WORK/summary.md" --outcomes "$WORK/outcomes.json" || code=$?
+  local code=0 job
+  echo '{"gpus": {"result": "success", "outputs": {"gpus": "[\"cpu\"]"}}}' > "$WORK/needs.json"
+  for job in perf publish; do
+    skip=(); [ $job = perf ] && skip=(--skip-step "Install tox")
+    GIT_CONFIG_GLOBAL="$WORK/gitconfig" XDG_CACHE_HOME="$WORK/cache" \
+    PATH="$PWD/.ci/fake-bin:$PATH" FAKE_GH_LOG="$WORK/gh.log" GH_REPO=newcomer/lora-perf-harness TOX_SHIM_PYTHON="$PY" \
+      "$PY" .ci/run-workflow.py .github/workflows/nightly.yml $job --matrix gpu=cpu --matrix env=pinned \
+      "${skip[@]}" --repository newcomer/lora-perf-harness --needs "$WORK/needs.json" \
+      --summary "$WORK/summary.md" --outcomes "$WORK/outcomes-$job.json" || { [ "$code" != 0 ] || code=$?; }
+  done
   echo "--- the job summary"; cat "$WORK/summary.md"; echo "--- gh calls"; cat "$WORK/gh.log"
   return $code
 }

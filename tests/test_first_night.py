@@ -49,14 +49,15 @@ def night(tmp_path, tiny, fake_runs):
     git(repo, "commit", "-q", "-m", "start")
     git(repo, "push", "-q", "origin", "main")
 
-    def run(env: str, runs: int = 5, open_prs: list[dict] = (), workloads=("tiny-qwen3",)):
+    def run(env: str, runs: int = 5, open_prs: list[dict] = (), workloads=("tiny-qwen3",), phase: str = ""):
         results = repo / "perf-results"
-        shutil.rmtree(results, ignore_errors=True)
-        results.mkdir()
-        recs = fake_runs(tiny, [100.0 + i for i in range(runs)], workload_spec=tiny.to_dict())
-        (results / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-        rows = [{"workload": w, "decomposition": d} for w in workloads for d in ("1x4", "2x2", "4x1")]
-        (results / "report.json").write_text(json.dumps({"gpu": "cpu", "rows": rows, "verdicts": []}))
+        if phase != "propose":  # the propose phase reads what the record phase left (the perf job's artifact)
+            shutil.rmtree(results, ignore_errors=True)
+            results.mkdir()
+            recs = fake_runs(tiny, [100.0 + i for i in range(runs)], workload_spec=tiny.to_dict())
+            (results / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+            rows = [{"workload": w, "decomposition": d} for w in workloads for d in ("1x4", "2x2", "4x1")]
+            (results / "report.json").write_text(json.dumps({"gpu": "cpu", "rows": rows, "verdicts": []}))
         log, prs, summary = tmp_path / "gh.log", tmp_path / "prs.json", tmp_path / "summary.md"
         for f in (log, summary):
             f.write_text("")
@@ -75,9 +76,12 @@ def night(tmp_path, tiny, fake_runs):
             RUN_URL="https://github.com/newcomer/perf/actions/runs/7",
             PYTHONPATH=str(ROOT),
         )
-        proc = subprocess.run(
-            [sys.executable, str(SCRIPT)], cwd=repo, env=environ, capture_output=True, text=True, timeout=120
-        )
+        # the propose phase runs where nothing is installed: the standard library alone (-S), no harness on the path
+        args = [sys.executable, str(SCRIPT)] if not phase else [sys.executable, str(SCRIPT), "--phase", phase]
+        if phase == "propose":
+            args.insert(1, "-S")
+            environ.pop("PYTHONPATH")
+        proc = subprocess.run(args, cwd=repo, env=environ, capture_output=True, text=True, timeout=120)
         calls = [json.loads(ln) for ln in log.read_text().splitlines()]
         return proc.returncode, proc.stdout + proc.stderr, calls, summary.read_text()
 
@@ -128,7 +132,21 @@ def test_a_pull_request_already_open_is_not_doubled_and_the_night_warns(night):
         and "/pull/3" in summary
         and "once it is merged" in summary
     )
-    assert not (night.repo / "perf-results" / "first-baselines").exists()
+    assert "baselines/first-cpu" not in git(night.origin, "branch", "--list")  # nothing pushed
+
+
+def test_the_perf_job_records_with_no_token_and_the_publish_job_proposes_with_the_standard_library(night):
+    code, out, calls, summary = night("pinned", phase="record")
+    assert code == 0 and calls == [], out  # no gh, no push: the perf job holds no token
+    assert "baselines/first-cpu" not in git(night.origin, "branch", "--list")
+    assert "the publish job proposes it" in summary
+    plan = json.loads((night.repo / "perf-results" / "first-baselines" / "plan.json").read_text())
+    assert plan["workloads"] == ["tiny-qwen3"] and plan["table"]
+    code, out, calls, summary = night("pinned", phase="propose")
+    assert code == 0, out
+    assert [c[:2] for c in calls] == [["pr", "list"], ["pr", "create"]] and PR_URL in summary
+    proposed = json.loads(git(night.origin, "show", "baselines/first-cpu:baselines/cpu/tiny-qwen3.json"))
+    assert proposed["gpu"] == "cpu" and PR_URL in (night.repo / "perf-results" / "missing-baselines.md").read_text()
 
 
 def test_an_open_pull_request_without_a_new_workload_gets_it_and_a_comment(night):
@@ -219,8 +237,12 @@ def test_the_nightly_bootstraps_instead_of_requiring_a_baseline():
         < names.index("Confirm runtime regressions interleaved")
     )
     assert "!cancelled()" in first["if"] and "hashFiles('perf-results/report.json')" in first["if"]
-    assert ".github/scripts/first-night.py" in first["run"] and first["env"]["GH_TOKEN"] == "${{ github.token }}"
-    assert job["permissions"]["contents"] == "write" and job["permissions"]["pull-requests"] == "write"
+    assert "first-night.py --phase record" in first["run"] and "GH_TOKEN" not in first.get("env", {})
+    assert job["permissions"] == {"contents": "read"}
+    publish = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())["jobs"]["publish"]
+    propose = next(s for s in publish["steps"] if s.get("name") == "Propose missing baselines (first night)")
+    assert "first-night.py --phase propose" in propose["run"] and propose["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert publish["permissions"]["contents"] == "write" and publish["permissions"]["pull-requests"] == "write"
     assert "steps.suite.outcome == 'failure'" in steps["Confirm runtime regressions interleaved"]["if"]
     assert (
         job["env"]["NIGHT_INPUTS"] == "${{ toJSON(inputs) }}" and "PERF_WORKLOADS" not in job["env"]

@@ -194,9 +194,9 @@ def test_a_release_s_census_change_opens_one_issue_per_workload_with_the_bisect(
 def test_nightly_files_the_release_s_census_change_only_on_the_latest_job_of_a_release_night():
     import yaml
 
-    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]
+    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["publish"]["steps"]
     step = next(s for s in steps if s.get("name") == "Open or update regression issues")
-    assert step["env"]["CHANGES"] == "${{ matrix.env != 'pinned' && steps.plan.outputs.versions == 'differ' }}"
+    assert step["env"]["CHANGES"] == "${{ matrix.env != 'pinned' && steps.perf.outputs.versions == 'differ' }}"
     assert step["env"]["BISECT"] == "perf-results/bisect/report.md"
 
 
@@ -300,8 +300,9 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
         and '--results-dir "perf-results/ab/$dec"' in run
     )
     assert not [f for f in TUNING_FLAGS if f in run.split()], run  # the defaults are the nightly's settings
-    issues = steps["Open or update regression issues (A/B)"]
-    assert "perf-results/ab/*/report.json" in issues["run"] and "steps.ab.outcome == 'failure'" in issues["if"]
+    publish = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["publish"]
+    issues = next(s for s in publish["steps"] if s.get("name") == "Open or update regression issues (A/B)")
+    assert "perf-results/ab/*/report.json" in issues["run"] and "steps.perf.outputs.ab == 'failure'" in issues["if"]
 
 
 def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
@@ -309,10 +310,10 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     the issue step reads the confirmed report when there is one; an unconfirmed timing files nothing."""
     import yaml
 
-    names = [s.get("name") for s in yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]]
-    steps = {s.get("name"): s for s in yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]}
-    confirm = steps["Confirm runtime regressions interleaved"]
-    assert names.index("Confirm runtime regressions interleaved") < names.index("Open or update regression issues")
+    jobs = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]
+    steps = {s.get("name"): s for s in jobs["perf"]["steps"]}
+    issues = {s.get("name"): s for s in jobs["publish"]["steps"]}
+    confirm = steps["Confirm runtime regressions interleaved"]  # in the perf job, before the publish job files issues
     run = " ".join(confirm["run"].split())
     assert "failure()" in confirm["if"] and "-m harness confirm perf-results/report.json" in run
     assert (
@@ -320,7 +321,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
         and "--results-dir perf-results/confirm" in run
     )
     assert not [f for f in TUNING_FLAGS if f in run.split()], run  # as the A/B step: the defaults
-    assert steps["Open or update regression issues"]["env"]["CONFIRM"] == "perf-results/confirm/report.json"
+    assert issues["Open or update regression issues"]["env"]["CONFIRM"] == "perf-results/confirm/report.json"
     unconfirmed = [dict(v, outcome="unconfirmed") if v["kind"] == "runtime" else v for v in REPORT["verdicts"]]
     filed = fake_gh(dict(REPORT, verdicts=unconfirmed))
     titles = [c[c.index("--title") + 1] for c in filed if c[:2] == ["issue", "create"]]
@@ -371,31 +372,36 @@ def _history_job() -> tuple[dict, dict, dict]:
 
 
 def test_nightly_history_job_builds_the_page_from_the_store_and_deploys_it():
-    """After the perf jobs (whatever their verdicts), the history job builds the page from the results store (the
-    perf-results branch; no artifacts, which expire) with `python -m harness history --store`, deploys it to GitHub
-    Pages and links it in the summary; only this job may write to Pages, and it reads no more than contents."""
+    """After the publish jobs (whatever their verdicts), the history job builds the page from a read-only copy of the
+    results store (the perf-results branch; no artifacts, which expire) with `python -m harness history --store`; the
+    deploy-history job, which installs and runs nothing, deploys it to GitHub Pages and links it in the summary; only
+    that job may write to Pages."""
     wf, job, steps = _history_job()
-    assert job["needs"] == "perf" and "!cancelled()" in job["if"]
-    assert job["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
-    others = [wf.get("permissions", {}), *(j.get("permissions", {}) for n, j in wf["jobs"].items() if n != "history")]
+    assert job["needs"] == "publish" and "!cancelled()" in job["if"]
+    assert job["permissions"] == {"contents": "read"}
+    store = next(s for s in job["steps"] if (s.get("with") or {}).get("ref") == "perf-results")
+    assert store["with"]["path"] == ".perf-store" and store["with"]["persist-credentials"] is False
+    deploy = wf["jobs"]["deploy-history"]
+    others = [
+        wf.get("permissions", {}),
+        *(j.get("permissions", {}) for n, j in wf["jobs"].items() if n != "deploy-history"),
+    ]
     assert not any("pages" in p or "id-token" in p for p in others)
-    assert job["environment"]["name"] == "github-pages"
-    assert wf["env"]["PERF_STORE"] == "${{ github.server_url }}/${{ github.repository }}.git"
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"} and deploy["needs"] == "history"
+    assert deploy["environment"]["name"] == "github-pages"
     assert (
         "history_nights" not in wf[True]["workflow_dispatch"]["inputs"] and "env" not in job
     )  # YAML 1.1 reads `on` as True
     assert not [s for s in job["steps"] if "download-artifact" in s.get("uses", "") or "gh run" in s.get("run", "")]
     build = steps["Build the history page from the results store"]
-    assert 'python -m harness history --store "$PERF_STORE" --out site' in build["run"]
-    assert build["env"]["GH_TOKEN"] == "${{ github.token }}" and "GIT_CONFIG_COUNT=1" in build["run"]
-    uses = [s.get("uses", "") for s in job["steps"]]
+    assert "python -m harness history --store .perf-records --out site" in build["run"] and "env" not in build
     pages = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-pages-artifact@"))
     assert pages["with"]["path"] == "site"
-    deploy = next(i for i, u in enumerate(uses) if u.startswith("actions/deploy-pages@"))
-    assert uses.index(pages["uses"]) < deploy and job["steps"][deploy]["id"] == "deployment"
-    assert job["environment"]["url"] == "${{ steps.deployment.outputs.page_url }}"
-    summary = steps["Link the page in the job summary"]
+    [deploy_step, summary] = deploy["steps"]
+    assert deploy_step["uses"].startswith("actions/deploy-pages@") and deploy_step["id"] == "deployment"
+    assert deploy["environment"]["url"] == "${{ steps.deployment.outputs.page_url }}"
     assert "steps.deployment.outputs.page_url" in summary["env"]["PAGE_URL"] and "GITHUB_STEP_SUMMARY" in summary["run"]
+    assert summary["env"]["NIGHT_SUMMARY"] == "${{ needs.history.outputs.summary }}"
 
 
 def _perf_steps() -> tuple[dict, list[str], dict]:
@@ -405,36 +411,38 @@ def _perf_steps() -> tuple[dict, list[str], dict]:
     return job, [s.get("name") for s in job["steps"]], {s.get("name"): s for s in job["steps"]}
 
 
+def _publish_steps() -> tuple[dict, list[str], dict]:
+    import yaml
+
+    job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["publish"]
+    return job, [s.get("name") for s in job["steps"]], {s.get("name"): s for s in job["steps"]}
+
+
 def test_nightly_perf_job_keeps_each_session_in_the_store_and_files_environment_alerts():
-    """After the upload (whatever the verdicts), the session's record goes to the perf-results branch (the job may push:
-    contents write), then the alerts that tonight's session raised on this GPU and track open or comment on issues
-    (issues write) through the same issue script; the alerts run only when the session was stored."""
+    """The perf job (read-only) finds tonight's environment alerts in a copy of the store with its session added; the
+    publish job adds the record to the perf-results branch (contents write), then the alerts open or comment on issues
+    (issues write) through the same issue script."""
     job, names, steps = _perf_steps()
-    assert job["permissions"]["contents"] == "write" and job["permissions"]["issues"] == "write"
-    store, alerts = (
-        steps["Keep the session in the results store"],
-        steps["Open or update environment-regression issues"],
-    )
-    assert (
-        names.index("Upload results")
-        < names.index(store["name"])
-        < names.index(alerts["name"])
-        < names.index("Open or update regression issues")
-    )
-    assert (
-        store["id"] == "store"
-        and "!cancelled()" in store["if"]
-        and "hashFiles('perf-results/**/runs.jsonl')" in store["if"]
-    )
-    assert '-m harness store add perf-results --store "$PERF_STORE" --track "$PERF_ENV"' in store["run"]
-    assert "!cancelled()" in alerts["if"] and "steps.store.outcome == 'success'" in alerts["if"]
+    assert job["permissions"] == {"contents": "read"}
+    alerts = steps["Find environment regressions"]
     run = " ".join(alerts["run"].replace("\\\n", " ").split())
+    assert names.index("Read the results store") < names.index(alerts["name"]) < names.index("Upload results")
+    assert '-m harness store add perf-results --store .perf-records --track "$PERF_ENV"' in run
     assert (
-        '-m harness store alerts --store "$PERF_STORE" --gpu "$PERF_GPU" --track "$PERF_ENV" '
+        '-m harness store alerts --store .perf-records --gpu "$PERF_GPU" --track "$PERF_ENV" '
         "--new --issues perf-results/env-alerts.json" in run
     )
-    assert "REPORT=perf-results/env-alerts.json bash .github/scripts/regression-issues.sh" in run
-    assert alerts["env"]["GH_TOKEN"] == "${{ github.token }}" and alerts["env"]["GH_REPO"] == "${{ github.repository }}"
+    pub, pnames, psteps = _publish_steps()
+    assert pub["permissions"]["contents"] == "write" and pub["permissions"]["issues"] == "write"
+    store, issues = (
+        psteps["Keep the session in the results store"],
+        psteps["Open or update environment-regression issues"],
+    )
+    assert pnames.index(store["name"]) < pnames.index(issues["name"]) < pnames.index("Open or update regression issues")
+    assert store["id"] == "store" and "hashFiles('perf-results/**/runs.jsonl')" in store["if"]
+    assert 'python -m harness store add perf-results --store "$PERF_STORE" --track "$PERF_ENV"' in store["run"]
+    assert "REPORT=perf-results/env-alerts.json bash .github/scripts/regression-issues.sh" in issues["run"]
+    assert issues["env"]["GH_TOKEN"] == "${{ github.token }}" and pub["env"]["GH_REPO"] == "${{ github.repository }}"
 
 
 def test_the_store_steps_give_git_the_token_as_a_header_in_the_environment_only(tmp_path):
@@ -443,13 +451,8 @@ def test_the_store_steps_give_git_the_token_as_a_header_in_the_environment_only(
     command line."""
     import base64
 
-    _, _, steps = _perf_steps()
-    _, _, hist = _history_job()
-    for step in (
-        steps["Keep the session in the results store"],
-        steps["Open or update environment-regression issues"],
-        hist["Build the history page from the results store"],
-    ):
+    _, _, steps = _publish_steps()
+    for step in (steps["Keep the session in the results store"], steps["Propose missing baselines (first night)"]):
         auth = [ln for ln in step["run"].splitlines() if "GIT_CONFIG" in ln]
         assert len(auth) == 2 and "set -x" not in step["run"] and "echo" not in step["run"], step["name"]
         assert (
@@ -498,6 +501,7 @@ def test_nightly_history_step_builds_the_page_from_the_store(tmp_path):
         GITHUB_SERVER_URL="https://github.com",
     )
     results = ROOT / "tests" / "data" / "history" / "ab-cpu"
+    subprocess.run(["git", "clone", "-q", str(bare), str(tmp_path / ".perf-store")], check=True, capture_output=True)
     for track, src in (("pinned", "a"), ("latest", "b")):
         proc = subprocess.run(
             [
@@ -518,15 +522,19 @@ def test_nightly_history_step_builds_the_page_from_the_store(tmp_path):
             timeout=300,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the checkout of the branch, as the step before the build leaves it
+    subprocess.run(["git", "-C", str(tmp_path / ".perf-store"), "pull", "-q", "origin", "perf-results"], check=True)
+    output = tmp_path / "github-output"
     proc = _bash_step(
         steps["Build the history page from the results store"]["run"],
         tmp_path,
-        dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh")),
+        dict(env, XDG_CACHE_HOME=str(tmp_path / "fresh"), GITHUB_OUTPUT=str(output)),
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "site" / "index.html").is_file() and (tmp_path / "night-summary.md").read_text().startswith(
         "## What changed tonight"
     )
+    assert output.read_text().startswith("summary<<EOF_SUMMARY\n## What changed tonight")
     data = json.loads((tmp_path / "site" / "history.json").read_text())
     keys = sorted(s["key"] for s in data["series"])
     assert keys == [f"cpu/tiny-qwen3/{d}/{t}" for d in ("1x4", "2x2", "4x1") for t in ("latest", "pinned")]

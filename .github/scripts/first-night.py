@@ -10,6 +10,11 @@ Run after the suite, in the repository root, with the interpreter of the job's t
   branch ``baselines/first-<gpu>`` and proposed in a pull request (one per GPU: an open one is reused, never doubled);
 * in every other job: a warning, since the pinned job records it.
 
+The nightly runs it in two phases, so that no job that runs installed releases holds a write token: ``--phase record``
+in the perf job (the job's tox interpreter, no token: it records the files and ``first-baselines/plan.json``), then
+``--phase propose`` in the publish job, from the perf job's artifact (the standard library, git and gh, nothing
+installed: it pushes the branch and opens or comments on the pull request). Without ``--phase`` it does both.
+
 Either way the job summary says, per workload: no baseline yet, what was done (the pull request's link) and that the
 verdicts against a baseline start once it is merged; the same lines go to ``perf-results/missing-baselines.md``, which
 the regression-issue script adds to an issue. Exit 0 when every missing baseline is recorded and proposed (or already
@@ -34,6 +39,7 @@ from pathlib import Path
 
 BOT = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
 NAME = re.compile(r"[a-z0-9][a-z0-9.\-]*")
+PHASES = ("all", "record", "propose")
 
 
 class Refused(Exception):
@@ -54,8 +60,11 @@ class Night:
     repeats: str = ""
     remote: str = "origin"
     gh: str = "gh"
+    phase: str = "all"  # "record", "propose" or both
 
     def __post_init__(self):
+        if self.phase not in PHASES:
+            raise ValueError(f"--phase {self.phase!r}: give one of {', '.join(PHASES)}")
         if not NAME.fullmatch(self.gpu or ""):
             raise ValueError(
                 f"PERF_GPU / --gpu: {self.gpu!r} is not a GPU short name (lowercase letters, digits, '.' and '-')"
@@ -70,6 +79,11 @@ class Night:
     @property
     def recorded_dir(self) -> Path:
         return self.results / "first-baselines"
+
+    @property
+    def plan(self) -> Path:
+        """What the record phase leaves for the propose phase: the workloads recorded and their before/after table."""
+        return self.recorded_dir / "plan.json"
 
 
 def missing(report: dict, baselines: Path, gpu: str) -> list[str]:
@@ -245,8 +259,8 @@ def propose(night: Night, names: list[str], table: str, pull: dict | None) -> st
     return urls[-1] if urls else proc.stdout.strip()
 
 
-def bootstrap(night: Night, names: list[str]) -> list[str]:
-    """The pinned job: record and propose what no open pull request holds yet. Returns the summary lines."""
+def bootstrap(night: Night, names: list[str], table: str) -> list[str]:
+    """Propose the recorded baselines of ``names`` that no open pull request holds yet. Returns the summary lines."""
     pull = open_pull(night)
     held = {Path(f["path"]).stem for f in (pull or {}).get("files") or [] if Path(f["path"]).parent.name == night.gpu}
     if pull is not None and set(names) <= held:
@@ -255,7 +269,6 @@ def bootstrap(night: Night, names: list[str]) -> list[str]:
             f"first baseline waits in the open pull request {pull['url']}; verdicts start once it is merged."
             for n in names
         ]
-    table = record(night, names)
     push(night, commit(night, names))
     url = propose(night, names, table, pull)
     return [
@@ -263,6 +276,21 @@ def bootstrap(night: Night, names: list[str]) -> list[str]:
         f"verdicts against a baseline (runtime, memory, ordering) start once it is merged."
         for n in names
     ]
+
+
+def recorded(night: Night) -> tuple[list[str], str]:
+    """The record phase's workloads and table, from ``night.plan``."""
+    try:
+        plan = json.loads(night.plan.read_text())
+    except OSError:
+        return [], ""
+    names = plan.get("workloads") if isinstance(plan, dict) else None
+    if not isinstance(names, list) or not all(isinstance(n, str) and NAME.fullmatch(n) for n in names):
+        raise ValueError(f"{night.plan}: not a record phase's plan (workloads must be a list of workload names)")
+    for n in names:
+        if not (night.recorded_dir / night.gpu / f"{n}.json").is_file():
+            raise ValueError(f"{night.plan} names {n}, but {night.recorded_dir / night.gpu / (n + '.json')} is missing")
+    return names, str(plan.get("table") or "")
 
 
 def warn(night: Night, names: list[str]) -> list[str]:
@@ -285,35 +313,63 @@ def write_summary(night: Night, lines: list[str]) -> None:
 
 
 def first_night(night: Night) -> int:
-    path = night.results / "report.json"
-    if not path.is_file():
-        print(f"first-night: no report at {path}; the suite made none, so there is nothing to record")
-        return 0
-    report = json.loads(path.read_text())
-    if report.get("gpu") and report["gpu"] != night.gpu:
-        raise ValueError(f"{path} is a report of {report['gpu']!r}, not of PERF_GPU {night.gpu!r}")
-    names = missing(report, night.baselines, night.gpu)
+    if night.phase != "propose":
+        names = to_record(night)
+        if not names:
+            return 0
+        if night.env != "pinned":
+            write_summary(night, warn(night, names))
+            print(f"::warning::no baseline yet for {', '.join(names)} on {night.gpu}; the pinned job records the first")
+            return 0
+        try:
+            table = record(night, names)
+        except Refused as exc:
+            return refused(night, names, exc)
+        night.recorded_dir.mkdir(parents=True, exist_ok=True)
+        night.plan.write_text(json.dumps({"workloads": names, "table": table}, indent=1))
+        if night.phase == "record":
+            write_summary(
+                night,
+                [
+                    f"- No baseline yet for `{n}` on `{night.gpu}`: recorded one from tonight's runs; "
+                    "the publish job proposes it in a pull request."
+                    for n in names
+                ],
+            )
+            return 0
+    names, table = recorded(night)
     if not names:
         return 0
-    if night.env != "pinned":
-        lines = warn(night, names)
-        write_summary(night, lines)
-        print(f"::warning::no baseline yet for {', '.join(names)} on {night.gpu}; the pinned job records the first one")
-        return 0
     try:
-        lines = bootstrap(night, names)
+        lines = bootstrap(night, names, table)
     except Refused as exc:
-        write_summary(
-            night, [f"- :x: No baseline yet for `{n}` on `{night.gpu}`, and none was proposed: {exc}" for n in names]
-        )
-        print(f"::error::first night on {night.gpu}: {exc}")
-        return 1
+        return refused(night, names, exc)
     write_summary(night, lines)
     print(
         f"::notice::first night on {night.gpu}: recorded the first baseline of {', '.join(names)} and proposed it; see "
         "the job summary"
     )
     return 0
+
+
+def to_record(night: Night) -> list[str]:
+    """The workloads of tonight's report that have no baseline on this GPU."""
+    path = night.results / "report.json"
+    if not path.is_file():
+        print(f"first-night: no report at {path}; the suite made none, so there is nothing to record")
+        return []
+    report = json.loads(path.read_text())
+    if report.get("gpu") and report["gpu"] != night.gpu:
+        raise ValueError(f"{path} is a report of {report['gpu']!r}, not of PERF_GPU {night.gpu!r}")
+    return missing(report, night.baselines, night.gpu)
+
+
+def refused(night: Night, names: list[str], exc: Refused) -> int:
+    write_summary(
+        night, [f"- :x: No baseline yet for `{n}` on `{night.gpu}`, and none was proposed: {exc}" for n in names]
+    )
+    print(f"::error::first night on {night.gpu}: {exc}")
+    return 1
 
 
 def parse(argv: list[str] | None = None) -> Night:
@@ -330,6 +386,12 @@ def parse(argv: list[str] | None = None) -> Night:
         default=Path("baselines"),
         help="the baseline store in the repository (default: baselines)",
     )
+    p.add_argument(
+        "--phase",
+        choices=PHASES,
+        default="all",
+        help="record (the perf job: no token), propose (the publish job: from the perf job's artifact) or all",
+    )
     a = p.parse_args(argv)
     summary = e("GITHUB_STEP_SUMMARY")
     return Night(
@@ -341,6 +403,7 @@ def parse(argv: list[str] | None = None) -> Night:
         summary=Path(summary) if summary else None,
         run_url=e("RUN_URL", ""),
         repeats=e("PERF_REPEATS", ""),
+        phase=a.phase,
     )
 
 
