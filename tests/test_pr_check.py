@@ -9,6 +9,7 @@ CPU workload for real (slow)."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -219,11 +220,8 @@ def test_the_workflow_is_valid_and_runs_only_the_base_branch_s_code_on_hosted_ru
     assert proc.returncode == 0, proc.stdout + proc.stderr
     wf = yaml.safe_load(WORKFLOW.read_text())
     trigger = wf[True]["pull_request"]  # YAML 1.1 reads `on` as True
-    assert "pull_request_target" not in wf[True] and set(trigger["paths"]) == {
-        "constraints/**",
-        "workloads/**",
-        "harness/measuring/**",
-    }
+    # no paths filter: the plan decides from the pull request's files, the workload files and the files they name
+    assert "pull_request_target" not in wf[True] and not {"paths", "paths-ignore"} & set(trigger)
     jobs = wf["jobs"]
     assert jobs["plan"]["runs-on"] == jobs["report"]["runs-on"] == "ubuntu-latest"
     for job in ("plan", "report"):
@@ -402,6 +400,139 @@ def test_the_plan_takes_the_nightly_s_workloads_per_gpu_and_each_changed_workloa
     assert not (checkout / "pwned").exists()
     unchanged = run_job(checkout, "plan", pull_request(), files=files[1:], name="unchanged")
     assert unchanged["outputs"]["pins"] == "false" and "pins: unchanged: censuses only" in unchanged["summary"]
+
+
+def own_workloads(ws: Path, tables: dict[str, dict[str, str]]) -> None:
+    """The checkout's workloads/ as a folder of its own: the suite's files, and per name a workload like tiny-qwen3
+    whose ``[data]`` or ``[model]`` keys are the ones given (TOML lines)."""
+    (ws / "workloads").unlink()
+    shutil.copytree(ROOT / "workloads", ws / "workloads")
+    tiny = (ROOT / "workloads" / "tiny-qwen3.toml").read_text()
+    for name, keys in tables.items():
+        text = tiny.replace('name = "tiny-qwen3"', f'name = "{name}"')
+        if "data" in keys:
+            text = text.replace('[data]\nsource = "synthetic"\n', f"[data]\n{keys['data']}\n")
+        if "model" in keys:
+            text = text.replace('init = "random"\n', f"{keys['model']}\n")
+        (ws / "workloads" / f"{name}.toml").write_text(text)
+
+
+CHAT = {"my-chat": {"data": 'source = "local"\nid = "data/chat.jsonl"\nmessages_column = "messages"'}}
+PLANNED = {"cpu": ["tiny-qwen3", "my-chat"], "l4": ["qwen3-1.7b-lora", "my-chat"]}
+MEASURE_STEPS = ("Install tox", "Build the environments", "Measure base against head")
+
+
+def test_a_pull_request_that_changes_only_a_workload_s_data_file_measures_that_workload(checkout):
+    own_workloads(checkout, CHAT)
+    files = [{"filename": "data/chat.jsonl", "status": "modified"}]
+    plan = run_job(checkout, "plan", pull_request(), files=files)
+    assert plan["code"] == 0 and plan["outputs"]["run"] == "true", plan["out"]
+    assert json.loads(plan["outputs"]["workloads"]) == PLANNED and plan["outputs"]["pins"] == "false"
+    assert "- my-chat: the pull request changes its data.id (data/chat.jsonl)" in plan["summary"]
+    check = run_job(checkout, "check", pull_request(), needs=plan_needs(plan), name="check", skip=MEASURE_STEPS)
+    assert check["code"] == 0 and "job check: skipped" not in check["out"] and check["outcomes"], check["out"]
+    # a data file moved away from the path the workload names changes its work too (it no longer loads)
+    moved = [{"filename": "data/chats.jsonl", "status": "renamed", "previous_filename": "data/chat.jsonl"}]
+    renamed = run_job(checkout, "plan", pull_request(), files=moved, name="renamed")
+    assert json.loads(renamed["outputs"]["workloads"]) == PLANNED, renamed["out"]
+
+
+@pytest.mark.parametrize(
+    "keys, changed, says",
+    [
+        (  # a local model folder: its tokenizer's chat template
+            {"model": 'init = "pretrained"\nhub_id = "models/tiny-chat"'},
+            "models/tiny-chat/chat_template.jinja",
+            "model.hub_id (models/tiny-chat)",
+        ),
+        (  # the same folder's tokenizer, the path written with ./
+            {"model": 'init = "pretrained"\nhub_id = "./models/tiny-chat/"'},
+            "models/tiny-chat/tokenizer.json",
+            "model.hub_id (models/tiny-chat)",
+        ),
+        (  # a dataset folder saved by datasets
+            {"data": 'source = "local"\nid = "data/chats"'},
+            "data/chats/train/data-00000-of-00001.arrow",
+            "data.id (data/chats)",
+        ),
+    ],
+)
+def test_a_template_or_a_folder_a_workload_names_measures_that_workload(checkout, keys, changed, says):
+    own_workloads(checkout, {"my-chat": keys})
+    plan = run_job(checkout, "plan", pull_request(), files=[{"filename": changed, "status": "modified"}])
+    assert plan["code"] == 0 and plan["outputs"]["run"] == "true", plan["out"]
+    assert json.loads(plan["outputs"]["workloads"]) == PLANNED
+    assert f"- my-chat: the pull request changes its {says}" in plan["summary"]
+
+
+def test_a_pull_request_that_changes_nothing_measured_plans_nothing_and_starts_no_gpu_job(checkout):
+    own_workloads(checkout, {**CHAT, "my-model": {"model": 'init = "pretrained"\nhub_id = "models/tiny-chat"'}})
+    files = [
+        {"filename": "docs/pr-check.md", "status": "modified"},
+        {"filename": "README.md", "status": "modified"},
+        {"filename": "workloads/README.md", "status": "added"},  # beside the workload files, not one of them
+        {"filename": "data/chat.jsonl.orig", "status": "added"},  # beside the data file, not it
+        {"filename": "models/tiny-chat-v2/config.json", "status": "added"},  # beside the model folder, not in it
+    ]
+    plan = run_job(checkout, "plan", pull_request(), files=files)
+    assert plan["code"] == 0 and plan["outputs"]["run"] == "false", plan["out"]
+    assert [c for c in plan["gh"] if "files" in " ".join(c)]  # it read the pull request's files to decide
+    [line] = [ln for ln in plan["summary"].splitlines() if ln.startswith("- ")]
+    assert line.startswith("- not run: nothing the pull request changes is measured: no pin (constraints/)"), line
+    check = run_job(checkout, "check", pull_request(), needs=plan_needs(plan), name="check")
+    assert check["outcomes"] == [] and "job check: skipped" in check["out"]
+    report = run_job(
+        checkout, "report", pull_request(), needs={**plan_needs(plan), "check": {"result": "skipped"}}, name="report"
+    )
+    assert report["outcomes"] == [] and "job report: skipped" in report["out"]
+
+
+def test_the_plan_reads_the_paths_a_workload_names_with_the_standard_library_as_the_loader_resolves_them(checkout):
+    """Relative to the checkout's root, where the suite runs; an absolute or home path, or one that leaves the
+    repository, names no file of it. The plan runs on a bare interpreter (``-S``: no site-packages)."""
+    plan = load_script(ROOT / ".github" / "scripts" / "pr-plan.py")
+    for value, path in (
+        ("data/chat.jsonl", "data/chat.jsonl"),
+        ("./data//chats/", "data/chats"),
+        ("data/../workloads/data/x.csv", "workloads/data/x.csv"),
+        ("Qwen/Qwen3-1.7B", "Qwen/Qwen3-1.7B"),  # a hub id: matches only where the repository holds that folder
+        ("/srv/data/chat.jsonl", None),
+        ("~/chat.jsonl", None),
+        ("../elsewhere/chat.jsonl", None),
+        (".", None),
+        (True, None),
+    ):
+        assert plan.in_repo(value) == path, value
+    own_workloads(checkout, CHAT)
+    (checkout.parent / "files.json").write_text(json.dumps([{"filename": "data/chat.jsonl", "status": "modified"}]))
+    out = checkout.parent / "bare-output"
+    env = dict(
+        os.environ,
+        PATH=os.pathsep.join([str(FAKE_BIN), os.environ["PATH"]]),
+        FAKE_GH_LOG=str(checkout.parent / "gh.log"),
+        FAKE_GH_PR_FILES=str(checkout.parent / "files.json"),
+        GITHUB_OUTPUT=str(out),
+        GITHUB_REPOSITORY="owner/repo",
+        PR_NUMBER="7",
+        PR_HEAD_REPO="owner/repo",
+        PR_LABELS=json.dumps([{"name": "perf-check"}]),
+        PR_ACTION="synchronize",
+    )
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    proc = subprocess.run(
+        [sys.executable, "-S", ".github/scripts/pr-plan.py"], cwd=checkout, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and "run=true" in out.read_text(), proc.stdout + proc.stderr
+    assert json.loads(dict(ln.split("=", 1) for ln in out.read_text().splitlines())["workloads"]) == PLANNED
+
+
+def test_the_plan_follows_every_key_the_workload_page_says_names_a_file_or_folder():
+    """A key the page types as a path, a folder or a file (a tokenizer folder, a template file) is one the plan must
+    read, or a pull request that changes that file would not start the check."""
+    plan = load_script(ROOT / ".github" / "scripts" / "pr-plan.py")
+    rows = [ln.split("|") for ln in (ROOT / "docs" / "workloads.md").read_text().splitlines() if ln.startswith("| `")]
+    keys = {r[1].strip().strip("`") for r in rows if re.search(r"\b(path|folder|file)\b", r[2])}
+    assert keys == set(plan.PATH_KEYS)
 
 
 HOSTILE = [
