@@ -1,10 +1,11 @@
 """The nightly's settings, in the one file a team owns: ``nightly.toml`` in the repository root.
 
 Which GPU runners the scheduled night runs on, which workloads each one runs, the A/B of pinned against latest (its
-workload, splits and budget), the budgets of the bisect and of the confirmation, and the pull-request check's labels,
-splits and budget (``[pr]``, read by ``.github/scripts/pr-plan.py``). The workflow (``.github/workflows/nightly.yml``)
-reads it through ``.github/scripts/night-plan.py``; ``python -m harness doctor`` says what it means on the machine at
-hand. A manual run's inputs, where given, replace the file's values for that run (:meth:`Nightly.with_inputs`).
+workload, splits and budget), the budgets of the bisect and of the confirmation, the pull-request check's labels,
+splits and budget (``[pr]``, read by ``.github/scripts/pr-plan.py``) and the alerts' webhook (``[alerts]``, read by
+``python -m harness alert``). The workflow (``.github/workflows/nightly.yml``) reads it through
+``.github/scripts/night-plan.py``; ``python -m harness doctor`` says what it means on the machine at hand. A manual
+run's inputs, where given, replace the file's values for that run (:meth:`Nightly.with_inputs`).
 
 Only the standard library: the workflow's first job reads the GPU list on a hosted runner that has the checkout and
 Python, nothing installed.
@@ -26,12 +27,14 @@ FORMAT = 1
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a runner label suffix, a workload name: nothing a shell would expand
 SPLIT = re.compile(r"[1-9][0-9]*x[1-9][0-9]*")
 KEYS = {
-    "": {"format", "gpus", "workloads", "ab", "budgets", "gpu", "pr"},
+    "": {"format", "gpus", "workloads", "ab", "budgets", "gpu", "pr", "alerts"},
     "ab": {"workload", "decompositions", "budget_minutes"},
     "budgets": {"bisect_minutes", "confirm_minutes"},
     "gpu.*": {"workloads"},
     "pr": {"label", "accept_label", "decompositions", "budget_minutes"},
+    "alerts": {"webhook", "webhook_env"},
 }
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # an environment variable's name
 
 
 class NightlyError(BadInput):
@@ -104,6 +107,27 @@ class PR:
 
 
 @dataclass(frozen=True)
+class Alerts:
+    """Where the night's flagged cases go beside its issues: a webhook (``python -m harness alert``), one JSON POST per
+    job that flagged one, to the URL held by the environment variable ``webhook_env``. The file names the variable,
+    never the URL: the URL is a secret of the repository, which the workflow's step gives that variable."""
+
+    webhook: bool = True  # false: the alert posts nothing, whatever the environment holds
+    webhook_env: str = "PERF_WEBHOOK_URL"
+    where: str = FILE
+
+    def __post_init__(self):
+        if not isinstance(self.webhook, bool):
+            raise NightlyError(f"{self.where}: alerts.webhook must be true or false, got {self.webhook!r}")
+        env = self.webhook_env
+        if not isinstance(env, str) or not ENV_NAME.fullmatch(env):
+            raise NightlyError(
+                f"{self.where}: alerts.webhook_env must be an environment variable's name such as PERF_WEBHOOK_URL "
+                f"(letters, digits and '_'), got {env!r}"
+            )
+
+
+@dataclass(frozen=True)
 class Nightly:
     """What the scheduled night runs; the defaults are the ones the project's measurements chose (docs/nightly.md)."""
 
@@ -117,6 +141,7 @@ class Nightly:
     )  # a GPU's own workloads, in place of ``workloads``
     where: str = FILE
     pr: PR = field(default_factory=PR)  # the pull-request check; without a [pr] table, the A/B's splits and budget
+    alerts: Alerts = field(default_factory=Alerts)  # the webhook beside the issues
 
     def __post_init__(self):
         object.__setattr__(self, "gpus", _names(self.gpus, f"{self.where}: gpus"))
@@ -223,13 +248,20 @@ def parse(data: dict, where: str = FILE) -> Nightly:
         raise NightlyError(
             f"{where}: needs gpus (the GPU runners, by label suffix) and workloads (the workloads they run)"
         )
-    tables = {k: data.get(k, {}) for k in ("ab", "budgets", "gpu", "pr")}
+    tables = {k: data.get(k, {}) for k in ("ab", "budgets", "gpu", "pr", "alerts")}
     for k, t in tables.items():
         if not isinstance(t, dict):
             raise NightlyError(f"{where}: {k} must be a table ([{k}])")
     _check_keys(tables["ab"], "ab", where)
     _check_keys(tables["budgets"], "budgets", where)
     _check_keys(tables["pr"], "pr", where)
+    if any(isinstance(v, str) and "://" in v for v in tables["alerts"].values()):
+        raise NightlyError(
+            f"{where}: [alerts] holds a URL: the webhook's URL is a secret, never in this file; keep it in a "
+            "repository secret and name the environment variable that holds it in alerts.webhook_env, e.g. "
+            "PERF_WEBHOOK_URL"
+        )
+    _check_keys(tables["alerts"], "alerts", where)
     for g, t in tables["gpu"].items():
         if not isinstance(t, dict):
             raise NightlyError(f"{where}: gpu.{g} must be a table ([gpu.{g}])")
@@ -250,6 +282,7 @@ def parse(data: dict, where: str = FILE) -> Nightly:
         per_gpu={g: t.get("workloads", data["workloads"]) for g, t in tables["gpu"].items()},
         where=where,
         pr=pr,
+        alerts=Alerts(**tables["alerts"], where=where),
     )
 
 

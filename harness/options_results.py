@@ -106,3 +106,22 @@ STORE_ALERTS = (
         default=DEFAULT_RULE.alpha,
     ),
 )
+
+# ---- alert: a job's flagged cases to the team's webhook (harness.commands.alert) -------------------------------------
+ALERT = (
+    Opt(("--env",), "env", "the job's environment or track, e.g. pinned or latest (default: $PERF_ENV)"),
+    Opt(("--run-url",), "run_url", "the run's address (default: $RUN_URL, else the GitHub Actions run's)"),
+    Opt(
+        ("--confirm",),
+        "confirm",
+        "the confirmation's report (python -m harness confirm): runtime regressions count only where it confirms a "
+        "REPORT's session, as for the issues",
+        metavar="FILE",
+    ),
+    Opt(
+        ("--changes",),
+        "changes",
+        "work verdicts that changed count too (the latest job on a night with new releases, as for the issues)",
+        action="store_true",
+    ),
+)

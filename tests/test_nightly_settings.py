@@ -135,6 +135,20 @@ def test_the_workflows_first_job_reads_the_gpus_from_the_file_or_the_gpus_input(
             'gpus = ["l4"]\nworkloads = []\n[ab]\nworkload = "x"\ndecompositions = ["2*2"]\n',
             "ab.decompositions must be a list of splits",
         ),
+        (
+            'gpus = ["l4"]\nworkloads = []\n[alerts]\nwebhook_env = "https://hooks.slack.com/services/T/B/x"\n',
+            "[alerts] holds a URL: the webhook's URL is a secret, never in this file",
+        ),
+        ('gpus = ["l4"]\nworkloads = []\n[alerts]\nurl = "http://hooks.example.invalid/x"\n', "[alerts] holds a URL"),
+        (
+            'gpus = ["l4"]\nworkloads = []\n[alerts]\nwebhook_env = "PERF WEBHOOK"\n',
+            "alerts.webhook_env must be an environment variable's name",
+        ),
+        ('gpus = ["l4"]\nworkloads = []\n[alerts]\nwebhook = "yes"\n', "alerts.webhook must be true or false"),
+        (
+            'gpus = ["l4"]\nworkloads = []\n[alerts]\nwebhook_en = "X"\n',
+            "unknown key 'alerts.webhook_en'; did you mean 'alerts.webhook_env'?",
+        ),
         ('gpus = ["l4"]\n', "needs gpus (the GPU runners, by label suffix) and workloads"),
         ('gpus = ["l4"\n', "is not TOML"),
     ],
@@ -144,6 +158,19 @@ def test_a_wrong_file_is_one_line_naming_the_key(tmp_path, settings, says):
     with pytest.raises(nightly.NightlyError) as err:
         nightly.load(tmp_path)
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_alerts_table_names_the_webhooks_variable_and_its_defaults_post_where_it_is_set(tmp_path):
+    assert nightly.load(ROOT).alerts == nightly.Alerts(
+        webhook=True, webhook_env="PERF_WEBHOOK_URL", where=str(ROOT / "nightly.toml")
+    )
+    (tmp_path / "nightly.toml").write_text('gpus = ["l4"]\nworkloads = []\n')
+    assert nightly.load(tmp_path).alerts == nightly.Alerts(where=str(tmp_path / "nightly.toml"))
+    (tmp_path / "nightly.toml").write_text(
+        'gpus = ["l4"]\nworkloads = []\n[alerts]\nwebhook = false\nwebhook_env = "TEAM_HOOK"\n'
+    )
+    got = nightly.load(tmp_path).alerts
+    assert (got.webhook, got.webhook_env) == (False, "TEAM_HOOK")
 
 
 def test_the_plan_refuses_a_workload_the_file_names_that_workloads_does_not_hold(tmp_path, monkeypatch, capsys):

@@ -146,6 +146,15 @@ def test_issue_script_opens_one_issue_per_regression(fake_gh):
     assert len(searches) == 3 and all("--state" in c and "perf-regression" in c for c in searches)
 
 
+def test_an_issue_gives_the_command_that_reproduces_its_case_from_the_report(fake_gh):
+    cmd = "pytest perftests --gpu=l4 --workload qwen3-1.7b-lora -k 1x4 --repeats 5"
+    report = dict(REPORT, verdicts=[dict(REPORT["verdicts"][0], repro=cmd), REPORT["verdicts"][2]])
+    created = [c for c in fake_gh(report) if c[:2] == ["issue", "create"]]
+    bodies = {c[c.index("--title") + 1]: c[c.index("--body") + 1] for c in created}
+    assert f"\n  - reproduce on a runner: `{cmd}`\n" in bodies["perf regression: l4 latest runtime qwen3-1.7b-lora-1x4"]
+    assert "reproduce" not in bodies["perf regression: l4 latest memory qwen3-1.7b-lora-2x2"]  # a report without one
+
+
 def test_issue_script_comments_on_the_open_issue_with_the_exact_title(fake_gh):
     report = dict(REPORT, verdicts=REPORT["verdicts"][:1])
     title = "perf regression: l4 latest runtime qwen3-1.7b-lora-1x4"

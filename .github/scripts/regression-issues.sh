@@ -3,12 +3,14 @@
 #
 # Reads the suite's report (perf-results/report.json):
 #   {"gpu": "l4", "session_id": "...",
-#    "verdicts": [{"kind": "runtime", "case": "qwen3-1.7b-lora-1x4", "outcome": "regression", "message": "..."}],
+#    "verdicts": [{"kind": "runtime", "case": "qwen3-1.7b-lora-1x4", "outcome": "regression", "message": "...",
+#                  "repro": "pytest perftests --gpu=l4 --workload qwen3-1.7b-lora -k 1x4 --repeats 5"}],
 #    "rows": [{"workload": "qwen3-1.7b-lora", "decomposition": "1x4", "where": "median step +38.1 ms; backward +35.0 ms (+9%), ..."}],
 #    "versions": {"torch": "...", "transformers": "...", ...}}
 # For every verdict whose outcome is `regression` or `fail` it takes the stable title
 #   perf regression: <gpu> <env> <kind> <case>
 # and comments on the open issue labelled perf-regression with exactly that title, or creates one.
+# Each verdict's bullet ends with its `repro`, the command that reproduces it on a runner of the GPU, where it has one.
 # Verdicts that share a title (several ordering verdicts of one workload) go into one comment.
 #
 # Environment:
@@ -93,7 +95,8 @@ body_for() {  # $1: one group as JSON
     + ((.prediction // .interleaved.prediction // {}) as $p | if ($p.delta_pct | type) != "number" then ""
        elif ($p.measured_pct | type) == "number" then "\n  - cost model\($p.model // "" | if . == "" then "" else " (\(.))" end): predicted \($p.delta_pct | pct), measured \($p.measured_pct | pct)"
          + " (intervals [\($p.lo | pct), \($p.hi | pct)] and [\($p.measured_lo | pct), \($p.measured_hi | pct)])"
-       else "\n  - cost model\($p.model // "" | if . == "" then "" else " (\(.))" end): predicted \($p.delta_pct | pct) [\($p.lo | pct), \($p.hi | pct)]" end)' <<<"$group"
+       else "\n  - cost model\($p.model // "" | if . == "" then "" else " (\(.))" end): predicted \($p.delta_pct | pct) [\($p.lo | pct), \($p.hi | pct)]" end)
+    + (if .repro then "\n  - reproduce on a runner: `\(.repro)`" else "" end)' <<<"$group"
   echo
   echo "- GPU: \`$gpu\`, tox environment: \`$PERF_ENV\`${session:+, session \`$session\`}"
   if [[ -n "$RUN_URL" ]]; then echo "- Run: $RUN_URL"; fi

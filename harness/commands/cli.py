@@ -1,5 +1,5 @@
 """Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab |
-interleave | recover | confirm | advise | history | store {add | alerts} | doctor | cost | bisect}``.
+interleave | recover | confirm | advise | history | store {add | alerts} | alert | doctor | cost | bisect}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. Exit codes (:mod:`harness.exits`, docs/exit-codes.md): 0 pass, 1 regression,
@@ -18,7 +18,7 @@ from harness.errors import BadInput
 from harness.judging import baseline as bl
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import sigterm_as_interrupt
-from harness.options_results import HISTORY, STORE, STORE_ADD, STORE_ALERTS, STORE_CACHE
+from harness.options_results import ALERT, HISTORY, STORE, STORE_ADD, STORE_ALERTS, STORE_CACHE
 
 
 def _cmd_baseline_update(a) -> int:
@@ -103,10 +103,19 @@ def _cmd_store_alerts(a) -> int:
     )
 
 
+def _cmd_alert(a) -> int:
+    from harness.commands.alert import alert
+
+    return alert(
+        a.reports, env=a.env, run_url=a.run_url, confirm=a.confirm, changes=a.changes, project=opt.project_root()
+    )
+
+
 DESCRIPTION = (
     "The suite's commands beside `pytest perftests`: check this machine (doctor); compare two environments side by "
     "side (interleave, ab, confirm, recover); count the work per step (census) and find what changed it (bisect, "
     "cost); choose a split (advise); keep, judge and chart results (baseline, compare, report, store, history); "
+    "post a job's flagged cases to the team's webhook (alert); "
     "measure the suite itself (overhead, calibrate). Each command's --help lists its options. Exit codes: 0 pass, "
     "1 regression, 2 bad input (nothing measured), 3 a measurement failed, 4 the suite's own error (its traceback in "
     "a log file), 130 Ctrl-C, 143 SIGTERM (docs/exit-codes.md)."
@@ -164,6 +173,7 @@ def parser() -> argparse.ArgumentParser:
     _store_options(hi.add_argument, required=False)
     hi.set_defaults(fn=_cmd_history)
     _store_commands(sub)
+    _alert_command(sub)
 
     dr = sub.add_parser(
         "doctor",
@@ -213,6 +223,25 @@ def _store_commands(sub) -> None:
     _store_options(al.add_argument, required=True)
     opt.add(al.add_argument, STORE_ALERTS)
     al.set_defaults(fn=_cmd_store_alerts)
+
+
+def _alert_command(sub) -> None:
+    """``alert``: a job's flagged cases to the team's webhook (harness.commands.alert)."""
+    at = sub.add_parser(
+        "alert",
+        help="post the flagged cases of REPORT(s) (a suite's, an interleaved comparison's, the store's alerts) as one "
+        "message, each with the command that reproduces it, to the webhook whose URL is in the environment variable "
+        "that nightly.toml's [alerts] names; nothing when none is flagged or the variable is unset",
+    )
+    at.add_argument(
+        "reports",
+        nargs="+",
+        metavar="REPORT",
+        help="a suite's report.json, an interleaved comparison's, or the file of `store alerts --issues`; "
+        "one that is missing (its step stopped before it) is skipped",
+    )
+    opt.add(at.add_argument, ALERT)
+    at.set_defaults(fn=_cmd_alert)
 
 
 def main(argv: list[str] | None = None) -> int:

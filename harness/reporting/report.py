@@ -28,6 +28,7 @@ from harness.reporting.step_analysis import (
     where_text,
 )
 from harness.results import formats
+from harness.results.repro import repro
 
 GIB = 2**30
 
@@ -158,7 +159,13 @@ def build(
         "incomplete": judge.incomplete,
         "notes": list(notes),
         "verdicts": [
-            {"kind": v.kind, "case": v.case, "outcome": v.outcome, "message": v.message}
+            {
+                "kind": v.kind,
+                "case": v.case,
+                "outcome": v.outcome,
+                "message": v.message,
+                "repro": repro(v.kind, v.case, judge.gpu),
+            }
             for v in judge.all()
             if not (recorded is not None and v.details.get("missing_baseline"))
         ],
@@ -316,9 +323,11 @@ def _verdict_lines(verdicts: list[dict]) -> list[str]:
     bad = [v for v in verdicts if v["outcome"] not in ("pass", "tie", "skip")]
     out = ["", "### Verdicts", ""]
     judged = [v for v in verdicts if v["outcome"] != "skip"]
-    out += [f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}" for v in bad] or (
-        ["- no regression or failure among the judged checks"] if judged else []
-    )
+    out += [
+        f"- **{v['outcome']}** {v['kind']} `{v['case']}`: {v['message']}"
+        + (f"\n  - reproduce on a runner: `{v['repro']}`" if v.get("repro") else "")
+        for v in bad
+    ] or (["- no regression or failure among the judged checks"] if judged else [])
     for msg in dict.fromkeys(v["message"] for v in verdicts if v["outcome"] == "skip"):
         n = sum(1 for v in verdicts if v["outcome"] == "skip" and v["message"] == msg)
         out.append(f"- skipped ({n} check{'s' if n > 1 else ''}): {msg}")

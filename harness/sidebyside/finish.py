@@ -19,6 +19,7 @@ from harness.judging.cost_model import beside_line
 from harness.reporting.interleave import markdown, report_text, where_line
 from harness.results import formats
 from harness.results.comparison import ComparisonResult
+from harness.results.repro import repro
 from harness.sidebyside.inject import injected_share
 from harness.sidebyside.loop import PROGRESS
 from harness.suite.runs import interleave_prediction
@@ -137,7 +138,7 @@ def timing_of(blocks: list[dict], launch_info: list[dict], wall: float, cpu: flo
 
 def issue_fields(report: dict, launch_info: list[dict], verdict, case: str) -> dict:
     """What the regression-issue script reads from any report (.github/scripts/regression-issues.sh): the GPU, the
-    run id, the versions of side b and the verdicts."""
+    run id, the versions of side b and the verdicts, each with the command that reproduces it."""
     settings = report["settings"]
     env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
     return dict(
@@ -153,6 +154,9 @@ def issue_fields(report: dict, launch_info: list[dict], verdict, case: str) -> d
                 "case": case,
                 "outcome": verdict.outcome,
                 "message": verdict.message,
+                "repro": repro(
+                    "interleaved", case, settings["gpu"], settings.get("python_a"), settings.get("python_b")
+                ),
                 **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
                 **({"where": w} if (w := where_line(report.get("phases"))) else {}),
             }

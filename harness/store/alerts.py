@@ -23,6 +23,7 @@ from statistics import fmean
 from harness.judging.census_diff import NAMED, verdict
 from harness.judging.judge import CENSUS_TOLERANCES
 from harness.record import parse_time
+from harness.results.repro import repro
 from harness.store import alert_text
 from harness.store import environment as envs
 from harness.store.shifts import DEFAULT_RULE, Shift, ShiftRule, find
@@ -261,13 +262,15 @@ def find_alerts(records: list[dict], rule: ShiftRule = DEFAULT_RULE, new_only: b
 def issues_report(result: dict, gpu: str, session_id: str = "") -> dict:
     """The alerts of one GPU in the shape of a suite's report.json, for ``.github/scripts/regression-issues.sh``: one
     verdict per alert, titled ``perf regression: <gpu> <env> env-<kind> <case> since <session>``, its message
-    :func:`harness.store.alert_text.message` (a timing alert's with its trend)."""
+    :func:`harness.store.alert_text.message` (a timing alert's with its trend), its ``repro`` the command that measures
+    its cases again (:func:`harness.results.repro.repro`)."""
     verdicts = [
         {
             "kind": f"env-{a['kind']}",
             "case": f"{a['subject']} since {a['session_id']}",
             "outcome": "regression",
             "message": alert_text.message(a),
+            "repro": repro(f"env-{a['kind']}", a["subject"], gpu),
         }
         for a in result["alerts"]
         if a["gpu"] == gpu
