@@ -1,6 +1,6 @@
 """model.tokenizer: a team's chat text reaches a random-weight model as real token ids (the built-in byte-level
-tokenizer, or a tokenizer folder of its own), and the tokenizer is part of the workload's hash (a folder by its
-content)."""
+tokenizer, or a tokenizer folder of its own), the tokenizer is part of the workload's hash (a folder by its content),
+and the built-in word-level tokenizer on real text is said in the report: its data is synthetic in all but length."""
 
 import dataclasses
 import json
@@ -176,3 +176,25 @@ def test_a_tokenizer_that_does_not_fit_the_model_is_refused(tmp_path):
         check_inputs(w)
     with pytest.raises(SpecError, match=r"model.tokenizer = 'model' is the pretrained model's own tokenizer"):
         workload(tmp_path, "model")
+
+
+# ---- the report ----------------------------------------------------------------------------------------------------
+def test_the_report_says_the_data_is_synthetic_in_all_but_length(tmp_path, fake_runs):
+    from harness.judging import baseline as bl
+    from harness.judging.judge import Judge
+    from harness.reporting import report
+
+    w = workload(tmp_path, "words")
+    cases = tuple((w.name, d.id) for d in w.decompositions)
+    missing = {w.name: bl.MissingBaseline("no baseline")}
+    data = report.build(Judge({w.name: w}, cases, tuple(fake_runs(w, [100.0] * 3, unk_share=0.97)), missing, "cpu"))
+    (unread,) = data["data_unread"]
+    assert unread["workload"] == w.name and unread["unk_share"] == 0.97 and unread["tokenizer"] == "words"
+    assert "synthetic in all but length" in unread["line"] and "97% of the tokens" in unread["line"]
+    report.write(data, tmp_path / "out")
+    assert f"**data:** {unread['line']}" in (tmp_path / "out" / "report.md").read_text()
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["data_unread"][0]["unk_share"] == 0.97
+    unknown = report.build(Judge({w.name: w}, cases, (), missing, "cpu"))["data_unread"][0]
+    assert unknown["unk_share"] is None and "share of <unk> tokens is not known" in unknown["line"]
+    b = workload(tmp_path)
+    assert report.build(Judge({b.name: b}, cases, (), missing, "cpu"))["data_unread"] == []
