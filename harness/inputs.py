@@ -1,11 +1,12 @@
-"""A workload's inputs on disk, checked before any training: the local data and the local model folder.
+"""A workload's inputs on disk, checked before any training: the local data, the local model and tokenizer folders.
 
 :func:`data_digest` fingerprints a local data file (sha256 of the file, or of a folder's files), which
 :meth:`harness.spec.Workload.load` writes into ``data.digest`` so that an edited dataset is a new workload hash.
 :func:`check_inputs` reads what the worker would read, without the hub and without torch: the data file parses, the
 named column is there in every row, the rows are enough for ``data.num_samples``, the chat template renders the first
-conversation, and a local model folder holds a readable ``config.json``. Every problem is a :class:`SpecError` of one
-line naming the file and the key; hub sources are left to the worker (nothing here reaches the hub).
+conversation, a local model folder holds a readable ``config.json``, and a tokenizer folder (``model.tokenizer``) holds
+a tokenizer whose ids fit in the model's vocabulary. Every problem is a :class:`SpecError` of one line naming the file
+and the key; hub sources are left to the worker (nothing here reaches the hub).
 """
 
 from __future__ import annotations
@@ -59,6 +60,28 @@ def data_digest(data_id: str) -> str:
         raise SpecError(
             f"data.id = {data_id!r}: no such file or folder{where}; data.source = 'local' reads it from disk: "
             "correct data.id, or use data.source = 'hub' for a hub dataset"
+        )
+    return digest(path)
+
+
+# The files of a tokenizer folder that AutoTokenizer reads first; a folder with none of them holds no tokenizer.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def tokenizer_digest(folder: str) -> str:
+    """The digest of tokenizer folder ``folder`` (model.tokenizer); a SpecError when it is not there or holds no
+    tokenizer."""
+    path = local_path(folder)
+    if not path.is_dir():
+        where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+        raise SpecError(
+            f"model.tokenizer = {folder!r}: no such folder{where}; give a folder saved with save_pretrained, "
+            "or 'bytes' for the built-in byte-level tokenizer"
+        )
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise SpecError(
+            f"model.tokenizer = {folder!r}: {path} holds no tokenizer (no {' or '.join(TOKENIZER_FILES)}); "
+            "save one there with save_pretrained, or use 'bytes'"
         )
     return digest(path)
 
@@ -251,10 +274,53 @@ def check_model(model) -> None:
         ) from None
 
 
+def tokenizer_size(folder: str) -> int | None:
+    """The token ids of tokenizer folder ``folder``'s ``tokenizer.json`` (added tokens included), read with the
+    tokenizers library; None where the folder has no tokenizer.json (the worker then counts them)."""
+    path = local_path(folder) / "tokenizer.json"
+    if not path.is_file():
+        return None
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_file(str(path)).get_vocab_size(with_added_tokens=True)
+    except Exception as exc:  # the tokenizers library's own errors: not JSON, an unknown model
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise SpecError(
+            f"model.tokenizer = {folder!r}: {path} cannot be read as a tokenizer ({first}); save it again with "
+            "save_pretrained"
+        ) from None
+
+
+def check_tokenizer(w) -> None:
+    """A tokenizer folder (``model.tokenizer``) is readable and its token ids fit in the model's vocabulary."""
+    folder = w.model.tokenizer_folder
+    if folder is None:
+        return
+    tokenizer_digest(folder)  # refuses a missing folder, or one without a tokenizer
+    size, vocab = tokenizer_size(folder), w.architecture()["config"].get("vocab_size")
+    if size is not None and isinstance(vocab, int) and size > vocab:
+        raise SpecError(
+            f"model.tokenizer = {folder!r} has {size} token ids but model.config.vocab_size is {vocab}: raise "
+            f"vocab_size to {size} or more, or name a smaller tokenizer"
+        )
+
+
+def tokenizer_template(w) -> str | None:
+    """The chat template of the tokenizer that ``w`` reads with where it is a local folder (a tokenizer folder, or a
+    local pretrained model's own), or None: the built-in ChatML template, or a hub tokenizer's (the worker's)."""
+    if w.model.tokenizer_folder is not None:
+        return model_template(w.model.tokenizer_folder)
+    if w.tokenizer == "model" and is_path(w.model.hub_id):
+        return model_template(w.model.hub_id)
+    return None
+
+
 def check_inputs(w) -> None:
     """Everything of workload ``w`` that can be read from disk here, before any training (see the module's
     docstring)."""
     check_model(w.model)
+    check_tokenizer(w)
     d = w.data
     if d.source != "local":
         return
@@ -263,10 +329,8 @@ def check_inputs(w) -> None:
     if not d.conversational:
         return
     template = d.chat_template if isinstance(d.chat_template, str) else None
-    if template is None and d.chat_template is True and w.model.init == "pretrained" and is_path(w.model.hub_id):
-        template = model_template(
-            w.model.hub_id
-        )  # else the built-in ChatML template, or the hub tokenizer's (the worker's)
+    if template is None and d.chat_template is True:
+        template = tokenizer_template(w)
     messages = rows.first[0].get(d.messages_column or "messages")
     if template is not None and _conversation(messages):
         check_template(template, messages, rows.where)

@@ -61,6 +61,7 @@ class RunRecord(TypedDict, total=False):
     profile: dict | None
     inject_work_fired: dict | None  # with inject_work: how often the extra work ran
     data_digest: str | None  # local data: the sha256 of the file (or folder) trained on, also the spec's data.digest
+    unk_share: float | None  # hub or local data: the share of <unk> ids among the tokens the trainer got
     census: dict | None  # a census run's counts of the work per optimizer step (docs/measurement.md, Census)
     host_probe: dict
     env: dict[str, Any]

@@ -4,7 +4,8 @@ A workload names the model, the data, LoRA, precision, the training schedule and
 with its decompositions (micro-batch x grad-accum x world size); the tables are the dataclasses of
 :mod:`harness.spec_sections`, and docs/workloads.md describes every key. Everything that changes what a
 training run computes goes into :attr:`Workload.hash`, the model as its resolved architecture
-(:mod:`harness.architecture`); names, descriptions and device selection do not. Bad input raises
+(:mod:`harness.architecture`), the tokenizer as :mod:`harness.spec_tokenizer` says; names, descriptions and device
+selection do not. Bad input raises
 :class:`SpecError` with one line that names the file and the key and says what to do.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import spec_tokenizer
 from harness.spec_fields import SpecError, check_fields, opt, out_of_range, req
 from harness.spec_sections import (
     DATA_SOURCES,
@@ -71,6 +73,8 @@ _UNHASHED = {
     "model.revision",
     "model.model_type",
     "model.config",
+    "model.tokenizer",  # enters as spec_tokenizer.identity, a folder as its content
+    "model.tokenizer_digest",
 }
 _SECTIONS = {
     "model": ModelSpec,
@@ -132,6 +136,7 @@ class Workload:
             "(TRL keeps it in bf16, which fp16 loss scaling refuses): "
             "use precision 'bf16' with [quantization]",
         )
+        spec_tokenizer.check_fits(self.model, self.data, self.architecture()["config"].get("vocab_size"))
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -190,7 +195,8 @@ class Workload:
             raise SpecError(f"workload file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
-        return cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
+        w = cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
+        return dataclasses.replace(w, model=spec_tokenizer.with_digest(w.model, str(path)))  # a tokenizer folder's
 
     def with_data_digest(self, where: str) -> Workload:
         """A copy whose local data carries its content digest (``data.digest``, hashed); a digest the file gives pins
@@ -210,8 +216,14 @@ class Workload:
         )
         return dataclasses.replace(self, data=dataclasses.replace(self.data, digest=found))
 
+    @property
+    def tokenizer(self) -> str:
+        """How text becomes token ids: 'bytes', 'words', 'model' or a folder (:func:`spec_tokenizer.resolved`)."""
+        return spec_tokenizer.resolved(self.model, self.data)
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
+        spec_tokenizer.store(self.model, self.data, out["model"])
         out["decompositions"] = [d.id for d in self.decompositions]
         out["batch"] = {"effective": out.pop("effective_batch"), "decompositions": out.pop("decompositions")}
         out["devices"] = list(self.devices)
@@ -268,16 +280,18 @@ class Workload:
 
     def timing_fields(self) -> dict[str, Any]:
         """Flattened ``section.field -> value`` of everything that affects timing: the model as its resolved
-        architecture."""
+        architecture, the tokenizer as :func:`harness.spec_tokenizer.identity`."""
         arch = self.architecture()
         out = {k: v for k, v in flatten(self.to_dict()).items() if not _excluded(k)}
         out["model.model_type"] = arch["model_type"]
         out.update(flatten(arch["hashed"], "model.config."))
+        out["model.tokenizer"] = spec_tokenizer.identity(self.model, self.data)
         return out
 
     @property
     def hash(self) -> str:
-        blob = json.dumps(self.timing_fields(), sort_keys=True, separators=(",", ":"))
+        fields = spec_tokenizer.hashed_fields(self.timing_fields(), self.model, self.data)
+        blob = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -308,11 +322,14 @@ def _change(key: str, a: dict[str, Any], b: dict[str, Any]) -> str:
         from harness.inputs import short
 
         return f"data.digest: the content of {b.get('data.id')} changed ({short(a.get(key))} -> {short(b.get(key))})"
+    if key == "model.tokenizer":  # a folder enters as its content
+        return f"model.tokenizer: {spec_tokenizer.said(a.get(key))} -> {spec_tokenizer.said(b.get(key))}"
     return f"{key}: {a.get(key, '<absent>')!r} -> {b.get(key, '<absent>')!r}"
 
 
 def _timing(spec: dict[str, Any]) -> dict[str, Any]:
     """The timing fields of a stored spec; a spec that no longer loads is compared as written."""
+    spec = spec_tokenizer.as_run(spec)
     try:
         return Workload.from_dict(spec).timing_fields()
     except SpecError:

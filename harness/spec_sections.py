@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.spec_fields import SpecError, check_fields, opt, req
+from harness.spec_tokenizer import MODEL_TOKENIZER, folder_of
 
 PRECISIONS = ("fp16", "bf16", "fp32")
 INITS = ("random", "pretrained")
 DATA_SOURCES = ("synthetic", "hub", "local")
 LORA_BIASES = ("none", "all", "lora_only")
 QUANT_TYPES = ("nf4", "fp4")
+DIGEST_PATTERN = r"sha256:[0-9a-f]{64}"
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -36,9 +38,26 @@ class ModelSpec:
     hub_id: str | None = opt(None, nonempty=True)
     revision: str | None = opt(None, nonempty=True)
     attn_implementation: str | None = opt(None, nonempty=True)
+    # how text becomes token ids: 'bytes', 'words', 'model' or a tokenizer folder; left out, the default for the
+    # workload (harness.spec_tokenizer.resolved)
+    tokenizer: str | None = opt(None, nonempty=True, what="'bytes', 'words', 'model' or a tokenizer folder")
+    # a tokenizer folder only: its content's sha256 (harness.inputs.digest), written by Workload.load; hashed, so that
+    # an edited tokenizer is another workload. Absent from to_dict() when None.
+    tokenizer_digest: str | None = opt(
+        None, pattern=DIGEST_PATTERN, what="'sha256:' and 64 hex digits, as the loader writes it"
+    )
 
     def __post_init__(self):
         check_fields(self, "model")
+        _check(
+            self.tokenizer != MODEL_TOKENIZER or self.init == "pretrained",
+            "model.tokenizer = 'model' is the pretrained model's own tokenizer, and model.init is 'random': "
+            "use 'bytes', or a tokenizer folder",
+        )
+        _check(
+            self.tokenizer_digest is None or self.tokenizer_folder is not None,
+            "model.tokenizer_digest fingerprints a tokenizer folder: remove it, or name the folder in model.tokenizer",
+        )
         _check(
             self.init == "random" or bool(self.hub_id),
             "model.init = 'pretrained' needs model.hub_id (a hub id or a local folder)",
@@ -48,6 +67,11 @@ class ModelSpec:
             "model.hub_id and model.revision load pretrained weights: set model.init = 'pretrained' or remove them",
         )
         self.architecture()  # unknown keys, a wrong model type or a config that is not the model's: refused here
+
+    @property
+    def tokenizer_folder(self) -> str | None:
+        """model.tokenizer where it names a folder (neither a built-in tokenizer nor 'model'), else None."""
+        return folder_of(self.tokenizer)
 
     def architecture(self) -> dict[str, Any]:
         """The resolved architecture (:func:`harness.architecture.resolve`), cached per model table."""
@@ -101,9 +125,7 @@ class DataSpec:
     revision: str | None = opt(None, nonempty=True)
     # local data only: the content's sha256 (harness.inputs.data_digest), written by Workload.load; hashed, so that an
     # edited data file is another workload. Absent from to_dict() when None: other sources keep their hashes.
-    digest: str | None = opt(
-        None, pattern=r"sha256:[0-9a-f]{64}", what="'sha256:' and 64 hex digits, as the loader writes it"
-    )
+    digest: str | None = opt(None, pattern=DIGEST_PATTERN, what="'sha256:' and 64 hex digits, as the loader writes it")
 
     def __post_init__(self):
         check_fields(self, "data")

@@ -1,8 +1,9 @@
 """The backend: turn a :class:`~harness.spec.Workload` into a tokenizer, a model, a dataset and an SFTTrainer.
 
-Offline by default: random weights from the architecture config, synthetic fixed-length tokens and an
-in-memory tokenizer. Pretrained weights and hub/local datasets go through the real
-transformers/datasets loaders. Only the worker process imports this module (it imports torch).
+Offline by default: random weights from the architecture config, synthetic fixed-length tokens and a tokenizer built
+in memory (word-level for synthetic rows, byte-level for text). Pretrained weights, tokenizer folders and hub/local
+datasets go through the real transformers/datasets loaders. Only the worker process imports this module (it imports
+torch).
 """
 
 from __future__ import annotations
@@ -69,9 +70,41 @@ def in_memory_tokenizer(vocab_words: int = 256):
     return fast
 
 
+def _byte_chars() -> list[str]:
+    """The printable character that stands for each byte value 0-255 in a byte-level BPE vocabulary (GPT-2's table):
+    printable Latin-1 bytes stand for themselves, the others for the characters from U+0100 on, in byte order."""
+    keep = {*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)}
+    out, extra = [], 0
+    for b in range(256):
+        out.append(chr(b) if b in keep else chr(256 + extra))
+        extra += b not in keep
+    return out
+
+
+def byte_tokenizer():
+    """A byte-level fast tokenizer built in memory: the special tokens of :func:`in_memory_tokenizer` (ids 0-3) and
+    one token per byte value (id 4 + the byte), a BPE without merges, so every text becomes its UTF-8 bytes and no
+    token is ``<unk>``; with the ChatML chat template. A change here is a new version in
+    harness.spec_tokenizer.BUILT_IN_TOKENIZERS (the hash)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(_SPECIAL + _byte_chars())}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(_SPECIAL)  # matched whole before the text is split into bytes
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<|im_end|>", unk_token="<unk>")
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
 def build_tokenizer(w: Workload):
-    """The model's tokenizer (pretrained) or the in-memory one, with data.chat_template applied."""
-    if w.model.init == "pretrained":
+    """The workload's tokenizer (:attr:`Workload.tokenizer`): the pretrained model's own, a built-in one or a local
+    folder's, with data.chat_template applied. A folder whose content changed since the workload was loaded, or a
+    tokenizer with more ids than the model's vocabulary, is refused in one line."""
+    name = w.tokenizer
+    if name == "model":
         from transformers import AutoTokenizer
 
         try:
@@ -80,9 +113,55 @@ def build_tokenizer(w: Workload):
             raise _unavailable(
                 "tokenizer", w.model.hub_id, exc, "use model.init = 'random' or point model.hub_id at a local folder"
             ) from None
-    else:
+    elif name == "words":
         tok = in_memory_tokenizer()
+    elif name == "bytes":
+        tok = byte_tokenizer()
+    else:
+        tok = _folder_tokenizer(w)
+    vocab = w.architecture()["config"].get("vocab_size")
+    if name != "model" and isinstance(vocab, int) and len(tok) > vocab and w.data.source != "synthetic":
+        raise SpecError(
+            f"{w.name}: model.tokenizer = {name!r} has {len(tok)} token ids but model.config.vocab_size is {vocab}: "
+            f"raise vocab_size to {len(tok)} or more, or name a smaller tokenizer"
+        )
     return apply_chat_template(tok, w.data.chat_template)
+
+
+def _folder_tokenizer(w: Workload):
+    """The tokenizer of folder model.tokenizer, read offline; the folder is the one the workload was hashed with."""
+    from transformers import AutoTokenizer
+
+    from harness.inputs import short, tokenizer_digest
+
+    folder = w.model.tokenizer_folder
+    found = tokenizer_digest(folder)
+    if w.model.tokenizer_digest is not None and found != w.model.tokenizer_digest:
+        raise SpecError(
+            f"{w.name}: model.tokenizer_digest: {folder} changed since the workload was loaded "
+            f"({short(w.model.tokenizer_digest)} -> {short(found)}); restore it, or rerun to take the new content"
+        )
+    try:
+        return AutoTokenizer.from_pretrained(str(Path(folder).expanduser()), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise SpecError(
+            f"{w.name}: model.tokenizer = {folder!r} cannot be loaded ({type(exc).__name__}: {first}); save the "
+            "tokenizer there again with save_pretrained"
+        ) from None
+
+
+def unk_share(dataset, tokenizer) -> float | None:
+    """The share of ``<unk>`` ids among the tokens of ``dataset``'s ``input_ids`` (the rows as the trainer tokenized
+    them); None where the tokenizer has no unknown token or the rows have no tokens."""
+    unk = tokenizer.unk_token_id
+    if unk is None or "input_ids" not in dataset.column_names:
+        return None
+    total = hits = 0
+    for ids in dataset["input_ids"]:
+        total += len(ids)
+        hits += sum(1 for i in ids if i == unk)
+    return hits / total if total else None
 
 
 def apply_chat_template(tok, template: str | bool):

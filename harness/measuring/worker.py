@@ -38,6 +38,7 @@ class Built:
     census: Any = None
     inject: Any = None
     probe: dict | None = None
+    unk_share: float | None = None  # hub or local data: the share of <unk> ids in the rows the trainer tokenized
 
 
 def preload() -> float:
@@ -123,8 +124,9 @@ def build_trainer(
     if profiler is not None:
         trainer.add_callback(profiler)
     census, inject = _census_and_inject(trainer, w, req)
+    unk = build.unk_share(trainer.train_dataset, tokenizer) if w.data.source != "synthetic" else None
     timing["trainer_setup_s"] = time.perf_counter() - t
-    return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe)
+    return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe, unk)
 
 
 def _build_inputs(w, device, timing: dict) -> tuple[Any, Any, dict, Any]:
@@ -234,6 +236,7 @@ def train(req: dict, timing: dict) -> dict:
         # the census carries the host probe of the process that traced it: its host time is read at that host's speed
         "census": census.result | {"host_probe": b.probe} if census is not None and census.result else None,
         "data_digest": w.data.digest,  # local data: the content trained on (build.check_digest compared it); else None
+        "unk_share": b.unk_share,
         "inject_work_fired": {
             "calls": inject.fired,
             "layers": inject.layers,

@@ -27,6 +27,7 @@ from harness.reporting.step_analysis import (
     where,
     where_text,
 )
+from harness.reporting.unread import unread
 from harness.results import formats
 from harness.results.repro import repro
 
@@ -138,7 +139,8 @@ def build(
     recorded: tuple[str, ...] | None = None,
 ) -> dict:
     """Everything a report shows, as plain data (this is report.json): the judge's records and verdicts, and what ran;
-    ``notes``: what the reader of the records skipped (a torn line of runs.jsonl), said at the top of the report;
+    ``notes``: what the reader of the records skipped (a torn line of runs.jsonl), said at the top of the report, as is
+    ``data_unread``, the workloads whose text does not reach the model;
     ``recorded``: in a session of --update-baselines, the baselines it wrote (there "no baseline" is no news: those
     skips are left out)."""
     verdicts = {v.case: v for v in judge.runtime.values()}
@@ -158,6 +160,7 @@ def build(
         "rows": rows,
         "incomplete": judge.incomplete,
         "notes": list(notes),
+        "data_unread": unread(judge),
         "verdicts": [
             {
                 "kind": v.kind,
@@ -206,6 +209,7 @@ def terminal_lines(data: dict) -> list[str]:
         f"{'Δ vs baseline [CI]':>22}  verdict"
     )
     lines = ([data["incomplete"]] if data.get("incomplete") else []) + [f"note: {n}" for n in data.get("notes") or []]
+    lines += [f"data: {u['line']}" for u in data.get("data_unread") or []]
     lines += [*head_lines(data), "", head, "-" * len(head)]
     for r in data["rows"]:
         runs = f"{r['ok']}/{r['runs']}"
@@ -364,6 +368,7 @@ def markdown(data: dict) -> str:
     if data.get("incomplete"):
         out += [f"**{data['incomplete']}**", ""]
     out += [x for n in data.get("notes") or [] for x in (f"**note:** {n}", "")]
+    out += [x for u in data.get("data_unread") or [] for x in (f"**data:** {u['line']}", "")]
     if data["inject_slowdown"]:
         out += [f"**Injected slowdown {data['inject_slowdown']:.0%}** (sensitivity self-check)", ""]
     out += _case_table(data["rows"])
