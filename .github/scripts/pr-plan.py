@@ -47,7 +47,8 @@ PINS, MEASURING = "constraints/", "harness/measuring/"
 # a folder saved by datasets) and the pretrained model's folder, which holds its tokenizer and its chat template
 # (chat_template.jinja, tokenizer_config.json). A hub id, of data or of a model, names files here only where the
 # repository holds a folder at that path, which is then read instead of the hub.
-PATH_KEYS = ("data.id", "model.hub_id")
+PATH_KEYS = ("data.id", "model.hub_id", "model.tokenizer")
+BUILT_IN = {"model.tokenizer": {"bytes", "words", "model"}}  # values of a key that name no file
 NOTHING = (
     "nothing the pull request changes is measured: no pin (constraints/), no measuring code (harness/measuring/), no "
     f"workload file ({WORKLOADS}/NAME.toml) and no file or folder a workload names ({', '.join(PATH_KEYS)})"
@@ -111,7 +112,8 @@ def named_files(raw: dict) -> dict[str, str]:
     for key in PATH_KEYS:
         table, _, field = key.partition(".")
         section = raw.get(table)
-        path = in_repo(section.get(field)) if isinstance(section, dict) else None
+        value = section.get(field) if isinstance(section, dict) else None
+        path = None if isinstance(value, str) and value in BUILT_IN.get(key, ()) else in_repo(value)
         if path is not None:
             out[key] = path
     return out
