@@ -10,13 +10,15 @@ defaults, then ``--input``), ``github`` (``github.event`` is the payload of ``--
 event's, also at ``$GITHUB_EVENT_PATH``), ``needs`` (``--needs FILE``: the earlier jobs' ``result`` and ``outputs``, as
 JSON), ``env``, ``steps`` and ``runner``; the functions ``success()``, ``failure()``,
 ``always()``, ``cancelled()``, ``hashFiles()``, ``contains()``, ``startsWith()``, ``endsWith()``, ``format()``,
-``fromJSON()`` and ``toJSON()``. The job's ``if:`` decides whether it runs at all (a job it skips runs no step and
-succeeds, as on GitHub; ``success()`` there means every job of ``--needs`` succeeded); a step's ``if:`` decides whether
-the step runs. ``uses:`` steps (checkout,
-setup-python, artifacts) are not run: the checkout is the current directory and the tools are this machine's; a step
-named with ``--skip-step`` is not run either. Prints each step's outcome and wall time, writes them to ``--outcomes``
-(JSON) and exits 0 when the job succeeded, 1 when it failed, 2 on bad input; ``--job-outputs`` writes the job's
-``outputs:``.
+``fromJSON()`` and ``toJSON()``. A job that the workflow does not hold itself but a job of it calls (``uses:`` a
+reusable workflow: ``./.github/workflows/X.yml``, or ``OWNER/REPO/.github/workflows/X.yml@REF`` where ``--uses
+OWNER/REPO=DIR`` names a checkout of that repository) is run from the called workflow, with the ``inputs`` its
+``workflow_call`` declares, given by the caller's ``with:`` (evaluated in the caller's contexts). The job's ``if:``
+decides whether it runs at all (a job it skips runs no step and succeeds, as on GitHub; ``success()`` there means every
+job of ``--needs`` succeeded); a step's ``if:`` decides whether the step runs. ``uses:`` steps (checkout, setup-python,
+artifacts) are not run: the checkout is the current directory and the tools are this machine's; a step named with
+``--skip-step`` is not run either. Prints each step's outcome and wall time, writes them to ``--outcomes`` (JSON) and
+exits 0 when the job succeeded, 1 when it failed, 2 on bad input; ``--job-outputs`` writes the job's ``outputs:``.
 """
 
 from __future__ import annotations
@@ -260,8 +262,11 @@ def pairs(items: list[str], what: str) -> dict[str, str]:
 
 def contexts_for(workflow: dict, a: argparse.Namespace, workspace: Path) -> dict:
     triggers = workflow.get("on", workflow.get(True)) or {}  # YAML 1.1 reads a bare `on` as True
-    dispatch = (triggers.get("workflow_dispatch") or {}) if isinstance(triggers, dict) else {}
-    inputs = {k: (v or {}).get("default") for k, v in (dispatch.get("inputs") or {}).items()}
+    declared = {}
+    for trigger in ("workflow_call", "workflow_dispatch"):  # a reusable workflow run as itself takes its own defaults
+        found = (triggers.get(trigger) or {}) if isinstance(triggers, dict) else {}
+        declared.update(found.get("inputs") or {})
+    inputs = {k: (v or {}).get("default") for k, v in declared.items()}
     inputs.update(pairs(a.input, "--input"))
     event = read_json(a.event, "--event", dict) if a.event else {}
     github = {
@@ -287,6 +292,43 @@ def contexts_for(workflow: dict, a: argparse.Namespace, workspace: Path) -> dict
         "needs": needs,
         "runner": {"os": "Linux", "arch": "X64", "temp": tempfile.gettempdir()},
     }
+
+
+def called(workflow: dict, job_id: str, contexts: dict, workspace: Path, repos: dict[str, str]) -> tuple[dict, dict]:
+    """The workflow that holds ``job_id`` and its contexts: ``workflow`` itself, or the reusable workflow one of its
+    jobs calls, whose ``inputs`` are its ``workflow_call`` defaults under the caller's ``with:``."""
+    jobs = workflow.get("jobs") or {}
+    if job_id in jobs and not (jobs[job_id] or {}).get("uses"):
+        return workflow, contexts
+    for caller in sorted(jobs.values(), key=lambda j: j is not jobs.get(job_id)):  # a caller of the same name first
+        uses = str((caller or {}).get("uses") or "")
+        if not uses:
+            continue
+        if uses.startswith("./"):
+            path = workspace / uses[2:]
+        else:
+            target, _, _ref = uses.partition("@")
+            owner_repo, _, inner = target.partition("/")[2].partition("/")
+            repo = f"{target.split('/')[0]}/{owner_repo}"
+            if repo not in repos:
+                raise Bad(f"a job calls {uses}: give --uses {repo}=DIR, a checkout of that repository")
+            path = Path(repos[repo]) / inner
+        try:
+            inner_wf = yaml.safe_load(path.read_text())
+        except OSError as exc:
+            raise Bad(f"a job calls {uses}, which cannot be read ({exc})") from None
+        if job_id not in (inner_wf.get("jobs") or {}):
+            continue
+        triggers = inner_wf.get("on", inner_wf.get(True)) or {}
+        declared = ((triggers.get("workflow_call") or {}) if isinstance(triggers, dict) else {}).get("inputs") or {}
+        ex = Expressions(dict(contexts, env={}), workspace)
+        inputs = {k: (v or {}).get("default") for k, v in declared.items()}
+        inputs.update({k: ex.substitute(v) for k, v in (caller.get("with") or {}).items()})
+        unknown = sorted(set(inputs) - set(declared))
+        if unknown:
+            raise Bad(f"the call of {uses} gives inputs it does not declare: {', '.join(unknown)}")
+        return inner_wf, dict(contexts, inputs=inputs)
+    raise Bad(f"no job {job_id!r} in the workflow or in a workflow it calls; it has {', '.join(jobs)}")
 
 
 def read_json(path: Path, flag: str, kind: type):
@@ -339,6 +381,13 @@ def main(argv: list[str] | None = None) -> int:
         help="github.event_name (default: pull_request for a pull_request payload, else workflow_dispatch)",
     )
     p.add_argument(
+        "--uses",
+        action="append",
+        default=[],
+        metavar="OWNER/REPO=DIR",
+        help="a checkout of the repository whose reusable workflow a job calls (repeatable)",
+    )
+    p.add_argument(
         "--needs", type=Path, help="the needs context (JSON): {job: {result, outputs}} of the jobs this one needs"
     )
     a = p.parse_args(argv)
@@ -346,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         workflow = yaml.safe_load(a.workflow.read_text())
         contexts = contexts_for(workflow, a, workspace)
+        workflow, contexts = called(workflow, a.job, contexts, workspace, pairs(a.uses, "--uses"))
         job = Job(workflow, a.job, workspace, contexts, set(a.skip_step))
         summary = a.summary.resolve()
         summary.parent.mkdir(parents=True, exist_ok=True)

@@ -225,7 +225,7 @@ def test_the_nightly_bootstraps_instead_of_requiring_a_baseline():
     """No --require-baseline in the nightly: the step after the suite records (pinned) or warns, whatever the suite's
     verdicts, as long as it wrote a report; the job may push a branch and open a pull request; confirmation runs only
     when the suite failed (not when the first night did)."""
-    job = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())["jobs"]["perf"]
+    job = yaml.safe_load((ROOT / ".github" / "workflows" / "reusable-nightly.yml").read_text())["jobs"]["perf"]
     steps = {s.get("name"): s for s in job["steps"]}
     names = list(steps)
     suite = steps["Run the performance suite"]
@@ -239,7 +239,7 @@ def test_the_nightly_bootstraps_instead_of_requiring_a_baseline():
     assert "!cancelled()" in first["if"] and "hashFiles('perf-results/report.json')" in first["if"]
     assert "first-night.py --phase record" in first["run"] and "GH_TOKEN" not in first.get("env", {})
     assert job["permissions"] == {"contents": "read"}
-    publish = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())["jobs"]["publish"]
+    publish = yaml.safe_load((ROOT / ".github" / "workflows" / "reusable-nightly.yml").read_text())["jobs"]["publish"]
     propose = next(s for s in publish["steps"] if s.get("name") == "Propose missing baselines (first night)")
     assert "first-night.py --phase propose" in propose["run"] and propose["env"]["GH_TOKEN"] == "${{ github.token }}"
     assert publish["permissions"]["contents"] == "write" and publish["permissions"]["pull-requests"] == "write"

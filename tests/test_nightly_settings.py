@@ -65,7 +65,7 @@ def plan(root: Path, monkeypatch, gpu: str, inputs: dict | None = None) -> tuple
 def test_the_projects_own_file_loads_and_the_workflow_names_no_gpu_or_workload_of_its_own():
     n = nightly.load(ROOT)
     assert n.gpus and n.workloads and n.ab is not None
-    text = WORKFLOW.read_text()
+    text = WORKFLOW.read_text() + (WORKFLOW.parent / "reusable-nightly.yml").read_text()
     assert "qwen3-1.7b-lora" not in text and not re.search(
         r"inputs\.\w+ \|\| '[^']", text
     )  # no default of its own: all in nightly.toml

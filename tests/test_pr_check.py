@@ -20,7 +20,8 @@ import yaml
 from scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKFLOW = ROOT / ".github" / "workflows" / "pr-check.yml"
+WORKFLOW = ROOT / ".github" / "workflows" / "pr-check.yml"  # the trigger; its one job calls the reusable workflow
+REUSABLE = ROOT / ".github" / "workflows" / "reusable-pr-check.yml"  # the jobs
 FAKE_BIN = ROOT / ".ci" / "fake-bin"
 HEAD_SHA, BASE_SHA = "a" * 40, "b" * 40
 
@@ -222,7 +223,8 @@ def test_the_workflow_is_valid_and_runs_only_the_base_branch_s_code_on_hosted_ru
     trigger = wf[True]["pull_request"]  # YAML 1.1 reads `on` as True
     # no paths filter: the plan decides from the pull request's files, the workload files and the files they name
     assert "pull_request_target" not in wf[True] and not {"paths", "paths-ignore"} & set(trigger)
-    jobs = wf["jobs"]
+    assert wf["jobs"] == {"check": {"uses": "./.github/workflows/reusable-pr-check.yml"}}
+    jobs = yaml.safe_load(REUSABLE.read_text())["jobs"]
     assert jobs["plan"]["runs-on"] == jobs["report"]["runs-on"] == "ubuntu-latest"
     for job in ("plan", "report"):
         assert jobs[job]["steps"][0]["with"]["ref"] == "${{ github.event.pull_request.base.sha }}", job
@@ -583,11 +585,11 @@ def test_hostile_titles_branches_and_labels_reach_no_command_line(checkout, host
 
 def test_every_pull_request_value_reaches_a_script_through_env_only():
     """No ${{ }} of the event inside a run: script; each one is a step's env value."""
-    wf = yaml.safe_load(WORKFLOW.read_text())
+    wf = yaml.safe_load(REUSABLE.read_text())
     for job in wf["jobs"].values():
         for step in job["steps"]:
             assert "github.event" not in step.get("run", ""), step.get("name")
-    text = WORKFLOW.read_text()
+    text = REUSABLE.read_text()
     for field in ("head.ref", "title", "labels", "body", "label.name"):
         for line in (
             ln

@@ -765,7 +765,7 @@ def test_check_gpu_name_still_takes_a_detected_name_and_a_gpu_with_baselines():
 @pytest.mark.skipif(shutil.which("bash") is None, reason="the workflow's steps run in bash")
 def test_the_nightly_splits_its_list_inputs_without_globbing_them(tmp_path):
     """``for w in $PERF_WORKLOADS`` expanded a ``*`` to the files of the checkout."""
-    text = (ROOT / ".github" / "workflows" / "nightly.yml").read_text()
+    text = (ROOT / ".github" / "workflows" / "reusable-nightly.yml").read_text()
     assert not re.search(r"for \w+ in \$", text), "an unquoted loop over a variable"
     (tmp_path / "a-file").write_text("")
     loop = next(line.strip() for line in text.splitlines() if 'read -ra names <<< "$PERF_WORKLOADS"' in line).split(

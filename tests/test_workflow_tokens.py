@@ -112,7 +112,7 @@ def test_the_check_catches_a_token_beside_an_install():
 
 
 def test_the_nightly_writes_only_from_a_job_that_installs_nothing():
-    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "reusable-nightly.yml").read_text())
     perf, publish = wf["jobs"]["perf"], wf["jobs"]["publish"]
     assert installs(perf) and not write_access(wf, perf)
     assert not installs(publish) and publish["runs-on"] == "ubuntu-latest" and write_access(wf, publish)

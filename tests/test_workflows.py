@@ -42,7 +42,7 @@ def validate(path: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "nightly.yml", "update-baselines.yml", "long-tests.yml", "pr-check.yml"])
+@pytest.mark.parametrize("name", sorted(p.name for p in WORKFLOWS.glob("*.yml")))
 def test_workflow_is_valid(name):
     path = WORKFLOWS / name
     assert path.is_file(), f"{path} is missing"
@@ -203,7 +203,7 @@ def test_a_release_s_census_change_opens_one_issue_per_workload_with_the_bisect(
 def test_nightly_files_the_release_s_census_change_only_on_the_latest_job_of_a_release_night():
     import yaml
 
-    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["publish"]["steps"]
+    steps = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]["publish"]["steps"]
     step = next(s for s in steps if s.get("name") == "Open or update regression issues")
     assert step["env"]["CHANGES"] == "${{ matrix.env != 'pinned' && steps.perf.outputs.versions == 'differ' }}"
     assert step["env"]["BISECT"] == "perf-results/bisect/report.md"
@@ -212,7 +212,7 @@ def test_nightly_files_the_release_s_census_change_only_on_the_latest_job_of_a_r
 def test_nightly_keeps_the_bisect_s_censuses_across_nights_with_the_same_versions():
     import yaml
 
-    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]
+    steps = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]["perf"]["steps"]
     names = [s.get("name") for s in steps]
     at = names.index("Bisect what changed")
     restore, save = steps[at - 1], steps[at + 1]
@@ -289,7 +289,7 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
     regressions file issues too."""
     import yaml
 
-    job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]
+    job = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]["perf"]
     steps = {s.get("name"): s for s in job["steps"]}
     ab = steps["A/B pinned vs latest, interleaved"]
     run = " ".join(ab["run"].split())
@@ -309,7 +309,7 @@ def test_nightly_ab_runs_pinned_against_latest_interleaved_only_when_they_differ
         and '--results-dir "perf-results/ab/$dec"' in run
     )
     assert not [f for f in TUNING_FLAGS if f in run.split()], run  # the defaults are the nightly's settings
-    publish = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["publish"]
+    publish = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]["publish"]
     issues = next(s for s in publish["steps"] if s.get("name") == "Open or update regression issues (A/B)")
     assert "perf-results/ab/*/report.json" in issues["run"] and "steps.perf.outputs.ab == 'failure'" in issues["if"]
 
@@ -319,7 +319,7 @@ def test_nightly_opens_no_issue_on_a_stored_baseline_timing_alone(fake_gh):
     the issue step reads the confirmed report when there is one; an unconfirmed timing files nothing."""
     import yaml
 
-    jobs = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]
+    jobs = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]
     steps = {s.get("name"): s for s in jobs["perf"]["steps"]}
     issues = {s.get("name"): s for s in jobs["publish"]["steps"]}
     confirm = steps["Confirm runtime regressions interleaved"]  # in the perf job, before the publish job files issues
@@ -358,7 +358,7 @@ def test_a_confirmation_cut_short_leaves_runtime_timings_unconfirmed(fake_gh, tm
 def test_nightly_recovers_interleaved_comparisons_cut_short_before_the_upload():
     import yaml
 
-    steps = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]["steps"]
+    steps = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]["perf"]["steps"]
     names = [s.get("name") for s in steps]
     rec = steps[names.index("Recover interleaved comparisons cut short")]
     assert rec["if"] == "always()" and names.index("Recover interleaved comparisons cut short") < names.index(
@@ -375,7 +375,7 @@ def test_nightly_recovers_interleaved_comparisons_cut_short_before_the_upload():
 def _history_job() -> tuple[dict, dict, dict]:
     import yaml
 
-    wf = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())
+    wf = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())
     job = wf["jobs"]["history"]
     return wf, job, {s.get("name") or s.get("uses"): s for s in job["steps"]}
 
@@ -399,7 +399,7 @@ def test_nightly_history_job_builds_the_page_from_the_store_and_deploys_it():
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"} and deploy["needs"] == "history"
     assert deploy["environment"]["name"] == "github-pages"
     assert (
-        "history_nights" not in wf[True]["workflow_dispatch"]["inputs"] and "env" not in job
+        "history_nights" not in wf[True]["workflow_call"]["inputs"] and "env" not in job
     )  # YAML 1.1 reads `on` as True
     assert not [s for s in job["steps"] if "download-artifact" in s.get("uses", "") or "gh run" in s.get("run", "")]
     build = steps["Build the history page from the results store"]
@@ -416,14 +416,14 @@ def test_nightly_history_job_builds_the_page_from_the_store_and_deploys_it():
 def _perf_steps() -> tuple[dict, list[str], dict]:
     import yaml
 
-    job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["perf"]
+    job = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]["perf"]
     return job, [s.get("name") for s in job["steps"]], {s.get("name"): s for s in job["steps"]}
 
 
 def _publish_steps() -> tuple[dict, list[str], dict]:
     import yaml
 
-    job = yaml.safe_load((WORKFLOWS / "nightly.yml").read_text())["jobs"]["publish"]
+    job = yaml.safe_load((WORKFLOWS / "reusable-nightly.yml").read_text())["jobs"]["publish"]
     return job, [s.get("name") for s in job["steps"]], {s.get("name"): s for s in job["steps"]}
 
 
@@ -450,7 +450,7 @@ def test_nightly_perf_job_keeps_each_session_in_the_store_and_files_environment_
     assert pnames.index(store["name"]) < pnames.index(issues["name"]) < pnames.index("Open or update regression issues")
     assert store["id"] == "store" and "hashFiles('perf-results/**/runs.jsonl')" in store["if"]
     assert 'python -m harness store add perf-results --store "$PERF_STORE" --track "$PERF_ENV"' in store["run"]
-    assert "REPORT=perf-results/env-alerts.json bash .github/scripts/regression-issues.sh" in issues["run"]
+    assert 'REPORT=perf-results/env-alerts.json bash "$PERF_HARNESS"/.github/scripts/regression-issues.sh' in issues["run"]
     assert issues["env"]["GH_TOKEN"] == "${{ github.token }}" and pub["env"]["GH_REPO"] == "${{ github.repository }}"
 
 
@@ -603,8 +603,8 @@ def test_update_baselines_takes_any_gpu_the_detector_names_and_refuses_a_typo_be
     from harness.measuring.env import short_gpu_name
 
     check = load_script(ROOT / ".github" / "scripts" / "check-gpu-name.py")
-    wf = yaml.safe_load((WORKFLOWS / "update-baselines.yml").read_text())
-    assert wf[True]["workflow_dispatch"]["inputs"]["gpu"]["type"] == "string"  # YAML 1.1 reads `on` as True
+    wf = yaml.safe_load((WORKFLOWS / "reusable-update-baselines.yml").read_text())
+    assert wf[True]["workflow_call"]["inputs"]["gpu"]["type"] == "string"  # YAML 1.1 reads `on` as True
     assert wf["jobs"]["update"]["needs"] == "check" and wf["jobs"]["check"]["runs-on"] == "ubuntu-latest"
     assert "check-gpu-name.py" in wf["jobs"]["check"]["steps"][-1]["run"]
     for name in ("rtx4090", "a6000", "v100", "l40", "h800", "gh200", "l4", "t4", "h200"):
