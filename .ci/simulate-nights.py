@@ -8,8 +8,8 @@ they should and only then?
 Each night a results dir is synthesized from committed records (``tests/data/history/``: the 15 timed runs of one H200
 session and the 3 census runs of another, all qwen3-1.7b-lora) under a new session id and date, each case's step times
 scaled by that night's factor: log-normal night-to-night noise of sd ``--sigma`` (1.5% by default, independent per case
-and night), times the planted effects. Then the pinned perf and publish jobs of ``.github/workflows/reusable-nightly.yml`` run
-through ``.ci/run-workflow.py`` with every ``run:`` step skipped but the store's (their own text, ``if:`` and
+and night), times the planted effects. Then the pinned perf and publish jobs of
+``.github/workflows/reusable-nightly.yml`` run through ``.ci/run-workflow.py`` with every ``run:`` step skipped but the store's (their own text, ``if:`` and
 environment): the perf job finds the alerts in a copy of the store's branch (checked out here as the workflow's
 checkout step would), the publish job adds the session to ``PERF_STORE``, a LOCAL BARE git repository (git's
 ``url.<bare>.insteadOf`` maps the workflow's GitHub URL onto it), and the alerts go to the fake ``gh`` of

@@ -450,7 +450,8 @@ def test_nightly_perf_job_keeps_each_session_in_the_store_and_files_environment_
     assert pnames.index(store["name"]) < pnames.index(issues["name"]) < pnames.index("Open or update regression issues")
     assert store["id"] == "store" and "hashFiles('perf-results/**/runs.jsonl')" in store["if"]
     assert 'python -m harness store add perf-results --store "$PERF_STORE" --track "$PERF_ENV"' in store["run"]
-    assert 'REPORT=perf-results/env-alerts.json bash "$PERF_HARNESS"/.github/scripts/regression-issues.sh' in issues["run"]
+    issue_script = 'bash "$PERF_HARNESS"/.github/scripts/regression-issues.sh'
+    assert f"REPORT=perf-results/env-alerts.json {issue_script}" in issues["run"]
     assert issues["env"]["GH_TOKEN"] == "${{ github.token }}" and pub["env"]["GH_REPO"] == "${{ github.repository }}"
 
 
