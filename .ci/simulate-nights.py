@@ -9,13 +9,13 @@ Each night a results dir is synthesized from committed records (``tests/data/his
 session and the 3 census runs of another, all qwen3-1.7b-lora) under a new session id and date, each case's step times
 scaled by that night's factor: log-normal night-to-night noise of sd ``--sigma`` (1.5% by default, independent per case
 and night), times the planted effects. Then the pinned perf and publish jobs of
-``.github/workflows/reusable-nightly.yml`` run through ``.ci/run-workflow.py`` with every ``run:`` step skipped but the store's (their own text, ``if:`` and
-environment): the perf job finds the alerts in a copy of the store's branch (checked out here as the workflow's
-checkout step would), the publish job adds the session to ``PERF_STORE``, a LOCAL BARE git repository (git's
-``url.<bare>.insteadOf`` maps the workflow's GitHub URL onto it), and the alerts go to the fake ``gh`` of
-``.ci/fake-bin`` (the issues it opened stay open, so that the
-issue script can find and comment on them). The night's results dir is kept as its "artifact" for ``--retention``
-nights, then deleted. At the end the history job builds the page from the store, again through its own steps.
+``.github/workflows/reusable-nightly.yml`` run through ``.ci/run-workflow.py`` with every ``run:`` step skipped but the
+store's (their own text, ``if:`` and environment): the perf job finds the alerts in a copy of the store's branch
+(checked out here as the workflow's checkout step would), the publish job adds the session to ``PERF_STORE``, a LOCAL
+BARE git repository (git's ``url.<bare>.insteadOf`` maps the workflow's GitHub URL onto it), and the alerts go to the
+fake ``gh`` of ``.ci/fake-bin`` (the issues it opened stay open, so that the issue script can find and comment on them).
+The night's results dir is kept as its "artifact" for ``--retention`` nights, then deleted. At the end the history job
+builds the page from the store, again through its own steps.
 
 The planted effects, after ``--aa`` nights without any (A/A): night aa+1 a new driver and 2 more kernels a step in the
 1x4 census, library pins unchanged (one census issue expected); night aa+2 a new image and +10% on 2x2 that holds to the
