@@ -1,5 +1,5 @@
 """Command line: ``python -m harness {baseline update | compare | report | overhead | calibrate | census | ab |
-interleave | recover | confirm | advise | history | store {add | alerts} | alert | doctor | cost | bisect}``.
+interleave | recover | confirm | advise | history | store {add | alerts} | alert | init | doctor | cost | bisect}``.
 
 Options are declared once in :mod:`harness.options` (shared with the pytest plugin) and each command
 is a function with keyword arguments. Exit codes (:mod:`harness.exits`, docs/exit-codes.md): 0 pass, 1 regression,
@@ -65,6 +65,24 @@ def _cmd_doctor(a) -> int:
     return doctor(
         workloads_dir=a.workloads_dir, baselines_dir=a.baselines_dir, project=opt.project_root(), as_json=a.json
     )
+
+
+def _cmd_init(a) -> int:
+    from harness.scaffold import Layout, lay_out
+
+    laid = lay_out(Layout.default(a.dir, workload=a.workload, harness=a.harness))
+    for rel in laid.written:
+        print(f"wrote {rel}")
+    for rel in laid.kept:
+        print(f"kept {rel} (it exists)")
+    workload = a.workload or Layout.default(a.dir).workload
+    print(
+        f"\nNext, in {laid.root}:\n"
+        f"  pytest perftests --gpu=cpu --workload {workload} --repeats 1\n"
+        "Then edit workloads/ and nightly.toml (gpus: your runners' labels), commit, and run the nightly once by hand: "
+        "its first night records the baselines."
+    )
+    return 0
 
 
 def _cmd_history(a) -> int:
@@ -174,6 +192,7 @@ def parser() -> argparse.ArgumentParser:
     hi.set_defaults(fn=_cmd_history)
     _store_commands(sub)
     _alert_command(sub)
+    _init_command(sub)
 
     dr = sub.add_parser(
         "doctor",
@@ -223,6 +242,24 @@ def _store_commands(sub) -> None:
     _store_options(al.add_argument, required=True)
     opt.add(al.add_argument, STORE_ALERTS)
     al.set_defaults(fn=_cmd_store_alerts)
+
+
+def _init_command(sub) -> None:
+    """``init``: lay out a team's repository for the suite (harness.scaffold)."""
+    it = sub.add_parser(
+        "init",
+        help="lay out a repository for the suite: perftests/, a first workload, baselines/, nightly.toml, tox.ini and "
+        "the workflows that call this harness's reusable ones at its version; existing files are kept",
+    )
+    it.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the repository's folder (default: here)")
+    it.add_argument("--workload", default=None, help="the first workload's name (default: the folder's name and -lora)")
+    it.add_argument(
+        "--harness",
+        default=None,
+        metavar="OWNER/REPO@REF",
+        help="the harness the workflows call (default: this installed harness's repository at its version's tag)",
+    )
+    it.set_defaults(fn=_cmd_init)
 
 
 def _alert_command(sub) -> None:
