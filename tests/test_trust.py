@@ -527,7 +527,7 @@ SPOILED = {
     "nan-median": "a non-finite number (NaN)",
     "cases-a-string": "cases is a str, not a list",
     "a-case-without-runs": "cases[1].runs is missing",
-    "a-count-a-string": "cases[0].step_time_ms holds a value that is not a number",
+    "a-count-a-string": "cases[0].step_time_ms.median is a str, not a finite number",
     "huge": "unpacks to more than 1 MiB",
 }
 
@@ -585,8 +585,9 @@ def test_store_add_keeps_the_session_and_names_the_run_with_a_nan(tmp_path, caps
     st.mkdir()
     assert cli.main(["store", "add", str(d), "--store", str(st)]) == 0
     out = capsys.readouterr().out
-    assert f"run {recs[3]['run_id']}: median_ms is nan; left out of the stored session" in out
-    assert f"run {recs[5]['run_id']}: train_runtime_s is inf; left out" in out
+    said = f"run {recs[3]['run_id']}: step_time_median_ms is nan, not a finite number; left out of the stored session"
+    assert said in out
+    assert f"run {recs[5]['run_id']}: train_runtime_s is inf, not a finite number; left out" in out
     files = list(st.rglob("*.json.gz"))
     assert len(files) == 1
     json.loads(
