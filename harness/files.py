@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import BadInput
+from harness.values import load_json
 
 # A folder of a results dir holding this file keeps runs that are not the session's own: other environments (a bisect's
 # candidates) or copies (an A/B's censuses). `store add` leaves such a folder out, so that a night stays one session.
@@ -208,13 +209,16 @@ def read_records(path: str | Path, upgrade: Callable[[dict, str], dict] | None =
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = load_json(line)
         except json.JSONDecodeError:
             torn = n == len(lines)  # the last line, with no newline after it: the writer stopped mid-record
             skipped.append(
                 f"{path}:{n}: "
                 + ("a torn last line (a writer stopped mid-record); skipped" if torn else "not valid JSON; skipped")
             )
+            continue
+        except ValueError as exc:  # nested too deep, a number of too many digits
+            skipped.append(f"{path}:{n}: not a record ({exc}); skipped")
             continue
         if not isinstance(rec, dict):
             skipped.append(f"{path}:{n}: a JSON {type(rec).__name__}, not a record; skipped")

@@ -11,6 +11,8 @@ from datetime import datetime
 from statistics import median
 from typing import Any, Literal, TypedDict
 
+from harness.values import FLAG, NUMBER, SCALAR, TEXT, WHOLE, Items, Obj, Table, Value, mismatch
+
 PHASES = ("data", "forward", "backward", "optimizer", "other")
 STATUS = Literal["ok", "oom", "crash", "timeout", "error"]
 
@@ -88,6 +90,37 @@ def case_census(records: list[dict], workload: str, decomposition: str) -> dict 
         ),
         None,
     )
+
+
+# What the readers of runs.jsonl take of a record, with the shape they need (harness.values); a record that does not
+# fit is left out and named by the reader (run_problem), as a torn line is.
+RUN_SHAPE = Obj(
+    {
+        **dict.fromkeys(
+            ("run_id", "session_id", "workload", "workload_hash", "decomposition_id", "gpu", "status", "started_at"),
+            TEXT,
+        ),
+        "machine": TEXT,
+        "decomposition": Value((dict, str, type(None)), "an object or a string"),
+        "workload_spec": WHOLE,
+        **dict.fromkeys(("repeat", "warmup_steps", "inject_slowdown", "inject_work", "profile_steps"), NUMBER),
+        "phases_enabled": FLAG,
+        **dict.fromkeys(
+            ("step_time_median_ms", "train_runtime_s", "tokens_per_s", "peak_reserved_bytes", "peak_allocated_bytes"),
+            NUMBER,
+        ),
+        "step_times_ms": Items(NUMBER),
+        "env": Obj({"versions": Table(SCALAR), "boot_id": TEXT}),
+        "census": WHOLE,
+        "profile": WHOLE,
+    }
+)
+
+
+def run_problem(rec: dict) -> str | None:
+    """Where a run record does not fit :data:`RUN_SHAPE`, as ``step_time_median_ms is nan, not a finite number``; None
+    where it fits."""
+    return mismatch(rec, RUN_SHAPE)
 
 
 def run_phases(rec: dict) -> dict[str, float] | None:

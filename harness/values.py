@@ -1,9 +1,19 @@
-"""One walk over nested tables and lists, for the readers that refuse a value anywhere in untrusted input (a workload
-file, a store record): :func:`first_bad`. Nothing here imports torch."""
+"""For the readers of untrusted input (a workload file, a store record, a results dir's files): one walk over nested
+tables and lists that refuses a value anywhere (:func:`first_bad`); the shape a reader needs of a JSON value, checked in
+one walk that names the first key that does not fit (:func:`mismatch` of a :class:`Value`, :class:`Obj`,
+:class:`Table` or :class:`Items`); and JSON text read with its nesting bounded before it is parsed (:func:`load_json`).
+Nothing here imports torch."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import math
+import operator
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from itertools import accumulate, repeat
 from typing import Any
 
 
@@ -19,3 +29,128 @@ def first_bad(value: Any, bad: Callable[[Any, str], str | None], key: str = "") 
         ) is not None:
             return why
     return None
+
+
+# ---- shapes: what a reader of untrusted JSON needs of it, checked in one walk ----------------------------------------
+@dataclass(frozen=True)
+class Value:
+    """A JSON value of one of ``types`` (``type(None)`` among them where null is allowed), said as ``what``. A number
+    (an int or a float, never true/false) must be finite and an integer at most :data:`INTEGER_BITS` long: readers
+    compute with it as a float."""
+
+    types: tuple[type, ...]
+    what: str
+
+
+@dataclass(frozen=True)
+class Obj:
+    """An object whose ``keys`` a reader takes, each of its own shape, absent or null allowed; ``required`` ones
+    present, not null, not an empty string. Other keys are not read, and left alone."""
+
+    keys: Mapping[str, Shape]
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Table:
+    """An object of any keys (names: of kernels, of ops, of workload hashes), every value of shape ``value``."""
+
+    value: Shape
+
+
+@dataclass(frozen=True)
+class Items:
+    """A list, every item of shape ``item``."""
+
+    item: Shape
+
+
+Shape = Value | Obj | Table | Items
+
+INTEGER_BITS = 64  # the longest integer a number may be: far above any count or byte size, a float holds it
+_NULL = type(None)
+TEXT = Value((str, _NULL), "a string")
+NUMBER = Value((int, float, _NULL), "a finite number")
+FLAG = Value((bool, _NULL), "true or false")
+SCALAR = Value((str, int, float, bool, _NULL), "a string, a number or true/false")
+WHOLE = Value((dict, _NULL), "an object")  # an object read as a whole (a resolved configuration, a workload spec)
+
+
+def _kind(value) -> str:
+    name = type(value).__name__
+    return "null" if value is None else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _at(where: str, key) -> str:
+    """``where.key``, ``where[3]``, or ``where['odd key']`` for a key that is no plain name (a kernel's), cut short."""
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,60}", key):
+        return f"{where}.{key}" if where else key
+    return f"{where}[{key[:60]!r}]"
+
+
+def _value(value, shape: Value, where: str) -> str | None:
+    if not ((bool in shape.types) if isinstance(value, bool) else isinstance(value, shape.types)):
+        return f"{where} is {_kind(value)}, not {shape.what}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value}, not {shape.what}"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > INTEGER_BITS:
+        return f"{where} is an integer of {value.bit_length()} bits, not {shape.what} of at most {INTEGER_BITS}"
+    return None
+
+
+def mismatch(value, shape: Shape, where: str = "") -> str | None:
+    """Where ``value`` does not fit ``shape`` first, and how, as ``cases[1].runs is missing`` or ``a.b is a str, not a
+    finite number`` (``where`` names ``value`` itself); None where it fits. The walk is as deep as ``shape``."""
+    if isinstance(shape, Value):
+        return _value(value, shape, where or "the value")
+    container = list if isinstance(shape, Items) else dict
+    if not isinstance(value, container):
+        return f"{where or 'it'} is {_kind(value)}, not {'a list' if container is list else 'an object'}"
+    if isinstance(shape, Items):
+        return next((why for i, v in enumerate(value) if (why := mismatch(v, shape.item, _at(where, i)))), None)
+    if isinstance(shape, Table):
+        return next((why for k, v in value.items() if (why := mismatch(v, shape.value, _at(where, k)))), None)
+    for key in shape.required:
+        if key not in value:
+            return f"{_at(where, key)} is missing"
+        if value[key] is None or value[key] == "":
+            return f"{_at(where, key)} is {'null' if value[key] is None else 'empty'}"
+    for key, sub in shape.keys.items():
+        if value.get(key) is not None and (why := mismatch(value[key], sub, _at(where, key))):
+            return why
+    return None
+
+
+MAX_DEPTH = 64  # arrays and objects within one another in a JSON file the harness reads: far above what it writes
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_STEPS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # an opening bracket one level in (2 - 1), a closing one out
+
+
+def nesting(text: str | bytes) -> int:
+    """How deep arrays and objects nest in JSON ``text``, read off the raw text before it is parsed (the parser and
+    every walk over what it gives recurse once per level, so that a deep input would end them with a RecursionError):
+    strings left out, the most brackets open at once."""
+    raw = text.encode("utf-8", errors="replace") if isinstance(text, str) else text
+    steps = _NOT_BRACKET.sub(b"", _STRING.sub(b"", raw)).translate(_STEPS)
+    return max(accumulate(map(operator.sub, steps, repeat(1))), default=0)
+
+
+def load_json(text: str | bytes, **kw) -> Any:
+    """``json.loads(text, **kw)`` for untrusted input: ValueError with a short reason, and no other error, for text it
+    refuses: not JSON, nested deeper than :data:`MAX_DEPTH` (found before parsing), a number of more digits than Python
+    converts."""
+    if (depth := nesting(text)) > MAX_DEPTH:
+        raise ValueError(f"arrays and objects nested {depth} deep, more than {MAX_DEPTH}")
+    try:
+        return json.loads(text, **kw)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            raise ValueError(f"an integer of more than {sys.get_int_max_str_digits()} digits") from None
+        raise
+    except RecursionError:  # nesting counts what the parser recurses on; this is its last line of defence
+        raise ValueError(f"arrays and objects nested deeper than {MAX_DEPTH}") from None

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands import cli
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.spec import Workload
@@ -25,6 +26,11 @@ def test_record_and_load_round_trip(tmp_path, tiny, fake_runs):
         ("{not json", "is unreadable"),
         (json.dumps({"schema": 99}), "has schema 99, this suite reads schema 1"),
         (json.dumps([1, 2]), "has schema 'list'"),
+        (
+            "[" * 100_000 + "]" * 100_000,
+            "is unreadable (ValueError: arrays and objects nested 100000 deep, more than 64)",
+        ),
+        ('{"schema": ' + "9" * 4301 + "}", "is unreadable (ValueError: an integer of more than 4300 digits)"),
     ],
 )
 def test_refusals_on_load(tmp_path, tiny, write, expected):
@@ -36,6 +42,36 @@ def test_refusals_on_load(tmp_path, tiny, write, expected):
     assert expected in str(err.value) and "\n" not in str(err.value)
     if write is None:
         assert "--update-baselines" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "spoil, says",
+    [
+        (lambda t: t.replace('"provenance": {', '"provenance": {"x": ' + "[" * 5000 + "]" * 5000 + ", ", 1), "nested"),
+        (lambda t: t.replace('"schema": 1', '"schema": 1, "x": ' + "9" * 4301, 1), "of more than 4300 digits"),
+        (
+            lambda t: t.replace('"step_time_median_ms": 100', '"step_time_median_ms": 1' + "0" * 400, 1),
+            "step_time_median_ms is an integer of 1329 bits",
+        ),
+    ],
+)
+def test_a_baseline_nested_too_deep_or_with_a_huge_integer_is_one_line_naming_it(
+    tmp_path, tiny, fake_runs, capsys, spoil, says
+):
+    """A baseline nested 5,000 deep (RecursionError), with a 4,301-digit integer (Python's int-string conversion limit)
+    or a 401-digit one (OverflowError in the judging) ended ``report`` with a traceback and exit 4: now exit 2, one
+    line that names the file."""
+    d = tmp_path / "d"
+    d.mkdir()
+    runs = [dict(r, workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [100, 101, 99, 100, 102])]
+    (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    path = bl.write(tmp_path / "b", bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
+    spoiled = spoil(path.read_text())
+    assert spoiled != path.read_text()
+    path.write_text(spoiled)
+    assert cli.main(["report", str(d), "--baselines-dir", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: baseline {path}") and says in err
 
 
 def test_refuses_another_gpu_and_another_hash(tmp_path, tiny, fake_runs):

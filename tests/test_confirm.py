@@ -69,6 +69,15 @@ def test_the_same_environment_cannot_confirm_and_raises_no_runtime_alert(tmp_pat
         (None, "no such report"),
         ("{not json", "not a JSON report"),
         ('{"a": 1}', "not a suite report"),
+        ('{"rows": [], "verdicts": ["oops"]}', "verdicts[0] is a str, not an object"),
+        ('{"rows": [{"workload": "tiny-qwen3"}], "verdicts": []}', "rows[0].decomposition is missing"),
+        (
+            '{"rows": [], "verdicts": [{"kind": "runtime", "case": "tiny-qwen3-4x1", "outcome": "regression"}]}',
+            "verdicts[0] is a runtime regression of 'tiny-qwen3-4x1', which has no row",
+        ),
+        ('{"rows": [], "verdicts": [{"kind": "runtime", "outcome": 5}]}', "verdicts[0].outcome is an int"),
+        ("[" * 100_000 + "]" * 100_000, "arrays and objects nested 100000 deep"),
+        ('{"rows": [], "verdicts": [], "x": ' + "9" * 4301 + "}", "an integer of more than 4300 digits"),
     ],
 )
 def test_a_bad_report_is_one_line(tmp_path, content, says):

@@ -286,3 +286,42 @@ def test_three_years_of_nights_open_within_two_seconds(browser, tmp_path, monkey
                 + "\n"
             )
     assert index < BUDGET_MS and series < BUDGET_MS, (index, series)
+
+
+MARKUP = "<!--<script>"  # in a record: the browser took it for the start of a comment inside the page's data block
+
+
+@pytest.fixture(scope="module")
+def markup_site(tmp_path_factory) -> Path:
+    """A page from a store one of whose records carries ``<!--<script>`` (and ``</script>``, ``&``) in its workload
+    name, session id, runner and driver, as anyone who can push to the store's branch may write it."""
+    tmp = tmp_path_factory.mktemp("markup")
+    recs = records(Plan(nights=12, census_move=("h200", WL, "2x2", 8, 50.0)))
+    last = recs[-1]
+    last.update(session_id=f"{MARKUP}night", runner=MARKUP)
+    last["environment"]["driver"] = f"{MARKUP}</script>&amp;"
+    last["cases"][0]["workload"] = f"{MARKUP}wl"
+    DirStore(tmp / "store").write(recs)
+    assert cli.main(["history", "--store", str(tmp / "store"), "--out", str(tmp / "page")]) == 0
+    return tmp / "page"
+
+
+def test_the_page_s_data_block_holds_no_markup_whatever_a_record_says(markup_site):
+    """``<!--<script>`` in one record blanked the page with exit 0: the data block escaped ``</`` only, so the browser
+    read the rest of the page as the inside of the block and ran none of its script. Every ``<``, ``>`` and ``&`` of
+    the data is now a ``\\u`` escape: the block holds no markup, and the same text comes out of it."""
+    text = (markup_site / "index.html").read_text()
+    head = '<script type="application/json" id="dashboard-data">'
+    block = text[text.index(head) + len(head) : text.index("</script>", text.index(head))]
+    assert not set("<>&") & set(block)
+    assert any(s["workload"] == f"{MARKUP}wl" for s in json.loads(block)["series"])
+    assert text.count("<script") == 3 and "<!--" not in text
+
+
+def test_a_record_with_markup_leaves_what_changed_and_the_series_drawn(browser, markup_site):
+    open_page(browser, markup_site)
+    events = js(browser, 'return [...document.querySelectorAll("#events li")].map(li => li.innerText)')
+    assert any("census" in t.lower() and f"{WL}-2x2" in t for t in events)
+    rows = js(browser, 'return [...document.querySelectorAll("#series-index tbody tr")].map(r => r.dataset.key)')
+    assert f"h200/{MARKUP}wl/1x4/pinned" in rows and f"h200/{WL}/2x2/pinned" in rows
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -5,6 +5,7 @@ raises one alert on its second night and not on its first; a one-night spike rai
 false alerts. Synthetic nights are made from a committed H200 session (tests/data/history), with seeded noise."""
 
 import copy
+import gzip
 import json
 import math
 import subprocess
@@ -17,11 +18,13 @@ import numpy as np
 import pytest
 
 from harness.commands import cli
-from harness.store import DirStore, GitStore, alert_text, is_git, open_store
+from harness.store import DirStore, GitStore, alert_text, check, is_git, open_store
 from harness.store import record as rec_mod
 from harness.store.alerts import find_alerts, issues_report
 from harness.store.shifts import ShiftRule, find
 from harness.store.summary import LIMIT_BYTES, fit, records_of
+from tests.stores import Plan
+from tests.stores import records as store_records
 
 R = Path(__file__).resolve().parent / "data" / "history"
 DIRS = (
@@ -562,3 +565,87 @@ def test_the_store_keeps_a_census_run_s_tokens_and_memory():
     run = {"run_id": "c1", "workload": "w", "decomposition_id": "4x1", "status": "ok", "census": census}
     kept = case_entry("w", "4x1", [run], None, {id(run): "dir"})["census"]
     assert kept["tokens"] == census["tokens"] and kept["memory"] == census["memory"]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# a record of the wrong shape: skipped and named by every reader, the rest read
+# ---------------------------------------------------------------------------------------------------------------------
+SHAPE_PLAN = Plan(nights=12, census_move=("h200", "qwen3-1.7b-lora", "2x2", 8, 50.0))
+
+
+def _wrong(how: str) -> bytes:
+    """The file of one more night (after the plan's last) as someone with push access to the store might leave it."""
+    rec = copy.deepcopy(store_records(SHAPE_PLAN)[-1])
+    rec.update(session_id="h200-pinned-night-0012", started_at="2027-01-13T02:17:00+0000")
+    if how == "workloads":
+        rec["workloads"]["hash-qwen3-1.7b-lora"] = "oops"
+    elif how == "verdicts":
+        rec["verdicts"] = ["oops"]
+    elif how == "schema":
+        rec["schema"] = -1
+    elif how == "census-memory":
+        rec["cases"][0]["census"]["memory"] = "x"
+    elif how == "deep":
+        return gzip.compress(("[" * 100_000 + "]" * 100_000).encode())
+    return gzip.compress(json.dumps(rec).encode())
+
+
+WRONG = {
+    "workloads": "workloads['hash-qwen3-1.7b-lora'] is a str, not an object",
+    "verdicts": "verdicts[0] is a str, not an object",
+    "schema": "schema -1 is not a version of the session record (0 to 1)",
+    "census-memory": "cases[0].census.memory is a str, not an object",
+    "deep": "arrays and objects nested 100000 deep, more than 64",
+}
+
+
+@pytest.mark.parametrize("how", list(WRONG))
+def test_a_record_of_the_wrong_shape_is_named_and_skipped_and_the_page_and_alerts_use_the_rest(tmp_path, capsys, how):
+    """Each of these ended history (and the last three store alerts) with exit 4 and no page: one warning line now
+    names the file and what is wrong, and every other night is drawn and alerted on."""
+    st = tmp_path / "store"
+    good = store_records(SHAPE_PLAN)
+    DirStore(st).write(good)
+    bad = st / "h200" / "pinned" / "2027-01-13-h200-pinned-night-0012.json.gz"
+    bad.write_bytes(_wrong(how))
+    assert cli.main(["history", "--store", str(st), "--out", str(tmp_path / "page")]) == 0
+    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1 and warned[0].startswith(f"warning: {bad}: ") and WRONG[how] in warned[0]
+    data = json.loads((tmp_path / "page" / "history.json").read_text())
+    nights = [r["session_id"] for r in good]
+    assert len(data["series"]) == 3 and all(s["sessions"] == nights for s in data["series"])
+    assert any(str(bad) in line and WRONG[how] in line for line in data["skipped"])
+    assert cli.main(["store", "alerts", "--store", str(st), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("warning: ") == 1 and f"warning: {bad}: " in out and WRONG[how] in out
+    result = json.loads(out[out.index("{") :])
+    assert result["sessions"] == len(good) and [a["session_id"] for a in result["alerts"]] == ["h200-pinned-night-0008"]
+
+
+def test_the_schema_of_the_current_version_fits_what_store_add_writes(base_night):
+    """The readers' schema (harness.store.check) is versioned with the record, and what ``store add`` writes of every
+    committed results dir fits it; a run the schema refuses is left out of the stored session, by name."""
+    assert set(check.SHAPES) == {rec_mod.SCHEMA}
+    for d in DIRS:
+        for rec in records_of(d):
+            assert check.problem(rec, rec_mod.SCHEMA) is None, (d, check.problem(rec, rec_mod.SCHEMA))
+    assert check.problem(base_night, rec_mod.SCHEMA) is None
+
+
+def test_a_stored_run_the_page_cannot_use_is_named_and_no_flag_overwrites_its_case(tmp_path, capsys):
+    """A stored run with a negative median ended the page with exit 2 (the change points need positive values), one
+    with a flag named like a key of the case (``gpu``) with exit 4; each is now named and left out, or its flag
+    ignored, and the page is made."""
+    recs = store_records(Plan(nights=10))
+    recs[-1]["cases"][0]["runs"][0]["median_ms"] = -5.0
+    recs[-2]["cases"][1]["runs"][0]["flags"] = {"gpu": 5, "workload": None}
+    st = tmp_path / "store"
+    DirStore(st).write(recs)
+    assert cli.main(["history", "--store", str(st), "--out", str(tmp_path / "page")]) == 0
+    out = capsys.readouterr().out
+    said = f"run {recs[-1]['cases'][0]['runs'][0]['run_id']}: step_time_median_ms is -5.0, not a finite positive number"
+    assert sum(said in line for line in out.splitlines() if line.startswith("warning: ")) == 1
+    data = json.loads((tmp_path / "page" / "history.json").read_text())
+    assert any(said in line for line in data["skipped"])
+    assert {s["key"] for s in data["series"]} == {f"h200/qwen3-1.7b-lora/{s}/pinned" for s in ("1x4", "2x2", "4x1")}
+    assert len(next(s for s in data["series"] if s["decomposition"] == "2x2")["sessions"]) == 10

@@ -357,6 +357,66 @@ def test_the_report_command_says_a_torn_line_of_runs_jsonl_in_the_report(tmp_pat
     assert sum(r["runs"] for r in data["rows"]) == len(read_jsonl(d / "runs.jsonl")) == 5
 
 
+def test_the_report_command_names_and_skips_a_run_of_the_wrong_shape_and_writes_no_nan(
+    tmp_path, tiny, fake_runs, capsys
+):
+    """A NaN, infinite or string median in runs.jsonl, a line nested 100,000 deep or with a 4,301-digit integer ended
+    ``report`` with exit 4: each line is now named in the report and on the terminal, and the other runs judged."""
+    d = tmp_path / "d"
+    d.mkdir()
+    recs = [dict(r, workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [100, 101, 99, 100, 102])]
+    lines = [json.dumps(r) for r in recs]
+    bad = {
+        1: json.dumps(dict(recs[1], step_time_median_ms=float("nan"))),
+        2: json.dumps(dict(recs[2], step_time_median_ms="fast")),
+        3: json.dumps(dict(recs[3], train_runtime_s=float("inf"))),
+        4: "[" * 100_000 + "]" * 100_000,
+        5: '{"run_id": "r", "repeat": ' + "9" * 4301 + "}",
+    }
+    (d / "runs.jsonl").write_text("".join(bad.get(i, line) + "\n" for i, line in enumerate(lines)))
+    assert cli.main(["report", str(d), "--baselines-dir", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    said = [
+        f"runs.jsonl:2: run '{recs[1]['run_id']}': step_time_median_ms is nan, not a finite number",
+        f"runs.jsonl:3: run '{recs[2]['run_id']}': step_time_median_ms is a str, not a finite number",
+        f"runs.jsonl:4: run '{recs[3]['run_id']}': train_runtime_s is inf, not a finite number",
+        "runs.jsonl:5: not a record (arrays and objects nested 100000 deep, more than 64)",
+        "runs.jsonl:6: not a record (an integer of more than 4300 digits)",
+    ]
+    text = (d / "report.json").read_text()
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in report.json"))
+    assert all(any(s in n for n in data["notes"]) and s in out for s in said), (out, data["notes"])
+    assert sum(r["runs"] for r in data["rows"]) == len(recs) - len(bad)
+
+
+@pytest.mark.parametrize("alpha, says", [("x", "settings.alpha is a str"), (float("nan"), "settings.alpha is nan")])
+def test_recover_refuses_settings_it_cannot_judge_with_in_one_line(tmp_path, capsys, alpha, says):
+    """An alpha that is a string or NaN in progress.json ended recover with exit 4 (a TypeError, a ValueError in the
+    look schedule): now exit 2, one line naming the file and the key."""
+    root = tmp_path / "run"
+    _interleave_dir(root)
+    prog = json.loads((root / PROGRESS).read_text())
+    prog["settings"]["alpha"] = alpha
+    (root / PROGRESS).write_text(json.dumps(prog))
+    assert cli.main(["recover", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{root / PROGRESS}: {says}, not a finite number" in err
+    assert not (root / "report.json").exists()
+
+
+def test_resume_skips_and_names_a_record_with_a_nan_median(tmp_path, make):
+    """A resumed session judged a NaN median of the runs it took over: the run is named and made again instead."""
+    times = {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}
+    make(times, [], repeats=1).run()
+    runs = tmp_path / "out" / "runs.jsonl"
+    recs = read_jsonl(runs)
+    runs.write_text("".join(json.dumps(r) + "\n" for r in [*recs[:-1], dict(recs[-1], step_time_median_ms="x")]))
+    calls = []
+    s = make(times, calls, repeats=1, resume=True).run()
+    said = f"run {recs[-1]['run_id']!r}: step_time_median_ms is a str, not a finite number"
+    assert calls == [("4x1", 1)] and any(said in n for n in s.notes)
+
+
 def test_resume_skips_and_names_a_record_of_the_wrong_shape(tmp_path, make):
     """A valid-JSON record that lacks what --resume reads (its case) is skipped and named, its run made again."""
     times = {"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}
@@ -527,7 +587,7 @@ SPOILED = {
     "nan-median": "a non-finite number (NaN)",
     "cases-a-string": "cases is a str, not a list",
     "a-case-without-runs": "cases[1].runs is missing",
-    "a-count-a-string": "cases[0].step_time_ms holds a value that is not a number",
+    "a-count-a-string": "cases[0].step_time_ms.median is a str, not a finite number",
     "huge": "unpacks to more than 1 MiB",
 }
 
@@ -585,8 +645,9 @@ def test_store_add_keeps_the_session_and_names_the_run_with_a_nan(tmp_path, caps
     st.mkdir()
     assert cli.main(["store", "add", str(d), "--store", str(st)]) == 0
     out = capsys.readouterr().out
-    assert f"run {recs[3]['run_id']}: median_ms is nan; left out of the stored session" in out
-    assert f"run {recs[5]['run_id']}: train_runtime_s is inf; left out" in out
+    said = f"run {recs[3]['run_id']}: step_time_median_ms is nan, not a finite number; left out of the stored session"
+    assert said in out
+    assert f"run {recs[5]['run_id']}: train_runtime_s is inf, not a finite number; left out" in out
     files = list(st.rglob("*.json.gz"))
     assert len(files) == 1
     json.loads(

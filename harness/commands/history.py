@@ -6,8 +6,9 @@ A RESULTS_DIR argument is a results dir (its ``runs.jsonl``), or a folder holdin
 ``TRACK=DIR`` so that sessions of different environments on one runner (the nightly's ``pinned`` and
 ``latest``) make separate series.
 
-A record the page cannot use (a NaN step time, a key of the wrong type, a torn line) or an unreadable ``runs.jsonl`` is
-left out and named, on the terminal and on the page, instead of failing the whole page.
+A record the page cannot use (a NaN step time, a key of the wrong type, a torn line), an unreadable ``runs.jsonl``, or a
+store's record file of the wrong shape (``docs/store.md``) is left out and named, on the terminal and on the page,
+instead of failing the whole page.
 """
 
 from __future__ import annotations
@@ -63,14 +64,31 @@ def read_dir(d: str) -> tuple[list[dict], list[str]]:
     return keep, skipped
 
 
-def _store_inputs(store: str, cache: str | None, out: Callable[[str], None]) -> tuple[list, list[Event]]:
-    """The store's sessions as history inputs, and its events (alerts, release nights)."""
+def _store_inputs(store: str, cache: str | None, out: Callable[[str], None]) -> tuple[list, list[Event], list[str]]:
+    """The store's sessions as history inputs (each run the page can use, :func:`hist.record_problem`), its events
+    (alerts, release nights), and one line per record file or stored run left out, naming it and why (each said on the
+    terminal as it is found)."""
     from harness.commands.store import store_records
     from harness.store import runs as store_runs
     from harness.store.events import store_events
 
-    recs = store_records(store, cache, out)
-    return store_runs.history_input(recs), store_events(recs)
+    skipped: list[str] = []
+
+    def warn(line: str) -> None:
+        out(line)
+        skipped.append(line.removeprefix("warning: "))
+
+    recs = store_records(store, cache, warn)
+    inputs = []
+    for track, where, runs in store_runs.history_input(recs):
+        keep = []
+        for r in runs:
+            if (why := hist.record_problem(r)) is None:
+                keep.append(r)
+            else:
+                warn(f"warning: {where}: run {r.get('run_id')}: {why}; left out")
+        inputs.append((track, where, keep))
+    return inputs, store_events(recs), skipped
 
 
 def history(
@@ -104,8 +122,9 @@ def history(
         raise UsageError("history needs results dirs, or --store with a results store (a directory or a git URL)")
     inputs, events = [(t, d, recs) for t, d, recs, _ in read], []
     if store:
-        more, events = _store_inputs(store, cache, out)
+        more, events, left_out = _store_inputs(store, cache, out)
         inputs += more
+        skipped += left_out
     data = hist.build(inputs, k=penalty, alpha=alpha, command=command_line(), skipped=skipped)
     if not data["series"]:
         raise UsageError(f"no timed or census runs in {', '.join([*results_dirs, *([store] if store else [])])}")

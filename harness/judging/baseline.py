@@ -23,6 +23,7 @@ from harness.judging.census_diff import normalize
 from harness.judging.thresholds import ALPHA, MEMORY_ABS_MIB, MEMORY_REL
 from harness.record import is_census, median_phases, run_phases
 from harness.spec import Decomposition, Workload, changed_fields
+from harness.values import load_json
 
 SCHEMA = 1
 RUN_KEYS = (
@@ -143,8 +144,8 @@ def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
             f"--workload {workload.name} --repeats {MIN_REPEATS} --census --update-baselines`"
         )
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = load_json(path.read_text())
+    except (OSError, ValueError) as exc:  # not JSON, nested too deep, a number of too many digits, not UTF-8
         raise BadBaseline(
             f"baseline {path} is unreadable ({type(exc).__name__}: {exc}); restore it from git or record a new one"
         ) from None
@@ -375,8 +376,8 @@ def write(root: str | Path, data: dict[str, Any]) -> Path:
 def read_any(path: str | Path) -> dict | None:
     """The raw JSON of an existing baseline file, or None (for before/after tables)."""
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+        return load_json(Path(path).read_text())
+    except (OSError, ValueError):
         return None
 
 

@@ -25,11 +25,20 @@ POSITIVE = ("step_time_median_ms", "train_runtime_s")  # a run's runtime values:
 NON_NEGATIVE = ("tokens_per_s", "peak_reserved_bytes", "peak_allocated_bytes")
 
 
+INTEGER_BITS = 64  # an integer the judging computes with as a float; a longer one would overflow it
+
+
 def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return (
+        isinstance(x, (int, float))
+        and not isinstance(x, bool)
+        and not (isinstance(x, int) and x.bit_length() > INTEGER_BITS)
+    )
 
 
 def _kind(x: Any) -> str:
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > INTEGER_BITS:
+        return f"an integer of {x.bit_length()} bits"
     return "null" if x is None else f"{x!r}" if _number(x) else f"a {type(x).__name__}"
 
 

@@ -30,11 +30,21 @@ def _e(x) -> str:
     return html.escape(str(x))
 
 
+_IN_SCRIPT = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def script_json(obj) -> str:
+    """``obj`` as JSON to embed in a ``<script>`` block: every ``<``, ``>`` and ``&`` written as its ``\\u`` escape (the
+    same string to the JSON parser), so that no text of a record (``</script>``, ``<!--``) ends the block or changes how
+    the browser reads it; non-ASCII is escaped by ``json.dumps`` already."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).translate(_IN_SCRIPT)
+
+
 def page(data: dict, events: list[Event]) -> str:
     """``index.html``: what the reader sees, said first; the dashboard's parts, filled by ``dashboard.js`` from the data
     block."""
     n_sessions = len({x for s in data["series"] for x in s["sessions"]})
-    blob = json.dumps(dashboard_data(data, events), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    blob = script_json(dashboard_data(data, events))
     head = "".join(f'<link rel="stylesheet" href="{n}">' for n in STYLES)
     scripts = "".join(f'<script src="{n}"></script>' for n in SCRIPTS)
     skipped = (

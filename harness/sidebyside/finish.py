@@ -3,7 +3,6 @@ comparison that stopped before its report (:func:`recover`) or a stored one judg
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,7 @@ from harness.results.repro import repro
 from harness.sidebyside.inject import injected_share
 from harness.sidebyside.loop import PROGRESS
 from harness.suite.runs import interleave_prediction
+from harness.values import FLAG, NUMBER, TEXT, Items, Obj, load_json, mismatch
 
 # what recover reads of progress.json's settings itself (the rest is the report's)
 RECOVER_SETTINGS = (
@@ -37,6 +37,30 @@ RECOVER_SETTINGS = (
     "launches",
     "gpu",
 )
+
+
+SETTINGS = Obj(
+    {
+        **dict.fromkeys(("session_id", "gpu", "metric", "test", "unit"), TEXT),
+        **dict.fromkeys(("alpha", "threshold", "launches"), NUMBER),
+        "looks": Items(NUMBER),
+        "drop_first_step": FLAG,
+    },
+    required=("session_id", "alpha", "threshold", "looks", "metric"),
+)  # the shape of what recover and reanalyse read of a run's settings
+
+
+def settings_problem(settings: dict) -> str | None:
+    """What in a comparison's recorded settings (progress.json's, or its report's) the judging could not use, as
+    ``settings.alpha is a str, not a finite number``; None when nothing. Alpha and the threshold in their ranges, as the
+    comparison's options (:class:`harness.sidebyside.config.ComparisonConfig`) take them."""
+    if why := mismatch(settings, SETTINGS, "settings"):
+        return why
+    if not 0 < settings["alpha"] < 0.5:
+        return f"settings.alpha is {settings['alpha']!r}, not a level in (0, 0.5)"
+    if not 0 <= settings["threshold"] < 1:
+        return f"settings.threshold is {settings['threshold']!r}, not a fraction in [0, 1)"
+    return None
 
 
 def finish(
@@ -235,7 +259,7 @@ def set_aside_old_report(root: Path, session: str, out: Callable[[str], None]) -
     if not path.exists():
         return
     try:
-        theirs = report_session(json.loads(path.read_text()))
+        theirs = report_session(load_json(path.read_text()))
     except (OSError, ValueError):
         theirs = None
     if theirs == session:
@@ -257,11 +281,11 @@ def read_progress(path: Path) -> dict:
     when it is unreadable or of another shape (its settings lost: the kept blocks cannot be judged without them)."""
     fix = "its settings are lost, so the kept blocks cannot be judged; rerun the comparison in a fresh --results-dir"
     try:
-        prog = formats.PROGRESS.read(json.loads(path.read_text()), str(path))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInput(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
+        prog = formats.PROGRESS.read(load_json(path.read_text()), str(path))
     except formats.FormatError as exc:
         raise BadInput(f"{exc}; {fix}") from None
+    except (OSError, ValueError) as exc:  # not JSON, nested too deep, a number of too many digits, not UTF-8
+        raise BadInput(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
     settings = prog.get("settings") if isinstance(prog, dict) else None
     launches = prog.get("launches") if isinstance(prog, dict) else None
     bad = (
@@ -271,6 +295,8 @@ def read_progress(path: Path) -> dict:
         if not isinstance(settings, dict)
         else f"settings lack {', '.join(k for k in RECOVER_SETTINGS if k not in settings)}"
         if any(k not in settings for k in RECOVER_SETTINGS)
+        else settings_problem(settings)
+        if settings_problem(settings)
         else "'launches' is not a list of launches"
         if not (isinstance(launches, list) and all(isinstance(li, dict) for li in launches))
         else "'t_start' is not a number"
@@ -310,7 +336,9 @@ def reanalyse(
     policy, test or unit (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
     root = Path(results_dir)
     rep = ComparisonResult.read(root).report
-    s = rep["settings"]
+    s = rep.get("settings")
+    if (why := "'settings' is not an object" if not isinstance(s, dict) else settings_problem(s)) is not None:
+        raise BadInput(f"{root / 'report.json'}: {why}; its blocks cannot be judged again with these settings")
     # a torn or malformed line left out, and named
     blocks, skipped = read_blocks(root / "blocks.jsonl", s["session_id"])
     out = analyse(

@@ -1,121 +1,124 @@
-"""A stored session record is untrusted input: anyone who can push to the store's branch writes it. :func:`problem` says
-what in a record the readers (the history page, the alerts) could not use: a key they read missing or of the wrong
-shape, a number that is not finite; the reader leaves that record out and names it, and the page and the alerts are
-still made. :func:`non_finite` finds a NaN or infinite number in what ``store add`` is about to write (JSON holds
-none)."""
+"""A stored session record is untrusted input: anyone who can push to the store's branch writes it. :data:`SHAPES` is
+its schema, one per version of :data:`harness.store.record.SCHEMA`: every key the readers (the history page, the
+alerts) take, with the shape they need (the shapes of :mod:`harness.values`). :func:`problem` says the first place
+where a record does not fit it, as ``cases[0].census.memory is a str, not an object``; the reader leaves that record
+out and names it, and the page and the alerts are made from the rest. ``store add`` checks each run it stores against
+the same schema (:data:`RUN`, :data:`CENSUS`), so that it never writes a record the readers would leave out.
+:func:`non_finite` finds a NaN or infinite number in what ``store add`` is about to write (JSON holds none).
+"""
 
 from __future__ import annotations
 
 import math
 
-from harness.values import first_bad
-
-_TEXT = (str, type(None))
-_NUMBER = (int, float, type(None))
-# per case and per run: the keys the readers take, and the types they must have (None: the key may be absent)
-CASE_KEYS = {
-    "workload_hash": _TEXT,
-    "split": (dict, str, type(None)),
-    "step_time_ms": (dict, type(None)),
-    "census": (dict, type(None)),
-    "kernel_ms": _NUMBER,
-    "failed": _NUMBER,
-    "baseline": (dict, type(None)),
-}
-RUN_KEYS = {
-    "run_id": _TEXT,
-    "status": _TEXT,
-    "machine": _TEXT,
-    "median_ms": _NUMBER,
-    "train_runtime_s": _NUMBER,
-    "peak_reserved_bytes": _NUMBER,
-    "peak_allocated_bytes": _NUMBER,
-    "census": (dict, type(None)),
-    "flags": (dict, type(None)),
-    "steady_us": (list, type(None)),
-    "phases_ms": (dict, type(None)),
-}
-TOP_KEYS = {
-    "started_at": _TEXT,
-    "track": _TEXT,
-    "runner": _TEXT,
-    "environment": (dict, type(None)),
-    "versions": (dict, type(None)),
-    "workloads": (dict, type(None)),
-    "verdicts": (list, type(None)),
-    "trimmed": (list, type(None)),
-}
-
-
-def _kind(value) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _keys(obj: dict, where: str, wanted: dict) -> str | None:
-    for key, types in wanted.items():
-        if not isinstance(obj.get(key), types):
-            return f"{where}{key} is a {_kind(obj.get(key))}"
-    return None
-
+from harness.store.environment import ENVIRONMENT
+from harness.values import FLAG, NUMBER, SCALAR, TEXT, WHOLE, Items, Obj, Table, Value, first_bad, mismatch
 
 CENSUS_COUNTS = ("ops", "kernels", "python_calls", "launch_calls", "kernel_ms", "cpu_op_ms")
 CENSUS_TABLES = ("syncs", "alloc", "ops_by_name", "kernels_by_name", "kernel_ms_by_name", "cpu_op_ms_by_name")
+CENSUS = Obj(
+    {
+        "fits": FLAG,
+        "reason": TEXT,
+        "device": TEXT,
+        "logging_steps": NUMBER,
+        "steps": Items(NUMBER),
+        "n": NUMBER,
+        **dict.fromkeys(CENSUS_COUNTS, NUMBER),
+        **dict.fromkeys(CENSUS_TABLES, Table(NUMBER)),
+        "attention_backend": TEXT,
+        "python_method": TEXT,
+        "config": WHOLE,
+        "tokens": Obj({"real": NUMBER, "padded": NUMBER}),
+        "memory": Obj(
+            {
+                "peak_reserved_bytes": NUMBER,
+                "peak_allocated_bytes": NUMBER,
+                "allocated_per_step": NUMBER,
+                "allocated_by_op": Table(NUMBER),
+            }
+        ),
+    }
+)  # a case's census (harness.store.summary.CENSUS_KEYS) and a census run's own counts
+RUN = Obj(
+    {
+        "run_id": TEXT,
+        "repeat": NUMBER,
+        "status": TEXT,
+        "machine": TEXT,
+        "median_ms": NUMBER,
+        "train_runtime_s": NUMBER,
+        "tokens_per_s": NUMBER,
+        "peak_reserved_bytes": NUMBER,
+        "peak_allocated_bytes": NUMBER,
+        "warmup_steps": NUMBER,
+        "phases_ms": Table(NUMBER),
+        "steady_us": Items(NUMBER),
+        "flags": Obj(
+            {"inject_slowdown": NUMBER, "inject_work": NUMBER, "profile_steps": NUMBER, "phases_enabled": FLAG}
+        ),
+        "error": TEXT,
+        "census": CENSUS,
+        "kernel_ms": NUMBER,
+    }
+)
+CASE = Obj(
+    {
+        "workload": TEXT,
+        "decomposition": TEXT,
+        "runs": Items(RUN),
+        "workload_hash": TEXT,
+        "split": Value((dict, str, type(None)), "an object or a string"),
+        "step_time_ms": Table(NUMBER),
+        "peak_reserved_bytes": NUMBER,
+        "peak_allocated_bytes": NUMBER,
+        "failed": NUMBER,
+        "census": CENSUS,
+        "census_runs": NUMBER,
+        "kernel_ms": NUMBER,
+        "baseline": Obj({"verdict": TEXT, "ratio": NUMBER, "ratio_lo": NUMBER, "ratio_hi": NUMBER}),
+    },
+    required=("workload", "decomposition", "runs"),
+)
+VERDICT = Obj(
+    {
+        "source": TEXT,
+        "kind": TEXT,
+        "case": TEXT,
+        "outcome": TEXT,
+        "message": TEXT,
+        "ratio": NUMBER,
+        "lo": NUMBER,
+        "hi": NUMBER,
+        "pairs": NUMBER,
+    }
+)
+RECORD_1 = Obj(
+    {
+        "schema": Value((int,), "an integer"),
+        "session_id": TEXT,
+        "started_at": TEXT,
+        "gpu": TEXT,
+        "track": TEXT,
+        "runner": TEXT,
+        "environment": Obj({**dict.fromkeys(ENVIRONMENT, SCALAR), "machines": Items(TEXT)}),
+        "versions": Table(SCALAR),
+        "workloads": Table(Obj({"name": TEXT, "spec": WHOLE})),
+        "cases": Items(CASE),
+        "verdicts": Items(VERDICT),
+        "source": WHOLE,
+        "trimmed": Items(TEXT),
+    },
+    required=("session_id", "gpu", "cases"),
+)
+SHAPES: dict[int, Obj] = {1: RECORD_1}  # the record of each schema version (a reader sees the current one only)
 
 
-def _number(v) -> bool:
-    return isinstance(v, _NUMBER) and not isinstance(v, bool)
-
-
-def _census(c: dict | None, where: str) -> str | None:
-    """A census's counts are numbers and its tables objects of numbers (the census alerts subtract them)."""
-    for key, v in (c or {}).items():
-        if key in CENSUS_COUNTS and not _number(v):
-            return f"{where}.{key} is a {_kind(v)}, not a number"
-        if key in CENSUS_TABLES and not (v is None or isinstance(v, dict) and all(map(_number, v.values()))):
-            return f"{where}.{key} is not an object of numbers"
-    return None
-
-
-def _case(case, where: str) -> str | None:
-    if not isinstance(case, dict):
-        return f"{where} is a {_kind(case)}, not an object"
-    for key in ("workload", "decomposition"):
-        if not isinstance(case.get(key), str):
-            return f"{where}.{key} is a {_kind(case.get(key))}, not a string"
-    if not isinstance(case.get("runs"), list):
-        return f"{where}.runs is " + ("missing" if "runs" not in case else f"a {_kind(case['runs'])}, not a list")
-    if why := _keys(case, f"{where}.", CASE_KEYS):
-        return why
-    if not all(isinstance(v, _NUMBER) for v in (case.get("step_time_ms") or {}).values()):
-        return f"{where}.step_time_ms holds a value that is not a number"
-    if why := _census(case.get("census"), f"{where}.census"):
-        return why
-    for i, run in enumerate(case["runs"]):
-        if not isinstance(run, dict):
-            return f"{where}.runs[{i}] is a {_kind(run)}, not an object"
-        if why := _keys(run, f"{where}.runs[{i}].", RUN_KEYS) or _census(
-            run.get("census"), f"{where}.runs[{i}].census"
-        ):
-            return why
-    return None
-
-
-def problem(rec: dict) -> str | None:
-    """What in an upgraded session record its readers could not use, as ``cases[1].runs is missing``; None when nothing.
-    Non-finite numbers never get here: :func:`harness.store.record.loads` refuses them as it parses."""
-    for key in ("session_id", "gpu"):
-        if not isinstance(rec.get(key), str) or not rec[key]:
-            return f"{key} is a {_kind(rec.get(key))}, not a string"
-    if why := _keys(rec, "", TOP_KEYS):
-        return why
-    if not all(isinstance(t, str) for t in rec.get("trimmed") or []):
-        return "trimmed holds a value that is not a string"
-    if not isinstance(rec.get("cases"), list):
-        return "cases is " + ("missing" if "cases" not in rec else f"a {_kind(rec['cases'])}, not a list")
-    for i, case in enumerate(rec["cases"]):
-        if why := _case(case, f"cases[{i}]"):
-            return why
-    return None
+def problem(rec: dict, version: int) -> str | None:
+    """Where a session record of schema ``version`` (the current one, as :func:`harness.store.record.upgrade` gives it)
+    does not fit :data:`SHAPES`, as ``cases[1].runs is missing``; None when it fits. Non-finite numbers never get here:
+    :func:`harness.store.record.loads` refuses them as it parses."""
+    return mismatch(rec, SHAPES[version])
 
 
 def _nan(value, key: str) -> str | None:

@@ -21,6 +21,7 @@ from pathlib import PurePosixPath
 
 from harness.errors import BadInput
 from harness.files import slug
+from harness.values import load_json
 
 SCHEMA = 1
 SUFFIX = ".json.gz"
@@ -52,10 +53,13 @@ def upgrade(rec: dict, where: str = "record") -> dict:
             f"{where}: not a session record (no session_id); pass files written by python -m harness store add"
         )
     version = rec.get("schema", 0)
-    if not isinstance(version, int) or version > SCHEMA:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise RecordError(
-            f"{where}: schema {version!r} is newer than this harness reads ({SCHEMA}); update the harness"
+            f"{where}: schema {json.dumps(version)[:20]} is not a version of the session record (0 to {SCHEMA}); "
+            "remove it or add the session again"
         )
+    if version > SCHEMA:
+        raise RecordError(f"{where}: schema {version} is newer than this harness reads ({SCHEMA}); update the harness")
     while version < SCHEMA:
         rec = UPGRADES[version](rec)
         version = rec["schema"]
@@ -109,8 +113,9 @@ def _finite(text: str) -> float:
 
 def loads(data: bytes, where: str = "record") -> dict:
     """A record from its file content, upgraded to the current schema and checked (:func:`harness.store.check.problem`):
-    unpacked to at most :data:`MAX_RECORD_BYTES`, no NaN or infinite number, every key its readers take of the right
-    shape. Raises :class:`RecordError` with one line naming ``where`` otherwise."""
+    unpacked to at most :data:`MAX_RECORD_BYTES`, nested at most :data:`harness.values.MAX_DEPTH` deep (both found
+    before parsing), no NaN or infinite number, every key its readers take of the shape the schema gives. Raises
+    :class:`RecordError` with one line naming ``where`` otherwise."""
     from harness.store.check import problem
 
     try:
@@ -121,7 +126,7 @@ def loads(data: bytes, where: str = "record") -> dict:
                 f"{where}: unpacks to more than {MAX_RECORD_BYTES >> 20} MiB, not a session record of store add; "
                 "remove it or add the session again"
             )
-        rec = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        rec = load_json(text, parse_constant=_no_constant, parse_float=_finite)
     except (OSError, EOFError, ValueError) as exc:
         if isinstance(exc, RecordError):
             raise
@@ -129,6 +134,6 @@ def loads(data: bytes, where: str = "record") -> dict:
             f"{where}: not a gzipped JSON session record ({exc}); remove it or add the session again"
         ) from None
     rec = upgrade(rec, where)
-    if (why := problem(rec)) is not None:
+    if (why := problem(rec, SCHEMA)) is not None:
         raise RecordError(f"{where}: {why}; the readers leave it out: remove it or add the session again")
     return rec

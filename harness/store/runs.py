@@ -5,6 +5,7 @@ status, median step time, census counts, machine, versions and workload spec).""
 from __future__ import annotations
 
 from harness.store.record import relpath
+from harness.store.summary import RUN_FLAGS
 
 
 def _census(case: dict, run: dict) -> dict | None:
@@ -51,7 +52,7 @@ def run_records(rec: dict) -> list[dict]:
                     "harness": env.get("harness"),
                     **({} if machine.startswith("dir:") else {"boot_id": machine}),
                 },
-                **(run.get("flags") or {}),
+                **{k: v for k, v in (run.get("flags") or {}).items() if k in RUN_FLAGS},  # no other key overwritten
             }
             out.append(r)
     return out

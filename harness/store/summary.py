@@ -18,9 +18,10 @@ from statistics import median
 from harness.errors import BadInput
 from harness.files import NOT_STORED, read_jsonl
 from harness.judging.census_diff import normalize
-from harness.record import exclusion, is_census, run_phases
-from harness.store.check import non_finite
+from harness.record import exclusion, is_census, run_phases, run_problem
+from harness.store.check import CENSUS, RUN, non_finite
 from harness.store.record import SCHEMA, dumps
+from harness.values import NUMBER, TEXT, load_json, mismatch
 
 LIMIT_BYTES = 50_000  # at most this much per session file, so that 3 GPUs x 2 tracks x a year stay near 100 MB
 RUN_FLAGS = {
@@ -102,14 +103,18 @@ def run_entry(rec: dict, where: str) -> dict:
 
 
 def unstorable(rec: dict, where: str) -> str | None:
-    """Why a run cannot be stored, or None: a NaN or infinite figure (a store record is JSON, which holds none) or a key
-    of the wrong type in what :func:`run_entry` keeps of it."""
+    """Why a run cannot be stored, or None: a NaN or infinite figure (a store record is JSON, which holds none), a key
+    of the wrong type in the run record (:func:`harness.record.run_problem`), or in what :func:`run_entry` keeps of it
+    and of its census (the store's schema, :mod:`harness.store.check`: the readers would leave the session out)."""
+    if (why := run_problem(rec)) is not None:
+        return why
     try:
         entry = run_entry(rec, where)
         census = normalize(rec["census"]) if is_census(rec) else None
     except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:100]})"
-    return non_finite(entry) or non_finite(census, "census")
+    kept = {k: v for k, v in (census or {}).items() if k in CENSUS_KEYS}  # what case_entry keeps of it
+    return non_finite(entry) or non_finite(census, "census") or mismatch(entry, RUN) or mismatch(kept, CENSUS, "census")
 
 
 def _summary(values: list[float]) -> dict | None:
@@ -152,8 +157,8 @@ def case_entry(workload: str, decomposition: str, runs: list[dict], row: dict | 
         # one timed run against a baseline has no interval (NaN in report.json): it is left out, as JSON holds no NaN
         case["baseline"] = {
             k: row.get(k)
-            for k in ("verdict", "ratio", "ratio_lo", "ratio_hi")
-            if row.get(k) is not None and not non_finite(row.get(k))
+            for k, shape in (("verdict", TEXT), ("ratio", NUMBER), ("ratio_lo", NUMBER), ("ratio_hi", NUMBER))
+            if row.get(k) is not None and not mismatch(row.get(k), shape)
         } or None
     return {k: v for k, v in case.items() if v is not None}
 
@@ -211,9 +216,7 @@ def verdicts_of(reports: list[tuple[str, dict]]) -> list[dict]:
                 continue
             e = {
                 "source": source,
-                "kind": v.get("kind"),
-                "case": v.get("case"),
-                "outcome": v.get("outcome"),
+                **{k: None if v.get(k) is None else str(v[k])[:MESSAGE_CHARS] for k in ("kind", "case", "outcome")},
                 "message": str(v.get("message") or "")[:MESSAGE_CHARS],
             }
             if v.get("kind") == "interleaved":
@@ -221,7 +224,7 @@ def verdicts_of(reports: list[tuple[str, dict]]) -> list[dict]:
                     {
                         k: single.get(k)
                         for k in ("ratio", "lo", "hi", "pairs")
-                        if single.get(k) is not None and not non_finite(single.get(k))
+                        if single.get(k) is not None and not mismatch(single.get(k), NUMBER)
                     }
                 )
             out.append(e)
@@ -339,7 +342,7 @@ def _reports(root: Path) -> list[tuple[str, dict]]:
     out = []
     for p in _found(root, "report.json"):
         try:
-            data = json.loads(p.read_text())
+            data = load_json(p.read_text())
         except (OSError, ValueError) as exc:
             print(f"warning: {p}: not read ({exc}); its verdicts are not stored")
             continue

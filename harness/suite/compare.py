@@ -11,10 +11,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.errors import UsageError
+from harness.errors import BadInput, UsageError
 from harness.files import ensure_dir, read_records, results_lock, write_atomic
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
+from harness.record import run_problem
 from harness.reporting import report, session_summary
 from harness.results import formats
 from harness.results.suite_report import SuiteReport
@@ -25,10 +26,20 @@ def command_line() -> str:
     return "python -m harness " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def records(dirs: list[str], skipped: list[str] | None = None) -> list[dict]:
+def run_record(rec: dict, where: str) -> dict:
+    """A line of runs.jsonl as its readers take it: upgraded to the current format and of the shape they read
+    (:func:`harness.record.run_problem`); ValueError, one line naming the line and the run, otherwise."""
+    rec = formats.RUN.read(rec, where)
+    if (why := run_problem(rec)) is not None:
+        raise BadInput(f"{where}: run {str(rec.get('run_id'))[:80]!r}: {why}")
+    return rec
+
+
+def records(dirs: list[str], skipped: list[str] | None = None, shape: bool = True) -> list[dict]:
     """Records of the results dirs, each dir once (``D D/ D/.`` is one dir); runs made before boot ids were recorded
-    take their dir as their machine. A torn or malformed line is skipped: named in ``skipped`` when given (for the
-    report), else on stderr."""
+    take their dir as their machine. A torn or malformed line, or with ``shape`` a record of the wrong shape
+    (:func:`run_record`: a NaN or a string for a step time), is skipped: named in ``skipped`` when given (for the
+    report), else on stderr. ``shape=False``: the caller refuses such a record itself (a baseline's schema)."""
     out, seen = [], set()
     for d in dirs:
         if Path(d).resolve() in seen:
@@ -36,7 +47,7 @@ def records(dirs: list[str], skipped: list[str] | None = None) -> list[dict]:
         seen.add(Path(d).resolve())
         if not (Path(d) / "runs.jsonl").exists():
             raise UsageError(f"{d}: no runs.jsonl here; pass a --results-dir of an earlier session")
-        recs, lost = read_records(Path(d) / "runs.jsonl", formats.RUN.read)
+        recs, lost = read_records(Path(d) / "runs.jsonl", run_record if shape else formats.RUN.read)
         if skipped is not None:
             skipped += lost
         else:
@@ -242,7 +253,7 @@ def baseline_update(
 ) -> int:
     """Record the runs of RESULTS_DIR(s) as the baseline of ``gpu``; every refusal happens before anything is
     written."""
-    recs = records(results_dirs)
+    recs = records(results_dirs, shape=False)  # a run a baseline cannot hold is refused by name (bl.from_runs)
     other = sorted({r["gpu"] for r in recs if r["gpu"] != gpu})
     recs = [r for r in recs if r["gpu"] == gpu]
     if not recs:

@@ -20,7 +20,7 @@ from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.measuring.loop import FreshSide, Slot, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S, parse_faults
-from harness.record import is_census
+from harness.record import is_census, run_problem
 from harness.results import formats
 from harness.spec import Workload
 
@@ -251,17 +251,18 @@ class PerfSession:
         o = self.options
         path = Path(o.results_dir) / "runs.jsonl"
         recs, skipped = read_records(path, formats.RUN.read)
-        whole = [
-            all(isinstance(r.get(k), str) for k in ("session_id", "workload", "decomposition_id", "status"))
-            and isinstance(r.get("repeat"), int)
-            for r in recs
-        ]  # what resuming reads of a record
-        skipped += [
-            f"{path}: run {r.get('run_id')!r} lacks its session, case, repeat or status; skipped"
-            for r, ok in zip(recs, whole)
-            if not ok
-        ]
-        recs = [r for r, ok in zip(recs, whole) if ok]
+        kept = []
+        for r in recs:
+            if not (
+                all(isinstance(r.get(k), str) for k in ("session_id", "workload", "decomposition_id", "status"))
+                and isinstance(r.get("repeat"), int)
+            ):  # what resuming reads of a record
+                skipped.append(f"{path}: run {r.get('run_id')!r} lacks its session, case, repeat or status; skipped")
+            elif (why := run_problem(r)) is not None:  # what the session's report reads of it
+                skipped.append(f"{path}: run {r.get('run_id')!r}: {why}; skipped")
+            else:
+                kept.append(r)
+        recs = kept
         for (
             line
         ) in skipped:  # a run whose record was torn counts as not made: it is made again, and the report says why

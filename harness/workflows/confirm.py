@@ -40,8 +40,18 @@ from harness.results.comparison import ComparisonResult
 from harness.results.suite_report import SuiteReport
 from harness.results.verdict import FAILING
 from harness.sidebyside.config import ComparisonConfig
+from harness.values import TEXT, Items, Obj, load_json, mismatch
 
 UNCONFIRMED = "unconfirmed"
+# what confirm reads of a suite report: each case's row, and each verdict's kind, case, outcome and message
+ROW = Obj({"workload": TEXT, "decomposition": TEXT}, required=("workload", "decomposition"))
+REPORT = Obj(
+    {
+        "gpu": TEXT,
+        "rows": Items(ROW),
+        "verdicts": Items(Obj({"kind": TEXT, "case": TEXT, "outcome": TEXT, "message": TEXT}, required=("kind",))),
+    }
+)
 
 
 def read_suite_report(path: Path) -> SuiteReport:
@@ -51,9 +61,11 @@ def read_suite_report(path: Path) -> SuiteReport:
             f"{path}: no such report; pass the report.json of a suite session (pytest perftests ... --results-dir DIR)"
         )
     try:
-        data = json.loads(path.read_text())
+        data = load_json(path.read_text())
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}: not a JSON report ({exc.msg} at line {exc.lineno})") from None
+    except (OSError, ValueError) as exc:  # nested too deep, a number of too many digits, not UTF-8
+        raise BadInput(f"{path}: not a JSON report ({exc}); pass the report.json of a suite session") from None
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("verdicts"), list)
@@ -62,6 +74,17 @@ def read_suite_report(path: Path) -> SuiteReport:
         raise BadInput(
             f"{path}: not a suite report (no 'verdicts' and 'rows'); pass the report.json of a suite session"
         )
+    cases = {f"{r['workload']}-{r['decomposition']}" for r in data["rows"] if mismatch(r, ROW) is None}
+    why = mismatch(data, REPORT) or next(
+        (
+            f"verdicts[{i}] is a runtime regression of {v['case']!r}, which has no row"
+            for i, v in enumerate(data["verdicts"])
+            if v.get("kind") == "runtime" and v.get("outcome") == "regression" and v.get("case") not in cases
+        ),
+        None,
+    )
+    if why is not None:
+        raise BadInput(f"{path}: {why}; pass the report.json of a suite session as it wrote it")
     try:
         return SuiteReport(formats.SUITE_REPORT.read(data, str(path)), path=path)
     except formats.FormatError as exc:
