@@ -31,7 +31,8 @@ _COMPARISON = pytest.StashKey[object]()  # the interleaved comparison's Comparis
 
 
 def pytest_addoption(parser):
-    opt.add(parser.getgroup("perf", "LoRA fine-tuning performance suite (harness)").addoption, SESSION)
+    # right after pytest's general options, so that `pytest perftests --help` shows the suite's near its top
+    opt.add(parser.getgroup("perf", "LoRA fine-tuning performance suite (harness)", after="general").addoption, SESSION)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark's, which reads its options once

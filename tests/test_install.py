@@ -205,3 +205,16 @@ def test_init_keeps_the_pins_of_this_repository_and_refuses_a_bad_name_in_one_li
         )
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and says in proc.stderr, proc.stderr
         assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_the_suite_s_options_come_near_the_top_of_pytest_s_help():
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "perftests", "--help", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = proc.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("LoRA fine-tuning performance suite"))
+    assert at < 100 < len(lines), at
