@@ -126,7 +126,7 @@ def pr_lines(p: dict) -> list[str]:
         ]
     return [
         f"pull-request check ({p['workflow']}): set up; the label {s['label']} starts it on a pull request that "
-        f"changes constraints/, workloads/ or harness/measuring/ (not from a fork), {s['accept_label']} accepts a "
+        f"changes the pins, a workload or a file a workload names (not from a fork), {s['accept_label']} accepts a "
         "measured regression; create both labels in the repository "
         f"(gh label create {s['label']}; gh label create {s['accept_label']})",
         f"  runs on the runners labelled {', '.join('gpu-' + g for g in s['gpus'])} (nightly.toml gpus)"
