@@ -48,7 +48,11 @@ def chat_census(tmp: Path, reply: str) -> dict:
         {"messages": [{"role": "user", "content": f"w{i} w2"}, {"role": "assistant", "content": reply}]}
         for i in range(4)
     ]
-    (tmp / "mine.toml").write_text(local_toml(jsonl(tmp / "chat.jsonl", rows)))
+    # the word-level tokenizer: each word of a reply is one token, so the replies' words are the steps' tokens
+    toml = local_toml(jsonl(tmp / "chat.jsonl", rows)).replace(
+        'init = "random"', 'init = "random"\ntokenizer = "words"'
+    )
+    (tmp / "mine.toml").write_text(toml)
     return census_run(tmp, w=Workload.load(tmp / "mine.toml"), split="4x1")["census"]
 
 
