@@ -33,7 +33,7 @@ from harness.results.comparison import ComparisonResult
 from harness.results.runs import Runs
 from harness.results.suite_report import SuiteReport
 from harness.sidebyside.config import ComparisonConfig
-from harness.spec import load_workload
+from harness.spec_folder import load_workload
 from harness.suite import census as _census
 from harness.suite import compare as _compare
 

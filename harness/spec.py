@@ -49,12 +49,8 @@ __all__ = [
     "SpecError",
     "TrainSpec",
     "Workload",
-    "Loaded",
     "changed_fields",
     "flatten",
-    "load_each",
-    "load_workload",
-    "load_workloads",
 ]
 
 # Fields that do not change what a run computes, so they stay out of the hash. The model enters as its resolved
@@ -321,63 +317,3 @@ def _timing(spec: dict[str, Any]) -> dict[str, Any]:
             for k, v in flatten(spec).items()
             if not _excluded(k) or k.startswith("model.config.") or k == "model.model_type"
         }
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """The workload files of a folder: those that load, by name, with their files; and the one line of each that does
-    not."""
-
-    workloads: dict[str, Workload]
-    files: dict[str, Path]
-    broken: dict[Path, str]
-
-    def pick(self, names: tuple[str, ...], unknown_head) -> dict[str, Workload]:
-        """The workloads ``names``, whatever the other files hold. A name that is not here raises SpecError: the line of
-        its own file (``NAME.toml``) where that does not load, else ``unknown_head(names not here)``, the known names
-        and the first file that does not load."""
-        unknown = [n for n in names if n not in self.workloads]
-        for path, line in self.broken.items():
-            _check(path.stem not in unknown, line)
-        others = (
-            f"; {len(self.broken)} file(s) do not load, first: {next(iter(self.broken.values()))}"
-            if self.broken
-            else ""
-        )
-        _check(not unknown, f"{unknown_head(unknown)}; known: {', '.join(self.workloads)}{others}")
-        return {n: self.workloads[n] for n in names}
-
-
-def load_each(directory: str | Path) -> Loaded:
-    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its
-    error line in ``broken`` and the others load."""
-    found: dict[str, Workload] = {}
-    files: dict[str, Path] = {}
-    broken: dict[Path, str] = {}
-    for path in sorted(Path(directory).glob("*.toml")):
-        try:
-            w = Workload.load(path)
-            _check(
-                w.name not in found,
-                f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one",
-            )
-        except SpecError as exc:
-            broken[path] = str(exc)
-            continue
-        found[w.name], files[w.name] = w, path
-    return Loaded(found, files, broken)
-
-
-def load_workloads(directory: str | Path) -> dict[str, Workload]:
-    """Every ``*.toml`` in ``directory``, by name. Raises SpecError on the first bad file or a repeated name."""
-    loaded = load_each(directory)
-    for line in loaded.broken.values():
-        raise SpecError(line)
-    return loaded.workloads
-
-
-def load_workload(directory: str | Path, name: str, steps: int | None = None) -> Workload:
-    """The workload ``name`` from ``directory``, with ``--steps`` applied; another file's mistake does not stop it.
-    Raises SpecError with the line of ``name``'s own file when that does not load, else naming the known ones."""
-    w = load_each(directory).pick((name,), lambda unknown: f"no workload {name!r} in {directory}")[name]
-    return w.with_overrides(max_steps=steps)

@@ -134,7 +134,7 @@ def test_the_bisect_command_bisects_pinned_against_this_job_within_its_budget(mo
 def test_tonights_census_of_the_case_is_handed_to_the_bisect_as_bads(tmp_path):
     from harness.bisect.config import BisectConfig
     from harness.bisect.steps import Steps
-    from harness.spec import load_workload
+    from harness.spec_folder import load_workload
 
     w = load_workload(Path(__file__).resolve().parents[1] / "workloads", "tiny-qwen3")
     rec = {

@@ -330,7 +330,7 @@ def test_a_typo_in_another_file_does_not_block_a_named_workload(perf_project):
 
 
 def test_a_command_loads_its_workload_beside_a_broken_file(tmp_path):
-    from harness.spec import load_workload
+    from harness.spec_folder import load_workload
 
     (tmp_path / "tiny-qwen3.toml").write_text(TINY)
     (tmp_path / "typo.toml").write_text(

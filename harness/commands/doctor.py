@@ -25,7 +25,8 @@ from urllib.parse import urlparse
 from harness.commands.doctor_nightly import nightly, nightly_lines, pr_check, pr_lines
 from harness.judging import baseline as bl
 from harness.measuring.env import detect_gpu, gpu_names, versions
-from harness.spec import SpecError, load_each
+from harness.spec import SpecError
+from harness.spec_folder import load_each
 
 LIBRARIES = ("transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes")
 TOOLS = {

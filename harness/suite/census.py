@@ -20,7 +20,7 @@ from harness.judging.judge import CENSUS_TOLERANCES
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.runs import Runs
-from harness.spec import load_workload
+from harness.spec_folder import load_workload
 
 
 def summary_line(c: dict) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import BadInput
-from harness.spec import SpecError, Workload, load_each
+from harness.spec import SpecError, Workload
+from harness.spec_folder import load_each
 
 
 @dataclass(frozen=True)
