@@ -202,7 +202,8 @@ class Workload:
         _check(
             self.data.digest in (None, found),
             f"{where}: data.digest pins {short(self.data.digest)} but {self.data.id} now holds "
-            f"{short(found)}: restore the data, or remove data.digest to take the new content",
+            f'{short(found)}: restore the data, or take the new content with data.digest = "{found}" (then '
+            "record the workload's baselines again)",
         )
         return dataclasses.replace(self, data=dataclasses.replace(self.data, digest=found))
 

@@ -43,6 +43,7 @@ def terminal_summary(tr, session) -> None:
         o.command,
         o.inject_slowdown,
         notes=tuple(session.notes),
+        broken=session.broken,
         recorded=tuple(str(path) for path, _old, _new in recorded) if o.update_baselines else None,
     )
     paths = write(data, o.results_dir)
