@@ -64,13 +64,33 @@ def test_the_repeats_input_overrides_and_bad_input_is_one_line():
         job(gpu="")
 
 
-def test_an_unknown_workload_is_refused_before_any_run(tmp_path, monkeypatch, capsys):
+def test_an_unknown_workload_is_dropped_with_one_error_line_and_the_others_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PERF_GPU", "h200")
     monkeypatch.setenv("PERF_ENV", "pinned")
-    monkeypatch.setenv("NIGHT_INPUTS", json.dumps({"workloads": "no-such-workload"}))
+    monkeypatch.setenv("NIGHT_INPUTS", json.dumps({"workloads": "no-such-workload tiny-qwen3"}))
+    monkeypatch.setenv("GITHUB_ENV", str(tmp_path / "env"))
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    assert night_plan.main([]) == 2
-    assert "no-such-workload" in capsys.readouterr().out
+    assert night_plan.main([]) == 0
+    out = capsys.readouterr().out
+    errors = [ln for ln in out.splitlines() if ln.startswith("::error::")]
+    assert len(errors) == 1 and "names 'no-such-workload' for h200, which no workload file declares" in errors[0]
+    assert "PERF_WORKLOADS=tiny-qwen3\n" in (tmp_path / "env").read_text() and "dropped=no-such-workload" in out
+
+
+def test_a_broken_workload_is_planned_as_the_suites_failed_item_not_a_first_baseline():
+    """Its baseline cannot be told: it neither asks for a first baseline's five runs nor is left out of the suite."""
+    broken = {"qwen3-1.7b-qlora": "workloads/qwen3-1.7b-qlora.toml: unknown field 'rank' in [lora]"}
+    p = night_plan.plan(job(), W[:1] + [dict(W[1], baseline="missing")], "pinned", broken)
+    assert (p["suite"], p["repeats"]) == (True, 1)
+    assert p["lines"][1].startswith("- qwen3-1.7b-qlora: BROKEN, not measured (the suite fails one item") and p[
+        "lines"
+    ][1].endswith("unknown field 'rank' in [lora]")
+    alone = night_plan.plan(job(workloads=("qwen3-1.7b-qlora",)), W, "pinned", broken)
+    assert (alone["suite"], alone["repeats"]) == (True, 1)  # the suite runs, to fail its item and write the report
+    latest = night_plan.plan(job(env="latest"), W, "transformers 5.17.0", broken)
+    assert latest["suite"] is False and "BROKEN, not measured: " in latest["lines"][-1]
 
 
 def test_the_plan_writes_the_step_outputs(tmp_path, monkeypatch):
@@ -78,7 +98,13 @@ def test_the_plan_writes_the_step_outputs(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     night_plan.write({**night_plan.plan(job(env="latest"), W, None), "versions_key": "0123abcd"}, job(env="latest"))
-    assert out.read_text().splitlines() == ["suite=true", "repeats=0", "versions=differ", "versions_key=0123abcd"]
+    assert out.read_text().splitlines() == [
+        "suite=true",
+        "repeats=0",
+        "versions=differ",
+        "versions_key=0123abcd",
+        "dropped=",
+    ]
 
 
 def test_the_versions_key_moves_with_any_version_of_either_environment():
