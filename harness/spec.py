@@ -95,6 +95,9 @@ class Workload:
     quantization: QuantizationSpec | None = opt(None)
     description: str = opt("")
     devices: tuple[str, ...] = opt(("gpu",), what="a list of 'cpu', 'gpu' or GPU names such as 'h200' (e.g. [\"gpu\"])")
+    # Where a relative data.id is read from: the project, the folder above the workloads folder the file was loaded
+    # from (empty: the current directory). Not a key of the file: never hashed, stored, or compared.
+    root: str = dataclasses.field(default="", compare=False, repr=False)
 
     def __post_init__(self):
         check_fields(self, "")
@@ -138,9 +141,9 @@ class Workload:
         if (why := out_of_range(data)) is not None:  # nan, inf and a 100-bit step count all parse as TOML
             raise SpecError(f"{where}: {why}; give a finite value in range")
         data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
-        known = [f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions")] + [
-            "batch"
-        ]
+        known = [
+            f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions", "root")
+        ] + ["batch"]
         for key in data:
             if key not in known:
                 near = difflib.get_close_matches(key, known, n=1)
@@ -186,7 +189,8 @@ class Workload:
             raise SpecError(f"workload file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
-        return cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
+        w = dataclasses.replace(cls.from_dict(raw, where=str(path)), root=str(path.absolute().parent.parent))
+        return w.with_data_digest(str(path))
 
     def with_data_digest(self, where: str) -> Workload:
         """A copy whose local data carries its content digest (``data.digest``, hashed); a digest the file gives pins
@@ -196,7 +200,7 @@ class Workload:
         from harness.inputs import data_digest, short
 
         try:
-            found = data_digest(self.data.id)
+            found = data_digest(self.data.id, self.root)
         except SpecError as exc:
             raise SpecError(f"{where}: {exc}") from None
         _check(
@@ -209,6 +213,7 @@ class Workload:
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
+        del out["root"]
         out["decompositions"] = [d.id for d in self.decompositions]
         out["batch"] = {"effective": out.pop("effective_batch"), "decompositions": out.pop("decompositions")}
         out["devices"] = list(self.devices)
@@ -217,6 +222,16 @@ class Workload:
         for key in ("digest", "revision"):  # no local data file, no pinned hub revision
             if out["data"][key] is None:
                 del out["data"][key]
+        return out
+
+    def for_worker(self) -> dict[str, Any]:
+        """The workload as a worker process gets it (:meth:`to_dict`), its local data's path resolved against its
+        project (:attr:`root`), whatever the worker's current directory."""
+        out = self.to_dict()
+        if self.data.source == "local":
+            from harness.inputs import local_path
+
+            out["data"]["id"] = str(local_path(self.data.id, self.root))
         return out
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:

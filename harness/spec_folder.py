@@ -1,11 +1,13 @@
 """The workload files of a folder (``workloads/``), each loaded on its own: a file that does not load is kept with its
-one line and the name it declares, so that it costs its own workload only (:class:`Loaded`); and one workload by name
-(:func:`load_workload`), whatever the other files hold.
+one line and the name it declares, so that it costs its own workload only (:class:`Loaded`); one workload by name
+(:func:`load_workload`), whatever the other files hold; and the project those folders belong to
+(:func:`project_root`), where the command line's and the library's relative defaults live.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,29 @@ from pathlib import Path
 from harness.spec import Workload
 from harness.spec_fields import SpecError
 from harness.spec_sections import _check
+
+ROOT_ENV = "HARNESS_ROOT"
+
+
+def project_root() -> Path:
+    """The project of the relative defaults: ``$HARNESS_ROOT`` if set; else the current directory if it holds
+    workloads/ (a project laid out like this one); else the checkout this package runs from (the directory above
+    ``harness/`` that holds pyproject.toml and workloads/); else the current directory."""
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV]).expanduser().resolve()
+    here = Path.cwd()
+    if (here / "workloads").is_dir():
+        return here
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "workloads").is_dir():
+        return checkout
+    return here
+
+
+def in_project(path: str | Path | None, default: str) -> Path:
+    """A path the library was given (``path``, relative to the current directory as typed), or where none was,
+    ``default`` under :func:`project_root`."""
+    return project_root() / default if path is None else Path(path)
 
 
 @dataclass(frozen=True)

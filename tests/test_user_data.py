@@ -53,6 +53,27 @@ def test_a_local_files_digest_enters_the_hash(tmp_path):
     assert "digest" not in tiny.to_dict()["data"] and tiny.data.digest is None  # synthetic: no file, hash unchanged
 
 
+def test_a_relative_data_path_is_read_from_the_workloads_project_whatever_the_current_directory(tmp_path, monkeypatch):
+    """Two checkouts of one project, loaded from a third directory: each reads its own data/chat.jsonl, their hashes are
+    one (the path as written is hashed, never where the checkout lies), and the worker is sent the resolved path."""
+    for copy in ("a", "b"):
+        (tmp_path / copy / "workloads").mkdir(parents=True)
+        (tmp_path / copy / "data").mkdir()
+        jsonl(tmp_path / copy / "data" / "chat.jsonl", CHATS)
+        (tmp_path / copy / "workloads" / "mine.toml").write_text(local_toml(Path("data/chat.jsonl")))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    a, b = (Workload.load(Path("..") / copy / "workloads" / "mine.toml") for copy in ("a", "b"))
+    check_inputs(a)
+    assert a.hash == b.hash and a == b and a.to_dict()["data"]["id"] == "data/chat.jsonl" and "root" not in a.to_dict()
+    assert a.for_worker()["data"]["id"] == str(tmp_path / "elsewhere" / ".." / "a" / "data" / "chat.jsonl")
+    assert Workload.from_dict(a.for_worker()).data.digest == a.data.digest
+    toml = 'root = "/"\n' + local_toml(Path("data/chat.jsonl"), "root")  # a key of its own, at the top
+    (tmp_path / "a" / "workloads" / "root.toml").write_text(toml)
+    with pytest.raises(SpecError, match="root.toml: unknown field 'root'; "):
+        Workload.load(tmp_path / "a" / "workloads" / "root.toml")
+
+
 def test_a_hub_datasets_revision_enters_the_hash_and_only_a_hub_dataset_takes_one():
     hub = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").to_dict()
     hub["data"] = {"source": "hub", "id": "org/chats", "messages_column": "messages"}
