@@ -267,6 +267,9 @@ def _start(config, cases: list[tuple[str, str]]) -> PerfSession:
     s.progress(
         f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, "
         f"order {opts.order}{budget}, results in {opts.results_dir}"
+        if cases
+        else f"session {s.session_id}: no case to run (every selected workload is broken); its report names them, in "
+        f"{opts.results_dir}"
     )
     for note in s.judge().plan_notes(opts.repeats):
         s.progress(note)
