@@ -211,3 +211,39 @@ def test_the_ab_gets_the_baselines_census_as_a_and_tonights_as_b(tmp_path):
     assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-a", "w", "4x1")["ops"] == 10.0
     assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-b", "w", "4x1")["ops"] == 12.0
     assert "w-1x4: no census of side A" in lines and "w-1x4: no census of side B" in lines
+
+
+def test_tonight_splits_the_named_workloads_into_run_broken_and_unknown(tmp_path):
+    """Pure: the files that do not load by the name they declare (a second file of a loaded name is not that
+    workload's), a baseline the suite refuses as broken, an unknown name dropped, and the A/B's own checks."""
+    from harness.commands.doctor_nightly import tonight
+    from harness.nightly import parse
+
+    n = parse(
+        {
+            "gpus": ["h200"],
+            "workloads": ["a", "b", "stale", "typo", "nope"],
+            "ab": {"workload": "a", "decompositions": ["4x1", "8x1"]},
+        }
+    )
+    workloads = [
+        {"name": "a", "baseline": "ok", "decompositions": ["1x4", "4x1"]},
+        {"name": "b", "baseline": "missing", "decompositions": ["4x1"]},
+        {
+            "name": "stale",
+            "baseline": "unusable: baseline s.json is for another version of stale",
+            "decompositions": [],
+        },
+    ]
+    (tmp_path / "a-copy.toml").write_text('name = "a"\n')  # a second file of a: declares a, is not a's
+    broken = {
+        tmp_path / "typo.toml": "w/typo.toml: not valid TOML",
+        tmp_path / "a-copy.toml": "a-copy.toml: used twice",
+    }
+    t = tonight(n, "h200", workloads, broken)
+    assert t.workloads == ("a", "b", "stale", "typo") and list(t.unknown) == ["nope"]
+    assert t.broken == {
+        "stale": "baseline s.json is for another version of stale",
+        "typo": "w/typo.toml: not valid TOML",
+    }
+    assert "ab.decompositions names 8x1, which a does not have (its batch.decompositions: 1x4, 4x1)" in t.ab

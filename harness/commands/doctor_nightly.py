@@ -66,10 +66,11 @@ def tonight(n: Nightly, gpu: str, workloads: list[dict], broken: dict[Path, str]
     gives them): those that load and those that are broken go to the suite, which measures the first and fails one
     item for each of the others; a name that no workload file declares is dropped with its line (the suite would refuse
     the whole session over it)."""
-    files = broken_by_name(broken)
+    known = {w["name"] for w in workloads}
+    # a second file of a name that loads is not that workload's
+    files = {name: line for name, line in broken_by_name(broken).items() if name not in known}
     # a stored baseline the suite refuses (of another hash, unreadable) makes the workload broken there too
     bad = files | {w["name"]: w["baseline"][len(UNUSABLE) :] for w in workloads if w["baseline"].startswith(UNUSABLE)}
-    known = {w["name"] for w in workloads}
     names = n.workloads_on(gpu)
     unknown = {
         name: (
