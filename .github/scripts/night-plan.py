@@ -154,18 +154,22 @@ def decide(job: Job, root: Path) -> dict:
     ]
     if t.ab:
         gaps.append(f"- the A/B: REFUSED, no A/B and no bisect tonight: {t.ab}")
-    gaps += [
-        f"- {line}"
-        for line in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, t.workloads)
-        if job.env == "pinned"  # the pins are the pinned job's
-    ]
-    if job.env == "pinned":
+    if job.env == "pinned":  # the pins are the pinned job's
+        gaps += [
+            f"- {g}" for g in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, t.workloads)
+        ]
         p, key = plan(job, workloads, "pinned", t.broken), ""
     else:
         va, vb = side_versions(job.pinned_python, "a"), side_versions(job.interpreter, "b")
         p, key = plan(job, workloads, shared(va, vb), t.broken), versions_key(va, vb)
-    return {**p, "lines": p["lines"] + gaps, "versions_key": key, "dropped": list(t.unknown), "errors": errors} | {
-        "job": job  # tonight's job: its workloads and settings less what the plan refused
+    # ``job``: tonight's, its workloads and settings less what the plan refused (what write() gives the later steps)
+    return {
+        **p,
+        "lines": p["lines"] + gaps,
+        "versions_key": key,
+        "dropped": list(t.unknown),
+        "errors": errors,
+        "job": job,
     }
 
 
