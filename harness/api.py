@@ -19,10 +19,11 @@ object, never the files.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from harness.bisect.config import BisectConfig
+from harness.errors import BadInput
 from harness.files import ensure_dir, new_id
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.measuring.loop import FreshSide, run_slots, schedule
@@ -33,7 +34,7 @@ from harness.results.comparison import ComparisonResult
 from harness.results.runs import Runs
 from harness.results.suite_report import SuiteReport
 from harness.sidebyside.config import ComparisonConfig
-from harness.spec import load_workload
+from harness.spec_folder import in_project, load_workload
 from harness.suite import census as _census
 from harness.suite import compare as _compare
 
@@ -55,6 +56,23 @@ __all__ = [
 ]
 
 
+def _check_repeats(repeats: int) -> None:
+    """Refuse ``repeats`` below 1 with one line: the call would end with no run, as if it had passed."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise BadInput(f"repeats must be at least 1 (timed runs per decomposition), got {repeats!r}")
+
+
+def _folders(config) -> dict[str, str]:
+    """A config's ``workloads_dir`` and ``results_dir`` where they are its defaults, resolved in the project
+    (:func:`~harness.spec_folder.in_project`); a folder it was given stays as given."""
+    out = {}
+    for key in ("workloads_dir", "results_dir"):
+        default = next(f.default for f in fields(config) if f.name == key)
+        if getattr(config, key) == default:
+            out[key] = str(in_project(None, default))
+    return out
+
+
 def here(gpu: str = "auto") -> str:
     """The GPU name runs are recorded under: the detected device for ``auto``; another name must be this machine's."""
     return resolve_gpu(gpu, detect_gpu())
@@ -67,15 +85,16 @@ def run_case(
     repeats: int = 3,
     gpu: str = "auto",
     steps: int | None = None,
-    workloads_dir: str | Path = "workloads",
-    results_dir: str | Path = "perf-results/api",
+    workloads_dir: str | Path | None = None,
+    results_dir: str | Path | None = None,
     out: Callable[[str], None] = print,
 ) -> Runs:
     """``repeats`` timed runs of each of ``workload``'s splits (or of ``decomposition`` alone), one fresh process each,
     in ``results_dir/runs.jsonl``; returns them."""
-    w = load_workload(workloads_dir, workload, steps)
+    _check_repeats(repeats)
+    w = load_workload(in_project(workloads_dir, "workloads"), workload, steps)
     decs = [w.decomposition(decomposition)] if decomposition else list(w.decompositions)
-    side = FreshSide("", ensure_dir(results_dir), new_id())
+    side = FreshSide("", ensure_dir(in_project(results_dir, "perf-results/api")), new_id())
     ran = run_slots(
         schedule([side], [(w, d) for d in decs], repeats), timeout_s=RUN_TIMEOUT_S, gpu=here(gpu), progress=out
     )
@@ -91,8 +110,8 @@ def census(
     gpu: str = "auto",
     repeats: int = 1,
     steps: int | None = None,
-    workloads_dir: str | Path = "workloads",
-    results_dir: str | Path = "perf-results/census",
+    workloads_dir: str | Path | None = None,
+    results_dir: str | Path | None = None,
     out: Callable[[str], None] = print,
 ) -> Runs:
     """Census runs of ``workload`` (all its splits, or ``decompositions``) under ``python`` (default: this
@@ -104,8 +123,8 @@ def census(
         repeats=repeats,
         python=python,
         steps=steps,
-        workloads_dir=workloads_dir,
-        results_dir=results_dir,
+        workloads_dir=in_project(workloads_dir, "workloads"),
+        results_dir=in_project(results_dir, "perf-results/census"),
         run_timeout=RUN_TIMEOUT_S,
         out=out,
     )
@@ -116,14 +135,14 @@ def side_by_side(config: ComparisonConfig, *, out: Callable[[str], None] = print
     machine."""
     from harness.sidebyside.run import interleave
 
-    return interleave(replace(config, gpu=here(config.gpu or "auto")), out=out)
+    return interleave(replace(config, gpu=here(config.gpu or "auto"), **_folders(config)), out=out)
 
 
 def judge(
     results_dirs: Sequence[str | Path],
     *,
     against: Sequence[str | Path] | None = None,
-    baselines_dir: str | Path = "baselines",
+    baselines_dir: str | Path | None = None,
     out_dir: str | Path | None = None,
     out: Callable[[str], None] = print,
 ) -> SuiteReport:
@@ -133,7 +152,10 @@ def judge(
     if against:
         return _compare.compare([str(d) for d in against], dirs, out_dir=out_dir or dirs[0], out=out)
     return _compare.write_report(
-        dirs, baselines_dir=str(baselines_dir), out_dir=None if out_dir is None else str(out_dir), out=out
+        dirs,
+        baselines_dir=str(in_project(baselines_dir, "baselines")),
+        out_dir=None if out_dir is None else str(out_dir),
+        out=out,
     )
 
 
@@ -142,7 +164,7 @@ def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> Bisec
     from harness.bisect import report
     from harness.bisect.search import bisect as search
 
-    config = replace(config, gpu=here(config.gpu))
+    config = replace(config, gpu=here(config.gpu), **_folders(config))
     result = search(config, out=out)
     report.write(result, config.results_dir)
     return result
@@ -153,8 +175,8 @@ def advise(
     *,
     gpu: str = "auto",
     budget_minutes: float = 10.0,
-    workloads_dir: str | Path = "workloads",
-    results_dir: str | Path = "perf-results/advise",
+    workloads_dir: str | Path | None = None,
+    results_dir: str | Path | None = None,
     out: Callable[[str], None] = print,
 ) -> Advice:
     """Which split of ``workload``'s effective batch is fastest on this machine, within ``budget_minutes`` of device
@@ -165,8 +187,8 @@ def advise(
         gpu=here(gpu),
         workload=workload,
         budget_minutes=budget_minutes,
-        workloads_dir=workloads_dir,
-        results_dir=results_dir,
+        workloads_dir=in_project(workloads_dir, "workloads"),
+        results_dir=in_project(results_dir, "perf-results/advise"),
         out=out,
     )
 
@@ -175,12 +197,18 @@ def confirm(
     report: str | Path,
     config: ComparisonConfig | None = None,
     *,
-    workloads_dir: str | Path = "workloads",
-    results_dir: str | Path = "perf-results/confirm",
+    workloads_dir: str | Path | None = None,
+    results_dir: str | Path | None = None,
     out: Callable[[str], None] = print,
 ) -> SuiteReport:
     """Each runtime regression of the suite report ``report`` re-measured side by side here, ``config.python_a`` (the
     reference environment) against ``config.python_b`` (the one the report measured); the confirmed report."""
     from harness.workflows.confirm import confirm as run
 
-    return run(report, config, workloads_dir=workloads_dir, results_dir=results_dir, out=out)
+    return run(
+        report,
+        config,
+        workloads_dir=in_project(workloads_dir, "workloads"),
+        results_dir=in_project(results_dir, "perf-results/confirm"),
+        out=out,
+    )

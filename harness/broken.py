@@ -1,9 +1,10 @@
 """A broken workload is its own failure: one failed pytest item per workload file that cannot run, the others run.
 
-:mod:`harness.suite.selection` sets such a workload aside with its one line; the plugin adds one :class:`BrokenWorkload`
-item for each (after ``-k`` and ``-m``: a bad input is always reported), and :class:`BadInputExit` ends the session
-with exit 2 (bad input) when those items are all that failed, as a broken workload named with ``--workload`` does at
-collection; a regression or another failure keeps pytest's 1.
+:mod:`harness.suite.selection` sets such a workload aside with its one line, whether ``--workload`` named it or not;
+the plugin adds one :class:`BrokenWorkload` item for each (after ``-k`` and ``-m``: a bad input is always reported) and
+the session's report gives it one failed verdict (kind ``bad-workload``), so that a night of several workloads measures
+the others and says why this one was not. :class:`BrokenFails` makes the session's exit say so where no item ran
+(``--collect-only``): pytest's 1, a failed test, as when the items run.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.exits import BAD_INPUT
 
 SUFFIX = "::bad-workload"
 
@@ -61,17 +60,10 @@ def items_for(broken: dict[Path, str], session) -> list[BrokenWorkload]:
     ]
 
 
-class BadInputExit:
-    """Exit 2 where the broken workloads' items are the only failures (a plugin object, registered by the plugin)."""
-
-    def __init__(self):
-        self.other_failed = False
-
-    def pytest_runtest_logreport(self, report):
-        if report.failed and not report.nodeid.endswith(SUFFIX):
-            self.other_failed = True
+class BrokenFails:
+    """Exit 1 (a failed test) where a broken workload's item was collected but none ran (``--collect-only``): its one
+    line is in the summary, and the session must not pass (a plugin object, registered by the plugin)."""
 
     def pytest_sessionfinish(self, session, exitstatus):
-        broken = any(isinstance(i, BrokenWorkload) for i in session.items)
-        if broken and not self.other_failed and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = BAD_INPUT
+        if exitstatus == pytest.ExitCode.OK and any(isinstance(i, BrokenWorkload) for i in session.items):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -24,8 +24,11 @@ TRL_COLUMNS = ("messages", "text", "prompt")  # the columns TRL's SFTTrainer rea
 _CHUNK = 1 << 20
 
 
-def local_path(data_id: str) -> Path:
-    return Path(data_id).expanduser()
+def local_path(data_id: str, root: str = "") -> Path:
+    """A local path as a workload writes it (``data.id``): ``~`` expanded, and a relative one under ``root`` (the
+    project of the workload's file, :attr:`harness.spec.Workload.root`; empty: the current directory)."""
+    path = Path(data_id).expanduser()
+    return path if path.is_absolute() or not root else Path(root) / path
 
 
 def _skipped(rel: Path) -> bool:
@@ -52,11 +55,12 @@ def digest(path: Path) -> str:
     return DIGEST + h.hexdigest()
 
 
-def data_digest(data_id: str) -> str:
-    """The digest of local data ``data_id``; a SpecError when it is not there (nothing falls through to the hub)."""
-    path = local_path(data_id)
+def data_digest(data_id: str, root: str = "") -> str:
+    """The digest of local data ``data_id`` (relative to ``root``, :func:`local_path`); a SpecError when it is not
+    there (nothing falls through to the hub)."""
+    path = local_path(data_id, root)
     if not path.exists():
-        where = "" if path.is_absolute() else f" (relative to {Path.cwd()})"
+        where = "" if Path(data_id).expanduser().is_absolute() else f" (relative to {root or Path.cwd()})"
         raise SpecError(
             f"data.id = {data_id!r}: no such file or folder{where}; data.source = 'local' reads it from disk: "
             "correct data.id, or use data.source = 'hub' for a hub dataset"
@@ -161,10 +165,10 @@ def _with_datasets(path: Path, split: str) -> Rows:
     return Rows(str(path), tuple(ds.column_names), len(ds), tuple(ds[i] for i in range(min(8, len(ds)))), {})
 
 
-def read_rows(data) -> Rows:
-    """The rows of local data ``data`` (a :class:`~harness.spec_sections.DataSpec`)."""
-    path = local_path(data.id)
-    data_digest(data.id)  # refuses a missing path
+def read_rows(data, root: str = "") -> Rows:
+    """The rows of local data ``data`` (a :class:`~harness.spec_sections.DataSpec`, relative to ``root``)."""
+    path = local_path(data.id, root)
+    data_digest(data.id, root)  # refuses a missing path
     return _jsonl(path) if path.is_file() and path.suffix == ".jsonl" else _with_datasets(path, data.split)
 
 
@@ -324,7 +328,7 @@ def check_inputs(w) -> None:
     d = w.data
     if d.source != "local":
         return
-    rows = read_rows(d)
+    rows = read_rows(d, w.root)
     check_rows(d, rows)
     if not d.conversational:
         return

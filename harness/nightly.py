@@ -159,9 +159,10 @@ class Nightly:
         """The workloads ``gpu``'s jobs run, by name (whatever their ``devices``: the nightly names what it runs)."""
         return self.per_gpu.get(gpu, self.workloads)
 
-    def named(self) -> set[str]:
-        """Every workload this file names, for the check that each one exists."""
-        return set(self.workloads).union(*self.per_gpu.values(), {self.ab.workload} if self.ab else set())
+    def only(self, gpu: str, workloads: tuple[str, ...], ab: bool = True) -> Nightly:
+        """These settings with ``gpu`` running ``workloads`` only, and without the A/B unless ``ab``: what a night keeps
+        of settings that name a workload or an A/B it cannot run."""
+        return replace(self, per_gpu={**self.per_gpu, gpu: tuple(workloads)}, ab=self.ab if ab else None)
 
     def with_inputs(self, inputs: dict) -> Nightly:
         """This night's settings: a manual run's non-empty inputs (the workflow_dispatch form) over the file's."""

@@ -12,7 +12,6 @@ and those of the commands over recorded results in :mod:`harness.options_results
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,8 @@ from typing import Any
 
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.sidebyside.config import cpu_list
+from harness.spec_folder import ROOT_ENV as ROOT_ENV
+from harness.spec_folder import project_root
 
 
 def _parser(
@@ -62,24 +63,7 @@ parse_cpus = _parser(
 
 
 # ---- the project: where the relative defaults (workloads/, baselines/, perf-results/...) live ------------------------
-ROOT_ENV = "HARNESS_ROOT"
-
-
-def project_root() -> Path:
-    """The project of the relative defaults: ``$HARNESS_ROOT`` if set; else the current directory if it holds
-    workloads/ (a project laid out like this one); else the checkout this package runs from (the directory above
-    ``harness/`` that holds pyproject.toml and workloads/); else the current directory."""
-    if os.environ.get(ROOT_ENV):
-        return Path(os.environ[ROOT_ENV]).expanduser().resolve()
-    here = Path.cwd()
-    if (here / "workloads").is_dir():
-        return here
-    checkout = Path(__file__).resolve().parents[1]
-    if (checkout / "pyproject.toml").is_file() and (checkout / "workloads").is_dir():
-        return checkout
-    return here
-
-
+# (:func:`harness.spec_folder.project_root`, which the library's defaults share)
 class InProject(str):
     """A default path relative to :func:`project_root`; a path the user types stays relative to the current directory.
     argparse keeps a default of an option without ``type=`` as it is, so the path options here have none."""

@@ -27,6 +27,7 @@ _WORKLOADS = pytest.StashKey[dict]()
 _SESSION = pytest.StashKey[PerfSession]()
 _OPTIONS = pytest.StashKey[Options]()
 _BROKEN = pytest.StashKey[dict]()  # workload file -> its one line: not run, one failed item each (harness.broken)
+_BROKEN_NAMES = pytest.StashKey[dict]()  # broken workload file -> the workload name it declares (its verdict's case)
 _COMPARISON = pytest.StashKey[object]()  # the interleaved comparison's ComparisonConfig, its case left blank
 
 
@@ -47,9 +48,9 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     config.stash[_GPU] = gpu
     config.pluginmanager.register(SigtermStops(_SESSION), "harness-sigterm")
-    from harness.broken import BadInputExit
+    from harness.broken import BrokenFails
 
-    config.pluginmanager.register(BadInputExit(), "harness-bad-input")
+    config.pluginmanager.register(BrokenFails(), "harness-broken-fails")
     config.addinivalue_line("markers", "perf: a performance case of the harness")
     config.addinivalue_line("markers", "slow: a self-test that makes real training runs (deselect with -m 'not slow')")
     o = config.getoption
@@ -92,6 +93,11 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from None
     if problem := _bad_settings(o):
         raise pytest.UsageError(problem)
+    if o("workload"):  # a name that no workload file declares is a typo of the command line: refused before collection
+        try:
+            _workloads(config)
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def _root(config) -> Path:
@@ -128,9 +134,9 @@ def _workloads_dir(config) -> Path:
 
 
 def _workloads(config) -> dict[str, Workload]:
-    """Workloads selected for this session (loaded and checked once, :mod:`harness.suite.selection`). A SpecError (a
-    workload named with --workload that is broken) becomes one collection-error line; without --workload a broken
-    workload is set aside (``_BROKEN``) and reported as one failed item of its own."""
+    """Workloads selected for this session (loaded and checked once, :mod:`harness.suite.selection`). A broken
+    workload, named with --workload or not, is set aside (``_BROKEN``) and reported as one failed item and one failed
+    verdict of its own while the others run; a SpecError (a --workload name that no file declares) is raised."""
     if _WORKLOADS in config.stash:
         return config.stash[_WORKLOADS]
     from harness.suite.selection import Request, select
@@ -151,6 +157,7 @@ def _workloads(config) -> dict[str, Workload]:
         config.stash[_WORKLOADS] = exc
         raise
     config.stash[_WORKLOADS], config.stash[_BROKEN] = chosen.chosen, chosen.broken
+    config.stash[_BROKEN_NAMES] = chosen.names
     return chosen.chosen
 
 
@@ -182,10 +189,13 @@ def pytest_collection_modifyitems(session, config, items):
         config.getoption("census"),
     )  # test_interleaved needs --interleave-python-b
     keep, drop = [], []
+    none_left = bool(config.stash.get(_BROKEN, None)) and not config.stash.get(_WORKLOADS, None)
     for item in items:
         name = getattr(item, "originalname", item.name)
         if (
-            (updating and name in ("test_runtime", "test_memory", "test_ordering", "test_work", "test_interleaved"))
+            # every selected workload is broken: its items say why, not a skip of an empty parameter set per test
+            (none_left and {"perf_case", "perf_workload"} & set(getattr(item, "fixturenames", ())))
+            or (updating and name in ("test_runtime", "test_memory", "test_ordering", "test_work", "test_interleaved"))
             or (not updating and name == "test_record_baseline")
             or (not census and name == "test_work")
             or (not config.getoption("interleave_python_b") and name == "test_interleaved")
@@ -235,21 +245,32 @@ def perf_session(request) -> PerfSession:
         elif "perf_workload" in cs.params:
             cases += [(cs.params["perf_workload"], d.id) for d in ws[cs.params["perf_workload"]].decompositions]
     order = {(w.name, d.id): i for i, (w, d) in enumerate((w, d) for w in ws.values() for d in w.decompositions)}
-    cases = sorted(dict.fromkeys(cases), key=order.__getitem__)
+    return _start(config, sorted(dict.fromkeys(cases), key=order.__getitem__))
+
+
+def _broken_lines(config) -> dict[str, str]:
+    """The workloads set aside as broken, by name, each with its one line (its file named relative to where pytest
+    started)."""
+    from harness.broken import relative_line
+
+    names, here = config.stash.get(_BROKEN_NAMES, {}), Path(config.invocation_params.dir)
+    return {names.get(p, p.stem): relative_line(line, here) for p, line in config.stash.get(_BROKEN, {}).items()}
+
+
+def _start(config, cases: list[tuple[str, str]]) -> PerfSession:
+    """The session of ``cases`` (none: a session whose workloads are all broken, for its report), refused before its
+    first run where its baselines or results dir are bad, then run."""
     opts = config.stash[_OPTIONS]
-    s = PerfSession(
-        opts,
-        ws,
-        cases,
-        progress=_progress(config),
-        notes=[f"not run, bad workload: {line}" for line in config.stash.get(_BROKEN, {}).values()],
-    )
+    s = PerfSession(opts, _workloads(config), cases, progress=_progress(config), broken=_broken_lines(config))
     _refuse_before_training(config, s)
     config.stash[_SESSION] = s
     budget = f", budget {opts.budget_s / 60:g} min" if opts.budget_s else ""
     s.progress(
         f"session {s.session_id}: {len(cases)} case(s) x {opts.repeats} repeat(s) on {opts.gpu}, "
         f"order {opts.order}{budget}, results in {opts.results_dir}"
+        if cases
+        else f"session {s.session_id}: no case to run (every selected workload is broken); its report names them, in "
+        f"{opts.results_dir}"
     )
     for note in s.judge().plan_notes(opts.repeats):
         s.progress(note)
@@ -314,9 +335,17 @@ def perf_interleave(request):
 
 
 def pytest_runtestloop(session):
-    """With --calibrate, run the sensitivity self-check instead of the test cases."""
+    """With --calibrate, run the sensitivity self-check instead of the test cases. Where every selected workload is
+    broken (no test needs the session), an empty session is started first, so that the report names them."""
     config = session.config
     if not config.getoption("calibrate"):
+        if (
+            config.stash.get(_BROKEN, None)
+            and not config.option.collectonly
+            and _SESSION not in config.stash
+            and not any("perf_session" in getattr(i, "fixturenames", ()) for i in session.items)
+        ):
+            _start(config, [])
         return None
     from harness.suite.calibrate import calibrate
 
@@ -344,7 +373,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if s is None or not s.executed:
         if config.stash.get(_BROKEN, None):
             terminalreporter.section("perf summary")
-            for line in config.stash[_BROKEN].values():
+            for line in _broken_lines(config).values():
                 terminalreporter.write_line(f"not run, bad workload: {line}")
         return
     from harness.reporting.session_summary import terminal_summary

@@ -51,12 +51,8 @@ __all__ = [
     "SpecError",
     "TrainSpec",
     "Workload",
-    "Loaded",
     "changed_fields",
     "flatten",
-    "load_each",
-    "load_workload",
-    "load_workloads",
 ]
 
 # Fields that do not change what a run computes, so they stay out of the hash. The model enters as its resolved
@@ -103,6 +99,9 @@ class Workload:
     quantization: QuantizationSpec | None = opt(None)
     description: str = opt("")
     devices: tuple[str, ...] = opt(("gpu",), what="a list of 'cpu', 'gpu' or GPU names such as 'h200' (e.g. [\"gpu\"])")
+    # Where a relative data.id is read from: the project, the folder above the workloads folder the file was loaded
+    # from (empty: the current directory). Not a key of the file: never hashed, stored, or compared.
+    root: str = dataclasses.field(default="", compare=False, repr=False)
 
     def __post_init__(self):
         check_fields(self, "")
@@ -147,9 +146,9 @@ class Workload:
         if (why := out_of_range(data)) is not None:  # nan, inf and a 100-bit step count all parse as TOML
             raise SpecError(f"{where}: {why}; give a finite value in range")
         data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
-        known = [f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions")] + [
-            "batch"
-        ]
+        known = [
+            f.name for f in dataclasses.fields(cls) if f.name not in ("effective_batch", "decompositions", "root")
+        ] + ["batch"]
         for key in data:
             if key not in known:
                 near = difflib.get_close_matches(key, known, n=1)
@@ -195,7 +194,8 @@ class Workload:
             raise SpecError(f"workload file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
-        w = cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
+        w = dataclasses.replace(cls.from_dict(raw, where=str(path)), root=str(path.absolute().parent.parent))
+        w = w.with_data_digest(str(path))
         return dataclasses.replace(w, model=spec_tokenizer.with_digest(w.model, str(path)))  # a tokenizer folder's
 
     def with_data_digest(self, where: str) -> Workload:
@@ -206,13 +206,14 @@ class Workload:
         from harness.inputs import data_digest, short
 
         try:
-            found = data_digest(self.data.id)
+            found = data_digest(self.data.id, self.root)
         except SpecError as exc:
             raise SpecError(f"{where}: {exc}") from None
         _check(
             self.data.digest in (None, found),
             f"{where}: data.digest pins {short(self.data.digest)} but {self.data.id} now holds "
-            f"{short(found)}: restore the data, or remove data.digest to take the new content",
+            f'{short(found)}: restore the data, or take the new content with data.digest = "{found}" (then '
+            "record the workload's baselines again)",
         )
         return dataclasses.replace(self, data=dataclasses.replace(self.data, digest=found))
 
@@ -223,6 +224,7 @@ class Workload:
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
+        del out["root"]
         spec_tokenizer.store(self.model, self.data, out["model"])
         out["decompositions"] = [d.id for d in self.decompositions]
         out["batch"] = {"effective": out.pop("effective_batch"), "decompositions": out.pop("decompositions")}
@@ -232,6 +234,16 @@ class Workload:
         for key in ("digest", "revision"):  # no local data file, no pinned hub revision
             if out["data"][key] is None:
                 del out["data"][key]
+        return out
+
+    def for_worker(self) -> dict[str, Any]:
+        """The workload as a worker process gets it (:meth:`to_dict`), its local data's path resolved against its
+        project (:attr:`root`), whatever the worker's current directory."""
+        out = self.to_dict()
+        if self.data.source == "local":
+            from harness.inputs import local_path
+
+            out["data"]["id"] = str(local_path(self.data.id, self.root))
         return out
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:
@@ -338,63 +350,3 @@ def _timing(spec: dict[str, Any]) -> dict[str, Any]:
             for k, v in flatten(spec).items()
             if not _excluded(k) or k.startswith("model.config.") or k == "model.model_type"
         }
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """The workload files of a folder: those that load, by name, with their files; and the one line of each that does
-    not."""
-
-    workloads: dict[str, Workload]
-    files: dict[str, Path]
-    broken: dict[Path, str]
-
-    def pick(self, names: tuple[str, ...], unknown_head) -> dict[str, Workload]:
-        """The workloads ``names``, whatever the other files hold. A name that is not here raises SpecError: the line of
-        its own file (``NAME.toml``) where that does not load, else ``unknown_head(names not here)``, the known names
-        and the first file that does not load."""
-        unknown = [n for n in names if n not in self.workloads]
-        for path, line in self.broken.items():
-            _check(path.stem not in unknown, line)
-        others = (
-            f"; {len(self.broken)} file(s) do not load, first: {next(iter(self.broken.values()))}"
-            if self.broken
-            else ""
-        )
-        _check(not unknown, f"{unknown_head(unknown)}; known: {', '.join(self.workloads)}{others}")
-        return {n: self.workloads[n] for n in names}
-
-
-def load_each(directory: str | Path) -> Loaded:
-    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its
-    error line in ``broken`` and the others load."""
-    found: dict[str, Workload] = {}
-    files: dict[str, Path] = {}
-    broken: dict[Path, str] = {}
-    for path in sorted(Path(directory).glob("*.toml")):
-        try:
-            w = Workload.load(path)
-            _check(
-                w.name not in found,
-                f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one",
-            )
-        except SpecError as exc:
-            broken[path] = str(exc)
-            continue
-        found[w.name], files[w.name] = w, path
-    return Loaded(found, files, broken)
-
-
-def load_workloads(directory: str | Path) -> dict[str, Workload]:
-    """Every ``*.toml`` in ``directory``, by name. Raises SpecError on the first bad file or a repeated name."""
-    loaded = load_each(directory)
-    for line in loaded.broken.values():
-        raise SpecError(line)
-    return loaded.workloads
-
-
-def load_workload(directory: str | Path, name: str, steps: int | None = None) -> Workload:
-    """The workload ``name`` from ``directory``, with ``--steps`` applied; another file's mistake does not stop it.
-    Raises SpecError with the line of ``name``'s own file when that does not load, else naming the known ones."""
-    w = load_each(directory).pick((name,), lambda unknown: f"no workload {name!r} in {directory}")[name]
-    return w.with_overrides(max_steps=steps)

@@ -161,6 +161,8 @@ def _fake_runner(
             "inject_work": req.inject_work,
             "phases_enabled": req.phases,
             "profile_steps": req.profile_steps,
+            # a census run counts the work of its steps (a few counts here); a timed run has none
+            "census": {"fits": True, "device": "cpu", "ops": 100.0, "kernels": 0.0} if req.census else None,
         }
         Path(results_dir).mkdir(parents=True, exist_ok=True)
         append_jsonl(Path(results_dir) / "runs.jsonl", rec)

@@ -704,7 +704,7 @@ def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, 
     import itertools
 
     from harness.bisect import steps as steps_mod
-    from harness.spec import load_workload
+    from harness.spec_folder import load_workload
 
     clock = itertools.count(0.0, 30.0)
     monkeypatch.setattr(steps_mod.time, "monotonic", lambda: next(clock))

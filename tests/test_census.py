@@ -16,7 +16,8 @@ from harness.judging import census_window as cw
 from harness.judging import flops
 from harness.judging.config_diff import config_changes
 from harness.measuring.runner import RunRequest, run_one
-from harness.spec import Workload, load_workload
+from harness.spec import Workload
+from harness.spec_folder import load_workload
 from tests.test_user_data import jsonl, local_toml
 
 ROOT = Path(__file__).resolve().parent.parent

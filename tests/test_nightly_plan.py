@@ -64,13 +64,33 @@ def test_the_repeats_input_overrides_and_bad_input_is_one_line():
         job(gpu="")
 
 
-def test_an_unknown_workload_is_refused_before_any_run(tmp_path, monkeypatch, capsys):
+def test_an_unknown_workload_is_dropped_with_one_error_line_and_the_others_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PERF_GPU", "h200")
     monkeypatch.setenv("PERF_ENV", "pinned")
-    monkeypatch.setenv("NIGHT_INPUTS", json.dumps({"workloads": "no-such-workload"}))
+    monkeypatch.setenv("NIGHT_INPUTS", json.dumps({"workloads": "no-such-workload tiny-qwen3"}))
+    monkeypatch.setenv("GITHUB_ENV", str(tmp_path / "env"))
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    assert night_plan.main([]) == 2
-    assert "no-such-workload" in capsys.readouterr().out
+    assert night_plan.main([]) == 0
+    out = capsys.readouterr().out
+    errors = [ln for ln in out.splitlines() if ln.startswith("::error::")]
+    assert len(errors) == 1 and "names 'no-such-workload' for h200, which no workload file declares" in errors[0]
+    assert "PERF_WORKLOADS=tiny-qwen3\n" in (tmp_path / "env").read_text() and "dropped=no-such-workload" in out
+
+
+def test_a_broken_workload_is_planned_as_the_suites_failed_item_not_a_first_baseline():
+    """Its baseline cannot be told: it neither asks for a first baseline's five runs nor is left out of the suite."""
+    broken = {"qwen3-1.7b-qlora": "workloads/qwen3-1.7b-qlora.toml: unknown field 'rank' in [lora]"}
+    p = night_plan.plan(job(), W[:1] + [dict(W[1], baseline="missing")], "pinned", broken)
+    assert (p["suite"], p["repeats"]) == (True, 1)
+    assert p["lines"][1].startswith("- qwen3-1.7b-qlora: BROKEN, not measured (the suite fails one item") and p[
+        "lines"
+    ][1].endswith("unknown field 'rank' in [lora]")
+    alone = night_plan.plan(job(workloads=("qwen3-1.7b-qlora",)), W, "pinned", broken)
+    assert (alone["suite"], alone["repeats"]) == (True, 1)  # the suite runs, to fail its item and write the report
+    latest = night_plan.plan(job(env="latest"), W, "transformers 5.17.0", broken)
+    assert latest["suite"] is False and "BROKEN, not measured: " in latest["lines"][-1]
 
 
 def test_the_plan_writes_the_step_outputs(tmp_path, monkeypatch):
@@ -78,7 +98,13 @@ def test_the_plan_writes_the_step_outputs(tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     night_plan.write({**night_plan.plan(job(env="latest"), W, None), "versions_key": "0123abcd"}, job(env="latest"))
-    assert out.read_text().splitlines() == ["suite=true", "repeats=0", "versions=differ", "versions_key=0123abcd"]
+    assert out.read_text().splitlines() == [
+        "suite=true",
+        "repeats=0",
+        "versions=differ",
+        "versions_key=0123abcd",
+        "dropped=",
+    ]
 
 
 def test_the_versions_key_moves_with_any_version_of_either_environment():
@@ -134,7 +160,7 @@ def test_the_bisect_command_bisects_pinned_against_this_job_within_its_budget(mo
 def test_tonights_census_of_the_case_is_handed_to_the_bisect_as_bads(tmp_path):
     from harness.bisect.config import BisectConfig
     from harness.bisect.steps import Steps
-    from harness.spec import load_workload
+    from harness.spec_folder import load_workload
 
     w = load_workload(Path(__file__).resolve().parents[1] / "workloads", "tiny-qwen3")
     rec = {
@@ -185,3 +211,39 @@ def test_the_ab_gets_the_baselines_census_as_a_and_tonights_as_b(tmp_path):
     assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-a", "w", "4x1")["ops"] == 10.0
     assert side_census(tmp_path / "res" / "ab" / "4x1" / "census-b", "w", "4x1")["ops"] == 12.0
     assert "w-1x4: no census of side A" in lines and "w-1x4: no census of side B" in lines
+
+
+def test_tonight_splits_the_named_workloads_into_run_broken_and_unknown(tmp_path):
+    """Pure: the files that do not load by the name they declare (a second file of a loaded name is not that
+    workload's), a baseline the suite refuses as broken, an unknown name dropped, and the A/B's own checks."""
+    from harness.commands.doctor_nightly import tonight
+    from harness.nightly import parse
+
+    n = parse(
+        {
+            "gpus": ["h200"],
+            "workloads": ["a", "b", "stale", "typo", "nope"],
+            "ab": {"workload": "a", "decompositions": ["4x1", "8x1"]},
+        }
+    )
+    workloads = [
+        {"name": "a", "baseline": "ok", "decompositions": ["1x4", "4x1"]},
+        {"name": "b", "baseline": "missing", "decompositions": ["4x1"]},
+        {
+            "name": "stale",
+            "baseline": "unusable: baseline s.json is for another version of stale",
+            "decompositions": [],
+        },
+    ]
+    (tmp_path / "a-copy.toml").write_text('name = "a"\n')  # a second file of a: declares a, is not a's
+    broken = {
+        tmp_path / "typo.toml": "w/typo.toml: not valid TOML",
+        tmp_path / "a-copy.toml": "a-copy.toml: used twice",
+    }
+    t = tonight(n, "h200", workloads, broken)
+    assert t.workloads == ("a", "b", "stale", "typo") and list(t.unknown) == ["nope"]
+    assert t.broken == {
+        "stale": "baseline s.json is for another version of stale",
+        "typo": "w/typo.toml: not valid TOML",
+    }
+    assert "ab.decompositions names 8x1, which a does not have (its batch.decompositions: 1x4, 4x1)" in t.ab

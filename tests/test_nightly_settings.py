@@ -173,10 +173,32 @@ def test_the_alerts_table_names_the_webhooks_variable_and_its_defaults_post_wher
     assert (got.webhook, got.webhook_env) == (False, "TEAM_HOOK")
 
 
-def test_the_plan_refuses_a_workload_the_file_names_that_workloads_does_not_hold(tmp_path, monkeypatch, capsys):
-    root = project(tmp_path, TEAM.replace('workload = "tiny-qwen3"', 'workload = "my-chat"'))
-    code, *_ = plan(root, monkeypatch, "a100")
-    assert code == 2 and "nightly.toml names my-chat, which workloads/ does not hold" in capsys.readouterr().out
+def test_an_ab_the_plan_cannot_run_is_refused_with_one_line_and_the_suite_still_runs(tmp_path, monkeypatch, capsys):
+    """An A/B workload that no file declares, or a split of [ab] decompositions that the workload lacks: no A/B (and no
+    bisect) tonight, one ::error:: line naming nightly.toml's key, the suite planned as on any night."""
+    cases = (
+        (
+            TEAM.replace('workload = "tiny-qwen3"', 'workload = "my-chat"'),
+            "nightly.toml: ab.workload = 'my-chat': no workload file declares it; known: ",
+        ),
+        (
+            TEAM.replace('decompositions = ["2x2", "4x1"]', 'decompositions = ["8x1", "4x1"]'),
+            "nightly.toml: ab.decompositions names 8x1, which tiny-qwen3 does not have (its batch.decompositions: "
+            "1x4, 2x2, 4x1); name some of those",
+        ),
+    )
+    for i, (settings, says) in enumerate(cases):
+        (tmp_path / str(i)).mkdir()
+        root = project(tmp_path / str(i), settings)
+        code, out, env, summary = plan(root, monkeypatch, "a100")
+        errors = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error::")]
+        assert code == 0 and out["suite"] == "true" and env["PERF_WORKLOADS"] == "tiny-qwen3", summary
+        assert (env["AB_WORKLOAD"], env["AB_DECOMPOSITIONS"]) == ("", "")
+        assert (
+            len(errors) == 1
+            and says in errors[0]
+            and f"the A/B: REFUSED, no A/B and no bisect tonight: {says}" in summary
+        )
 
 
 def test_hostile_inputs_are_refused_not_run(tmp_path, monkeypatch, capsys):
@@ -231,8 +253,52 @@ def test_a_broken_workload_the_file_does_not_name_is_a_line_of_the_plan_not_a_re
     )
     code, out, env, summary = plan(root, monkeypatch, "a100")
     assert code == 0 and env["PERF_WORKLOADS"] == "tiny-qwen3" and "typo.toml: BROKEN, not run tonight: " in summary
-    (root / "nightly.toml").write_text(
-        TEAM.replace('workloads = ["tiny-qwen3"]', 'workloads = ["tiny-qwen3", "typo"]', 1)
+
+
+def test_a_broken_workload_the_file_names_goes_to_the_suite_named_in_the_plan(tmp_path, monkeypatch, capsys):
+    """Named tonight, a broken workload stays in PERF_WORKLOADS (the suite fails one item and one verdict for it and
+    measures the others); a name that no file declares is dropped with one ::error:: line; the plan exits 0."""
+    root = project(
+        tmp_path, TEAM.replace('workloads = ["tiny-qwen3"]', 'workloads = ["tiny-qwen3", "typo", "nope"]', 1)
     )
-    code, *_ = plan(root, monkeypatch, "a100")
-    assert code == 2 and "names typo, which workloads/ does not hold or cannot load" in capsys.readouterr().out
+    (root / "workloads").unlink()
+    (root / "workloads").mkdir()
+    shutil.copy(ROOT / "workloads" / "tiny-qwen3.toml", root / "workloads")
+    (root / "workloads" / "typo.toml").write_text('name = "typo"\n[model\n')  # not TOML: named by its stem
+    code, out, env, summary = plan(root, monkeypatch, "a100")
+    errors = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("::error::")]
+    assert code == 0 and out["suite"] == "true" and env["PERF_WORKLOADS"] == "tiny-qwen3 typo", summary
+    assert out["dropped"] == "nope" and env["AB_WORKLOAD"] == "tiny-qwen3"
+    assert (
+        "- typo: BROKEN, not measured (the suite fails one item and one verdict for it, and measures the others): "
+        in summary
+    )
+    assert "workloads/typo.toml: not valid TOML" in summary and "\n- nope: NOT RUN, dropped: " in summary
+    assert (
+        len(errors) == 1
+        and "names 'nope' for a100, which no workload file declares (known: tiny-qwen3, typo)" in errors[0]
+    )
+
+
+def test_doctor_refuses_an_ab_split_its_workload_lacks_and_a_name_no_file_declares(tmp_path, monkeypatch):
+    """One line each, exit 2, before any GPU time: what the night's plan would refuse."""
+    monkeypatch.setattr(doc, "gpu_names", lambda: ["NVIDIA A100-SXM4-80GB"])
+    monkeypatch.setattr(doc, "detect_gpu", lambda: "a100")
+    monkeypatch.setattr(doc, "_nvml", lambda: (None, None))
+    root = project(tmp_path, TEAM.replace('decompositions = ["2x2", "4x1"]', 'decompositions = ["8x1"]'))
+    lines: list[str] = []
+    args = {"workloads_dir": root / "workloads", "baselines_dir": root / "baselines", "project": root}
+    assert doc.doctor(**args, out=lines.append) == 2
+    refused = [ln for ln in "\n".join(lines).splitlines() if "REFUSED" in ln]
+    assert refused == [
+        "  A/B (latest job): REFUSED, no A/B and no bisect tonight: "
+        f"{root / 'nightly.toml'}: ab.decompositions names 8x1, which tiny-qwen3 does not have (its "
+        "batch.decompositions: 1x4, 2x2, 4x1); name some of those"
+    ]
+    (root / "nightly.toml").write_text(TEAM.replace('workloads = ["tiny-qwen3"]', 'workloads = ["tiny-qwen4"]', 1))
+    lines.clear()
+    assert doc.doctor(**args, out=lines.append) == 2
+    assert any(
+        ln.startswith("  tiny-qwen4: ") and "names 'tiny-qwen4' for a100, which no workload file declares" in ln
+        for ln in "\n".join(lines).splitlines()
+    )

@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec import Decomposition, SpecError, Workload, changed_fields, load_workloads
+from harness.spec import Decomposition, SpecError, Workload, changed_fields
+from harness.spec_folder import load_workloads
 
 ROOT = Path(__file__).resolve().parent.parent
 

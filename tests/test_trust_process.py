@@ -502,7 +502,7 @@ PARENT = """
 import sys
 from pathlib import Path
 from harness.measuring import runner
-from harness.spec import load_workload
+from harness.spec_folder import load_workload
 tag, out, workloads = sys.argv[1:4]
 # the worker itself is a stand-in that would train for a minute:
 # what matters is what happens to it when this parent dies

@@ -1,6 +1,6 @@
 """A user's own inputs: a local JSONL is part of the work (its digest is in the hash, so an edited file is refused
-against the old baseline, naming the data), every local input is checked at collection (exit 2, one line, no hub call),
-and a broken workload file is a failure of its own while the other workloads run."""
+against the old baseline, naming the data), every local input is checked at collection (one line, no hub call), and a
+broken workload, named with --workload or not, is a failure of its own (exit 1) while the other workloads run."""
 
 import json
 import re
@@ -53,6 +53,27 @@ def test_a_local_files_digest_enters_the_hash(tmp_path):
     assert "digest" not in tiny.to_dict()["data"] and tiny.data.digest is None  # synthetic: no file, hash unchanged
 
 
+def test_a_relative_data_path_is_read_from_the_workloads_project_whatever_the_current_directory(tmp_path, monkeypatch):
+    """Two checkouts of one project, loaded from a third directory: each reads its own data/chat.jsonl, their hashes are
+    one (the path as written is hashed, never where the checkout lies), and the worker is sent the resolved path."""
+    for copy in ("a", "b"):
+        (tmp_path / copy / "workloads").mkdir(parents=True)
+        (tmp_path / copy / "data").mkdir()
+        jsonl(tmp_path / copy / "data" / "chat.jsonl", CHATS)
+        (tmp_path / copy / "workloads" / "mine.toml").write_text(local_toml(Path("data/chat.jsonl")))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    a, b = (Workload.load(Path("..") / copy / "workloads" / "mine.toml") for copy in ("a", "b"))
+    check_inputs(a)
+    assert a.hash == b.hash and a == b and a.to_dict()["data"]["id"] == "data/chat.jsonl" and "root" not in a.to_dict()
+    assert a.for_worker()["data"]["id"] == str(tmp_path / "elsewhere" / ".." / "a" / "data" / "chat.jsonl")
+    assert Workload.from_dict(a.for_worker()).data.digest == a.data.digest
+    toml = 'root = "/"\n' + local_toml(Path("data/chat.jsonl"), "root")  # a key of its own, at the top
+    (tmp_path / "a" / "workloads" / "root.toml").write_text(toml)
+    with pytest.raises(SpecError, match="root.toml: unknown field 'root'; "):
+        Workload.load(tmp_path / "a" / "workloads" / "root.toml")
+
+
 def test_a_hub_datasets_revision_enters_the_hash_and_only_a_hub_dataset_takes_one():
     hub = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").to_dict()
     hub["data"] = {"source": "hub", "id": "org/chats", "messages_column": "messages"}
@@ -77,8 +98,10 @@ def test_a_pinned_digest_refuses_other_content(tmp_path):
     jsonl(tmp_path / "chat.jsonl", CHATS[:5])
     with pytest.raises(
         SpecError, match=r"pinned.toml: data.digest pins sha256:[0-9a-f]{12} but .*chat.jsonl now holds"
-    ):
+    ) as err:
         Workload.load(tmp_path / "pinned.toml")
+    # the way out is written in the line: the new content's whole digest, to pin it
+    assert f'take the new content with data.digest = "{data_digest(str(tmp_path / "chat.jsonl"))}"' in str(err.value)
 
 
 def test_a_folders_digest_ignores_the_cache_files_datasets_writes(tmp_path):
@@ -119,21 +142,24 @@ def test_an_edited_jsonl_is_refused_at_collection_not_judged(perf_project, fake_
     result = perf_project.runpytest_subprocess(
         "perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider"
     )
-    assert result.ret == 2
-    lines = [ln for ln in result.outlines if ln.startswith("bad workload:")]
+    assert result.ret == 1
+    lines = [ln for ln in result.outlines if ln.startswith("not run, bad workload:")]
     assert (
         lines
         and "is for another version of mine" in lines[0]
         and f"data.digest: the content of {data} changed" in lines[0]
+        and "record a new baseline with `pytest perftests --gpu=cpu --workload mine --repeats 5 --census "
+        "--update-baselines`"
+        in lines[0]
     ), lines
 
 
 def test_a_baseline_of_another_hash_is_refused_before_any_run(perf_project, tiny, fake_runs):
     bl.write(perf_project.path / "baselines", bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "cmd"))
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--steps", "6", "--results-dir", "out")
-    assert result.ret == 2 and not (perf_project.path / "out" / "runs.jsonl").exists()
+    assert result.ret == 1 and not (perf_project.path / "out" / "runs.jsonl").exists()
     result.stdout.fnmatch_lines(
-        ["*bad workload: baseline * is for another version of tiny-qwen3*train.max_steps: 20 -> 6*"]
+        ["*fail * not run: baseline * is for another version of tiny-qwen3*train.max_steps: 20 -> 6*"]
     )
     recording = perf_project.runpytest_subprocess(
         "perftests", "--gpu=cpu", "--steps", "6", "--update-baselines", "--collect-only"
@@ -282,7 +308,7 @@ def hub(monkeypatch):
 
 @pytest.mark.parametrize("case", ["missing file", "wrong column", "bad template"])
 @pytest.mark.parametrize("offline", [True, False], ids=["offline", "hub-endpoint"])
-def test_bad_local_input_exits_2_at_collection_without_the_hub(perf_project, hub, monkeypatch, case, offline):
+def test_bad_local_input_fails_at_collection_without_the_hub(perf_project, hub, monkeypatch, case, offline):
     if offline:
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     else:
@@ -302,7 +328,7 @@ def test_bad_local_input_exits_2_at_collection_without_the_hub(perf_project, hub
         result = perf_project.runpytest_subprocess(
             "perftests", "--gpu=cpu", "--collect-only", "-p", "no:cacheprovider", *args, timeout=300
         )
-        assert result.ret == 2, result.stdout.str()
+        assert result.ret == 1, result.stdout.str()
         out = result.stdout.str()
         assert "workloads/mine.toml: " in out and expected in out, out
         assert "Traceback" not in out
@@ -324,13 +350,17 @@ def test_a_typo_in_another_file_does_not_block_a_named_workload(perf_project):
     assert result.ret == 0, result.stdout.str()
     assert "typo" not in result.stdout.str()
     named = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "typo", "--collect-only")
-    assert named.ret == 2 and any(
-        "bad workload:" in ln and "unknown field 'rank' in [lora]" in ln for ln in named.outlines
-    )
+    assert named.ret == 1 and any(
+        ln.startswith("not run, bad workload: workloads/typo.toml: unknown field 'rank' in [lora]")
+        for ln in named.outlines
+    ), named.stdout.str()
+    unknown = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--workload", "typpo", "--collect-only")
+    assert unknown.ret == pytest.ExitCode.USAGE_ERROR  # no file declares it: a typo of the command line, refused
+    unknown.stderr.fnmatch_lines(["ERROR: --workload typpo: no such workload in *workloads; known: tiny-qwen3; *"])
 
 
 def test_a_command_loads_its_workload_beside_a_broken_file(tmp_path):
-    from harness.spec import load_workload
+    from harness.spec_folder import load_workload
 
     (tmp_path / "tiny-qwen3.toml").write_text(TINY)
     (tmp_path / "typo.toml").write_text(
@@ -348,31 +378,39 @@ def test_a_command_loads_its_workload_beside_a_broken_file(tmp_path):
 def test_without_a_filter_the_broken_workload_is_one_item_and_one_summary_line(perf_project):
     path = broken(perf_project)
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--collect-only", "-q")
-    assert result.ret == 2
+    assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
             "*test_run[[]tiny-qwen3-1x4[]]*",
             "workloads/typo.toml::bad-workload",
-            f"not run, bad workload: {path}: unknown field 'rank' in [[]lora]*",
+            f"not run, bad workload: {path.relative_to(perf_project.path)}: unknown field 'rank' in [[]lora]*",
         ]
     )
 
 
 @pytest.mark.slow
 def test_the_other_workloads_run_beside_a_broken_one(cut_splits):
+    """Named with --workload, as the nightly names them: the broken one fails its item and its verdict, the other is
+    trained and judged, and the session fails (exit 1)."""
     perf_project = cut_splits(("4x1",))
-    path = broken(perf_project)
+    broken(perf_project)
     result = perf_project.runpytest_subprocess(
-        "perftests", "--gpu=cpu", "--repeats", "1", "--steps", "4", "-p", "no:cacheprovider"
-    )
-    assert result.ret == 2, result.stdout.str()  # the broken file is bad input; the run itself passed
+        "perftests", "--gpu=cpu", "--repeats", "1", "--steps", "4", "-p", "no:cacheprovider",
+        "--workload", "typo", "--workload", "tiny-qwen3",
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] == 1 and outcomes["passed"] >= 1, outcomes
     result.stdout.fnmatch_lines(
-        [f"*note: not run, bad workload: {path}: unknown field 'rank'*", "FAILED workloads/typo.toml::bad-workload*"]
+        [
+            "*bad-workload typo * fail * not run: workloads/typo.toml: unknown field 'rank'*",
+            "FAILED workloads/typo.toml::bad-workload*",
+        ]
     )
     report = (perf_project.path / "perf-results" / "report.md").read_text()
-    assert f"not run, bad workload: {path}" in report
+    assert "**FAILED: bad-workload typo**" in report and "not run: workloads/typo.toml: unknown field" in report
+    data = json.loads((perf_project.path / "perf-results" / "report.json").read_text())
+    assert [r["workload"] for r in data["rows"]] == ["tiny-qwen3"]
 
 
 def test_doctor_lists_each_broken_workload_in_one_line_and_the_others(tmp_path):
@@ -448,14 +486,9 @@ def test_a_q_summary_line_keeps_the_bad_files_name_and_what_is_wrong(perf_projec
     )
     item.stdout.fnmatch_lines(["FAILED workloads/typo.toml::bad-workload - Failed: unknown field 'rank' in *"])
     named = perf_project.runpytest_subprocess(
-        "perftests", "--gpu=cpu", "-q", "--workload", "typo", "-p", "no:cacheprovider"
+        "perftests", "--gpu=cpu", "-q", "--workload", "typo", "-p", "no:cacheprovider", "--results-dir", "out"
     )
-    named.stdout.fnmatch_lines(
-        [
-            "bad workload: workloads/typo.toml: unknown field 'rank' in [[]lora]*",
-            "ERROR perftests/test_perf.py - Failed: bad workload: workloads/typo.toml: *",
-        ]
-    )
+    named.stdout.fnmatch_lines(["FAILED workloads/typo.toml::bad-workload - Failed: unknown field 'rank' in *"])
 
 
 def test_relative_line_names_a_file_under_the_root_relative_to_it(tmp_path):

@@ -558,7 +558,7 @@ def test_the_comparison_defaults_are_the_nightly_settings():
     launches in 10 minutes, at most 800 pairs, both workers on the last CPU, the next launch pre-started and warmed up
     apart on the others."""
     from harness.sidebyside.config import ComparisonConfig
-    from harness.spec import load_workload
+    from harness.spec_folder import load_workload
 
     w = load_workload(ROOT / "workloads", "qwen3-1.7b-lora")
     base = ComparisonConfig(workload=w.name, decomposition="4x1")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec import DataSpec, QuantizationSpec, SpecError, Workload, load_workloads
+from harness.spec import DataSpec, QuantizationSpec, SpecError, Workload
+from harness.spec_folder import load_workloads
 from harness.spec_sections import ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,9 +23,21 @@ built. It writes to ``$GITHUB_ENV`` the settings the later steps read (``PERF_WO
   the bisect's censuses are kept across nights under it, so that a night with the same versions resumes the search
   instead of repeating it. Empty on the pinned job.
 
+* ``dropped``: the workloads tonight's settings name that no workload file declares (space-separated; empty on a sound
+  night); each has an ``::error::`` line.
+
 and one line per decision to the job summary, with the baselines whose library versions are not the pins (a baseline
-recorded by hand in another environment is named, never taken for the pins'). Exit 0, or 2 with one ``::error::`` line
-on bad input (``nightly.toml``, an input, a workload it names that ``workloads/`` does not hold).
+recorded by hand in another environment is named, never taken for the pins').
+
+One bad workload costs the night that workload only (:func:`harness.commands.doctor_nightly.tonight`): a workload whose
+file does not load, whose local data no longer matches its pinned ``data.digest`` or whose baseline is of another hash
+stays in ``PERF_WORKLOADS``, where the suite makes it one failed item and one failed verdict (the report, the results
+store and the regression issue name it) and measures the others; the plan names it with its line. A name that no
+workload file declares (a typo in nightly.toml or the workloads input) is left out of ``PERF_WORKLOADS``, with an
+``::error::`` line and a summary line, since the suite refuses a session that names one. An A/B that cannot run (its
+workload broken or unknown, a split of ``[ab] decompositions`` the workload lacks) is refused the same way: no A/B and
+no bisect tonight (``AB_WORKLOAD`` empty), the suite runs. Exit 0, or 2 with one ``::error::`` line on bad input
+(``nightly.toml`` or an input that does not parse).
 
 Environment (the nightly sets them): PERF_GPU, PERF_ENV, NIGHT_INPUTS, GITHUB_OUTPUT, GITHUB_ENV, GITHUB_STEP_SUMMARY.
 """
@@ -37,7 +49,7 @@ import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # harness.nightly from the checkout, on a bare runner too
@@ -67,13 +79,15 @@ class Job:
         return self.python or f".tox/{self.env}/bin/python"
 
 
-def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
+def plan(job: Job, workloads: list[dict], same: str | None, broken: dict[str, str] | None = None) -> dict:
     """The decisions for ``job``: ``workloads`` as ``doctor.workloads_here`` lists them, ``same`` the versions both
-    environments share when they are identical (None when they differ). Pure: no GPU, no processes."""
-    selected = [w for w in workloads if w["name"] in job.workloads]
+    environments share when they are identical (None when they differ), ``broken`` tonight's workloads that cannot run,
+    by name, with their lines (the suite fails one item for each). Pure: no GPU, no processes."""
+    broken = {n: line for n, line in (broken or {}).items() if n in job.workloads}
+    selected = [w for w in workloads if w["name"] in job.workloads and w["name"] not in broken]
     missing = [w["name"] for w in selected if w["baseline"] != "ok"]
     differ = job.env != "pinned" and same is None
-    if not selected:
+    if not selected and not broken:
         return {
             "suite": False,
             "repeats": 0,
@@ -107,39 +121,56 @@ def plan(job: Job, workloads: list[dict], same: str | None) -> dict:
             "- the versions differ from the pins: the A/B (pinned against latest, interleaved) and, where it or the "
             "census finds a change, the bisect run after the suite"
         )
+    lines += [
+        f"- {name}: BROKEN, not measured"
+        + (" (the suite fails one item and one verdict for it, and measures the others)" if suite else "")
+        + f": {line}"
+        for name, line in broken.items()
+    ]
     return {"suite": suite, "repeats": repeats, "versions": "differ" if differ else "same", "lines": lines}
 
 
 def decide(job: Job, root: Path) -> dict:
-    """Gather what :func:`plan` needs (the workloads and baselines here, and both environments' versions) and plan; the
-    baselines of tonight's workloads that were not recorded with the pins are named in the plan's lines."""
+    """Gather what :func:`plan` needs (the workloads and baselines here, and both environments' versions) and plan:
+    tonight's workloads each on its own (a broken one is named and still given to the suite, an unknown one dropped),
+    the A/B only where it can run; the baselines of tonight's workloads that were not recorded with the pins are named
+    in the plan's lines. ``errors``: one ``::error::`` line per thing the plan refused."""
     from harness.commands.doctor import workloads_here
-    from harness.commands.doctor_nightly import pin_gaps
+    from harness.commands.doctor_nightly import pin_gaps, tonight
     from harness.measuring.interpreters import shared, side_versions
+    from harness.spec_folder import declared_name
 
-    broken: dict = {}  # a workload file that does not load: a line of the plan, and a refusal only if tonight names it
-    workloads = workloads_here(root / "workloads", root / "baselines", job.gpu, broken)
-    known = {w["name"] for w in workloads}
-    named = job.settings.named() | set(job.workloads) if job.settings else set(job.workloads)
-    unknown = sorted(named - known)
-    if unknown:
-        why = f"; BROKEN: {'; '.join(broken.values())}" if broken else ""
-        raise ValueError(
-            f"{job.settings.where if job.settings else 'the workloads input'} names {', '.join(unknown)}, which "
-            f"workloads/ does not hold or cannot load; known: {', '.join(sorted(known))}{why}"
-        )
-    gaps = [f"- {Path(f).name}: BROKEN, not run tonight: {line}" for f, line in broken.items()]
-    gaps += [
-        f"- {line}"
-        for line in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, job.workloads)
+    found: dict = {}  # workload file -> its one line, for each file that does not load or whose inputs do not pass
+    workloads = workloads_here(root / "workloads", root / "baselines", job.gpu, found)
+    settings = job.settings or Nightly(gpus=(job.gpu,), workloads=job.workloads, where="the workloads input")
+    t = tonight(settings, job.gpu, workloads, found)
+    job = replace(job, workloads=t.workloads, settings=settings.only(job.gpu, t.workloads, ab=t.ab is None))
+    errors = [*t.unknown.values(), *([t.ab] if t.ab else [])]
+    gaps = [f"- {name}: NOT RUN, dropped: {line}" for name, line in t.unknown.items()]
+    gaps += [  # a broken file that tonight does not name: said, never a refusal
+        f"- {path.name}: BROKEN, not run tonight: {line}"
+        for path, line in found.items()
+        if declared_name(path) not in t.broken and path.stem not in t.broken
     ]
-    if job.env == "pinned":
-        p, key = plan(job, workloads, "pinned"), ""
+    if t.ab:
+        gaps.append(f"- the A/B: REFUSED, no A/B and no bisect tonight: {t.ab}")
+    if job.env == "pinned":  # the pins are the pinned job's
+        gaps += [
+            f"- {g}" for g in pin_gaps(root / "constraints" / "pinned.txt", root / "baselines", job.gpu, t.workloads)
+        ]
+        p, key = plan(job, workloads, "pinned", t.broken), ""
     else:
         va, vb = side_versions(job.pinned_python, "a"), side_versions(job.interpreter, "b")
-        p, key = plan(job, workloads, shared(va, vb)), versions_key(va, vb)
-        gaps = [g for g in gaps if "BROKEN" in g]  # the pins are the pinned job's
-    return {**p, "lines": p["lines"] + gaps, "versions_key": key}
+        p, key = plan(job, workloads, shared(va, vb), t.broken), versions_key(va, vb)
+    # ``job``: tonight's, its workloads and settings less what the plan refused (what write() gives the later steps)
+    return {
+        **p,
+        "lines": p["lines"] + gaps,
+        "versions_key": key,
+        "dropped": list(t.unknown),
+        "errors": errors,
+        "job": job,
+    }
 
 
 def versions_key(pinned: dict, this: dict) -> str:
@@ -159,7 +190,10 @@ def write(result: dict, job: Job) -> None:
         "repeats": str(result["repeats"]),
         "versions": result["versions"],
         "versions_key": result.get("versions_key", ""),
+        "dropped": " ".join(result.get("dropped", [])),
     }
+    for line in result.get("errors", []):
+        print(f"::error::night-plan: {line}")
     _append("GITHUB_OUTPUT", [f"{k}={v}" for k, v in outputs.items()])
     settings = job.settings.environment(job.gpu) if job.settings else {}
     _append("GITHUB_ENV", [f"{k}={v}" for k, v in settings.items()])
@@ -202,19 +236,18 @@ def main(argv: list[str] | None = None) -> int:
         help="write the GPU matrix (gpus=<JSON list>) to $GITHUB_OUTPUT, and nothing else",
     )
     a = p.parse_args(argv)
-    root = Path.cwd()
+    root = Path()  # the repository root, as the workflow runs it: files named relative to it in every line
     try:
         if a.gpus:
             gpus = json.dumps(list(load(root).with_inputs(inputs()).gpus))
             _append("GITHUB_OUTPUT", [f"gpus={gpus}"])
             print(f"gpus={gpus}")
             return 0
-        job = job_from_environment(a.python, root)
-        result = decide(job, root)
+        result = decide(job_from_environment(a.python, root), root)
     except (ValueError, NightlyError) as exc:
         print(f"::error::night-plan: {exc}")
         return 2
-    write(result, job)
+    write(result, result["job"])
     return 0
 
 

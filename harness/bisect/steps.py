@@ -121,7 +121,7 @@ class Steps:
         if not path.is_file():
             return None
         if self._expected is None:
-            from harness.spec import load_workload
+            from harness.spec_folder import load_workload
 
             w = load_workload(self.cfg.workloads_dir, self.cfg.workload, self.cfg.steps)
             self._expected = (w.hash, self.cfg.decomposition, self.cfg.gpu)

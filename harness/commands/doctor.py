@@ -6,7 +6,8 @@ and library versions, the workloads that would run here and which of them have a
 would do here tonight (from nightly.toml), whether the pull-request check is set up (its workflow, its labels, the GPUs
 it runs on), and what is missing. It makes no run and writes nothing; what it cannot check from here, it says so. Exit
 0, or 2 when a workload cannot run (a file that does not load, or a local data file or model folder that does not pass;
-one line each in the output) or nightly.toml is wrong.
+one line each in the output) or nightly.toml is wrong (a bad key or value, a workload name that no file declares, an A/B
+whose workload cannot run or lacks one of its splits).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from urllib.parse import urlparse
 from harness.commands.doctor_nightly import nightly, nightly_lines, pr_check, pr_lines
 from harness.judging import baseline as bl
 from harness.measuring.env import detect_gpu, gpu_names, versions
-from harness.spec import SpecError, load_each
+from harness.spec import SpecError
+from harness.spec_folder import load_each
 
 LIBRARIES = ("transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes")
 TOOLS = {
@@ -128,6 +130,7 @@ def workloads_here(workloads_dir: Path, baselines_dir: Path, gpu: str, broken: d
             {
                 "name": name,
                 "devices": list(w.devices),
+                "decompositions": [d.id for d in w.decompositions],
                 "runs_here": w.runs_on(gpu),
                 "baseline": baseline,
                 "baseline_path": str(bl.path_for(baselines_dir, gpu, name)),
@@ -190,7 +193,7 @@ def facts(workloads_dir: str | Path, baselines_dir: str | Path, project: str | P
         "workloads": ws,
         "workloads_error": error,
         "broken": [{"file": str(p), "line": line} for p, line in broken.items()],
-        "nightly": nightly(Path(project), m["gpu"], ws),
+        "nightly": nightly(Path(project), m["gpu"], ws, broken),
         "pr_check": pr_check(Path(project), m["gpu"]),
         "missing": missing(ws),
     }
@@ -260,7 +263,10 @@ def doctor(
     as_json: bool = False,
     out: Callable[[str], None] = print,
 ) -> int:
-    """Print the facts (text, or JSON with ``as_json``); 0, or 2 when a workload file or nightly.toml does not load."""
+    """Print the facts (text, or JSON with ``as_json``); 0, or 2 when a workload file or nightly.toml does not load,
+    nightly.toml names a workload that no file declares, or its A/B cannot run (``ab_error``)."""
     f = facts(workloads_dir, baselines_dir, project)
     out(json.dumps(f, indent=2) if as_json else "\n".join(text(f)))
-    return 2 if f["workloads_error"] or f["nightly"].get("error") else 0
+    n = f["nightly"]
+    refused = n.get("error") or n.get("ab_error") or any(p["action"] == "drop" for p in n.get("plan", []))
+    return 2 if f["workloads_error"] or refused else 0

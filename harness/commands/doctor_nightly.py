@@ -1,16 +1,92 @@
 """What the nightly and the pull-request check would do on this machine, the part of ``doctor`` that reads
-nightly.toml (:mod:`harness.nightly`): the pinned job's step per workload, the baselines not recorded with the pins,
-and the lines doctor prints of them."""
+nightly.toml (:mod:`harness.nightly`): which of tonight's workloads run, which are broken (one failed item each, the
+others measured) and which no workload file declares (dropped), whether the A/B can run, the pinned job's step per
+workload, the baselines not recorded with the pins, and the lines doctor prints of them. The nightly's plan
+(``.github/scripts/night-plan.py``) decides with :func:`tonight` too."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.judging import baseline as bl
+from harness.nightly import AB, Nightly, NightlyError
 from harness.nightly import FILE as NIGHTLY_FILE
-from harness.nightly import NightlyError
 from harness.nightly import load as load_nightly
+from harness.spec_folder import declared_name
+
+UNUSABLE = "unusable: "  # how doctor.workloads_here heads a baseline the suite refuses (of another hash, unreadable)
+
+
+@dataclass(frozen=True)
+class Tonight:
+    """What the nightly does with the workloads it names on one GPU, decided before any GPU time: each one is measured
+    on its own, so that one bad workload costs the night that workload only."""
+
+    workloads: tuple[str, ...]  # given to the suite: each loads, or is broken and becomes one failed item there
+    broken: dict[str, str] = field(default_factory=dict)  # name -> why it cannot run (its file's or baseline's line)
+    unknown: dict[str, str] = field(default_factory=dict)  # name -> why it is dropped: no workload file declares it
+    ab: str | None = None  # why the A/B cannot run tonight (one line naming nightly.toml's key); None when it can
+
+
+def broken_by_name(broken: dict[Path, str]) -> dict[str, str]:
+    """The files that do not load or whose inputs do not pass (``broken`` as
+    :func:`harness.commands.doctor.workloads_here` fills it), by the name each declares
+    (:func:`harness.spec_folder.declared_name`) and by its stem."""
+    out: dict[str, str] = {}
+    for path, line in broken.items():
+        out.setdefault(declared_name(path), line)
+        out.setdefault(path.stem, line)
+    return out
+
+
+def ab_problem(ab: AB | None, workloads: list[dict], broken: dict[str, str]) -> str | None:
+    """Why the A/B of ``ab`` cannot run here, in one line naming nightly.toml's key and what to do; None when it can
+    (or there is no A/B)."""
+    if ab is None:
+        return None
+    if ab.workload in broken:
+        return f"{ab.where}: ab.workload {ab.workload} cannot run: {broken[ab.workload]}"
+    w = next((w for w in workloads if w["name"] == ab.workload), None)
+    if w is None:
+        known = ", ".join(sorted(w["name"] for w in workloads)) or "(none)"
+        return f"{ab.where}: ab.workload = {ab.workload!r}: no workload file declares it; known: {known}"
+    lacking = [d for d in ab.decompositions if d not in w["decompositions"]]
+    if lacking:
+        return (
+            f"{ab.where}: ab.decompositions names {', '.join(lacking)}, which {ab.workload} does not have (its "
+            f"batch.decompositions: {', '.join(w['decompositions'])}); name some of those"
+        )
+    return None
+
+
+def tonight(n: Nightly, gpu: str, workloads: list[dict], broken: dict[Path, str]) -> Tonight:
+    """Tonight's workloads on ``gpu`` (``workloads`` and ``broken`` as :func:`harness.commands.doctor.workloads_here`
+    gives them): those that load and those that are broken go to the suite, which measures the first and fails one
+    item for each of the others; a name that no workload file declares is dropped with its line (the suite would refuse
+    the whole session over it)."""
+    known = {w["name"] for w in workloads}
+    # a second file of a name that loads is not that workload's
+    files = {name: line for name, line in broken_by_name(broken).items() if name not in known}
+    # a stored baseline the suite refuses (of another hash, unreadable) makes the workload broken there too
+    bad = files | {w["name"]: w["baseline"][len(UNUSABLE) :] for w in workloads if w["baseline"].startswith(UNUSABLE)}
+    names = n.workloads_on(gpu)
+    unknown = {
+        name: (
+            f"{n.where} names {name!r} for {gpu}, which no workload file declares (known: "
+            f"{', '.join(sorted(known | set(bad))) or 'none'}): not run tonight; correct the name or add "
+            f"workloads/{name}.toml"
+        )
+        for name in names
+        if name not in known and name not in bad
+    }
+    return Tonight(
+        workloads=tuple(name for name in names if name not in unknown),
+        broken={name: bad[name] for name in names if name in bad},
+        unknown=unknown,
+        ab=ab_problem(n.ab, workloads, files),  # the A/B reads no stored baseline
+    )
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -42,27 +118,20 @@ def pin_gaps(pins_file: Path, baselines_dir: Path, gpu: str, names) -> list[str]
     return out
 
 
-def _step(w: dict | None) -> tuple[str, str]:
-    """What tonight's pinned job does with a workload (``w`` as :func:`harness.commands.doctor.workloads_here` lists it,
-    None if absent)."""
-    if w is None:
-        return (
-            "fail",
-            "nightly.toml names it, but workloads/ holds no such workload (or it is BROKEN above): "
-            "the plan refuses the night",
-        )
+def _step(w: dict) -> tuple[str, str]:
+    """What tonight's pinned job does with a workload that loads (``w`` as
+    :func:`harness.commands.doctor.workloads_here` lists it)."""
     if w["baseline"] == "ok":
         return "judge", f"judge against {w['baseline_path']}"
-    if w["baseline"] == "missing":
-        return "bootstrap", (
-            "no baseline yet: the pinned job records a first one from tonight's runs and opens its pull request, the "
-            "latest job warns; verdicts start once it is merged"
-        )
-    return "fail", f"the job fails: baseline {w['baseline']}"
+    return "bootstrap", (
+        "no baseline yet: the pinned job records a first one from tonight's runs and opens its pull request, the "
+        "latest job warns; verdicts start once it is merged"
+    )
 
 
-def nightly(project: Path, gpu: str, workloads: list[dict]) -> dict:
-    """What the nightly would do on this machine tonight, from the project's nightly.toml (:mod:`harness.nightly`)."""
+def nightly(project: Path, gpu: str, workloads: list[dict], broken: dict[Path, str] | None = None) -> dict:
+    """What the nightly would do on this machine tonight, from the project's nightly.toml (:mod:`harness.nightly`);
+    ``broken``: the workload files that cannot run, with their lines."""
     where = str(project / NIGHTLY_FILE)
     if not (project / NIGHTLY_FILE).is_file():
         return {"file": where, "found": False}
@@ -71,10 +140,21 @@ def nightly(project: Path, gpu: str, workloads: list[dict]) -> dict:
     except NightlyError as exc:
         return {"file": where, "found": True, "error": str(exc)}
     by_name = {w["name"]: w for w in workloads}
-    names = n.workloads_on(gpu)
+    t = tonight(n, gpu, workloads, broken or {})
     plan = []
-    for name in names:
-        action, says = _step(by_name.get(name))
+    for name in n.workloads_on(gpu):
+        if name in t.unknown:
+            action, says = "drop", f"{t.unknown[name]} (the plan drops it with an ::error:: line, the others run)"
+        elif name in t.broken:
+            action, says = (
+                "fail",
+                (
+                    "cannot run (its file or baseline above says why): tonight one failed item and one failed verdict "
+                    "(bad-workload) name it, and the others are measured"
+                ),
+            )
+        else:
+            action, says = _step(by_name[name])
         plan.append({"workload": name, "action": action, "says": says})
     ab = n.ab.workload if n.ab else None
     return {
@@ -87,7 +167,8 @@ def nightly(project: Path, gpu: str, workloads: list[dict]) -> dict:
         "ab_workload": ab,
         "ab_decompositions": list(n.ab.decompositions) if n.ab else [],
         "ab_runs_here": ab in by_name,
-        "pins": pin_gaps(project / "constraints" / "pinned.txt", project / "baselines", gpu, names),
+        "ab_error": t.ab,
+        "pins": pin_gaps(project / "constraints" / "pinned.txt", project / "baselines", gpu, t.workloads),
     }
 
 
@@ -160,12 +241,13 @@ def nightly_lines(n: dict, gpu: str) -> list[str]:
             f"  no workload is named for {gpu}: the jobs would make no runs "
             f"(add one to workloads, or a [gpu.{gpu}] table)"
         )
-    if n["ab_workload"]:
+    if n.get("ab_error"):
+        lines.append(f"  A/B (latest job): REFUSED, no A/B and no bisect tonight: {n['ab_error']}")
+    elif n["ab_workload"]:
         decs = " ".join(n["ab_decompositions"])
         lines.append(
             f"  A/B (latest job): pinned vs latest {n['ab_workload']} ({decs}) interleaved, on nights when the latest "
             "releases differ from the pins, then the bisect of a change it or the census finds"
-            + ("" if n["ab_runs_here"] else f"; workloads/ holds no {n['ab_workload']}")
         )
     lines += [f"  pins: {line}" for line in n["pins"]]
     return lines

@@ -15,7 +15,7 @@ from harness.files import ensure_dir, new_id
 from harness.judging.stats import log_ratio
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
-from harness.spec import load_workload
+from harness.spec_folder import load_workload
 
 
 def measure(

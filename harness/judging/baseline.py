@@ -138,11 +138,11 @@ class Baseline:
 def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
     """Load and check the baseline of ``workload`` on ``gpu``. Raises :class:`BaselineError`."""
     path = path_for(root, gpu, workload.name)
+    record = (  # the command that records one: the runs a first baseline needs, with its census
+        f"pytest perftests --gpu={gpu} --workload {workload.name} --repeats {MIN_REPEATS} --census --update-baselines"
+    )
     if not path.exists():
-        raise MissingBaseline(
-            f"no baseline for {workload.name} on {gpu} ({path}); record one with `pytest perftests --gpu={gpu} "
-            f"--workload {workload.name} --repeats {MIN_REPEATS} --census --update-baselines`"
-        )
+        raise MissingBaseline(f"no baseline for {workload.name} on {gpu} ({path}); record one with `{record}`")
     try:
         data = load_json(path.read_text())
     except (OSError, ValueError) as exc:  # not JSON, nested too deep, a number of too many digits, not UTF-8
@@ -172,7 +172,8 @@ def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
         raise BaselineError(
             f"baseline {path} is for another version of {workload.name} "
             f"(hash {data['workload'].get('hash')} != {workload.hash}): "
-            f"{'; '.join(diff) or 'fields unknown'}; rerun with the baseline's settings or record a new baseline"
+            f"{'; '.join(diff) or 'fields unknown'}; rerun with the baseline's settings or record a new baseline "
+            f"with `{record}`"
         )
     return Baseline(path, data)
 

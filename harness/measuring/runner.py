@@ -53,7 +53,7 @@ class RunRequest:
 
     def as_item(self) -> dict:
         return {
-            "workload": self.workload.to_dict(),
+            "workload": self.workload.for_worker(),
             "decomposition": self.decomposition.id,
             "phases": self.phases,
             "inject_slowdown": self.inject_slowdown,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from statistics import median
 
@@ -17,7 +18,7 @@ from harness.judging import baseline as bl
 from harness.judging import census_diff
 from harness.judging.stats import Sample
 from harness.record import PHASES, median_phases, run_phases
-from harness.reporting.report_head import head_lines
+from harness.reporting.report_head import BAD_WORKLOAD, head_lines
 from harness.reporting.step_analysis import (
     diagnosis,
     diagnosis_text,
@@ -137,12 +138,15 @@ def build(
     inject_slowdown: float = 0.0,
     notes: tuple[str, ...] = (),
     recorded: tuple[str, ...] | None = None,
+    broken: Mapping[str, str] | None = None,
 ) -> dict:
     """Everything a report shows, as plain data (this is report.json): the judge's records and verdicts, and what ran;
     ``notes``: what the reader of the records skipped (a torn line of runs.jsonl), said at the top of the report, as is
     ``data_unread``, the workloads whose text does not reach the model;
     ``recorded``: in a session of --update-baselines, the baselines it wrote (there "no baseline" is no news: those
-    skips are left out)."""
+    skips are left out); ``broken``: the workloads the session could not run, by name, with their one line: one failed
+    verdict each (kind ``bad-workload``, the workload's name as its case), first, as the regression-issue script and
+    the results store read the verdicts."""
     verdicts = {v.case: v for v in judge.runtime.values()}
     rows = [_row(judge, w, d, verdicts.get(f"{w}-{d}")) for w, d in judge.cases]
     gpu_name = next(
@@ -162,6 +166,16 @@ def build(
         "notes": list(notes),
         "data_unread": unread(judge),
         "verdicts": [
+            {
+                "kind": BAD_WORKLOAD,
+                "case": name,
+                "outcome": "fail",
+                "message": f"not run: {line}",
+                "repro": repro(BAD_WORKLOAD, name, judge.gpu),
+            }
+            for name, line in (broken or {}).items()
+        ]
+        + [
             {
                 "kind": v.kind,
                 "case": v.case,
@@ -371,7 +385,7 @@ def markdown(data: dict) -> str:
     out += [x for u in data.get("data_unread") or [] for x in (f"**data:** {u['line']}", "")]
     if data["inject_slowdown"]:
         out += [f"**Injected slowdown {data['inject_slowdown']:.0%}** (sensitivity self-check)", ""]
-    out += _case_table(data["rows"])
+    out += _case_table(data["rows"]) if data["rows"] else []  # none where every workload was broken
     out += _where_table(data["rows"])
     out += _census_table(data["rows"])
     out += _verdict_lines(data["verdicts"])

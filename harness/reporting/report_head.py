@@ -5,6 +5,7 @@ interval, and what to do next. The tables, the phases and every check's own line
 from __future__ import annotations
 
 SHOWN = 3  # cases named in the head; the rest are counted
+BAD_WORKLOAD = "bad-workload"  # the verdict kind of a workload the session could not run (harness.broken)
 
 
 def change_text(row: dict) -> str:
@@ -96,8 +97,10 @@ def next_step(data: dict) -> str:
             "`python -m harness confirm report.json --python-a PY` (PY: the reference environment's python); "
             "the 'where' lines below say which phase moved"
         )
-    if any(v["outcome"] == "fail" for v in vs):
+    if any(v["outcome"] == "fail" and v["kind"] != BAD_WORKLOAD for v in vs):
         return "next: a run failed: its status and log are in the results dir (runs.jsonl, one log per run)"
+    if any(v["kind"] == BAD_WORKLOAD for v in vs):
+        return "next: fix each workload that was not run (its line below says what is wrong and what to do)"
     if any(v["outcome"] in ("regression", "changed") for v in vs):
         return "next: see each check's line below; a changed census names the counts that moved"
     if data.get("incomplete"):

@@ -43,13 +43,14 @@ def terminal_summary(tr, session) -> None:
         o.command,
         o.inject_slowdown,
         notes=tuple(session.notes),
+        broken=session.broken,
         recorded=tuple(str(path) for path, _old, _new in recorded) if o.update_baselines else None,
     )
     paths = write(data, o.results_dir)
     try:
         from harness.reporting import plots
 
-        paths += plots.write_all(data, o.results_dir)
+        paths += plots.write_all(data, o.results_dir) if data["rows"] else []  # none: every workload was broken
     except ImportError as exc:  # matplotlib is an optional extra
         tr.write_line(f"plots skipped: {exc}")
     tr.section("perf summary")

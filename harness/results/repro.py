@@ -67,6 +67,8 @@ def repro(kind: str, case: str, gpu: str, python_a: str | None = None, python_b:
     it has no command for."""
     if not isinstance(gpu, str) or not NAME.fullmatch(gpu) or not isinstance(case, str):
         return None
+    if kind == "bad-workload":  # the one line that says why it cannot run, before any training
+        return f"pytest perftests --gpu={gpu} --workload {case} --collect-only" if NAME.fullmatch(case) else None
     if kind in WORKLOAD:
         return _pytest(gpu, [(case, None)], census=False) if NAME.fullmatch(case) else None
     if kind == "interleaved":

@@ -41,7 +41,8 @@ from harness.sidebyside.finish import EXIT_WORKER_DIED, finish, reanalyse, recov
 from harness.sidebyside.launchers import NO_HOOKS, Hooks, WorkerFactory, launcher_for
 from harness.sidebyside.loop import PROGRESS, Comparison
 from harness.sidebyside.plan import ComparisonPlan
-from harness.spec import Workload, load_workload
+from harness.spec import Workload
+from harness.spec_folder import load_workload
 
 
 def children_cpu() -> float:

@@ -20,7 +20,7 @@ from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.suite_report import SuiteReport
-from harness.spec import load_workload
+from harness.spec_folder import load_workload
 
 
 def run_rounds(

@@ -22,7 +22,7 @@ from harness.judging.simulate import min_detectable_slowdown
 from harness.judging.stats import RuntimeCheck
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
-from harness.spec import load_workload
+from harness.spec_folder import load_workload
 
 
 def pooled_log_cv(a: list[float], b: list[float]) -> float:

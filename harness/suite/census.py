@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean, stdev
 
+from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED
 from harness.files import ensure_dir, new_id
 from harness.judging import census_diff
@@ -20,7 +21,7 @@ from harness.judging.judge import CENSUS_TOLERANCES
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.runs import Runs
-from harness.spec import load_workload
+from harness.spec_folder import load_workload
 
 
 def summary_line(c: dict) -> str:
@@ -91,6 +92,8 @@ def census(
     """Make ``repeats`` census runs of each decomposition and return them; its exit code is 3 when a run failed."""
     from harness.measuring.interpreters import interpreter
 
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:  # else it would end with no run
+        raise BadInput(f"--repeats must be at least 1 (census runs per decomposition), got {repeats!r}")
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
     session = new_id("census")

@@ -2,10 +2,10 @@
 
 A session names its workloads (``--workload``) or takes those that run on its GPU. Each chosen workload is checked
 here, before any run: its file loads, the device can run it, its inputs on disk parse
-(:func:`harness.inputs.check_inputs`) and its stored baseline, where there is one, is of its hash. A workload the user
-named that fails a check stops the session with its one line (:class:`SpecError`); without names, a broken workload is
-kept aside with its line, so that the others still run and the broken one is reported on its own (the pytest plugin
-makes it one failed item).
+(:func:`harness.inputs.check_inputs`) and its stored baseline, where there is one, is of its hash. A workload that fails
+a check, named or not, is kept aside with its one line, so that the others still run and the broken one is reported on
+its own (the pytest plugin makes it one failed item and one failed verdict of the report). Only a name that no workload
+file declares is refused (:class:`SpecError`): a typo of the command line, not a broken workload.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import BadInput
-from harness.spec import SpecError, Workload, load_each
+from harness.spec import SpecError, Workload
+from harness.spec_folder import load_each
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Request:
 class Selection:
     chosen: dict[str, Workload]
     broken: dict[Path, str] = field(default_factory=dict)  # workload file -> its one line, for the workloads not run
+    names: dict[Path, str] = field(default_factory=dict)  # broken workload file -> the workload name it declares
 
 
 def inputs_problem(w: Workload, path: Path) -> str | None:
@@ -76,23 +78,24 @@ def problem(w: Workload, path: Path, r: Request) -> str | None:
 
 
 def select(r: Request) -> Selection:
-    """The workloads of request ``r``; raises SpecError for a named workload that is unknown or broken."""
+    """The workloads of request ``r``, those that cannot run set aside with their lines; raises SpecError for a name
+    that no workload file declares."""
     loaded = load_each(r.workloads_dir)
     if r.names:
-        chosen = loaded.pick(
-            r.names, lambda unknown: f"--workload {', '.join(unknown)}: no such workload in {r.workloads_dir}"
-        )
-        broken = {}
+        if unknown := loaded.unknown(r.names):
+            raise SpecError(
+                loaded.unknown_line(unknown, f"--workload {', '.join(unknown)}: no such workload in {r.workloads_dir}")
+            )
+        chosen = {n: loaded.workloads[n] for n in r.names if n in loaded.workloads}
+        named = {loaded.broken_file(n): n for n in r.names if n not in loaded.workloads}
+        broken = {path: loaded.broken[path] for path in named}
     else:
         chosen = {n: w for n, w in loaded.workloads.items() if w.runs_on(r.gpu)}
-        broken = dict(loaded.broken)
+        broken, named = dict(loaded.broken), {p: loaded.declared.get(p, p.stem) for p in loaded.broken}
     chosen = {n: w.with_overrides(max_steps=r.steps) for n, w in chosen.items()}
     for name in list(chosen):
         path = loaded.files[name]
-        if (line := problem(chosen[name], path, r)) is None:
-            continue
-        if r.names:
-            raise SpecError(line)
-        broken[path] = line
-        del chosen[name]
-    return Selection(chosen, broken)
+        if (line := problem(chosen[name], path, r)) is not None:
+            broken[path], named[path] = line, name
+            del chosen[name]
+    return Selection(chosen, broken, named)

@@ -104,6 +104,7 @@ class PerfSession:
         default_factory=list
     )  # lines of runs.jsonl that --resume skipped (torn, malformed): said in the report
     recorded: list = field(default_factory=list)  # (path, old, new) of baselines written with --update-baselines
+    broken: dict[str, str] = field(default_factory=dict)  # workloads not run, by name: the one line of each
     clock: Callable[[], float] = time.monotonic  # for --budget-minutes; tests pass a fake one
     _t0: float = field(default=0.0, repr=False)
     _judged: tuple | None = field(default=None, repr=False)

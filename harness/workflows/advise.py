@@ -47,7 +47,8 @@ from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.advice import Advice
 from harness.sidebyside.config import ComparisonConfig
-from harness.spec import Workload, load_workload
+from harness.spec import Workload
+from harness.spec_folder import load_workload
 from harness.workflows.advise_probe import probe
 from harness.workflows.advise_report import GIB, plot, report_lines
 

@@ -156,7 +156,7 @@ class ResidentWorker:
         write_json_atomic(
             self.req_path,
             {
-                "workload": self.workload.to_dict(),
+                "workload": self.workload.for_worker(),
                 "decomposition": self.decomposition.id,
                 "phases": self.phases,
                 "inject_slowdown": self.inject_slowdown,
