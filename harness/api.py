@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.bisect.config import BisectConfig
-from harness.files import ensure_dir, new_id
+from harness.files import ensure_dir, new_id, results_lock
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
@@ -76,9 +76,10 @@ def run_case(
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(decomposition)] if decomposition else list(w.decompositions)
     side = FreshSide("", ensure_dir(results_dir), new_id())
-    ran = run_slots(
-        schedule([side], [(w, d) for d in decs], repeats), timeout_s=RUN_TIMEOUT_S, gpu=here(gpu), progress=out
-    )
+    with results_lock(side.results_dir):  # refused at once beside a session or another call writing there
+        ran = run_slots(
+            schedule([side], [(w, d) for d in decs], repeats), timeout_s=RUN_TIMEOUT_S, gpu=here(gpu), progress=out
+        )
     failed = any(r.get("status") != "ok" for r in ran.records)
     return Runs(side.session_id, w.name, tuple(ran.records), 3 if failed else 0)
 
@@ -143,8 +144,9 @@ def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> Bisec
     from harness.bisect.search import bisect as search
 
     config = replace(config, gpu=here(config.gpu))
-    result = search(config, out=out)
-    report.write(result, config.results_dir)
+    with results_lock(ensure_dir(config.results_dir)):  # refused at once beside another run writing there
+        result = search(config, out=out)
+        report.write(result, config.results_dir)
     return result
 
 

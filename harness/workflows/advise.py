@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from harness import exits
 from harness.errors import BadInput
-from harness.files import ensure_dir, new_id, refuse_link, write_atomic, write_json_atomic
+from harness.files import ensure_dir, new_id, refuse_link, results_lock, write_atomic, write_json_atomic
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.advice import Advice
@@ -155,59 +155,60 @@ def advise(
     check_options(budget_minutes, screen)
     w = load_workload(workloads_dir, workload).with_splits(effective)
     splits = [d.id for d in w.decompositions]
-    root = fresh_results(results_dir)
-    out(
-        f"advise {w.name} on {gpu}: effective batch {w.effective_batch}, splits {', '.join(splits)} "
-        f"(largest micro-batch first); budget {budget_minutes:g} min; results in {root}"
-    )
-    probes, drift = probe(
-        w,
-        w.decompositions,
-        root,
-        gpu=gpu,
-        probe_steps=probe_steps,
-        run_timeout=run_timeout,
-        memory_limit_micro=memory_limit_micro,
-        census=census,
-        out=out,
-    )
-    fits = [s for s in splits if probes[s]["status"] == "ok"]
-    fastest = min(fits, key=lambda s: probes[s]["step_ms"]) if fits else None
-    # the screen widens by the drift seen over the probe series; the nearest split is always compared
-    wide = screen * (max(drift["ratio"], 1 / drift["ratio"]) if drift else 1.0)
-    config = partial(
-        ComparisonConfig,
-        workload=w.name,
-        gpu=gpu,
-        alpha=alpha,
-        threshold=threshold,
-        cpus=tuple(cpus or ()),
-        warmup_steps=max(w.measure.warmup_steps, 1),
-        run_timeout=run_timeout,
-    )
-    budget = Budget(t0, budget_minutes, block_seconds, pairs, launches)
-    compared, failed = compare_splits(w, fits, fastest, probes, wide, root, config, budget, out)
-    report = {
-        "workload": w.name,
-        "gpu": gpu,
-        "effective_batch": w.effective_batch,
-        "splits": splits,
-        "probes": probes,
-        "fastest_probe": fastest,
-        "compared": compared,
-        "answer": recommend(splits, probes, compared, fastest),
-        "threshold": threshold,
-        "alpha": alpha,
-        "budget_minutes": budget_minutes,
-        "screen": screen,
-        "screen_used": wide if fits else None,
-        "drift": drift,
-        "probe_steps": probe_steps,
-        "failed": failed,
-        "session_id": new_id("advise"),
-        "wall_s": time.time() - t0,
-    }
-    return written(report, w, root, out)
+    with results_lock(ensure_dir(results_dir)):  # refused at once beside another run writing there
+        root = fresh_results(results_dir)
+        out(
+            f"advise {w.name} on {gpu}: effective batch {w.effective_batch}, splits {', '.join(splits)} "
+            f"(largest micro-batch first); budget {budget_minutes:g} min; results in {root}"
+        )
+        probes, drift = probe(
+            w,
+            w.decompositions,
+            root,
+            gpu=gpu,
+            probe_steps=probe_steps,
+            run_timeout=run_timeout,
+            memory_limit_micro=memory_limit_micro,
+            census=census,
+            out=out,
+        )
+        fits = [s for s in splits if probes[s]["status"] == "ok"]
+        fastest = min(fits, key=lambda s: probes[s]["step_ms"]) if fits else None
+        # the screen widens by the drift seen over the probe series; the nearest split is always compared
+        wide = screen * (max(drift["ratio"], 1 / drift["ratio"]) if drift else 1.0)
+        config = partial(
+            ComparisonConfig,
+            workload=w.name,
+            gpu=gpu,
+            alpha=alpha,
+            threshold=threshold,
+            cpus=tuple(cpus or ()),
+            warmup_steps=max(w.measure.warmup_steps, 1),
+            run_timeout=run_timeout,
+        )
+        budget = Budget(t0, budget_minutes, block_seconds, pairs, launches)
+        compared, failed = compare_splits(w, fits, fastest, probes, wide, root, config, budget, out)
+        report = {
+            "workload": w.name,
+            "gpu": gpu,
+            "effective_batch": w.effective_batch,
+            "splits": splits,
+            "probes": probes,
+            "fastest_probe": fastest,
+            "compared": compared,
+            "answer": recommend(splits, probes, compared, fastest),
+            "threshold": threshold,
+            "alpha": alpha,
+            "budget_minutes": budget_minutes,
+            "screen": screen,
+            "screen_used": wide if fits else None,
+            "drift": drift,
+            "probe_steps": probe_steps,
+            "failed": failed,
+            "session_id": new_id("advise"),
+            "wall_s": time.time() - t0,
+        }
+        return written(report, w, root, out)
 
 
 def check_options(budget_minutes: float, screen: float) -> None:
