@@ -35,6 +35,10 @@ from harness.spec_sections import (
     _check,
 )
 from harness.spec_tables import build_section
+from harness.values import depth
+
+MAX_NAME = 64  # characters of a workload's name: it names files (baselines, reports) and every case of the workload
+MAX_DEPTH = 16  # levels of tables and lists in a workload file; its deepest key (a model config's table) needs 4
 
 __all__ = [
     "DATA_SOURCES",
@@ -102,6 +106,10 @@ class Workload:
 
     def __post_init__(self):
         check_fields(self, "")
+        _check(
+            len(self.name) <= MAX_NAME,
+            f"name is {len(self.name):,} characters long; give a name of at most {MAX_NAME}",
+        )
         for d in self.devices:
             _check(
                 re.fullmatch(r"[a-z0-9][a-z0-9\-]*", d) is not None,
@@ -138,7 +146,11 @@ class Workload:
     def from_dict(cls, data: dict[str, Any], where: str | None = None) -> Workload:
         """A workload from its TOML tables; ``where`` (the file) heads every error line."""
         _check(isinstance(data, dict), f"{where or 'workload'}: expected a table of workload keys")
-        where = where or f"workload {data.get('name', '?')}"
+        where = where or f"workload {str(data.get('name', '?'))[:MAX_NAME]}"
+        if (levels := depth(data)) > MAX_DEPTH:  # before any walk of it that recurses
+            raise SpecError(
+                f"{where}: tables and lists nest {levels} levels deep; a workload nests at most {MAX_DEPTH}"
+            )
         if (why := out_of_range(data)) is not None:  # nan, inf and a 100-bit step count all parse as TOML
             raise SpecError(f"{where}: {why}; give a finite value in range")
         data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
@@ -190,6 +202,10 @@ class Workload:
             raise SpecError(f"workload file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
+        except RecursionError:  # the TOML reader recurses per level of nesting
+            raise SpecError(
+                f"{path}: tables and lists nest too deep to read; a workload nests at most {MAX_DEPTH} levels"
+            ) from None
         return cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
 
     def with_data_digest(self, where: str) -> Workload:
@@ -349,23 +365,31 @@ class Loaded:
 
 
 def load_each(directory: str | Path) -> Loaded:
-    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its
-    error line in ``broken`` and the others load."""
-    found: dict[str, Workload] = {}
-    files: dict[str, Path] = {}
+    """Every ``*.toml`` in ``directory``, each on its own: a bad file is kept as its error line in ``broken`` and the
+    others load. Files that declare one name are all broken, each line naming every one of them: which of them a
+    ``--workload`` means is not for the order of file names to settle."""
+    loaded: dict[str, list[tuple[Path, Workload]]] = {}
     broken: dict[Path, str] = {}
     for path in sorted(Path(directory).glob("*.toml")):
         try:
             w = Workload.load(path)
-            _check(
-                w.name not in found,
-                f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one",
-            )
         except SpecError as exc:
             broken[path] = str(exc)
             continue
-        found[w.name], files[w.name] = w, path
-    return Loaded(found, files, broken)
+        loaded.setdefault(w.name, []).append((path, w))
+    found: dict[str, Workload] = {}
+    files: dict[str, Path] = {}
+    for name, each in loaded.items():
+        if len(each) == 1:
+            ((files[name], found[name]),) = each
+            continue
+        paths = [str(p) for p, _ in each]
+        for path, _ in each:
+            broken[path] = (
+                f"{path}: workload name {name!r} is declared by {len(paths)} files ({', '.join(paths)}); "
+                "rename all but one, each file a name of its own"
+            )
+    return Loaded(found, files, dict(sorted(broken.items())))
 
 
 def load_workloads(directory: str | Path) -> dict[str, Workload]:

@@ -1,10 +1,25 @@
 """One walk over nested tables and lists, for the readers that refuse a value anywhere in untrusted input (a workload
-file, a store record): :func:`first_bad`. Nothing here imports torch."""
+file, a store record): :func:`first_bad`, and how deep they nest: :func:`depth`. Nothing here imports torch."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+
+def depth(value: Any) -> int:
+    """How deep tables and lists nest in ``value`` (a scalar is 0, ``[[1]]`` is 2), walked without recursion so that
+    any depth is measured."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        v, d = todo.pop()
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else None
+        if items is None:
+            deepest = max(deepest, d)
+            continue
+        deepest = max(deepest, d + 1)
+        todo.extend((x, d + 1) for x in items)
+    return deepest
 
 
 def first_bad(value: Any, bad: Callable[[Any, str], str | None], key: str = "") -> str | None:
