@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import options as opt
-from harness.exits import BAD_INPUT
+from harness.exits import BAD_INPUT, os_error_text
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.options_comparison import comparison_config
 from harness.options_session import SESSION
@@ -28,6 +28,7 @@ _SESSION = pytest.StashKey[PerfSession]()
 _OPTIONS = pytest.StashKey[Options]()
 _BROKEN = pytest.StashKey[dict]()  # workload file -> its one line: not run, one failed item each (harness.broken)
 _COMPARISON = pytest.StashKey[object]()  # the interleaved comparison's ComparisonConfig, its case left blank
+_WRITE_FAILED = pytest.StashKey[str]()  # the line of an OSError writing the results dir: the session stopped on it
 
 
 def pytest_addoption(parser):
@@ -256,6 +257,20 @@ def perf_session(request) -> PerfSession:
         return s.run()
     except ValueError as exc:  # an unwritable results dir, a --resume of other settings
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    except OSError as exc:  # a full disk, a read-only results dir: one line, no report written on the same disk
+        config.stash[_WRITE_FAILED] = line = f"error: the session stopped: {os_error_text(exc)}; {_kept(s)}"
+        pytest.exit(line, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _kept(s: PerfSession) -> str:
+    """What a session stopped by an I/O error kept, and what to do: never a claim of runs that were not written."""
+    runs = s.options.results_dir / "runs.jsonl"
+    if not s.records:
+        return "no run was kept; make room (or pass another --results-dir) and run the session again"
+    return (
+        f"{len(s.records)} run(s) of this session are kept in {runs}: make room, then python -m harness report "
+        f"{s.options.results_dir}, or run the session again with --resume to finish it"
+    )
 
 
 def _refuse_before_training(config, s: PerfSession) -> None:
@@ -281,6 +296,13 @@ def _refuse_before_training(config, s: PerfSession) -> None:
         pytest.exit(str(exc), returncode=BAD_INPUT)
     except ValueError as exc:  # an unwritable results dir
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    except OSError as exc:  # a disk full from the start: its lock file is the first file written
+        lock.close()
+        pytest.exit(
+            f"error: the session did not start: {os_error_text(exc)}; no run was made; make room (or pass another "
+            "--results-dir) and run it again",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
     config.add_cleanup(lock.close)  # after the terminal summary has written the report
 
 
@@ -340,6 +362,10 @@ def pytest_runtestloop(session):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = config.stash.get(_SESSION, None)
+    if _WRITE_FAILED in config.stash:  # the session stopped on a write that failed; its line said what was kept
+        terminalreporter.section("perf summary")
+        terminalreporter.write_line(config.stash[_WRITE_FAILED])
+        return
     if s is None or not s.executed:
         if config.stash.get(_BROKEN, None):
             terminalreporter.section("perf summary")
@@ -351,11 +377,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     try:
         terminal_summary(terminalreporter, s)
     except OSError as exc:  # a full disk, a read-only results dir: one line, and the session fails; the runs are kept
-        terminalreporter.write_line(
-            f"error: the report was not written: {exc.filename or s.options.results_dir}: {exc.strerror or exc}; "
-            f"the runs are kept in {s.options.results_dir / 'runs.jsonl'}: make room, then python -m harness report "
-            f"{s.options.results_dir}"
-        )
+        if not exc.filename:
+            exc.filename = str(s.options.results_dir)
+        terminalreporter.write_line(f"error: the report was not written: {os_error_text(exc)}; {_kept(s)}")
         session = getattr(terminalreporter, "_session", None)  # pytest returns its exitstatus after this hook
         if session is not None and session.exitstatus == 0:
             session.exitstatus = 1
