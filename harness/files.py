@@ -67,6 +67,13 @@ def refuse_link(path: str | Path) -> None:
         )
 
 
+def refuse_links(*paths: str | Path) -> None:
+    """:func:`refuse_link` of every file a writer is about to write, before it writes the first: one linked out of the
+    results dir leaves the others as they were, not half of a report rewritten."""
+    for path in paths:
+        refuse_link(path)
+
+
 def make_dir(path: str | Path) -> Path:
     """Create the folder ``path`` inside a results dir (``work/``), refusing a symbolic link out of it
     (:func:`refuse_link`)."""

@@ -279,8 +279,10 @@ def _refuse_before_training(config, s: PerfSession) -> None:
     out of the results dir; each with one line and exit 2 (bad input)."""
     from contextlib import ExitStack
 
-    from harness.files import InUse, OutsideResults, ensure_dir, refuse_link, results_lock
+    from harness.files import InUse, OutsideResults, ensure_dir, refuse_links, results_lock
     from harness.judging.baseline import BadBaseline
+    from harness.reporting.report import FILES, PLOTS
+    from harness.reporting.session_summary import BASELINE_TABLE
 
     o = s.options
     bad = [] if o.update_baselines else [b for b in s.baselines.values() if isinstance(b, BadBaseline)]
@@ -289,8 +291,8 @@ def _refuse_before_training(config, s: PerfSession) -> None:
     lock = ExitStack()
     try:
         lock.enter_context(results_lock(ensure_dir(o.results_dir)))
-        for name in ("report.json", "report.md", "runs.jsonl"):  # refused now, not after the training
-            refuse_link(o.results_dir / name)
+        # every file the session writes, refused now, not after the training
+        refuse_links(*(o.results_dir / name for name in (*FILES, *PLOTS, BASELINE_TABLE, "runs.jsonl")))
     except (InUse, OutsideResults) as exc:
         lock.close()
         pytest.exit(str(exc), returncode=BAD_INPUT)

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
 from harness.exits import REGRESSION as EXIT_REGRESSION
-from harness.files import read_records, report_session, results_lock, write_atomic, write_json_atomic
+from harness.files import read_records, refuse_links, report_session, results_lock, write_atomic, write_json_atomic
 from harness.judging import paired as pd
 from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
 from harness.judging.budget_plan import plan_for
@@ -99,6 +99,7 @@ def finish(
     result = ComparisonResult(
         EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report
     )
+    refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", result.to_json())
     write_atomic(root / "report.md", markdown(report, text))
     return result

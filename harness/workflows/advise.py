@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 from harness import exits
 from harness.errors import BadInput
-from harness.files import ensure_dir, new_id, refuse_link, results_lock, write_atomic, write_json_atomic
+from harness.files import ensure_dir, new_id, refuse_link, refuse_links, results_lock, write_atomic, write_json_atomic
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.advice import Advice
@@ -219,10 +219,13 @@ def check_options(budget_minutes: float, screen: float) -> None:
         raise BadInput(f"--screen must be above 1 (a ratio of estimated step times), got {screen}")
 
 
+OUTPUTS = ("report.json", "report.md", "advice.png")  # what the advice writes into its results dir
+
+
 def fresh_results(results_dir: str | Path) -> Path:
     """The results dir, made, with an earlier advice's report removed from it."""
     root = ensure_dir(results_dir)
-    for name in ("report.json", "report.md", "probe"):
+    for name in (*OUTPUTS, "probe"):
         refuse_link(root / name)
     for name in ("report.json", "report.md"):  # an earlier advice's: never read as this one's, whatever stops this
         (root / name).unlink(missing_ok=True)
@@ -322,6 +325,7 @@ def written(report: dict, w: Workload, root: Path, out: Callable[[str], None]) -
         out(ln)
     ok = report["answer"]["recommended"] and not report["failed"]
     advice = Advice(report, exits.OK if ok else exits.MEASUREMENT_FAILED)
+    refuse_links(*(root / name for name in OUTPUTS))  # each checked before the first is written
     write_json_atomic(root / "report.json", advice.to_json())
     write_atomic(
         root / "report.md",
@@ -332,7 +336,7 @@ def written(report: dict, w: Workload, root: Path, out: Callable[[str], None]) -
         + "\n```\n",
     )
     try:
-        plot(report, root / "advice.png")
+        plot(report, root / OUTPUTS[2])
     except Exception as exc:  # a plot never costs the measurements
         out(f"(no plot: {exc})")
     return advice
