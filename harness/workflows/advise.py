@@ -212,11 +212,15 @@ def advise(
 
 
 def check_options(budget_minutes: float, screen: float) -> None:
-    """BadInput, one line, for a budget or a screen that cannot plan any advice."""
-    if budget_minutes <= 0:
-        raise BadInput(f"--budget-minutes must be positive, got {budget_minutes}")
-    if screen <= 1:
-        raise BadInput(f"--screen must be above 1 (a ratio of estimated step times), got {screen}")
+    """BadInput, one line, for a budget or a screen that cannot plan any advice, NaN and infinity included (no range
+    check holds for NaN)."""
+    for name, value, low, what in (
+        ("--budget-minutes", budget_minutes, 0, "a positive number"),
+        ("--screen", screen, 1, "a number above 1 (a ratio of estimated step times)"),
+    ):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and value > low):
+            raise BadInput(f"{name} must be {what}, got {value!r}")
 
 
 OUTPUTS = ("report.json", "report.md", "advice.png")  # what the advice writes into its results dir
