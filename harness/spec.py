@@ -106,10 +106,7 @@ class Workload:
 
     def __post_init__(self):
         check_fields(self, "")
-        _check(
-            len(self.name) <= MAX_NAME,
-            f"name is {len(self.name):,} characters long; give a name of at most {MAX_NAME}",
-        )
+        _check(len(self.name) <= MAX_NAME, f"name has {len(self.name):,} characters; give at most {MAX_NAME}")
         for d in self.devices:
             _check(
                 re.fullmatch(r"[a-z0-9][a-z0-9\-]*", d) is not None,
@@ -148,9 +145,7 @@ class Workload:
         _check(isinstance(data, dict), f"{where or 'workload'}: expected a table of workload keys")
         where = where or f"workload {str(data.get('name', '?'))[:MAX_NAME]}"
         if (levels := depth(data)) > MAX_DEPTH:  # before any walk of it that recurses
-            raise SpecError(
-                f"{where}: tables and lists nest {levels} levels deep; a workload nests at most {MAX_DEPTH}"
-            )
+            raise SpecError(f"{where}: nested {levels} levels deep; a workload nests at most {MAX_DEPTH}")
         if (why := out_of_range(data)) is not None:  # nan, inf and a 100-bit step count all parse as TOML
             raise SpecError(f"{where}: {why}; give a finite value in range")
         data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
@@ -203,9 +198,7 @@ class Workload:
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
         except RecursionError:  # the TOML reader recurses per level of nesting
-            raise SpecError(
-                f"{path}: tables and lists nest too deep to read; a workload nests at most {MAX_DEPTH} levels"
-            ) from None
+            raise SpecError(f"{path}: nested too deep to read; a workload nests at most {MAX_DEPTH} levels") from None
         return cls.from_dict(raw, where=str(path)).with_data_digest(str(path))
 
     def with_data_digest(self, where: str) -> Workload:

@@ -89,11 +89,11 @@ def test_two_files_of_one_name_are_both_refused_naming_both(tmp_path):
 @pytest.mark.parametrize(
     "text, says",
     [
-        (edited('name = "tiny-qwen3"', f'name = "{"a" * 5000}"'), "name is 5,000 characters long; give a name of at"),
-        (edited("[model]", f"x = {'[' * 50000}{']' * 50000}\n[model]"), "nest too deep to read"),
+        (edited('name = "tiny-qwen3"', f'name = "{"a" * 5000}"'), "name has 5,000 characters; give at most 64"),
+        (edited("[model]", f"x = {'[' * 50000}{']' * 50000}\n[model]"), "nested too deep to read"),
         (
             edited("[model]", f"x = {'[' * 20}{']' * 20}\n[model]"),
-            f"nest 21 levels deep; a workload nests at most {MAX_DEPTH}",
+            f"nested 21 levels deep; a workload nests at most {MAX_DEPTH}",
         ),
     ],
     ids=["long-name", "deep-beyond-the-reader", "deep"],

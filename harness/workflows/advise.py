@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
@@ -155,8 +156,7 @@ def advise(
     check_options(budget_minutes, screen)
     w = load_workload(workloads_dir, workload).with_splits(effective)
     splits = [d.id for d in w.decompositions]
-    with results_lock(ensure_dir(results_dir)):  # refused at once beside another run writing there
-        root = fresh_results(results_dir)
+    with fresh_results(results_dir) as root:
         out(
             f"advise {w.name} on {gpu}: effective batch {w.effective_batch}, splits {', '.join(splits)} "
             f"(largest micro-batch first); budget {budget_minutes:g} min; results in {root}"
@@ -226,14 +226,17 @@ def check_options(budget_minutes: float, screen: float) -> None:
 OUTPUTS = ("report.json", "report.md", "advice.png")  # what the advice writes into its results dir
 
 
-def fresh_results(results_dir: str | Path) -> Path:
-    """The results dir, made, with an earlier advice's report removed from it."""
+@contextmanager
+def fresh_results(results_dir: str | Path) -> Iterator[Path]:
+    """The results dir, made and held (:func:`~harness.files.results_lock`: refused at once beside another run writing
+    there), with an earlier advice's report removed from it."""
     root = ensure_dir(results_dir)
-    for name in (*OUTPUTS, "probe"):
-        refuse_link(root / name)
-    for name in ("report.json", "report.md"):  # an earlier advice's: never read as this one's, whatever stops this
-        (root / name).unlink(missing_ok=True)
-    return root
+    with results_lock(root):
+        for name in (*OUTPUTS, "probe"):
+            refuse_link(root / name)
+        for name in ("report.json", "report.md"):  # an earlier advice's: never read as this one's, whatever stops this
+            (root / name).unlink(missing_ok=True)
+        yield root
 
 
 class Budget(NamedTuple):
