@@ -364,10 +364,8 @@ def pytest_runtestloop(session):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = config.stash.get(_SESSION, None)
-    if _WRITE_FAILED in config.stash:  # the session stopped on a write that failed; its line said what was kept
-        terminalreporter.section("perf summary")
-        terminalreporter.write_line(config.stash[_WRITE_FAILED])
-        return
+    if _WRITE_FAILED in config.stash:  # the session stopped on a write that failed, its one line said what was kept;
+        return  # no report is written on that disk
     if s is None or not s.executed:
         if config.stash.get(_BROKEN, None):
             terminalreporter.section("perf summary")

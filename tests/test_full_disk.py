@@ -53,7 +53,8 @@ def test_a_disk_that_fills_at_the_first_run_says_no_run_was_kept(perf_project, f
     text = res.stdout.str()
     assert res.ret == 4 and len(calls) == 1 and "Traceback" not in text and "INTERNALERROR" not in text, text
     assert "error: the session stopped: out/runs.jsonl: No space left on device; no run was kept" in text, text
-    assert "are kept in" not in text and not (perf_project.path / "out" / "report.json").exists()
+    assert text.count("error: the session stopped") == 1 and "are kept in" not in text
+    assert not (perf_project.path / "out" / "report.json").exists()
     assert read_jsonl(perf_project.path / "out" / "runs.jsonl") == []
 
 
