@@ -18,13 +18,19 @@ object, never the files.
 
 from __future__ import annotations
 
+import collections.abc
+import functools
+import inspect
+import types
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 from harness.bisect.config import BisectConfig
-from harness.errors import BadInput
-from harness.files import ensure_dir, new_id
+from harness.errors import BadInput, UsageError
+from harness.files import ensure_dir, new_id, results_lock
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
@@ -73,11 +79,70 @@ def _folders(config) -> dict[str, str]:
     return out
 
 
+def _matches(value: Any, tp: Any) -> bool:
+    """Whether ``value`` is of the annotated type ``tp``: a sequence is a list or a tuple (never a string), an int is
+    no bool, a float may be an int, a Callable anything callable."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, t) for t in args)
+    if tp is type(None):
+        return value is None
+    if origin is collections.abc.Callable:
+        return callable(value)
+    if origin in (collections.abc.Sequence, list, tuple):
+        return isinstance(value, (list, tuple)) and all(_matches(v, args[0] if args else Any) for v in value)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, origin or tp)
+
+
+def _noun(tp: Any) -> str:
+    """The annotated type ``tp`` in words: ``a string or a path``, ``a list of strings``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_noun(t) for t in args)
+    if origin in (collections.abc.Sequence, list, tuple):
+        return "a list of " + " or ".join(_noun(t).split(" ", 1)[-1] + "s" for t in _options(args[0] if args else Any))
+    if origin is collections.abc.Callable:
+        return "a function"
+    nouns = {str: "a string", int: "an integer", float: "a number", Path: "a path", type(None): "None", Any: "a value"}
+    return nouns.get(tp, f"a {getattr(tp, '__name__', tp)}")
+
+
+def _options(tp: Any) -> tuple:
+    return typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+
+
+def _checked(fn):
+    """``fn`` refusing an argument of the wrong type before it does anything: one line (UsageError) naming the call, the
+    argument, what it must be (its annotation) and what it got; never a TypeError or AttributeError from deep inside."""
+    hints, sig = typing.get_type_hints(fn), inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise UsageError(f"api.{fn.__name__}: {exc}") from None
+        for name, value in bound.arguments.items():
+            if name in hints and not _matches(value, hints[name]):
+                got = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:57]}..."
+                raise UsageError(f"api.{fn.__name__}: {name} must be {_noun(hints[name])}, got {got}")
+        return fn(*args, **kwargs)
+
+    return call
+
+
 def here(gpu: str = "auto") -> str:
     """The GPU name runs are recorded under: the detected device for ``auto``; another name must be this machine's."""
     return resolve_gpu(gpu, detect_gpu())
 
 
+@_checked
 def run_case(
     workload: str,
     decomposition: str | None = None,
@@ -95,13 +160,15 @@ def run_case(
     w = load_workload(in_project(workloads_dir, "workloads"), workload, steps)
     decs = [w.decomposition(decomposition)] if decomposition else list(w.decompositions)
     side = FreshSide("", ensure_dir(in_project(results_dir, "perf-results/api")), new_id())
-    ran = run_slots(
-        schedule([side], [(w, d) for d in decs], repeats), timeout_s=RUN_TIMEOUT_S, gpu=here(gpu), progress=out
-    )
+    with results_lock(side.results_dir):  # refused at once beside a session or another call writing there
+        ran = run_slots(
+            schedule([side], [(w, d) for d in decs], repeats), timeout_s=RUN_TIMEOUT_S, gpu=here(gpu), progress=out
+        )
     failed = any(r.get("status") != "ok" for r in ran.records)
     return Runs(side.session_id, w.name, tuple(ran.records), 3 if failed else 0)
 
 
+@_checked
 def census(
     workload: str,
     decompositions: Sequence[str] | None = None,
@@ -130,6 +197,7 @@ def census(
     )
 
 
+@_checked
 def side_by_side(config: ComparisonConfig, *, out: Callable[[str], None] = print) -> ComparisonResult:
     """A against B as ``config`` says (:class:`~harness.sidebyside.config.ComparisonConfig`), interleaved on this
     machine."""
@@ -138,6 +206,7 @@ def side_by_side(config: ComparisonConfig, *, out: Callable[[str], None] = print
     return interleave(replace(config, gpu=here(config.gpu or "auto"), **_folders(config)), out=out)
 
 
+@_checked
 def judge(
     results_dirs: Sequence[str | Path],
     *,
@@ -149,6 +218,8 @@ def judge(
     """The runs of ``results_dirs`` judged against the stored baselines of ``baselines_dir`` (or against the runs of the
     results dirs ``against``); the report is also written to ``out_dir`` (default: the first results dir)."""
     dirs = [str(d) for d in results_dirs]
+    if not dirs:
+        raise UsageError("api.judge: results_dirs is empty; pass the results dir(s) to judge")
     if against:
         return _compare.compare([str(d) for d in against], dirs, out_dir=out_dir or dirs[0], out=out)
     return _compare.write_report(
@@ -159,17 +230,20 @@ def judge(
     )
 
 
+@_checked
 def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> Bisection:
     """The bisection ``config`` asks for; its report is written to ``config.results_dir``."""
     from harness.bisect import report
     from harness.bisect.search import bisect as search
 
     config = replace(config, gpu=here(config.gpu), **_folders(config))
-    result = search(config, out=out)
-    report.write(result, config.results_dir)
+    with results_lock(ensure_dir(config.results_dir)):  # refused at once beside another run writing there
+        result = search(config, out=out)
+        report.write(result, config.results_dir)
     return result
 
 
+@_checked
 def advise(
     workload: str,
     *,
@@ -193,6 +267,7 @@ def advise(
     )
 
 
+@_checked
 def confirm(
     report: str | Path,
     config: ComparisonConfig | None = None,

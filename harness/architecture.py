@@ -58,6 +58,46 @@ class ArchitectureError(BadInput):
     """The architecture keys are wrong; ``str(err)`` is one line without the file name (the caller adds it)."""
 
 
+# Config keys that count or size something (heads, layers, widths, tokens): a model with none of one cannot be built
+# or trained (0 attention heads divides by zero in the attention's scale), so each must be a positive integer.
+SIZES = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "max_position_embeddings",
+    "n_embd",
+    "n_layer",
+    "n_head",
+    "n_positions",
+)
+
+
+def check_sizes(config: dict[str, Any], where: str = "model.config.") -> None:
+    """Refuse, in one line, a size key that is not a positive integer, or attention heads that do not divide: the
+    query heads into key/value groups, or (without ``head_dim``) the hidden size into heads. ``where`` comes before a
+    key's name."""
+    for k in SIZES:
+        v = config.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ArchitectureError(f"{where}{k} must be a positive integer, got {v!r}")
+    heads, groups = config.get("num_attention_heads"), config.get("num_key_value_heads")
+    if heads and groups and heads % groups:
+        raise ArchitectureError(
+            f"{where}num_attention_heads = {heads} is not a multiple of num_key_value_heads = {groups}: "
+            "each key/value head serves a whole group of query heads"
+        )
+    hidden = config.get("hidden_size")
+    if heads and hidden and config.get("head_dim") is None and hidden % heads:
+        raise ArchitectureError(
+            f"{where}hidden_size = {hidden} is not a multiple of num_attention_heads = {heads}, and no head_dim is "
+            "given: set head_dim, or make hidden_size a multiple"
+        )
+
+
 def _cache_dir() -> Path | None:
     """``$HARNESS_CACHE_DIR``, else a folder of this user's in the temporary directory (not under $HOME, which test
     runners move); None where that folder belongs to someone else."""
@@ -116,6 +156,7 @@ def normalise(model_type: str, config: dict[str, Any], strict: bool = True) -> d
                 pass
     if "error" in out:
         raise ArchitectureError(out["error"])
+    check_sizes(out["config"], "model.config." if strict else "the model's config.json: ")
     return out
 
 

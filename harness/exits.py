@@ -45,16 +45,21 @@ def write_traceback(exc: BaseException, command: str) -> str | None:
         return None
 
 
+def os_error_text(exc: OSError) -> str:
+    """An OSError in words: the file it names (when it names one) and the errno's text, as
+    ``out/runs.jsonl: No space left on device``."""
+    what = exc.strerror or (os.strerror(exc.errno) if isinstance(exc.errno, int) else "") or str(exc)
+    return f"{exc.filename}: {what or type(exc).__name__}" if exc.filename else what or type(exc).__name__
+
+
 def suite_error_line(exc: BaseException, command: str) -> str:
     """One line for an error of the suite itself: what failed, and where the traceback is (:func:`write_traceback`)."""
     log = write_traceback(exc, command)
     where = f"traceback in {log}" if log else "no log could be written"
     if isinstance(exc, OSError):
-        what = exc.strerror or str(exc)
-        path = f" {exc.filename}" if exc.filename else ""
         folder = os.path.dirname(exc.filename) if isinstance(exc.filename, str) and exc.filename else None
         return (
-            f"error: I/O error:{path}: {what}; check that {folder or 'the results dir'} is writable "
+            f"error: I/O error: {os_error_text(exc)}; check that {folder or 'the results dir'} is writable "
             f"and its disk has room ({where})"
         )
     message = str(exc).splitlines()[0][:300] if str(exc) else "(no message)"

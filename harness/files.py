@@ -68,6 +68,13 @@ def refuse_link(path: str | Path) -> None:
         )
 
 
+def refuse_links(*paths: str | Path) -> None:
+    """:func:`refuse_link` of every file a writer is about to write, before it writes the first: one linked out of the
+    results dir leaves the others as they were, not half of a report rewritten."""
+    for path in paths:
+        refuse_link(path)
+
+
 def make_dir(path: str | Path) -> Path:
     """Create the folder ``path`` inside a results dir (``work/``), refusing a symbolic link out of it
     (:func:`refuse_link`)."""
@@ -105,32 +112,34 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename, on failure it is removed.
 
     The temporary name keeps ``path``'s suffix, so writers that pick a format by suffix (matplotlib) still work.
+    An OSError of the temporary file (a full disk) names ``path``: the file the caller writes, not one it never saw.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     refuse_link(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
-    os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a report is as readable as any file its user writes
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+        os.close(fd)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a report is as readable as any file its user writes
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         raise
 
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (fsynced before the rename). An OSError (a full disk) names ``path``, not
-    the temporary file or nothing."""
-    try:
-        with atomic_path(path) as tmp:
-            with open(tmp, "w") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    the temporary file or nothing (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
 
 
 def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:
@@ -140,8 +149,16 @@ def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:
 def append_jsonl(path: str | Path, record: dict) -> None:
     """Append one line: a single write on an O_APPEND descriptor, then fsync. A short write (a full disk) is undone and
     raised as OSError naming the file, so that no torn line is left for the next record to be glued onto; after a torn
-    last line left by a killed writer, the record starts on a line of its own."""
+    last line left by a killed writer, the record starts on a line of its own. Any OSError names the file."""
     line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    try:
+        _append(path, line)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
+def _append(path: str | Path, line: bytes) -> None:
+    """:func:`append_jsonl` of one encoded line."""
     fd = _open_inside(path, os.O_RDWR | os.O_APPEND)
     try:
         start = os.fstat(fd).st_size
@@ -167,13 +184,17 @@ def results_lock(root: str | Path, fix: str = "give this one its own --results-d
     """Hold ``root/.lock`` while a command writes into ``root``; a second command on the same folder is refused at once,
     with one line naming the holder (its pid and command line, which the holder writes into the lock file) and
     ``fix``."""
-    fd = _open_inside(Path(root) / ".lock", os.O_RDWR)
+    path = Path(root) / ".lock"
+    fd = _open_inside(path, os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise InUse(f"{root} is in use by another run ({_holder(fd)}); wait for it, or {fix}") from None
-        _claim(fd)
+        try:
+            _claim(fd)
+        except OSError as exc:  # a full disk: the first file a command writes is this one
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         yield
     finally:
         os.close(fd)

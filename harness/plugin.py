@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import options as opt
-from harness.exits import BAD_INPUT
+from harness.exits import BAD_INPUT, os_error_text
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.options_comparison import comparison_config
 from harness.options_session import SESSION
@@ -29,6 +29,7 @@ _OPTIONS = pytest.StashKey[Options]()
 _BROKEN = pytest.StashKey[dict]()  # workload file -> its one line: not run, one failed item each (harness.broken)
 _BROKEN_NAMES = pytest.StashKey[dict]()  # broken workload file -> the workload name it declares (its verdict's case)
 _COMPARISON = pytest.StashKey[object]()  # the interleaved comparison's ComparisonConfig, its case left blank
+_WRITE_FAILED = pytest.StashKey[str]()  # the line of an OSError writing the results dir: the session stopped on it
 
 
 def pytest_addoption(parser):
@@ -278,6 +279,20 @@ def _start(config, cases: list[tuple[str, str]]) -> PerfSession:
         return s.run()
     except ValueError as exc:  # an unwritable results dir, a --resume of other settings
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    except OSError as exc:  # a full disk, a read-only results dir: one line, no report written on the same disk
+        config.stash[_WRITE_FAILED] = line = f"error: the session stopped: {os_error_text(exc)}; {_kept(s)}"
+        pytest.exit(line, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _kept(s: PerfSession) -> str:
+    """What a session stopped by an I/O error kept, and what to do: never a claim of runs that were not written."""
+    runs = s.options.results_dir / "runs.jsonl"
+    if not s.records:
+        return "no run was kept; make room (or pass another --results-dir) and run the session again"
+    return (
+        f"{len(s.records)} run(s) of this session are kept in {runs}: make room, then python -m harness report "
+        f"{s.options.results_dir}, or run the session again with --resume to finish it"
+    )
 
 
 def _refuse_before_training(config, s: PerfSession) -> None:
@@ -286,8 +301,10 @@ def _refuse_before_training(config, s: PerfSession) -> None:
     out of the results dir; each with one line and exit 2 (bad input)."""
     from contextlib import ExitStack
 
-    from harness.files import InUse, OutsideResults, ensure_dir, refuse_link, results_lock
+    from harness.files import InUse, OutsideResults, ensure_dir, refuse_links, results_lock
     from harness.judging.baseline import BadBaseline
+    from harness.reporting.report import FILES, PLOTS
+    from harness.reporting.session_summary import BASELINE_TABLE
 
     o = s.options
     bad = [] if o.update_baselines else [b for b in s.baselines.values() if isinstance(b, BadBaseline)]
@@ -296,13 +313,20 @@ def _refuse_before_training(config, s: PerfSession) -> None:
     lock = ExitStack()
     try:
         lock.enter_context(results_lock(ensure_dir(o.results_dir)))
-        for name in ("report.json", "report.md", "runs.jsonl"):  # refused now, not after the training
-            refuse_link(o.results_dir / name)
+        # every file the session writes, refused now, not after the training
+        refuse_links(*(o.results_dir / name for name in (*FILES, *PLOTS, BASELINE_TABLE, "runs.jsonl")))
     except (InUse, OutsideResults) as exc:
         lock.close()
         pytest.exit(str(exc), returncode=BAD_INPUT)
     except ValueError as exc:  # an unwritable results dir
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    except OSError as exc:  # a disk full from the start: its lock file is the first file written
+        lock.close()
+        pytest.exit(
+            f"error: the session did not start: {os_error_text(exc)}; no run was made; make room (or pass another "
+            "--results-dir) and run it again",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
     config.add_cleanup(lock.close)  # after the terminal summary has written the report
 
 
@@ -370,6 +394,8 @@ def pytest_runtestloop(session):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = config.stash.get(_SESSION, None)
+    if _WRITE_FAILED in config.stash:  # the session stopped on a write that failed, its one line said what was kept;
+        return  # no report is written on that disk
     if s is None or not s.executed:
         if config.stash.get(_BROKEN, None):
             terminalreporter.section("perf summary")
@@ -381,11 +407,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     try:
         terminal_summary(terminalreporter, s)
     except OSError as exc:  # a full disk, a read-only results dir: one line, and the session fails; the runs are kept
-        terminalreporter.write_line(
-            f"error: the report was not written: {exc.filename or s.options.results_dir}: {exc.strerror or exc}; "
-            f"the runs are kept in {s.options.results_dir / 'runs.jsonl'}: make room, then python -m harness report "
-            f"{s.options.results_dir}"
-        )
+        if not exc.filename:
+            exc.filename = str(s.options.results_dir)
+        terminalreporter.write_line(f"error: the report was not written: {os_error_text(exc)}; {_kept(s)}")
         session = getattr(terminalreporter, "_session", None)  # pytest returns its exitstatus after this hook
         if session is not None and session.exitstatus == 0:
             session.exitstatus = 1

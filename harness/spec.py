@@ -37,6 +37,10 @@ from harness.spec_sections import (
     _check,
 )
 from harness.spec_tables import build_section
+from harness.values import depth
+
+MAX_NAME = 64  # characters of a workload's name: it names files (baselines, reports) and every case of the workload
+MAX_DEPTH = 16  # levels of tables and lists in a workload file; its deepest key (a model config's table) needs 4
 
 __all__ = [
     "DATA_SOURCES",
@@ -105,6 +109,7 @@ class Workload:
 
     def __post_init__(self):
         check_fields(self, "")
+        _check(len(self.name) <= MAX_NAME, f"name has {len(self.name):,} characters; give at most {MAX_NAME}")
         for d in self.devices:
             _check(
                 re.fullmatch(r"[a-z0-9][a-z0-9\-]*", d) is not None,
@@ -142,7 +147,9 @@ class Workload:
     def from_dict(cls, data: dict[str, Any], where: str | None = None) -> Workload:
         """A workload from its TOML tables; ``where`` (the file) heads every error line."""
         _check(isinstance(data, dict), f"{where or 'workload'}: expected a table of workload keys")
-        where = where or f"workload {data.get('name', '?')}"
+        where = where or f"workload {str(data.get('name', '?'))[:MAX_NAME]}"
+        if (levels := depth(data)) > MAX_DEPTH:  # before any walk of it that recurses
+            raise SpecError(f"{where}: nested {levels} levels deep; a workload nests at most {MAX_DEPTH}")
         if (why := out_of_range(data)) is not None:  # nan, inf and a 100-bit step count all parse as TOML
             raise SpecError(f"{where}: {why}; give a finite value in range")
         data = {k: v for k, v in data.items() if not (k == "quantization" and v is None)}
@@ -194,6 +201,8 @@ class Workload:
             raise SpecError(f"workload file {path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise SpecError(f"{path}: not valid TOML ({exc})") from None
+        except RecursionError:  # the TOML reader recurses per level of nesting
+            raise SpecError(f"{path}: nested too deep to read; a workload nests at most {MAX_DEPTH} levels") from None
         w = dataclasses.replace(cls.from_dict(raw, where=str(path)), root=str(path.absolute().parent.parent))
         w = w.with_data_digest(str(path))
         return dataclasses.replace(w, model=spec_tokenizer.with_digest(w.model, str(path)))  # a tokenizer folder's

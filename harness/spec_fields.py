@@ -1,8 +1,8 @@
 """One generic check of a workload section's fields, driven by the dataclass annotations and a few rules per field.
 
 A field is declared with :func:`opt` (with a default) or :func:`req` (required); its rules (``low``, ``below``,
-``choices``, ``pattern``) sit in the field's metadata. :func:`check_fields` checks every field's type against its
-annotation and then its rules, and raises one line naming ``section.key``, what it must be and what it got, e.g.
+``high``, ``choices``, ``pattern``) sit in the field's metadata. :func:`check_fields` checks every field's type against
+its annotation and then its rules, and raises one line naming ``section.key``, what it must be and what it got, e.g.
 ``lora.r must be a positive integer, got 8.5``. Whole numbers given for a float field become floats, so that
 ``dropout = 0`` and ``dropout = 0.0`` are one workload.
 """
@@ -28,8 +28,9 @@ class SpecError(BadInput):
 
 
 def opt(default: Any, **rules: Any) -> Any:
-    """A field with a default and its rules: ``low``/``below`` (a range), ``gt0``, ``choices``, ``pattern``,
-    ``nonempty``; ``what`` (the words of the error) and ``key`` (the name the file uses, where it differs)."""
+    """A field with a default and its rules: ``low``/``below`` (a range), ``high`` (the largest value taken), ``gt0``,
+    ``choices``, ``pattern``, ``nonempty``; ``what`` (the words of the error) and ``key`` (the name the file uses,
+    where it differs)."""
     if isinstance(default, (dict, list)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=rules)
     return dataclasses.field(default=default, metadata=rules)
@@ -153,5 +154,7 @@ def check_fields(obj: Any, section: str) -> None:
             raise SpecError(f"{why}; give a finite value in range")
         if not _matches(value, tp) or _fails_rules(value, dict(f.metadata)):
             raise SpecError(f"{key} must be {describe(tp, dict(f.metadata))}, got {value!r}")
+        if (high := f.metadata.get("high")) is not None and value is not None and value > high:
+            raise SpecError(f"{key} = {value} is beyond its largest value, {high:,}; give at most {high:,}")
         if float in _options(tp) and int not in _options(tp) and isinstance(value, int):
             object.__setattr__(obj, f.name, float(value))  # frozen dataclass: normalise 0 to 0.0 once, here

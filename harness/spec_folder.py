@@ -88,28 +88,37 @@ def declared_name(path: Path) -> str:
     one line instead of an unknown name."""
     try:
         name = tomllib.loads(path.read_text()).get("name")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):  # the reader recurses per level
         return path.stem
     return name if isinstance(name, str) and name else path.stem
 
 
 def load_each(directory: str | Path) -> Loaded:
-    """Every ``*.toml`` in ``directory``, each on its own: a bad file, or a second file of one name, is kept as its
-    error line in ``broken`` and the others load."""
-    found: dict[str, Workload] = {}
-    files: dict[str, Path] = {}
+    """Every ``*.toml`` in ``directory``, each on its own: a bad file is kept as its error line in ``broken`` and the
+    others load. Files that declare one name are all broken, each line naming every one of them: which of them a
+    ``--workload`` means is not for the order of file names to settle."""
+    loaded: dict[str, list[tuple[Path, Workload]]] = {}
     broken: dict[Path, str] = {}
     for path in sorted(Path(directory).glob("*.toml")):
         try:
             w = Workload.load(path)
-            _check(
-                w.name not in found,
-                f"{path}: workload name {w.name!r} is used twice (also in {files.get(w.name)}); rename one",
-            )
         except SpecError as exc:
             broken[path] = str(exc)
             continue
-        found[w.name], files[w.name] = w, path
+        loaded.setdefault(w.name, []).append((path, w))
+    found: dict[str, Workload] = {}
+    files: dict[str, Path] = {}
+    for name, each in loaded.items():
+        if len(each) == 1:
+            ((files[name], found[name]),) = each
+            continue
+        paths = [str(p) for p, _ in each]
+        for path, _ in each:
+            broken[path] = (
+                f"{path}: workload name {name!r} is declared by {len(paths)} files ({', '.join(paths)}); "
+                "rename all but one, each file a name of its own"
+            )
+    broken = dict(sorted(broken.items()))
     declared = {p: declared_name(p) for p in broken}
     return Loaded(found, files, broken, {p: n for p, n in declared.items() if n not in found})
 

@@ -21,6 +21,13 @@ DATA_SOURCES = ("synthetic", "hub", "local")
 LORA_BIASES = ("none", "all", "lora_only")
 QUANT_TYPES = ("nf4", "fp4")
 DIGEST_PATTERN = r"sha256:[0-9a-f]{64}"
+# The largest values taken, far past any measurement yet short of a typo: a run that never ends, a rank past any
+# layer's width, a sequence no model's positions reach.
+MAX_STEPS = 10**9  # optimizer steps of one run; a resident trainer asks for this many and is stopped on command
+MAX_RANK = 4_096  # lora.r
+MAX_ALPHA = 65_536  # lora.alpha
+MAX_LENGTH = 1_048_576  # tokens per sequence
+MAX_SAMPLES = 10_000_000  # rows of data.num_samples
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -115,7 +122,7 @@ class DataSpec:
     id: str | None = opt(None, nonempty=True)
     name: str | None = opt(None, nonempty=True)
     split: str = opt("train", nonempty=True)
-    num_samples: int = opt(256, low=1)
+    num_samples: int = opt(256, low=1, high=MAX_SAMPLES)
     shuffle_seed: int | None = opt(42)
     chat_template: str | bool = opt(True, what="true, false or a Jinja template string")
     text_column: str | None = opt(None, nonempty=True)
@@ -195,8 +202,8 @@ def _check_template(template: str) -> None:
 class LoraSpec:
     """The LoRA adapter (peft ``LoraConfig``)."""
 
-    r: int = opt(16, low=1)
-    alpha: int = opt(32, low=1)
+    r: int = opt(16, low=1, high=MAX_RANK)
+    alpha: int = opt(32, low=1, high=MAX_ALPHA)
     dropout: float = opt(0.0, low=0, below=1)
     bias: str = opt("none", choices=LORA_BIASES)
     target_modules: str | list[str] = opt("all-linear", nonempty=True)
@@ -210,8 +217,8 @@ class LoraSpec:
 class TrainSpec:
     """The training schedule and settings (TRL ``SFTConfig``)."""
 
-    max_length: int = req(low=1)
-    max_steps: int = req(low=1)
+    max_length: int = req(low=1, high=MAX_LENGTH)
+    max_steps: int = req(low=1, high=MAX_STEPS)
     pad_to_multiple_of: int | None = opt(None, low=1)
     packing: bool = opt(False)
     precision: str = opt("fp16", choices=PRECISIONS)

@@ -1,8 +1,8 @@
 """For the readers of untrusted input (a workload file, a store record, a results dir's files): one walk over nested
-tables and lists that refuses a value anywhere (:func:`first_bad`); the shape a reader needs of a JSON value, checked in
-one walk that names the first key that does not fit (:func:`mismatch` of a :class:`Value`, :class:`Obj`,
-:class:`Table` or :class:`Items`); and JSON text read with its nesting bounded before it is parsed (:func:`load_json`).
-Nothing here imports torch."""
+tables and lists that refuses a value anywhere (:func:`first_bad`) and says how deep they nest (:func:`depth`); the
+shape a reader needs of a JSON value, checked in one walk that names the first key that does not fit
+(:func:`mismatch` of a :class:`Value`, :class:`Obj`, :class:`Table` or :class:`Items`); and JSON text read with its
+nesting bounded before it is parsed (:func:`load_json`). Nothing here imports torch."""
 
 from __future__ import annotations
 
@@ -15,6 +15,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import Any
+
+
+def depth(value: Any) -> int:
+    """How deep tables and lists nest in ``value`` (a scalar is 0, ``[[1]]`` is 2), walked without recursion so that
+    any depth is measured."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        v, d = todo.pop()
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else None
+        if items is None:
+            deepest = max(deepest, d)
+            continue
+        deepest = max(deepest, d + 1)
+        todo.extend((x, d + 1) for x in items)
+    return deepest
 
 
 def first_bad(value: Any, bad: Callable[[Any, str], str | None], key: str = "") -> str | None:

@@ -743,7 +743,7 @@ def test_a_full_disk_names_the_report_and_ends_the_session_without_a_traceback(
     assert res.ret == 1 and "Traceback" not in text and "INTERNALERROR" not in text, text
     assert (
         "error: the report was not written: out/report.json: No space left on device; "
-        "the runs are kept in out/runs.jsonl" in text
+        "3 run(s) of this session are kept in out/runs.jsonl: make room, then python -m harness report out" in text
     )
     assert len(read_jsonl(out / "runs.jsonl")) == 3 and not (out / "report.json").exists()
     d = perf_project.path / "d"  # the report command on the same disk: it said "I/O error" without the file

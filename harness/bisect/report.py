@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.bisect.plan import TOTALS
-from harness.files import write_atomic, write_json_atomic
+from harness.files import refuse_links, write_atomic, write_json_atomic
 from harness.results.bisection import Bisection
 
 OUTCOMES = {
@@ -210,6 +210,7 @@ def write(made: Bisection, results_dir: str | Path, out: Callable[[str], None] =
     """report.json and report.md in ``results_dir``, and the summary printed."""
     root = Path(results_dir)
     res = {**made.to_json(), "changes": ranked(made.changes)}
+    refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", res)
     write_atomic(root / "report.md", markdown(res))
     for line in summary(res):

@@ -23,6 +23,7 @@ def run(a) -> int:
     from harness.bisect import report
     from harness.bisect.config import BisectConfig
     from harness.bisect.search import bisect
+    from harness.files import ensure_dir, results_lock
     from harness.sidebyside.config import DEFAULT_THRESHOLD, parse_sets
 
     a = opt.here(a)
@@ -52,8 +53,9 @@ def run(a) -> int:
         env_cache=a.env_cache,
         run_timeout=a.run_timeout,
     )
-    made = bisect(cfg)
-    report.write(made, cfg.results_dir)
+    with results_lock(ensure_dir(cfg.results_dir)):  # refused at once beside another run writing there
+        made = bisect(cfg)
+        report.write(made, cfg.results_dir)
     return made.exit_code
 
 

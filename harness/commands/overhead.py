@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.exits import MEASUREMENT_FAILED
-from harness.files import ensure_dir, new_id
+from harness.files import ensure_dir, new_id, results_lock
 from harness.judging.stats import log_ratio
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
@@ -44,14 +44,15 @@ def measure(
             times[slot.side.name].append(rec["step_time_median_ms"])
 
     # ABBA: drift lands on both sides
-    run_slots(
-        schedule(sides, [(w, d)], pairs, alternate=True),
-        timeout_s=run_timeout,
-        gpu=gpu,
-        progress=out,
-        on_record=keep,
-        stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None,
-    )
+    with results_lock(root):  # refused at once beside a session or another command writing there
+        run_slots(
+            schedule(sides, [(w, d)], pairs, alternate=True),
+            timeout_s=run_timeout,
+            gpu=gpu,
+            progress=out,
+            on_record=keep,
+            stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None,
+        )
     if failed:
         return MEASUREMENT_FAILED
     on, off = times["on"], times["off"]

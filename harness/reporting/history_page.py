@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from harness import files
-from harness.files import write_atomic
+from harness.files import refuse_links, write_atomic
 from harness.reporting.dashboard_data import dashboard_data
 from harness.results.event import Event
 
@@ -108,11 +108,14 @@ def write(data: dict, out_dir: str | Path, events: list[Event] = ()) -> list[Pat
     ``events``: the "what changed" list, newest first."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    assets = (*SCRIPTS, *STYLES, "uPlot.LICENSE")
+    # every file of the page checked before the first is written: one linked out of the folder leaves all as they were
+    refuse_links(*(out / name for name in ("history.json", "method.html", "index.html", *assets)))
     write_atomic(out / "history.json", json.dumps(data, separators=(",", ":"), allow_nan=False))
     write_atomic(out / "method.html", method(data))
     write_atomic(out / "index.html", page(data, list(events)))
     paths = [out / "index.html", out / "method.html", out / "history.json"]
-    for name in (*SCRIPTS, *STYLES, "uPlot.LICENSE"):
+    for name in assets:
         paths.append(Path(shutil.copyfile(ASSETS / name, out / name)))
     for p in paths:  # a web page: readable by all (atomic writes create 0600 files)
         p.chmod(0o644)

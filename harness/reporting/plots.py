@@ -12,6 +12,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from harness.files import atomic_path  # noqa: E402
 from harness.record import PHASES  # noqa: E402
+from harness.reporting.report import PLOTS  # noqa: E402
 
 PHASE_COLORS = dict(zip(PHASES, ("#8da0cb", "#66c2a5", "#fc8d62", "#e78ac3", "#bbbbbb")))
 
@@ -109,7 +110,7 @@ def traces(data: dict) -> Figure:
     return fig
 
 
-FIGURES = {"step_times.png": step_times, "phases.png": phases, "step_traces.png": traces}
+FIGURES = dict(zip(PLOTS, (step_times, phases, traces)))
 
 
 def write_all(data: dict, out: str | Path) -> list[Path]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from statistics import median
 
-from harness.files import write_atomic
+from harness.files import refuse_links, write_atomic
 from harness.judging import baseline as bl
 from harness.judging import census_diff
 from harness.judging.stats import Sample
@@ -394,11 +394,18 @@ def markdown(data: dict) -> str:
     return "\n".join(out)
 
 
+# What a report writes into its results dir: report.json and report.md here, the plots of harness.reporting.plots
+FILES = ("report.json", "report.md")
+PLOTS = ("step_times.png", "phases.png", "step_traces.png")
+
+
 def write(data: dict, results_dir: str | Path) -> list[Path]:
-    """report.json and report.md in the results dir (atomic); the Markdown also goes to $GITHUB_STEP_SUMMARY."""
+    """report.json and report.md in the results dir (atomic); the Markdown also goes to $GITHUB_STEP_SUMMARY. Every
+    file of the report, its plots included, is checked before the first is written (:func:`refuse_links`)."""
     d = Path(results_dir)
+    refuse_links(*(d / name for name in (*FILES, *PLOTS)))
     md = markdown(data)
-    paths = [d / "report.json", d / "report.md"]
+    paths = [d / name for name in FILES]
     write_atomic(paths[0], json.dumps(formats.SUITE_REPORT.stamp(data), indent=1, default=str))
     write_atomic(paths[1], md)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

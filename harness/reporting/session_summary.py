@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
-from harness.files import write_atomic
+from harness.files import refuse_link, write_atomic
 from harness.reporting.report import build, terminal_lines, write
+
+BASELINE_TABLE = "baseline-update.md"  # the table of --update-baselines, beside the report
 
 
 def baseline_table(staged) -> list[str]:
@@ -46,6 +48,8 @@ def terminal_summary(tr, session) -> None:
         broken=session.broken,
         recorded=tuple(str(path) for path, _old, _new in recorded) if o.update_baselines else None,
     )
+    if recorded:  # the last file written, checked with the report's before the first (write)
+        refuse_link(Path(o.results_dir) / BASELINE_TABLE)
     paths = write(data, o.results_dir)
     try:
         from harness.reporting import plots
@@ -62,4 +66,4 @@ def terminal_summary(tr, session) -> None:
         lines = baseline_table(recorded)
         for line in lines:
             tr.write_line(line)
-        write_atomic(Path(o.results_dir) / "baseline-update.md", "```\n" + "\n".join(lines) + "\n```\n")
+        write_atomic(Path(o.results_dir) / BASELINE_TABLE, "```\n" + "\n".join(lines) + "\n```\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.files import write_atomic, write_json_atomic
+from harness.files import refuse_links, write_atomic, write_json_atomic
 from harness.results.comparison import ComparisonResult
 
 
@@ -44,6 +44,7 @@ def fresh_fallback(
         "verdict": verdict,
     }
     result = ComparisonResult(code, root, report)
+    refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", result.to_json())
     write_atomic(
         root / "report.md",

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
 from harness.exits import REGRESSION as EXIT_REGRESSION
-from harness.files import read_records, report_session, write_atomic, write_json_atomic
+from harness.files import read_records, refuse_links, report_session, results_lock, write_atomic, write_json_atomic
 from harness.judging import paired as pd
 from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
 from harness.judging.budget_plan import plan_for
@@ -124,6 +124,7 @@ def finish(
     result = ComparisonResult(
         EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report
     )
+    refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", result.to_json())
     write_atomic(root / "report.md", markdown(report, text))
     return result
@@ -203,6 +204,13 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> C
             f"no {PROGRESS} in {root}: it was written by a harness older than recover; judge its blocks.jsonl with "
             "harness.judging.blocks.analyse and the run's settings"
         )
+    # a live run holds its results dir: recover is refused then, never writing a report beside the run's own
+    with results_lock(root, "stop it first: recover judges a run that has stopped"):
+        return _recover(root, out)
+
+
+def _recover(root: Path, out: Callable[[str], None]) -> ComparisonResult:
+    """:func:`recover` of ``root``, its lock held."""
     prog = read_progress(root / PROGRESS)
     settings, launch_info = prog["settings"], prog["launches"]
     set_aside_old_report(root, settings["session_id"], out)

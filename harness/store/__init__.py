@@ -4,7 +4,8 @@ git branch, from which the history page is built and environment regressions are
 :func:`open_store` picks the kind from ``--store``: a git URL (``https://``, ``ssh://``, ``git://``, ``file://``,
 ``user@host:path``, or any name ending in ``.git``) or the path of a git repository (bare, or with a ``.git``) is a git
 store on branch ``perf-results``; an existing directory is a local store; anything else is refused (a value that is
-neither is a typo or an option, and would silently become a new local folder)."""
+neither is a typo or an option, and would silently become a new local folder), and so is a git store named by a value
+that starts with ``-`` (git would take it for one of its options)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ def open_store(spec: str, cache: str | None = None) -> DirStore | GitStore:
     if not spec:
         raise BadInput("--store is empty; pass a directory or a git URL for the results store")
     if is_git(spec):
+        if spec.startswith("-"):  # git would read it as one of its options (--mirror=fetch.git, -f.git)
+            raise BadInput(
+                f"--store {spec}: starts with '-', so git would take it for an option; pass a git URL "
+                f"(./{spec} for a repository of that name)"
+            )
         url = spec if _URL.match(spec) or not Path(spec).exists() else str(Path(spec).resolve())
         return GitStore(url, cache)
     if not Path(spec).is_dir():  # e.g. github.com/org/repo or --upload-pack=...: no local folder of that name was meant

@@ -97,9 +97,9 @@ class GitStore:
         if not (self.cache / ".git").is_dir():
             self.cache.mkdir(parents=True, exist_ok=True)
             self._git("init", "-q")
-            self._git("remote", "add", "origin", self.url)
+            self._git("remote", "add", "--", "origin", self.url)  # "--": the URL is never taken for an option
         else:
-            self._git("remote", "set-url", "origin", self.url)
+            self._git("remote", "set-url", "--", "origin", self.url)
         if self._remote_has_branch():
             self._fetch()
             self._git("checkout", "-q", "-f", "-B", self.branch, f"origin/{self.branch}")

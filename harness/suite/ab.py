@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from harness.errors import BadInput
-from harness.files import ensure_dir, new_id
+from harness.files import ensure_dir, new_id, results_lock
 from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
@@ -38,10 +39,13 @@ def run_rounds(
     inject_slowdown_b: float = 0.0,
     inject_work_b: int = 0,
     skip_same_versions: bool = False,
+    held: ExitStack,
     out: Callable[[str], None] = print,
 ) -> tuple[Path, Path] | None:
     """Make the interleaved runs; return the results dirs of A and B, or None when ``skip_same_versions``
-    finds nothing to compare (both sides have the same versions: no release since the pins)."""
+    finds nothing to compare (both sides have the same versions: no release since the pins). The results dir's lock is
+    taken before the first run (refused at once beside another run writing there) and entered into ``held``: the caller
+    keeps it until its report is written there."""
     w = load_workload(workloads_dir, workload, steps)
     decs = [w.decomposition(d) for d in decompositions] if decompositions else list(w.decompositions)
     if repeats < 2:
@@ -55,6 +59,7 @@ def run_rounds(
                 fh.write(f"## A/B {w.name} on {gpu}\n\n{msg}\n")
         return None
     root = ensure_dir(results_dir)
+    held.enter_context(results_lock(root))
     stamp = new_id("ab")
     sides = [
         FreshSide("a", root / "a", f"{stamp}-a", python=pa),
@@ -79,17 +84,14 @@ def ab(
     """``python -m harness ab``: the interleaved runs, then B judged against A (``compare``), the full report in the
     results dir. Returns that report (exit code as ``compare``: 1 on a regression); an empty one when there was nothing
     to compare."""
+    from harness.reporting import report
     from harness.suite.compare import compare
 
-    dirs = run_rounds(out=out, **rounds)
-    if dirs is None:
-        return SuiteReport({"verdicts": []}, exit_code=0)
-    a, b = dirs
-    return compare(
-        [str(a)],
-        [str(b)],
-        alpha=alpha,
-        threshold=threshold,
-        out_dir=rounds.get("results_dir", "perf-results/ab"),
-        out=out,
-    )
+    with ExitStack() as held:  # the results dir's lock, from the first run to the report
+        dirs = run_rounds(out=out, held=held, **rounds)
+        if dirs is None:
+            return SuiteReport({"verdicts": []}, exit_code=0)
+        a, b = dirs
+        made = compare([str(a)], [str(b)], alpha=alpha, threshold=threshold, out=out)
+        out("wrote " + ", ".join(map(str, report.write(dict(made.data), a.parent))))
+        return made

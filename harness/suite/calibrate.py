@@ -16,7 +16,7 @@ from statistics import variance
 
 from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED
-from harness.files import ensure_dir, new_id
+from harness.files import ensure_dir, new_id, results_lock
 from harness.judging.baseline import default_thresholds
 from harness.judging.simulate import min_detectable_slowdown
 from harness.judging.stats import RuntimeCheck
@@ -63,14 +63,15 @@ def calibrate(
         else:
             groups[slot.side.name][slot.decomposition.id].append(rec["step_time_median_ms"])
 
-    run_slots(
-        schedule(sides, [(w, d) for d in w.decompositions], repeats, sides_inside=False),
-        timeout_s=run_timeout,
-        gpu=gpu,
-        progress=out,
-        on_record=keep,
-        stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None,
-    )
+    with results_lock(root):  # refused at once beside a session or another command writing there
+        run_slots(
+            schedule(sides, [(w, d) for d in w.decompositions], repeats, sides_inside=False),
+            timeout_s=run_timeout,
+            gpu=gpu,
+            progress=out,
+            on_record=keep,
+            stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None,
+        )
     if failed:
         return MEASUREMENT_FAILED
     chk = RuntimeCheck(t["alpha"], t["runtime"])

@@ -15,7 +15,7 @@ from statistics import fmean, stdev
 
 from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED
-from harness.files import ensure_dir, new_id
+from harness.files import ensure_dir, new_id, results_lock
 from harness.judging import census_diff
 from harness.judging.judge import CENSUS_TOLERANCES
 from harness.measuring.loop import FreshSide, run_slots, schedule
@@ -105,7 +105,8 @@ def census(
         inject_work=inject_work,
         census=True,
     )
-    ran = run_slots(schedule([side], [(w, d) for d in decs], repeats), timeout_s=run_timeout, gpu=gpu, progress=out)
+    with results_lock(side.results_dir):  # refused at once beside a session or another command writing there
+        ran = run_slots(schedule([side], [(w, d) for d in decs], repeats), timeout_s=run_timeout, gpu=gpu, progress=out)
     by: dict[str, list[dict]] = {}
     for r in ran.records:
         if r["status"] == "ok" and r.get("census"):

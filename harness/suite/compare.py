@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from harness.errors import BadInput, UsageError
@@ -168,15 +169,19 @@ def compare(
     out: Callable[[str], None] = print,
 ) -> SuiteReport:
     """Print B judged against A; with ``out_dir`` also write the full report there (report.json, report.md, job
-    summary). Returns the report; its exit code is 1 on a regression or failed check, else 0."""
-    judge = against(a, b, alpha, threshold, allow_gpu_mismatch)
-    data = report.build(judge, command=command_line())
-    out(f"A (baseline): {', '.join(a)}\nB (current):  {', '.join(b)}")
-    out("\n".join(report.terminal_lines(data)))
-    if markdown:
-        write_atomic(markdown, report.markdown(data))
-    if out_dir:
-        out("wrote " + ", ".join(map(str, report.write(data, out_dir))))
+    summary), under its lock: refused at once while a session or another command writes there. Returns the report; its
+    exit code is 1 on a regression or failed check, else 0."""
+    with ExitStack() as held:
+        if out_dir:
+            held.enter_context(results_lock(ensure_dir(out_dir)))
+        judge = against(a, b, alpha, threshold, allow_gpu_mismatch)
+        data = report.build(judge, command=command_line())
+        out(f"A (baseline): {', '.join(a)}\nB (current):  {', '.join(b)}")
+        out("\n".join(report.terminal_lines(data)))
+        if markdown:
+            write_atomic(markdown, report.markdown(data))
+        if out_dir:
+            out("wrote " + ", ".join(map(str, report.write(data, out_dir))))
     return SuiteReport(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)
 
 

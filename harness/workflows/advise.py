@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 from harness import exits
 from harness.errors import BadInput
-from harness.files import ensure_dir, new_id, refuse_link, write_atomic, write_json_atomic
+from harness.files import ensure_dir, new_id, refuse_link, refuse_links, results_lock, write_atomic, write_json_atomic
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.advice import Advice
@@ -156,77 +157,87 @@ def advise(
     check_options(budget_minutes, screen)
     w = load_workload(workloads_dir, workload).with_splits(effective)
     splits = [d.id for d in w.decompositions]
-    root = fresh_results(results_dir)
-    out(
-        f"advise {w.name} on {gpu}: effective batch {w.effective_batch}, splits {', '.join(splits)} "
-        f"(largest micro-batch first); budget {budget_minutes:g} min; results in {root}"
-    )
-    probes, drift = probe(
-        w,
-        w.decompositions,
-        root,
-        gpu=gpu,
-        probe_steps=probe_steps,
-        run_timeout=run_timeout,
-        memory_limit_micro=memory_limit_micro,
-        census=census,
-        out=out,
-    )
-    fits = [s for s in splits if probes[s]["status"] == "ok"]
-    fastest = min(fits, key=lambda s: probes[s]["step_ms"]) if fits else None
-    # the screen widens by the drift seen over the probe series; the nearest split is always compared
-    wide = screen * (max(drift["ratio"], 1 / drift["ratio"]) if drift else 1.0)
-    config = partial(
-        ComparisonConfig,
-        workload=w.name,
-        gpu=gpu,
-        alpha=alpha,
-        threshold=threshold,
-        cpus=tuple(cpus or ()),
-        warmup_steps=max(w.measure.warmup_steps, 1),
-        run_timeout=run_timeout,
-    )
-    budget = Budget(t0, budget_minutes, block_seconds, pairs, launches)
-    compared, failed = compare_splits(w, fits, fastest, probes, wide, root, config, budget, out)
-    report = {
-        "workload": w.name,
-        "gpu": gpu,
-        "effective_batch": w.effective_batch,
-        "splits": splits,
-        "probes": probes,
-        "fastest_probe": fastest,
-        "compared": compared,
-        "answer": recommend(splits, probes, compared, fastest),
-        "threshold": threshold,
-        "alpha": alpha,
-        "budget_minutes": budget_minutes,
-        "screen": screen,
-        "screen_used": wide if fits else None,
-        "drift": drift,
-        "probe_steps": probe_steps,
-        "failed": failed,
-        "session_id": new_id("advise"),
-        "wall_s": time.time() - t0,
-    }
-    return written(report, w, root, out)
+    with fresh_results(results_dir) as root:
+        out(
+            f"advise {w.name} on {gpu}: effective batch {w.effective_batch}, splits {', '.join(splits)} "
+            f"(largest micro-batch first); budget {budget_minutes:g} min; results in {root}"
+        )
+        probes, drift = probe(
+            w,
+            w.decompositions,
+            root,
+            gpu=gpu,
+            probe_steps=probe_steps,
+            run_timeout=run_timeout,
+            memory_limit_micro=memory_limit_micro,
+            census=census,
+            out=out,
+        )
+        fits = [s for s in splits if probes[s]["status"] == "ok"]
+        fastest = min(fits, key=lambda s: probes[s]["step_ms"]) if fits else None
+        # the screen widens by the drift seen over the probe series; the nearest split is always compared
+        wide = screen * (max(drift["ratio"], 1 / drift["ratio"]) if drift else 1.0)
+        config = partial(
+            ComparisonConfig,
+            workload=w.name,
+            gpu=gpu,
+            alpha=alpha,
+            threshold=threshold,
+            cpus=tuple(cpus or ()),
+            warmup_steps=max(w.measure.warmup_steps, 1),
+            run_timeout=run_timeout,
+        )
+        budget = Budget(t0, budget_minutes, block_seconds, pairs, launches)
+        compared, failed = compare_splits(w, fits, fastest, probes, wide, root, config, budget, out)
+        report = {
+            "workload": w.name,
+            "gpu": gpu,
+            "effective_batch": w.effective_batch,
+            "splits": splits,
+            "probes": probes,
+            "fastest_probe": fastest,
+            "compared": compared,
+            "answer": recommend(splits, probes, compared, fastest),
+            "threshold": threshold,
+            "alpha": alpha,
+            "budget_minutes": budget_minutes,
+            "screen": screen,
+            "screen_used": wide if fits else None,
+            "drift": drift,
+            "probe_steps": probe_steps,
+            "failed": failed,
+            "session_id": new_id("advise"),
+            "wall_s": time.time() - t0,
+        }
+        return written(report, w, root, out)
 
 
 def check_options(budget_minutes: float, screen: float) -> None:
-    """BadInput, one line, for a budget or a screen that cannot plan any advice."""
-    if budget_minutes <= 0:
-        raise BadInput(f"--budget-minutes must be positive, got {budget_minutes}")
-    if screen <= 1:
-        raise BadInput(f"--screen must be above 1 (a ratio of estimated step times), got {screen}")
+    """BadInput, one line, for a budget or a screen that cannot plan any advice, NaN and infinity included (no range
+    check holds for NaN)."""
+    for name, value, low, what in (
+        ("--budget-minutes", budget_minutes, 0, "a positive number"),
+        ("--screen", screen, 1, "a number above 1 (a ratio of estimated step times)"),
+    ):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and value > low):
+            raise BadInput(f"{name} must be {what}, got {value!r}")
 
 
-def fresh_results(results_dir: str | Path) -> Path:
-    """The results dir, made, with an earlier advice's report removed from it."""
+OUTPUTS = ("report.json", "report.md", "advice.png")  # what the advice writes into its results dir
+
+
+@contextmanager
+def fresh_results(results_dir: str | Path) -> Iterator[Path]:
+    """The results dir, made and held (:func:`~harness.files.results_lock`: refused at once beside another run writing
+    there), with an earlier advice's report removed from it."""
     root = ensure_dir(results_dir)
-    for name in ("report.json", "report.md", "probe"):
-        refuse_link(root / name)
-    for name in ("report.json", "report.md"):  # an earlier advice's: never read as this one's, whatever stops this
-        (root / name).unlink(missing_ok=True)
-    return root
+    with results_lock(root):
+        for name in (*OUTPUTS, "probe"):
+            refuse_link(root / name)
+        for name in ("report.json", "report.md"):  # an earlier advice's: never read as this one's, whatever stops this
+            (root / name).unlink(missing_ok=True)
+        yield root
 
 
 class Budget(NamedTuple):
@@ -322,6 +333,7 @@ def written(report: dict, w: Workload, root: Path, out: Callable[[str], None]) -
         out(ln)
     ok = report["answer"]["recommended"] and not report["failed"]
     advice = Advice(report, exits.OK if ok else exits.MEASUREMENT_FAILED)
+    refuse_links(*(root / name for name in OUTPUTS))  # each checked before the first is written
     write_json_atomic(root / "report.json", advice.to_json())
     write_atomic(
         root / "report.md",
@@ -332,7 +344,7 @@ def written(report: dict, w: Workload, root: Path, out: Callable[[str], None]) -
         + "\n```\n",
     )
     try:
-        plot(report, root / "advice.png")
+        plot(report, root / OUTPUTS[2])
     except Exception as exc:  # a plot never costs the measurements
         out(f"(no plot: {exc})")
     return advice

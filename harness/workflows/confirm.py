@@ -34,7 +34,7 @@ from pathlib import Path
 
 from harness import exits
 from harness.errors import BadInput
-from harness.files import ensure_dir, new_id, refuse_link, write_json_atomic
+from harness.files import ensure_dir, new_id, refuse_link, results_lock, write_json_atomic
 from harness.results import formats
 from harness.results.comparison import ComparisonResult
 from harness.results.suite_report import SuiteReport
@@ -152,41 +152,42 @@ def confirm(
     except ValueError as exc:
         raise BadInput(f"{path}: a report of {data.get('gpu')} cannot be confirmed here ({exc})") from None
     root = ensure_dir(results_dir)
-    # an earlier confirmation's: never taken for this one's, whatever stops this
-    (root / "report.json").unlink(missing_ok=True)
-    template = template or ComparisonConfig(workload="", decomposition="")
-    pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
-    cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
-    todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
-    out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
-    # the prefix and the distributions, not the binary
-    same = bool(todo) and environment(pa, "a").same_as(environment(pb, "b"))
-    verdicts, failed = [], []
-    for v in data["verdicts"]:
-        if v not in todo or same:
-            verdicts.append(same_environment(v, out) if v in todo else v)
-            continue
-        workload, dec = cases[v["case"]]
-        case_dir = root / v["case"]
-        refuse_link(case_dir)
-        made = interleave(
-            replace(
-                template,
-                gpu=gpu,
-                workload=workload,
-                decomposition=dec,
-                python_a=pa,
-                python_b=pb,
-                workloads_dir=str(workloads_dir),
-                results_dir=str(case_dir),
-            ),
-            out=out,
-        )
-        if made.exit_code == exits.MEASUREMENT_FAILED:
-            failed.append(v["case"])
-        verdicts.append(judged(v, made, case_dir, out))
-    settings = {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same}
-    return written(data, verdicts, settings, [v["case"] for v in todo], failed, root, out)
+    with results_lock(root):  # refused at once beside another run writing there
+        # an earlier confirmation's: never taken for this one's, whatever stops this
+        (root / "report.json").unlink(missing_ok=True)
+        template = template or ComparisonConfig(workload="", decomposition="")
+        pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
+        cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
+        todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
+        out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
+        # the prefix and the distributions, not the binary
+        same = bool(todo) and environment(pa, "a").same_as(environment(pb, "b"))
+        verdicts, failed = [], []
+        for v in data["verdicts"]:
+            if v not in todo or same:
+                verdicts.append(same_environment(v, out) if v in todo else v)
+                continue
+            workload, dec = cases[v["case"]]
+            case_dir = root / v["case"]
+            refuse_link(case_dir)
+            made = interleave(
+                replace(
+                    template,
+                    gpu=gpu,
+                    workload=workload,
+                    decomposition=dec,
+                    python_a=pa,
+                    python_b=pb,
+                    workloads_dir=str(workloads_dir),
+                    results_dir=str(case_dir),
+                ),
+                out=out,
+            )
+            if made.exit_code == exits.MEASUREMENT_FAILED:
+                failed.append(v["case"])
+            verdicts.append(judged(v, made, case_dir, out))
+        settings = {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same}
+        return written(data, verdicts, settings, [v["case"] for v in todo], failed, root, out)
 
 
 def written(

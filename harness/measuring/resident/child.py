@@ -19,8 +19,9 @@ import traceback
 from harness.errors import BadInput
 from harness.measuring.resident.channel import Channel, pin
 from harness.measuring.resident.launch import STABLE_MALLOC
+from harness.spec_sections import MAX_STEPS
 
-UNBOUNDED_STEPS = 10**9  # max_steps of a resident trainer: it stops on command, never by itself
+UNBOUNDED_STEPS = MAX_STEPS  # max_steps of a resident trainer: it stops on command, never by itself
 
 
 def _torch_threads() -> int | None:
