@@ -108,6 +108,9 @@ def test_census_keys_on_cpu(runs):
     assert tl["n"] == 4 and tl["syncs"] == 0 and tl["device_ms"] == 0 and tl["host_ms"] > 0
     assert [(s["sync"], s["device_ms"]) for s in tl["segments"]] == [(None, {})] and tl["segments"][0]["ops"] > 0
     assert 0 < tl["aten_ms"] < 2 * tl["host_ms"]  # the host's time in the outermost aten ops
+    # the census marks each step's end in the trace: per step, its wall time and the device's busy time (none here)
+    assert tl["device_busy_ms"] == 0 and len(tl["steps"]) == 4 and all(s["busy_ms"] == 0 for s in tl["steps"])
+    assert sum(s["wall_ms"] for s in tl["steps"]) == pytest.approx(4 * tl["host_ms"], rel=0.01)
     # synthetic rows are max_length (128) tokens without padding, 4 of them per step
     assert c["tokens"] == {"real": 512.0, "padded": 512.0} and c["window"]["tokens"] == {"real": 2048, "padded": 2048}
     # no device memory on the CPU: no peaks (as in the run record); the host allocations by outermost aten op

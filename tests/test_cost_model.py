@@ -218,6 +218,16 @@ def test_the_prediction_beside_the_measured_change_of_an_interleaved_comparison(
     assert cm.beside_line(cm.beside_measured(CPU_CENSUS, more_ops, None, None)).startswith("no prediction: ")
 
 
+def test_a_kernel_time_longer_than_the_step_is_said_and_the_interval_spans_both_paths():
+    gpu = {"fits": True, "ops": 1000.0, "python_calls": 2000.0, "kernels": 100.0, "kernel_ms": 200.0}
+    p = cm.predict(gpu, 100.0, {"kernel_ms": 20.0})  # +10% of kernel time; the step is half the kernel time
+    assert p.reason.startswith("the census does not explain the timed step: its device work alone takes 200.0 ms")
+    assert p.lo <= 0.0 and p.hi >= 10.0 and p.reason in p.line() and p.record()["reason"] == p.reason
+    rec = cm.beside_measured(gpu, dict(gpu, kernel_ms=220.0), 100.0, {"ratio": 1.1, "lo": 1.09, "hi": 1.11})
+    assert cm.beside_line(rec).endswith(p.reason) and "measured +10.0%" in cm.beside_line(rec)
+    assert cm.predict(gpu, 190.0, {"kernel_ms": 20.0}).reason is None  # within the tolerance of the step
+
+
 def test_the_bisect_hook_predicts_a_cpu_change_or_prints_the_reason():
     from harness.bisect.report import predicted_text
     from harness.bisect.search import predicted_cost

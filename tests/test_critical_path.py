@@ -12,8 +12,9 @@ from harness.commands.cli import main
 from harness.errors import BadInput
 from harness.judging import cost_model as cm
 from harness.judging import cost_path as cp
+from harness.judging import trace_speed as ts
 from harness.judging.critical_path import Segment, Timeline, exposed_at, host_scale, per_op_overhead, simulate
-from harness.measuring.timeline import extract
+from harness.measuring.timeline import STEP_MARK, extract
 
 SYNC = "cudaStreamSynchronize"
 
@@ -203,9 +204,9 @@ def test_the_probe_next_to_the_traced_window_is_read_before_the_one_before_train
     start = {"host_probe": {"launch_us": 9.0}}  # taken before training: alike on both sides, off for the window
     ca = census(a) | start | {"window_probe": {"launch_us": 10.0}}
     cb = census(b) | start | {"window_probe": {"launch_us": 8.0}}
-    assert cp.host_speed(ca, cb) == pytest.approx(0.8) and cp.host_speed(census(a) | start, cb) == pytest.approx(1.0)
+    assert ts.host_speed(ca, cb) == pytest.approx(0.8) and ts.host_speed(census(a) | start, cb) == pytest.approx(1.0)
     assert abs(cp.predict_pair(ca, cb, 100.0)["traced_pct"]) < 1.0
-    assert cp.host_speed(census(a), cb) is None
+    assert ts.host_speed(census(a), cb) is None
 
 
 def with_aten(c: dict, aten_ms: float, ops: float = 1000.0) -> dict:
@@ -219,7 +220,7 @@ def test_bs_trace_is_read_at_as_host_speed_by_its_time_in_aten_ops_before_any_pr
     b = host_bound().plus(host_ms=10.0).scaled(1.25)  # 10 ms of host work between ops, traced on a slower host
     ca, cb = with_aten(census(a), 50.0), with_aten(census(b), 62.5)  # the same ops, each 1.25 times as long
     probes = {"window_probe": {"launch_us": 8.0}}  # alike on both sides: they missed the slower host
-    assert cp.speed_by(ca | probes, cb | probes) == (pytest.approx(1.25), "aten")
+    assert ts.speed_by(ca | probes, cb | probes) == (pytest.approx(1.25), "aten")
     rec = cp.predict_pair(ca | probes, cb | probes, 100.0)
     assert rec["host_speed_by"] == "aten" and 9.0 < rec["traced_pct"] < 11.0 and rec["lo"] < 0 < 9.0 < rec["hi"]
     assert "the host times per aten op differ (x1.25)" in rec["note"]
@@ -252,6 +253,53 @@ def test_host_work_between_ops_is_read_at_full_cost_where_the_profilers_overhead
     small = census(traced.plus(host_ms=2.0))  # closer to the counts than the yardstick's own spread: not moved
     small["timeline"]["aten_ms"] = 100.0
     assert abs(cp.predict_pair(ca, small, 100.0)["delta_pct"]) < 0.5
+
+
+def test_the_device_path_is_the_devices_busy_time_and_never_longer_than_the_traced_window():
+    t = Timeline(
+        (Segment(10.0, {"7": 60.0, "9": 50.0}, SYNC, "aten::_local_scalar_dense", None, 55.0), Segment(5.0, {}))
+    )
+    assert t.window_ms == 70.0 and t.device_ms == 110.0  # two streams side by side: their sum is no path
+    assert t.device_path_ms == pytest.approx(60.0)  # replayed with no host time, the streams run together
+    recorded = census(t) | {"timeline": census(t)["timeline"] | {"device_busy_ms": 62.0}}
+    assert Timeline.of(recorded).device_path_ms == 62.0 and Timeline.of(recorded).device_scaled(0.5).busy_ms == 31.0
+
+
+def test_where_the_device_work_alone_is_longer_than_the_timed_step_the_prediction_says_why_and_spans_both_paths():
+    a, b = device_bound(), device_bound().plus(device_ms=20.0, at=0)  # 20% more device work, the same host work
+    rec = cp.predict_pair(census(a, kernel_ms=100.0), census(b, kernel_ms=120.0), 50.0)  # timed: half the device work
+    assert rec["reason"].startswith("A's census does not explain its timed step: its device work alone takes 100.0 ms")
+    assert rec["lo"] <= 0.0 and rec["hi"] >= 20.0  # from the host path's change (none) to the device path's
+    assert rec["reason"] in cp.pair_line(rec) and "the device path alone is as long" not in rec["note"]
+    explained = cp.predict_pair(census(a, kernel_ms=100.0), census(b, kernel_ms=120.0), 105.0)
+    assert "reason" not in explained and explained["lo"] > 0.0  # within the tolerance: the device path is the step
+    placed = cp.predict_pair(census(a, kernel_ms=100.0), census(None, kernel_ms=120.0), 50.0)
+    assert placed["model"] == cp.PLACED and placed["reason"] == rec["reason"] and placed["lo"] <= 0.0
+
+
+def kernels(c: dict, ms: dict, calls: dict, tokens: float = 512.0) -> dict:
+    """``c`` with its kernels' times and counts by name and its tokens per step."""
+    return c | {"kernel_ms_by_name": ms, "kernels_by_name": calls, "tokens": {"real": tokens, "padded": tokens}}
+
+
+def test_bs_device_work_is_read_at_as_gpu_speed_where_the_kernels_both_run_equally_often_say_so():
+    a = device_bound()  # 100 ms of kernels: 60 of gemm, 40 of norm
+    b = device_bound().plus(device_ms=20.0, at=0).device_scaled(1.25)  # 20 ms more, on a GPU 1.25 times as slow
+    ca = kernels(census(a, kernel_ms=100.0), {"gemm": 60.0, "norm": 40.0}, {"gemm": 10, "norm": 5})
+    slow = {"gemm": 75.0, "norm": 50.0, "copy": 25.0}
+    cb = kernels(census(b, kernel_ms=150.0), slow, {"gemm": 10, "norm": 5, "copy": 5})
+    speed = ts.device_speed(ca, cb)
+    assert speed.ratio == pytest.approx(1.25) and speed.even and not speed.alike and speed.cover == 1.0
+    rec = cp.predict_pair(ca, cb, 105.0)
+    assert 15.0 < rec["delta_pct"] < 25.0 and "read at A's GPU speed" in rec["note"]  # not the trace's +50%
+    assert rec["hi"] >= 45.0 and rec["device_speed"] == pytest.approx(1.25)  # the interval spans B as traced
+    assert ts.device_speed(ca, kernels(cb, slow, cb["kernels_by_name"], tokens=640.0)) is None  # other work per kernel
+    uneven = kernels(cb, {"gemm": 90.0, "norm": 40.0, "copy": 25.0}, cb["kernels_by_name"])  # gemm alone moved
+    rec = cp.predict_pair(ca, uneven, 105.0)
+    assert not ts.device_speed(ca, uneven).even and "scattered by" in rec["note"] and rec["delta_pct"] > 40.0
+    assert rec["lo"] < 25.0  # the interval spans B's device work read at A's speed too
+    few = kernels(ca, {"gemm": 10.0}, {"gemm": 10})  # the shared kernels cover too little of A's kernel time
+    assert ts.device_speed(few, kernels(cb, {"gemm": 12.5}, {"gemm": 10})) is None
 
 
 def test_the_interleaved_comparisons_prediction_names_its_model_beside_the_measured_change():
@@ -382,3 +430,24 @@ def test_the_timeline_cuts_the_host_at_its_blocking_calls_and_places_each_launch
     cpu = extract([e for e in events if e.kind == "cpu_op"], 2, False, lambda e: e.kind)
     assert [(s["host_ms"], s["sync"], s["device_ms"]) for s in cpu["segments"]] == [(30.0, None, {})]
     assert cpu["aten_ms"] == 15.5
+
+
+def test_the_timeline_records_the_devices_busy_time_over_every_stream_and_per_step_from_the_censuss_marks():
+    ms = 1_000_000
+    events = [
+        Ev("cpu_op", "aten::mm", 0, 10 * ms),
+        Ev("cuda_runtime", "cudaLaunchKernel", 1 * ms, 2 * ms, 1),
+        Ev("kernel", "gemm", 2 * ms, 6 * ms, 1),
+        Ev("cuda_runtime", "cudaLaunchKernel", 3 * ms, 4 * ms, 2),
+        Ev("kernel", "norm", 4 * ms, 8 * ms, 2, stream=9),  # overlaps the gemm on another stream
+        Ev("user_annotation", STEP_MARK, 5 * ms, 5 * ms),
+        Ev("gpu_user_annotation", STEP_MARK, 5 * ms, 5 * ms),  # its mirror on the device is no mark
+        Ev("user_annotation", STEP_MARK, 11 * ms, 11 * ms),
+        Ev("cuda_runtime", "cudaDeviceSynchronize", 12 * ms, 13 * ms, 3),
+    ]
+    t = extract(events, 2, True, lambda e: e.kind)
+    assert t["device_ms"] == 4.0 and t["device_busy_ms"] == 3.0  # 8 ms of work, 6 ms busy, over 2 steps
+    assert t["steps"] == [{"wall_ms": 5.0, "busy_ms": 3.0}, {"wall_ms": 7.0, "busy_ms": 3.0}]
+    no_marks = extract([e for e in events if e.name() != STEP_MARK], 2, True, lambda e: e.kind)
+    assert "steps" not in no_marks and no_marks["device_busy_ms"] == 3.0
+    assert Timeline.of({"timeline": t}).device_path_ms == 3.0 <= Timeline.of({"timeline": t}).window_ms

@@ -59,6 +59,7 @@ def census_report(paths: list[str], idle_ms=None, out: Callable[[str], None] = p
                 f"{s.work.ops:,.0f} aten ops, {s.work.kernels:,.0f} launches; "
                 f"device work {s.work.kernel_ms:.1f} ms of kernels "
                 f"in {s.work.micro_batches} micro-batch(es): GPU busy {case.busy:.0%}, {case.bound}-bound"
+                + (f"; {why}" if (why := cm.unexplained(case)) else "")
             )
             if (line := cost_path.timeline_line(census_of(runs, (w, s.split)) or {}, s.step_ms)) is not None:
                 out(f"    {line}")

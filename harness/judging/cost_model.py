@@ -25,8 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from harness.errors import BadInput
+from harness.judging.critical_path import device_too_long
 
 COUNTS = ("python_calls", "ops", "kernels")  # the host work, in the order of a Mix's shares
+SPANS = "the interval spans the host path's change to the device path's"  # where the census does not explain a step
 LABELS = {"python_calls": "Python calls", "ops": "aten ops", "kernels": "kernel launches"}
 
 
@@ -227,7 +229,8 @@ def step_ms(
 class Prediction:
     """The predicted change of the step time, in percent: ``delta_pct`` in [``lo``, ``hi``], of which ``host_part``
     comes through the host path and ``gpu_part`` through the device path (their sum is ``delta_pct``); ``bound`` and
-    ``busy`` describe the case."""
+    ``busy`` describe the case; ``reason``: why the census does not explain the case's step, where it does not (the
+    interval then spans from the host path's change to the device path's)."""
 
     delta_pct: float
     lo: float
@@ -236,6 +239,7 @@ class Prediction:
     gpu_part: float
     bound: str = "host"
     busy: float = 0.0
+    reason: str | None = None
 
     def line(self) -> str:
         where = (
@@ -245,14 +249,14 @@ class Prediction:
         )
         return (
             f"predicted {self.delta_pct:+.2f}% [{self.lo:+.2f}%, {self.hi:+.2f}%] (host {self.host_part:+.2f}, "
-            f"GPU {self.gpu_part:+.2f} points; {where})"
+            f"GPU {self.gpu_part:+.2f} points; {where})" + (f"; {self.reason}" if self.reason else "")
         )
 
     def record(self) -> dict:
         """The prediction as a report records it (percent, rounded)."""
-        return {
-            k: round(float(getattr(self, k)), 3) for k in ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy")
-        } | {"bound": self.bound}
+        keys = ("delta_pct", "lo", "hi", "host_part", "gpu_part", "busy")
+        out = {k: round(float(getattr(self, k)), 3) for k in keys} | {"bound": self.bound}
+        return out | ({"reason": self.reason} if self.reason else {})
 
 
 def _scenarios(case: Case, mixes: Iterable[Mix]) -> list[tuple[Mix, float, float]]:
@@ -301,6 +305,11 @@ def predict_work(case: Case, work: Work, calibration=None, extra_host_ms: float 
         for v in (change(case, work, m, i, h, extra_host_ms)[0],)
         for s in (-1, 1)
     ]
+    reason = unexplained(case)
+    if reason is not None:  # the step lies between the two paths' changes, whichever bounds it
+        ends = [m.host_units(case.work, work) - 1 + extra_host_ms / case.step_ms for m in (best, *feasible)]
+        ends.append(work.kernel_ms / case.work.kernel_ms - 1)
+        span += [min(ends) - err * abs(total), max(ends) + err * abs(total)]
     return Prediction(
         delta_pct=100 * total,
         lo=100 * min(span),
@@ -309,7 +318,14 @@ def predict_work(case: Case, work: Work, calibration=None, extra_host_ms: float 
         gpu_part=100 * (total - host),
         bound=case.bound,
         busy=case.busy,
+        reason=reason,
     )
+
+
+def unexplained(case: Case) -> str | None:
+    """Why the census does not explain the case's step (its kernel time is longer: :func:`device_too_long`), or None."""
+    why = device_too_long(case.work.kernel_ms, case.step_ms)
+    return None if why is None else f"the census does not explain the timed step: {why}; {SPANS}"
 
 
 def predict(case_census: Mapping, case_timing, diff, calibration=None) -> Prediction:
@@ -381,4 +397,4 @@ def beside_line(p: Mapping | None) -> str:
     )
     if p.get("measured_pct") is not None:
         text += f", measured {p['measured_pct']:+.1f}% [{p['measured_lo']:+.1f}%, {p['measured_hi']:+.1f}%]"
-    return text
+    return text + (f"; {p['reason']}" if p.get("reason") else "")

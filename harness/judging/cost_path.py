@@ -16,14 +16,19 @@
   (injected host work, a C extension's own time) shows there, and costs more in a timed loop than its traced time;
   so does a census run on a busier or idler host, which may hide such work. Where the host's time per aten op says
   both were traced on hosts alike and B's trace read per aten op (at A's scale where A's trace gives no per-op
-  reading) is more than ``UNCOUNTED_MIN`` from the counts' point, that reading is the point (:func:`_uncounted`):
-  host work the census does not count, in the host part.
-  B's trace is read at A's host speed first (``host_speed``, :func:`speed_by`): by the host's time per aten op in
-  each traced window (``timeline.aten_ms``), which host work between ops does not enter; for older censuses by the host
-  probes (the time per launch of a tiny op, next to the traced window or before training), so that a census run on a
-  slower or faster host moves it less; one window's yardstick is not exact, so the interval still spans past the
-  trace's reading. The host part is the counted host path's change, the GPU part the rest: the change
-  of the host's waits at the syncs;
+  reading) is more than ``UNCOUNTED_MIN`` from the counts' point, that reading is the point
+  (:func:`trace_speed.uncounted`): host work the census does not count, in the host part.
+  B's trace is read at A's host speed first (``host_speed``, :func:`trace_speed.speed_by`): by the host's time per
+  aten op in each traced window (``timeline.aten_ms``), which host work between ops does not enter; for older censuses
+  by the host probes (the time per launch of a tiny op, next to the traced window or before training), so that a
+  census run on a slower or faster host moves it less; one window's yardstick is not exact, so the interval still spans
+  past the trace's reading. The host part is the counted host path's change, the GPU part the rest: the change of the
+  host's waits at the syncs. B's device work is read at A's GPU speed where the kernels both censuses run equally
+  often took another time in B's, all alike (:func:`trace_speed.device_speed`: a GPU that ran at another speed while
+  traced); where they moved unevenly the point keeps B's device work as traced and the interval spans both readings.
+  Where A's census does not explain A's timed step (:func:`critical_path.unexplained`: its device work alone is longer
+  than the step), the prediction says why (``reason``, also in its note) and its interval spans from the host path's
+  change to the device path's: the step's change lies between them, whichever path bounds the step;
 * **critical path, A's timeline only** (B's census is older): the diff's extra work placed in A's timeline: the host
   part spread over the segments, the device part by where A's device work is (the point), the interval over every
   segment the device part could all be in, from hidden to exposed;
@@ -38,21 +43,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.judging import cost_model as cm
-from harness.judging.critical_path import PLACEMENTS, Timeline, exposed_at, host_scale, per_op_overhead, simulate
+from harness.judging.critical_path import (
+    PLACEMENTS,
+    Timeline,
+    exposed_at,
+    host_scale,
+    per_op_overhead,
+    simulate,
+    unexplained,
+)
+from harness.judging.trace_speed import TRACE_COST, device_readings, device_speed, speed_by, trace_note, uncounted
 
 # The relative error allowed on a change beyond the spans the model computes; how often the intervals it makes cover
 # the measured change is on the cost model's evidence page (docs/cost-model.md, Calibration).
 REL_ERROR = 0.3
 PLACED_SAMPLES = 48  # segments tried, evenly spread, for where a placed change's device part could all be
 CRITICAL, PLACED, TWO_PATH = "critical path", "critical path, placed", "two-path"
-# two censuses whose yardsticks of host speed differ by less than this share are taken as traced on hosts alike
-PROBES_ALIKE = 0.1
-# how far past B's trace read at A's host speed the interval reaches, as a multiple of the farther reading's distance
-# from the point: host work the counts miss costs more in a timed loop than its traced time (docs/cost-model.md)
-TRACE_COST = 1.6
-# how far (a share of A's step) B's trace read per aten op must fall from the counts' point before the point moves to
-# it: less than this is within what the time per aten op spreads over two censuses of equal work (docs/cost-model.md)
-UNCOUNTED_MIN = 0.03
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,9 @@ class PathPrediction:
     ``traced_per_op_pct`` with the profiler's overhead taken out per aten op; A's host speed is B's time per unit of
     work over A's, ``host_speed``, by the yardstick ``host_speed_by``); ``note``: what the model could not place or
     where the trace and the counts disagree; ``bound``: ``CPU`` (no device work), ``host`` (the scaled host time is
-    longer than the device time) or ``GPU``."""
+    longer than the device time) or ``GPU``; ``device_speed``: B's kernel time over A's for the same kernels
+    (:func:`device_speed`); ``reason``: why A's census does not explain A's timed step, where it does not (the interval
+    then spans from the host path's change to the device path's: it says so, it is not narrow)."""
 
     delta_pct: float
     lo: float
@@ -82,6 +90,8 @@ class PathPrediction:
     host_speed: float | None = None
     host_speed_by: str | None = None
     traced_per_op_pct: float | None = None
+    device_speed: float | None = None
+    reason: str | None = None
 
     def record(self) -> dict:
         out = {
@@ -90,7 +100,7 @@ class PathPrediction:
         }
         out |= {
             k: round(getattr(self, k), 3)
-            for k in ("traced_pct", "traced_per_op_pct", "host_speed")
+            for k in ("traced_pct", "traced_per_op_pct", "host_speed", "device_speed")
             if getattr(self, k) is not None
         }
         return (
@@ -103,6 +113,7 @@ class PathPrediction:
             }
             | ({"note": self.note} if self.note else {})
             | ({"host_speed_by": self.host_speed_by} if self.host_speed_by else {})
+            | ({"reason": self.reason} if self.reason else {})
         )
 
 
@@ -134,72 +145,14 @@ def _as_host(t: Timeline, host_ms: float) -> Timeline:
     return t.scaled(host_ms / t.host_ms) if t.host_ms > 0 else t.plus(host_ms=host_ms)
 
 
-def _aten_us_per_op(census: Mapping) -> float | None:
-    """The host's time per aten op inside the outermost aten ops of the traced window (``timeline.aten_ms`` over the
-    timeline's ops, per step), or None (a census recorded before the timeline carried it)."""
-    t, aten = Timeline.of(census), ((census or {}).get("timeline") or {}).get("aten_ms")
-    ops = sum(s.ops for s in t.segments) / t.n if t is not None else 0.0
-    return 1000 * aten / ops if isinstance(aten, (int, float)) and aten > 0 and ops > 0 else None
-
-
-def speed_by(census_a: Mapping, census_b: Mapping) -> tuple[float, str] | None:
-    """(B's host time per unit of work over A's while each census was traced, the yardstick that says so), by the first
-    yardstick both censuses carry: the host's time per aten op in the traced window itself (``aten``: host work between
-    ops does not enter it), the probe taken next to the window (``window_probe``), the probe taken before training
-    (``host_probe``); None where they share none."""
-    aten = [_aten_us_per_op(c) for c in (census_a, census_b)]
-    if all(aten):
-        return aten[1] / aten[0], "aten"
-    for key in ("window_probe", "host_probe"):
-        probes = [(c.get(key) or {}).get("launch_us") for c in (census_a, census_b)]
-        if all(isinstance(p, (int, float)) and p > 0 for p in probes):
-            return probes[1] / probes[0], key
-    return None
-
-
-def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
-    """How much faster A's host ran than B's when each census was traced (:func:`speed_by`), or None."""
-    found = speed_by(census_a, census_b)
-    return found[0] if found else None
-
-
-YARDSTICKS = {"aten": "host times per aten op", "window_probe": "host probes", "host_probe": "host probes"}
-
-
-def _trace_note(readings: list[float], speed: tuple[float, str] | None) -> str:
-    """What B's trace says where it falls outside the interval of the counts (its reading with the profiler's overhead
-    in proportion to the host time, then per aten op where A's trace allows one), and what most likely made it so:
-    where the yardstick of host speed says the two censuses ran on hosts alike, host work the census does not count."""
-    if speed is None:
-        cause = "host work the census does not count, or a census run on a busier or idler host"
-    elif abs(speed[0] - 1) < PROBES_ALIKE:
-        cause = f"the censuses' {YARDSTICKS[speed[1]]} agree (x{speed[0]:.2f}), so most likely host work the census"
-        cause += " does not count"
-    else:
-        cause = f"the {YARDSTICKS[speed[1]]} differ (x{speed[0]:.2f}): a host that ran slower or faster while"
-        cause += " traced, or host work the census does not count"
-    at = " at A's host speed" if speed else ""
-    gives = " to ".join(f"{100 * r:+.2f}%" for r in sorted(readings))
-    return (
-        f"B's traced host time{at} gives {gives}: {cause}; the interval spans {TRACE_COST:g} times that far either way"
-    )
-
-
-def _uncounted(reading: float, point: float, speed: tuple[float, str] | None) -> float | None:
-    """B's trace ``reading`` as the point, or None: where it falls more than ``UNCOUNTED_MIN`` from the counts'
-    ``point`` and the host's time per aten op says both censuses were traced on hosts alike (within ``PROBES_ALIKE``),
-    the difference is host work the census does not count. The probes are not enough for it: they track the traced
-    host time less closely (docs/cost-model.md)."""
-    alike = speed is not None and speed[1] == "aten" and abs(speed[0] - 1) < PROBES_ALIKE
-    return reading if alike and abs(reading - point) > UNCOUNTED_MIN else None
-
-
 def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
     """B's step from its own timeline, at A's host scale (module docstring)."""
     ta, tb = Timeline.of(census_a), Timeline.of(census_b)
     best, r_lo, r_hi = _count_ratios(census_a, census_b, calibration) or (tb.host_ms / ta.host_ms,) * 3
     found = speed_by(census_a, census_b)
     speed = found[0] if found else None
+    dev = device_speed(census_a, census_b)
+    tb, other, dev_note = device_readings(tb, dev)
     points, span, traced, per_op, runs = [], [], [], [], {}
     for placement in PLACEMENTS:
         k, why = host_scale(ta, step_ms_a, placement)
@@ -208,6 +161,8 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         rb = simulate(_as_host(tb, a.host_ms * best), placement)
         points.append(rb.step_ms / ra.step_ms - 1)
         span += [simulate(_as_host(tb, a.host_ms * r), placement).step_ms / ra.step_ms - 1 for r in (r_lo, r_hi)]
+        if other is not None:  # B's device work read the other way
+            span.append(simulate(_as_host(other, a.host_ms * best), placement).step_ms / ra.step_ms - 1)
         traced.append(simulate(tb.scaled(k / (speed or 1.0)), placement).step_ms / ra.step_ms - 1)
         if (c := per_op_overhead(ta, step_ms_a, placement)) is not None:  # the profiler's overhead read per op instead
             a_less = ta.less_per_op(c)
@@ -221,14 +176,23 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
     host = sum(r[-1] for r in runs.values()) / len(runs)
     lo, hi = _widened(span + points, total)
     readings = [by_trace] + ([by_op] if by_op is not None else [])
+    trace_why = None
     if not all(lo <= r <= hi for r in readings):  # host work the counts miss, or a trace on a busier or idler host
-        why = "; ".join(x for x in (why, _trace_note(readings, found)) if x)
-        moved = _uncounted(readings[-1], total, found)
+        trace_why = trace_note(readings, found)
+        moved = uncounted(readings[-1], total, found)
         reach = TRACE_COST * max(abs(r - total) for r in readings)
         lo, hi = min(lo, total - reach), max(hi, total + reach)
         if moved is not None:  # the point is the trace's reading, the host part takes the work the counts miss
-            why += "; the point is B's trace read " + ("per aten op" if by_op is not None else "at A's host scale")
+            trace_why += "; the point is B's trace read " + (
+                "per aten op" if by_op is not None else "at A's host scale"
+            )
             host, total = host + moved - total, moved
+    reason = _unexplained(ta, step_ms_a)
+    if reason is not None:  # the step lies between the two paths' changes, whichever bounds it
+        ends = [r_lo - 1, r_hi - 1] + [_device_change(ta, x) for x in (tb, other) if x is not None]
+        pad = REL_ERROR * abs(total)
+        lo, hi = min(lo, min(ends) - pad), max(hi, max(ends) + pad)
+    note = "; ".join(x for x in (why if reason is None else None, trace_why, dev_note, reason) if x) or None
     return PathPrediction(
         100 * total,
         100 * lo,
@@ -240,13 +204,28 @@ def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, ca
         (ra.waits_ms, rb.waits_ms),
         tuple(exposed_at(tb, rb)),
         k,
-        why,
+        note,
         _bound(ta, k),
         traced_pct=100 * by_trace,
         host_speed=speed,
         host_speed_by=found[1] if found else None,
         traced_per_op_pct=None if by_op is None else 100 * by_op,
+        device_speed=dev.ratio if dev is not None else None,
+        reason=reason,
     )
+
+
+def _unexplained(ta: Timeline, step_ms: float) -> str | None:
+    """Why A's census does not explain A's timed step (:func:`critical_path.unexplained`), as a prediction says it, or
+    None."""
+    why = unexplained(ta, step_ms)
+    return None if why is None else f"A's census does not explain its timed step: {why}; {cm.SPANS}"
+
+
+def _device_change(ta: Timeline, tb: Timeline) -> float:
+    """The change of the device work alone from ``ta`` to ``tb`` (0 where A has none)."""
+    base = ta.device_path_ms
+    return tb.device_path_ms / base - 1 if base > 0 else 0.0
 
 
 def _placed(a: Timeline, d: cm.Delta, r: float, at: int | None, placement: str, base_ms: float) -> float:
@@ -289,6 +268,14 @@ def predict_placed(census_a: Mapping, step_ms_a: float, diff, calibration=None) 
     note = "B's census has no timeline: the change placed in A's" + (
         ", its device part anywhere from hidden to exposed" if d.kernel_ms else ""
     )
+    reason = _unexplained(ta, step_ms_a)
+    if reason is not None:  # as predict_timelines: from the host path's change to the device path's
+        dev = ta.device_path_ms
+        ends = [ratios[0] - 1 + d.host_ms / step_ms_a, ratios[-1] - 1 + d.host_ms / step_ms_a]
+        ends.append(d.kernel_ms / dev if dev > 0 else 0.0)
+        pad = REL_ERROR * abs(total)
+        lo, hi = min(lo, min(ends) - pad), max(hi, max(ends) + pad)
+        note += f"; {reason}"
     return PathPrediction(
         100 * total,
         100 * lo,
@@ -302,6 +289,7 @@ def predict_placed(census_a: Mapping, step_ms_a: float, diff, calibration=None) 
         k,
         note,
         _bound(ta, k),
+        reason=reason,
     )
 
 
@@ -314,7 +302,8 @@ def predict_pair(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibra
     p = cm.predict(
         census_a, {"step_ms": step_ms_a, "idle_ms": idle_ms}, cm.Delta.between(census_a, census_b), calibration
     )
-    return p.record() | {"model": TWO_PATH, "note": "no timeline in A's census (an older census): the two-path model"}
+    note = "no timeline in A's census (an older census): the two-path model" + (f"; {p.reason}" if p.reason else "")
+    return p.record() | {"model": TWO_PATH, "note": note}
 
 
 def timeline_line(census: Mapping, step_ms: float) -> str | None:
@@ -330,10 +319,17 @@ def timeline_line(census: Mapping, step_ms: float) -> str | None:
         for r in exposed_at(t, run)
         if r["exposed_ms"] > 0
     ]
+    steps = [s.get("busy_ms") for s in (census.get("timeline") or {}).get("steps") or [] if isinstance(s, Mapping)]
+    steps = [b for b in steps if isinstance(b, (int, float))]
+    per_step = f", {min(steps):.1f} to {max(steps):.1f} ms in its {len(steps)} steps" if len(steps) > 1 else ""
+    reason = unexplained(t, step_ms)
     return (
         f"timeline: {t.syncs:g} syncs per step, host {t.host_ms:.1f} ms traced (x{k:.2f} at the timed "
-        f"step{'; ' + why if why else ''}), device {t.device_ms:.1f} ms; the host waits {run.waits_ms:.1f} ms per step"
+        f"step{'; ' + why if why and not reason else ''}), device {t.device_ms:.1f} ms (busy {t.device_path_ms:.1f} ms "
+        f"of the traced window's {t.window_ms:.1f} ms per step{per_step}); the host waits {run.waits_ms:.1f} ms per "
+        "step"
         + (f", most at {'; '.join(top)}" if top else "")
+        + (f"; the census does not explain the timed step: {reason}" if reason else "")
     )
 
 

@@ -16,6 +16,11 @@ adds without saying where) spans its whole segment: from the segment's start (``
 The window is replayed ``REPEATS`` times and the last repeat is the steady state: the device work left running after a
 window's last sync is waited for in the next window's first segments, as a step's tail is in the next step's.
 
+The device path (:attr:`Timeline.device_path_ms`) is the time the device was busy per step, never longer than the
+traced window's step (:attr:`Timeline.window_ms`): streams that run side by side count once. A timed step shorter than
+it (by more than ``STEP_TOLERANCE``) is one the census does not explain (:func:`unexplained`): the GPU ran the same work
+slower while traced than while timed, or the timed step is not the one traced.
+
 Pure; standard library only.
 """
 
@@ -29,6 +34,10 @@ from harness.errors import BadInput
 
 REPEATS = 3
 PLACEMENTS = ("early", "late")
+MAX_HOST_SCALE = 8.0  # the most the traced host time is scaled by to reach a timed step (host_scale)
+# how much longer than the timed step a census's device work alone may be before the census is taken not to explain
+# that step (:func:`unexplained`): the tracer lengthens the device work a little, not by this much
+STEP_TOLERANCE = 0.1
 # where in its segment device work was launched, as a share of the segment's host time: bin j of a segment's
 # device_at runs from LAUNCH_EDGES[j] to LAUNCH_EDGES[j + 1]; the last is the segment's last 1/128
 LAUNCH_EDGES = (0.0, 0.5, 0.75, 0.875, 0.9375, 0.96875, 0.984375, 0.9921875, 1.0)
@@ -65,10 +74,12 @@ class Segment:
 
 @dataclass(frozen=True)
 class Timeline:
-    """The segments of a window of ``n`` optimizer steps."""
+    """The segments of a window of ``n`` optimizer steps; ``busy_ms``: the time per step the device was busy in the
+    window (the union of its work's intervals over every stream), where the census records it."""
 
     segments: tuple[Segment, ...]
     n: int = 1
+    busy_ms: float | None = None
 
     def __post_init__(self):
         if self.n < 1 or not self.segments:
@@ -93,7 +104,8 @@ class Timeline:
             )
             for s in t["segments"]
         )
-        return cls(segs, int(t.get("n") or 1))
+        busy = t.get("device_busy_ms")
+        return cls(segs, int(t.get("n") or 1), float(busy) if isinstance(busy, (int, float)) else None)
 
     @property
     def host_ms(self) -> float:
@@ -106,12 +118,36 @@ class Timeline:
         return sum(sum(s.device_ms.values()) for s in self.segments) / self.n
 
     @property
+    def window_ms(self) -> float:
+        """The traced window's wall time per step: its segments' host time and the host's waits, which tile it."""
+        return sum(s.host_ms + s.wait_ms for s in self.segments) / self.n
+
+    @property
+    def device_path_ms(self) -> float:
+        """The device work alone per step: the time the device was busy in the traced window where the census records
+        it (``busy_ms``: never longer than the window), else the device work replayed with no host time (on one
+        stream, the same: a stream runs its work one at a time)."""
+        return self.busy_ms if self.busy_ms is not None else simulate(self.scaled(0.0)).step_ms
+
+    @property
     def syncs(self) -> float:
         return sum(s.sync is not None for s in self.segments) / self.n
 
     def scaled(self, host: float) -> Timeline:
         """Every segment's host time times ``host``."""
         return replace(self, segments=tuple(replace(s, host_ms=s.host_ms * host) for s in self.segments))
+
+    def device_scaled(self, f: float) -> Timeline:
+        """Every segment's device time times ``f``: the device work read at another GPU speed."""
+        segs = tuple(
+            replace(
+                s,
+                device_ms={k: v * f for k, v in s.device_ms.items()},
+                device_at={k: tuple(x * f for x in v) for k, v in s.device_at.items()},
+            )
+            for s in self.segments
+        )
+        return replace(self, segments=segs, busy_ms=None if self.busy_ms is None else self.busy_ms * f)
 
     def less_per_op(self, ms: float) -> Timeline:
         """Every segment's host time less ``ms`` per aten op in it (floored at 0):
@@ -133,7 +169,7 @@ class Timeline:
             dev = dict(s.device_ms)
             dev[stream] = dev.get(stream, 0.0) + device_ms * n
             segs[at] = replace(s, host_ms=s.host_ms + host_ms * n, device_ms=dev)
-            return replace(self, segments=tuple(segs))
+            return replace(self, segments=tuple(segs), busy_ms=self.busy_ms if not device_ms else None)
         h_tot, d_tot = sum(s.host_ms for s in segs) or 1.0, sum(sum(s.device_ms.values()) for s in segs)
         out = []
         for s in segs:
@@ -145,7 +181,7 @@ class Timeline:
             elif device_ms:
                 dev[stream] = device_ms * n * s.host_ms / h_tot
             out.append(replace(s, host_ms=s.host_ms + host_ms * n * s.host_ms / h_tot, device_ms=dev, device_at=at_))
-        return replace(self, segments=tuple(out))
+        return replace(self, segments=tuple(out), busy_ms=self.busy_ms if not device_ms else None)
 
 
 def _busiest(t: Timeline) -> str:
@@ -202,7 +238,9 @@ def simulate(t: Timeline, placement: str = "early") -> Run:
     return Run((ends[-1] - ends[-2]) / t.n, tuple(exposed), t.host_ms)
 
 
-def host_scale(t: Timeline, step_ms: float, placement: str = "early", hi: float = 8.0) -> tuple[float, str | None]:
+def host_scale(
+    t: Timeline, step_ms: float, placement: str = "early", hi: float = MAX_HOST_SCALE
+) -> tuple[float, str | None]:
     """The factor on the traced host time that makes the simulated step ``step_ms`` (the timed runs' median): the
     profiler's overhead taken out. (factor, None), or (the nearest factor, why) where no factor reaches it: the device
     path alone is longer than the step, or the host would have to be more than ``hi`` times its trace."""
@@ -219,6 +257,29 @@ def host_scale(t: Timeline, step_ms: float, placement: str = "early", hi: float 
         mid = (lo + up) / 2
         lo, up = (mid, up) if simulate(t.scaled(mid), placement).step_ms < step_ms else (lo, mid)
     return (lo + up) / 2, None
+
+
+def unexplained(t: Timeline, step_ms: float) -> str | None:
+    """Why ``t`` cannot be traced from a step of ``step_ms``, or None: its device work alone
+    (:attr:`Timeline.device_path_ms`) is longer than the step by more than ``STEP_TOLERANCE`` (the GPU ran the work
+    slower while traced than while timed, or the timed step is not the one traced), or the step is longer than the
+    traced host time can be scaled to (``MAX_HOST_SCALE``)."""
+    if (why := device_too_long(t.device_path_ms, step_ms, t.window_ms)) is not None:
+        return why
+    k, why = host_scale(t, step_ms)
+    return why if k >= MAX_HOST_SCALE else None
+
+
+def device_too_long(device_ms: float, step_ms: float, window_ms: float = 0.0) -> str | None:
+    """Why a census whose device work alone takes ``device_ms`` per step (in a traced window of ``window_ms``, where
+    known) cannot be traced from a step of ``step_ms``, or None where it is at most ``STEP_TOLERANCE`` longer."""
+    if device_ms <= step_ms * (1 + STEP_TOLERANCE):
+        return None
+    share = f" ({device_ms / window_ms:.0%} of its traced window's {window_ms:.1f} ms)" if window_ms > 0 else ""
+    return (
+        f"its device work alone takes {device_ms:.1f} ms per step{share}, longer than the timed step's {step_ms:.1f} "
+        "ms: the GPU ran slower while traced than while timed, or the timed step is not the one traced"
+    )
 
 
 def per_op_overhead(t: Timeline, step_ms: float, placement: str = "early") -> float | None:

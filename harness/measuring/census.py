@@ -17,7 +17,9 @@ in ``on_step_end`` of step ``start`` and stops in ``on_step_end`` of step ``star
 logging of step ``start`` (the Trainer logs right after ``on_step_end``) and the ``n`` steps after it,
 so exactly ``n / logging_steps`` logging events (loss ``.item()``: a device-to-host copy and a sync).
 Per-step figures are window totals divided by ``n``: averages over whole logging periods, in which a
-logging step does more work than the others.
+logging step does more work than the others. Each step's end in the window is marked in the trace (a
+``record_function`` range, :data:`harness.measuring.timeline.STEP_MARK`), so that the timeline says each step's wall
+and device busy time (``timeline.steps``).
 
 This module imports torch and transformers: only the worker imports it.
 """
@@ -37,6 +39,7 @@ from harness.judging.census_window import window_plan
 from harness.measuring import census_memory
 from harness.measuring.census_counts import summarize
 from harness.measuring.probe import host_probe
+from harness.measuring.timeline import STEP_MARK
 
 # Arguments that name this run rather than configure it.
 VOLATILE_ARGS = (
@@ -212,6 +215,9 @@ class CensusCallback(TrainerCallback):
         if p is None or not p["fits"]:
             return
         start, n = p["start"], p["n"]
+        if start < step <= start + n and self.prof is not None and not self.profiled:
+            with torch.profiler.record_function(STEP_MARK):  # the step's end, in the trace: per-step device time
+                pass
         if step == start and self.prof is None:
             from torch.profiler import ProfilerActivity, profile
 

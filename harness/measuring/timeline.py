@@ -27,6 +27,7 @@ from collections import Counter
 from harness.judging.critical_path import LAUNCH_EDGES
 
 BLOCKING = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+STEP_MARK = "harness.census.step_end"  # the census marks each optimizer step's end in the trace with this range
 DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
 MAX_SEGMENTS = 4000  # a window with more blocking points is cut no finer: the record stays small
 ENCLOSING_SCAN = 200  # host ops looked back from a sync for the one it was called in
@@ -43,12 +44,12 @@ def _launch_bin(at: int, start: int, end: int) -> int:
 
 
 def _collect(events, kind, host_names: set) -> tuple[dict, list, list]:
-    """(device events by correlation id, runtime calls, CPU ops) of the window."""
+    """(device events by correlation id: stream, duration, name, start; runtime calls; CPU ops) of the window."""
     device, runtime, ops = {}, [], []
     for e in events:
         at, name = kind(e), e.name()
         if at in DEVICE_KINDS and not (at == "kernel" and name in host_names):
-            device[e.correlation_id()] = (str(e.device_resource_id()), e.duration_ns(), name)
+            device[e.correlation_id()] = (str(e.device_resource_id()), e.duration_ns(), name, e.start_ns())
         elif at in ("cuda_runtime", "cuda_driver"):
             runtime.append((e.start_ns(), e.end_ns(), name, e.correlation_id(), e.start_thread_id()))
         elif at == "cpu_op":
@@ -119,7 +120,35 @@ def extract(events, n: int, cuda: bool, kind) -> dict:
     edge = [r[0] for r in runtime if r[4] == main and r[2] == "cudaDeviceSynchronize" and r[0] > last]
     t_end = min(edge) if edge else max(max(o[1] for o in mine), max((r[1] for r in runtime if r[4] == main), default=0))
     out = _segments(syncs, runtime, ops, mine, device, t0, t_end, n)
-    return out | {"aten_ms": round(_aten_ms(ops, blocking, t0, t_end) / n, 3)}
+    marks = sorted(e.start_ns() for e in events if e.name() == STEP_MARK and kind(e) in ("user_annotation", "cpu_op"))
+    return out | {"aten_ms": round(_aten_ms(ops, blocking, t0, t_end) / n, 3)} | _busy(device, marks, t0, t_end, n)
+
+
+def _busy(device: dict, marks: list, t0: int, t_end: int, n: int) -> dict:
+    """How long the device was busy in the window (the union of its work's intervals over every stream, clipped to
+    the window: never longer than it): ``device_busy_ms`` per step; and, where the trace carries the census's mark of
+    each step's end (``STEP_MARK``, ``n`` of them, the last at the window's end), ``steps``: each step's ``wall_ms``
+    and ``busy_ms``, from one mark to the next (the first step from the window's start, the last to its end)."""
+    spans = sorted((start, start + dur) for _stream, dur, _name, start in device.values())
+
+    def union_ms(lo: int, hi: int) -> float:
+        total, end = 0, lo
+        for start, stop in spans:
+            start, stop = max(start, end), min(stop, hi)
+            if stop > start:
+                total += stop - start
+                end = stop
+        return total / 1e6
+
+    out: dict = {"device_busy_ms": round(union_ms(t0, t_end) / n, 3)}
+    inside = [m for m in marks if m > t0]
+    if len(inside) == n:
+        bounds = [t0, *inside[:-1], t_end]
+        out["steps"] = [
+            {"wall_ms": round((hi - lo) / 1e6, 3), "busy_ms": round(union_ms(lo, hi), 3)}
+            for lo, hi in zip(bounds, bounds[1:])
+        ]
+    return out
 
 
 def _aten_ms(ops: list, blocking: list, t0: int, t_end: int) -> float:
@@ -166,7 +195,7 @@ def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t
         r
     ) in runtime:  # a launch belongs to the segment it is made in; a blocking copy's own copy, to the segment it ends
         if r[3] in device:
-            stream, dur, _ = device[r[3]]
+            stream, dur = device[r[3]][:2]
             i = bisect_left(bounds, r[0])
             segs[i]["device_ms"][stream] += dur / 1e6
             bins[i].setdefault(stream, [0.0] * (len(LAUNCH_EDGES) - 1))[_launch_bin(r[0], *spans[i])] += dur / 1e6

@@ -23,7 +23,7 @@ sys.path[:0] = [str(HERE.parents[2]), str(HERE.parent), str(HERE)]
 import gpu_check  # noqa: E402
 import raw  # noqa: E402
 
-from harness.judging import cost_path  # noqa: E402
+from harness.judging import cost_path, trace_speed  # noqa: E402
 
 
 def censuses(files: dict) -> None:
@@ -31,7 +31,7 @@ def censuses(files: dict) -> None:
     for k in sorted(files):
         if k.startswith("censuses/") and k.endswith("/runs.jsonl"):
             c = files[k][0]["census"]
-            per_op = cost_path._aten_us_per_op(c)
+            per_op = trace_speed._aten_us_per_op(c)
             rows.append((k.split("/")[1], c["timeline"]["host_ms"], per_op, c["window_probe"]["launch_us"]))
             print(
                 f"  {rows[-1][0]}: traced host {rows[-1][1]:.1f} ms per step; {per_op:.2f} us per aten op; "
