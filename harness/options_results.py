@@ -125,3 +125,13 @@ ALERT = (
         action="store_true",
     ),
 )
+
+INIT = (
+    Opt(("--workload",), "workload", "the first workload's name (default: the folder's name and -lora)"),
+    Opt(
+        ("--harness",),
+        "harness",
+        "the harness the workflows call (default: this installed harness's repository at its version's tag)",
+        metavar="OWNER/REPO@REF",
+    ),
+)

@@ -18,7 +18,7 @@ from harness.errors import BadInput
 from harness.judging import baseline as bl
 from harness.measuring.resident import WorkerDied
 from harness.measuring.runner import sigterm_as_interrupt
-from harness.options_results import ALERT, HISTORY, STORE, STORE_ADD, STORE_ALERTS, STORE_CACHE
+from harness.options_results import ALERT, HISTORY, INIT, STORE, STORE_ADD, STORE_ALERTS, STORE_CACHE
 
 
 def _cmd_baseline_update(a) -> int:
@@ -70,7 +70,7 @@ def _cmd_doctor(a) -> int:
 def _cmd_init(a) -> int:
     from harness.scaffold import Layout, lay_out
 
-    laid = lay_out(Layout.default(a.dir, workload=a.workload, harness=a.harness))
+    laid = lay_out(Layout.default(a.dir, workload=a.workload, uses=a.harness))
     for rel in laid.written:
         print(f"wrote {rel}")
     for rel in laid.kept:
@@ -252,13 +252,7 @@ def _init_command(sub) -> None:
         "the workflows that call this harness's reusable ones at its version; existing files are kept",
     )
     it.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the repository's folder (default: here)")
-    it.add_argument("--workload", default=None, help="the first workload's name (default: the folder's name and -lora)")
-    it.add_argument(
-        "--harness",
-        default=None,
-        metavar="OWNER/REPO@REF",
-        help="the harness the workflows call (default: this installed harness's repository at its version's tag)",
-    )
+    opt.add(it.add_argument, INIT)
     it.set_defaults(fn=_cmd_init)
 
 

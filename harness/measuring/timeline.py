@@ -27,7 +27,7 @@ from collections import Counter
 from harness.judging.critical_path import LAUNCH_EDGES
 
 BLOCKING = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
-STEP_MARK = "harness.census.step_end"  # the census marks each optimizer step's end in the trace with this range
+STEP_MARK = "census_step_end"  # the census marks each optimizer step's end in the trace with this range
 DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
 MAX_SEGMENTS = 4000  # a window with more blocking points is cut no finer: the record stays small
 ENCLOSING_SCAN = 200  # host ops looked back from a sync for the one it was called in

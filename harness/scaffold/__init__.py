@@ -59,7 +59,7 @@ class Layout:
 
     root: Path
     workload: str
-    harness: str  # OWNER/REPO@REF of the reusable workflows and the scripts they run
+    uses: str  # OWNER/REPO@REF of the reusable workflows and the scripts they run
 
     def __post_init__(self):
         if not NAME.fullmatch(self.workload):
@@ -67,24 +67,24 @@ class Layout:
                 f"--workload {self.workload!r}: a workload name is 1 to 64 lowercase letters, digits, '.' and '-', "
                 "starting with a letter or digit"
             )
-        repo, _, ref = self.harness.partition("@")
+        repo, _, ref = self.uses.partition("@")
         if not REPO.fullmatch(repo) or not REF.fullmatch(ref) or ".." in ref:
             raise BadInput(
-                f"--harness {self.harness!r}: give the harness's GitHub repository and a tag or commit, OWNER/REPO@REF "
+                f"--harness {self.uses!r}: give the harness's GitHub repository and a tag or commit, OWNER/REPO@REF "
                 f"(e.g. {REPOSITORY}@v{version()})"
             )
         if self.root.exists() and not self.root.is_dir():
             raise BadInput(f"{self.root}: not a directory; give the repository's folder")
 
     @classmethod
-    def default(cls, root: str | Path = ".", workload: str | None = None, harness: str | None = None) -> Layout:
+    def default(cls, root: str | Path = ".", workload: str | None = None, uses: str | None = None) -> Layout:
         root = Path(root)
-        return cls(root, workload or default_workload(root), harness or f"{repository()}@v{version()}")
+        return cls(root, workload or default_workload(root), uses or f"{repository()}@v{version()}")
 
 
 def plan(layout: Layout) -> list[tuple[str, str]]:
     """Every file of the layout: (its path under the root, its text). Pure: reads the templates only."""
-    repo, _, ref = layout.harness.partition("@")
+    repo, _, ref = layout.uses.partition("@")
     values = {"@WORKLOAD@": layout.workload, "@REPOSITORY@": repo, "@REF@": ref, "@VERSION@": version()}
     out = []
     for src in sorted(p for p in FILES.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
