@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import re
 import sys
@@ -143,7 +144,20 @@ def write_atomic(path: str | Path, text: str) -> None:
 
 
 def write_json_atomic(path: str | Path, obj, indent: int | None = 1) -> None:
-    write_atomic(path, json.dumps(obj, indent=indent))
+    """``obj`` as standard JSON: a value that is not a finite number (an interval of one launch, say) is written as
+    null, never as the NaN or Infinity that JSON has no word for and other readers (a browser, jq) refuse."""
+    write_atomic(path, json.dumps(finite(obj), indent=indent, allow_nan=False))
+
+
+def finite(obj):
+    """``obj`` with every float that is not finite replaced by None, in nested dicts, lists and tuples."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
 
 
 def append_jsonl(path: str | Path, record: dict) -> None:

@@ -2,6 +2,7 @@
 system said, never a traceback, and never a claim that runs were kept when none were written."""
 
 import errno
+import json
 import os
 from pathlib import Path
 
@@ -89,3 +90,20 @@ def test_store_add_on_a_full_disk_names_the_record_file(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "I/O error::" not in err, err
     assert f"error: I/O error: {store}/" in err and ".json.gz: No space left on device; check that" in err, err
+
+
+def test_a_results_file_never_holds_nan_or_infinity(tmp_path):
+    """A figure that is not a number (the interval of a comparison recovered after one launch) is written as null: the
+    file is standard JSON that every reader takes."""
+    from harness.files import write_json_atomic
+
+    path = tmp_path / "report.json"
+    write_json_atomic(
+        path, {"verdict": {"ratio": 1.01, "lo": float("nan"), "hi": float("inf")}, "rows": [(float("-inf"),)]}
+    )
+
+    def refuse(name):
+        raise ValueError(f"not standard JSON: {name}")
+
+    data = json.loads(path.read_text(), parse_constant=refuse)
+    assert data == {"verdict": {"ratio": 1.01, "lo": None, "hi": None}, "rows": [[None]]}
