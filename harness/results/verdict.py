@@ -1,5 +1,9 @@
 """A verdict as a result reports it: its outcome, the line that says it, and the figures behind it (the ratio and its
-interval, the test, alpha per look and the unit of replication)."""
+interval, the test, alpha per look and the unit of replication).
+
+The judging's own :class:`harness.judging.stats.Verdict` is one check's verdict on one case (its ``kind`` and ``case``,
+every figure in ``details``), as the suite's checks and each look of an interleaved comparison make it; a comparison
+reports the one verdict it decided as this type (:func:`harness.judging.blocks.comparison_verdict`)."""
 
 from __future__ import annotations
 
