@@ -269,7 +269,7 @@ def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[d
 
 def finish_interleave(root: Path, ratio: float) -> dict:
     from harness.judging import paired as pd
-    from harness.judging.blocks import grouped, pairs_of
+    from harness.judging.blocks import comparison_verdict, grouped, pairs_of
     from harness.sidebyside.config import ComparisonConfig
     from harness.sidebyside.finish import finish
     from harness.sidebyside.run import settings_of
@@ -282,6 +282,7 @@ def finish_interleave(root: Path, ratio: float) -> dict:
     blocks = interleave_blocks(ratio)
     check = pd.PairedCheck(s["alpha"], s["threshold"], 1, test=s["test"], unit=s["unit"])
     launches = [{"launch": i, "ready": {"a": {}, "b": {}}, "startup_s": 1.0} for i in (1, 2, 3)]
+    groups = grouped(pairs_of(blocks))
     finish(
         root,
         settings=s,
@@ -289,9 +290,8 @@ def finish_interleave(root: Path, ratio: float) -> dict:
         stopped=None,
         launch_info=launches,
         blocks=blocks,
-        groups=grouped(pairs_of(blocks)),
-        verdict=None,
-        check=check,
+        groups=groups,
+        verdict=comparison_verdict(groups, check, None, "tiny-qwen3-4x1"),
         case="tiny-qwen3-4x1",
         wall=10.0,
         cpu=None,

@@ -324,6 +324,43 @@ def test_recover_tells_an_old_report_from_this_runs(tmp_path):
     assert json.loads((out / "report-interleave-earlier.json").read_text())["verdict"] == {"outcome": "pass"}
 
 
+def test_the_report_states_the_one_verdict_decided_once(tmp_path, monkeypatch):
+    """comparison_verdict decides a comparison's verdict once: report.json, the issue's verdicts and the returned result
+    state what it returned (here with another message), and nothing judges the pairs again (the run's one planned look,
+    recover's one last look: analyse analyses that verdict)."""
+    from dataclasses import replace
+
+    from harness.judging import paired as pd
+    from harness.sidebyside import finish as fin
+
+    decided, looks = [], []
+    real_decide, real_verdict = pd.PairedCheck.decide, il.comparison_verdict
+
+    def counted(self, *a, **k):
+        looks.append(1)
+        return real_decide(self, *a, **k)
+
+    def one_verdict(*a, **k):
+        decided.append(replace(real_verdict(*a, **k), message=f"the one verdict {len(decided) + 1}"))
+        return decided[-1]
+
+    monkeypatch.setattr(pd.PairedCheck, "decide", counted)
+    for module in (il, fin):
+        monkeypatch.setattr(module, "comparison_verdict", one_verdict)
+    stub_launcher(monkeypatch, slow_b=1.5)
+    out = tmp_path / "out"
+    made = il.interleave(cfg(tmp_path), out=lambda _: None)
+    report = json.loads((out / "report.json").read_text())
+    assert len(decided) == 1 and len(looks) == 1 and made.verdict == decided[0]
+    assert report["verdict"] == decided[0].to_json() and report["verdicts"][0]["message"] == "the one verdict 1"
+    assert made.exit_code == exits.REGRESSION and made.verdict.ratio == pytest.approx(1.5)
+    (out / "report.json").unlink()
+    looks.clear()
+    again = il.recover(out, out=lambda _: None)
+    assert len(decided) == 2 and len(looks) == 1 and again.verdict == decided[1]
+    assert json.loads((out / "report.json").read_text())["verdict"]["message"] == "the one verdict 2"
+
+
 # ---- 2. exit codes ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "raised, code, says",

@@ -113,6 +113,36 @@ def test_a_verdict_keeps_every_key_it_was_written_with():
     assert Verdict.from_json(None) is None and Verdict.from_json({"message": "no outcome"}) is None
 
 
+def test_a_comparisons_verdict_has_typed_figures_and_writes_the_same_json():
+    """ratio, interval, test, alpha and unit are the verdict's fields, not lookups in its details; the JSON it was read
+    from comes back the same (a figure written as null stays as written)."""
+    from dataclasses import fields
+
+    raw = {
+        "outcome": "pass",
+        "message": "pass: B/A x1.001",
+        "ratio": 1.001,
+        "lo": 0.99,
+        "hi": 1.012,
+        "p_regression": 0.01,
+        "alpha": 0.025,
+        "pairs": 40,
+        "unit": "launch",
+        "test": "t",
+        "unit_rule": "launch",
+    }
+    made = ComparisonResult.from_json({"settings": {}, "verdict": raw}, ".")
+    v = made.verdict
+    assert {"ratio", "interval", "test", "alpha", "unit"} <= {f.name for f in fields(Verdict)}
+    assert (v.ratio, v.interval, v.test, v.alpha, v.unit) == (1.001, (0.99, 1.012), "t", 0.025, "launch")
+    assert set(v.details) == {"p_regression", "pairs", "unit_rule"} and v.to_json() == raw and not v.failed
+    odd = {"outcome": "fail", "message": "no ratio", "ratio": None, "lo": 0.9}
+    w = Verdict.from_json(odd)
+    assert w.ratio is None and w.interval is None and w.details == {"ratio": None, "lo": 0.9} and w.to_json() == odd
+    with pytest.raises(ValueError, match="ratio given both as a field and in its details"):
+        Verdict("pass", "x", {"ratio": 1.0}, ratio=1.0)
+
+
 def _resolves(ref: str) -> bool:
     import importlib
 

@@ -1,5 +1,5 @@
-"""The block records of an interleaved comparison, judged: pairs, log ratios by launch,
-and the analysis its report states.
+"""The block records of an interleaved comparison, judged: pairs, log ratios by launch, the comparison's one verdict
+(:func:`comparison_verdict`) and the analysis its report states beside it (:func:`analyse`).
 
 Pure: the same functions judge a running comparison, ``recover`` and a stored ``blocks.jsonl``.
 """
@@ -14,6 +14,7 @@ from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging import planning as pn
 from harness.judging import stats
+from harness.results.verdict import FIELDS, Verdict
 
 SIDES = ("a", "b")
 DEFAULT_METRIC = "median"  # of the block's step times, as a run is summarised by the median of its steps
@@ -238,20 +239,21 @@ def _canary(pairs: list[dict], d: list[float], metric: str, drop_first: bool) ->
     return canary
 
 
-def _mds(v: stats.Verdict, check: pd.PairedCheck, sigma: float | None, n: int, threshold: float) -> dict:
+def _mds(v: Verdict, sigma: float | None, n: int, threshold: float) -> dict:
     """The verdict's minimum detectable slowdown: from the sd of its units (launch summaries, or pairs) and their
-    number, at alpha 0.01 and power 0.9 and at the check's own settings, and the units and pairs a 3% slowdown needs."""
-    u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.details["unit"] == "launch" else (sigma, n)
+    number, at alpha 0.01 and power 0.9 and at the verdict's own alpha per look and the threshold, and the units and
+    pairs a 3% slowdown needs."""
+    u_sd, u_n = (v.details["sd"], v.details["n_units"]) if v.unit == "launch" else (sigma, n)
     u_sd = u_sd if u_sd is not None and math.isfinite(u_sd) and u_sd > 0 else None
     return {
         "alpha": 0.01,
         "power": 0.9,
-        "unit": v.details["unit"],
+        "unit": v.unit,
         "units": u_n,
         "unit_sd": u_sd,
         "slowdown": pn.min_detectable(u_sd, u_n, 0.01, 0.9) if u_sd else None,
         "approx_3_6": 3.6 * u_sd / math.sqrt(u_n) if u_sd else None,
-        "with_settings": pn.min_detectable(u_sd, u_n, check.per_look, 0.9, threshold) if u_sd else None,
+        "with_settings": pn.min_detectable(u_sd, u_n, v.alpha, 0.9, threshold) if u_sd else None,
         "units_for_3pct": pn.pairs_needed(u_sd, 0.03, 0.01, 0.9) if u_sd else None,
         "pairs_for_3pct": pn.pairs_needed(sigma, 0.03, 0.01, 0.9) if sigma else None,
     }  # by the pair-level t test
@@ -288,6 +290,32 @@ def _host_load(pairs: list[dict]) -> dict:
     }
 
 
+def comparison_verdict(
+    groups: list[list[float]], check: pd.PairedCheck, looked: stats.Verdict | None = None, case: str = "B/A"
+) -> Verdict | None:
+    """The one verdict of a comparison, from its pair log ratios by launch (:func:`grouped`) and its check (alpha per
+    look, threshold, test, unit): ``looked``, the verdict of its last planned look, when that judged every pair made;
+    else a last look at the pairs made (a budget stop between looks, or a run recovered from what it kept: this look
+    replaces the next planned one, so alpha per look holds); None below two pairs. The report states it as returned,
+    and :func:`analyse` analyses beside it without judging again."""
+    n_pairs = sum(map(len, groups))
+    if looked is None or looked.details.get("pairs") != n_pairs:
+        looked = check.decide(groups, case, None) if n_pairs >= 2 else None
+    if looked is None:
+        return None
+    d = looked.details
+    return Verdict(
+        looked.outcome,
+        looked.message,
+        {k: x for k, x in d.items() if k not in FIELDS},
+        ratio=d["ratio"],
+        interval=(d["lo"], d["hi"]),
+        test=d["test"],
+        alpha=d["alpha"],
+        unit=d["unit"],
+    )
+
+
 def analyse(
     blocks: list[dict],
     *,
@@ -299,21 +327,22 @@ def analyse(
     session: str | None = None,
     test: str = "rank",
     unit: str | None = None,
+    verdict: Verdict | None = None,
 ) -> dict:
     """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty,
-    canary. ``unit`` None: :func:`default_unit` of the launches with pairs. The minimum detectable slowdown is the
-    verdict's: from the sd of its units (launch summaries, or pairs) and their number."""
+    canary. ``verdict``: the comparison's (:func:`comparison_verdict`'s, which the report passes: it is analysed, never
+    judged again); without one (blocks judged alone: a stored ``blocks.jsonl``), :func:`comparison_verdict` of these
+    blocks at these settings, ``unit`` None being :func:`default_unit` of the launches with pairs. The minimum
+    detectable slowdown is the verdict's: from the sd of its units (launch summaries, or pairs) and their number."""
     pairs = pairs_of(blocks, session)
     if len(pairs) < 2:
-        return {"pairs": len(pairs), "verdict": None}
+        return {"pairs": len(pairs), "verdict": None if verdict is None else verdict.to_json()}
     groups = grouped(pairs, metric, drop_first)
     check = pd.PairedCheck(alpha, threshold, looks, test=test, unit=unit or default_unit(len(groups)))
-    v = check.decide(groups)
+    v = verdict if verdict is not None else comparison_verdict(groups, check)
     d = [x for g in groups for x in g]
     sigma = stats.sd(d, None)
-    comp = la.launch_components(
-        groups, check.summary if v.details["unit"] == "launch" and check.summary in la.SUMMARIES else "hl"
-    )
+    comp = la.launch_components(groups, check.summary if v.unit == "launch" and check.summary in la.SUMMARIES else "hl")
     grain = "micro" if any(p["a"].get("micro_per_step") for p in pairs) else "step"
     steps = [p[s]["step_times_ms"] for p in pairs for s in SIDES]
     return {
@@ -323,10 +352,10 @@ def analyse(
         "metric": metric,
         "drop_first": drop_first,
         "grain": grain,
-        "verdict": {"outcome": v.outcome, "message": v.message, **v.details},
+        "verdict": v.to_json(),
         "sigma": sigma,
         "variants": _variants(pairs),
-        "mds": _mds(v, check, sigma, len(d), threshold),
+        "mds": _mds(v, sigma, len(d), threshold),
         "launch_components": _components(comp),
         "resume_penalty": _resume(pairs, grain),
         "canary": _canary(pairs, d, metric, drop_first),

@@ -244,6 +244,12 @@ PASSING = ("pass", "improvement", "tie", "skip", "inconclusive")
 
 @dataclass(frozen=True)
 class Verdict:
+    """One check's verdict on one case, as the judging makes it: the suite's checks (runtime, memory, ordering,
+    equivalence, work) and each look of an interleaved comparison (:meth:`harness.judging.paired.PairedCheck.decide`),
+    every figure in ``details``; a suite report writes its kind, case, outcome and message. What an interleaved
+    comparison reports is its one verdict as :class:`harness.results.verdict.Verdict`, whose figures are typed fields
+    (:func:`harness.judging.blocks.comparison_verdict`)."""
+
     kind: str  # runtime | ordering | memory | equivalence
     case: str  # "workload-1x4" or "workload"
     outcome: str  # pass | improvement | regression | inconclusive | fail | tie | skip

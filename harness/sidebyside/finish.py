@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from harness.errors import BadInput
@@ -12,13 +13,22 @@ from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  
 from harness.exits import REGRESSION as EXIT_REGRESSION
 from harness.files import read_records, refuse_links, report_session, results_lock, write_atomic, write_json_atomic
 from harness.judging import paired as pd
-from harness.judging.blocks import DEFAULT_METRIC, SIDES, analyse, block_problem, grouped, pairs_of
+from harness.judging.blocks import (
+    DEFAULT_METRIC,
+    SIDES,
+    analyse,
+    block_problem,
+    comparison_verdict,
+    grouped,
+    pairs_of,
+)
 from harness.judging.budget_plan import plan_for
 from harness.judging.cost_model import beside_line
 from harness.reporting.interleave import markdown, report_text, where_line
 from harness.results import formats
 from harness.results.comparison import ComparisonResult
 from harness.results.repro import repro
+from harness.results.verdict import Verdict
 from harness.sidebyside.inject import injected_share
 from harness.sidebyside.loop import PROGRESS
 from harness.suite.runs import interleave_prediction
@@ -72,8 +82,7 @@ def finish(
     launch_info: list[dict],
     blocks: list[dict],
     groups: list[list[float]],
-    verdict,
-    check: pd.PairedCheck,
+    verdict: Verdict | None,
     case: str,
     wall: float,
     cpu: float | None,
@@ -81,10 +90,9 @@ def finish(
     out: Callable[[str], None],
     recovered: dict | None = None,
 ) -> ComparisonResult:
-    """The report of a comparison, from what it measured: the verdict (a last look at the pairs made where the run
-    stopped between looks), the analysis, the timing and the plan; printed, written to report.json and report.md, and
-    returned."""
-    verdict = last_verdict(verdict, check, groups, case)
+    """The report of a comparison, from what it measured: its ``verdict``, stated as given (the one
+    :func:`~harness.judging.blocks.comparison_verdict` decided, the cost model's prediction added to it), the analysis
+    beside it, the timing and the plan; printed, written to report.json and report.md, and returned."""
     summary = analyse(
         blocks,
         alpha=settings["alpha"],
@@ -95,6 +103,7 @@ def finish(
         session=settings["session_id"],
         test=settings["test"],
         unit=settings["unit"],
+        verdict=verdict,
     )
     report = {
         "settings": settings,
@@ -104,9 +113,7 @@ def finish(
         "launches": launch_info,
         **summary,
         "injected": injected_share(blocks) if calibrated else None,
-        "verdict": None
-        if verdict is None
-        else {"outcome": verdict.outcome, "message": verdict.message, **verdict.details},
+        "verdict": None if verdict is None else verdict.to_json(),
     }
     if recovered:
         report["recovered"] = recovered
@@ -115,8 +122,9 @@ def finish(
     report["prediction"] = interleave_prediction(
         root, settings, (report.get("step_ms_median") or {}).get("a"), report["verdict"]
     )
-    if report["verdict"] is not None and report["prediction"].get("delta_pct") is not None:
-        report["verdict"]["prediction"] = report["prediction"]
+    if verdict is not None and report["prediction"].get("delta_pct") is not None:
+        verdict = replace(verdict, details={**verdict.details, "prediction": report["prediction"]})
+        report["verdict"] = verdict.to_json()
     report.update(issue_fields(report, launch_info, verdict, case))
     text = report_text(report, (beside_line(report["prediction"]),))
     for ln in text.lines():
@@ -128,16 +136,6 @@ def finish(
     write_json_atomic(root / "report.json", result.to_json())
     write_atomic(root / "report.md", markdown(report, text))
     return result
-
-
-def last_verdict(verdict, check: pd.PairedCheck, groups: list[list[float]], case: str):
-    """The verdict of the report: the run's own when it judged every pair made, else a last look at the pairs made (a
-    budget stop between looks: this last look replaces the next planned one, so alpha per look still holds); None
-    when only one pair was made."""
-    n_pairs = sum(map(len, groups))
-    if n_pairs and (verdict is None or verdict.details.get("pairs") != n_pairs):
-        return check.decide(groups, case, None) if n_pairs >= 2 else None
-    return verdict
 
 
 def timing_of(blocks: list[dict], launch_info: list[dict], wall: float, cpu: float | None) -> dict:
@@ -161,7 +159,7 @@ def timing_of(blocks: list[dict], launch_info: list[dict], wall: float, cpu: flo
     }
 
 
-def issue_fields(report: dict, launch_info: list[dict], verdict, case: str) -> dict:
+def issue_fields(report: dict, launch_info: list[dict], verdict: Verdict | None, case: str) -> dict:
     """What the regression-issue script reads from any report (.github/scripts/regression-issues.sh): the GPU, the
     run id, the versions of side b and the verdicts, each with the command that reproduces it."""
     settings = report["settings"]
@@ -248,8 +246,7 @@ def _recover(root: Path, out: Callable[[str], None]) -> ComparisonResult:
         launch_info=launch_info,
         blocks=blocks,
         groups=groups,
-        verdict=None,
-        check=check,
+        verdict=comparison_verdict(groups, check, None, prog["case"]),
         case=prog["case"],
         wall=ended - prog["t_start"],
         cpu=None,

@@ -29,6 +29,7 @@ from harness.files import ensure_dir, new_id, refuse_link, report_session, resul
 from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
+from harness.judging.blocks import comparison_verdict
 from harness.judging.stopping import StopRule
 from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.resident import WorkerDied
@@ -266,8 +267,7 @@ def _run(
         launch_info=p.launches,
         blocks=comparison.blocks,
         groups=p.groups,
-        verdict=p.verdict,
-        check=check,
+        verdict=comparison_verdict(p.groups, check, p.verdict, case),
         case=case,
         wall=time.time() - t_start,
         cpu=children_cpu() - cpu_start,
