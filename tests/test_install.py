@@ -112,6 +112,8 @@ def test_a_team_installs_the_wheel_lays_out_its_repository_and_runs_its_workload
     for rel in ("perftests/test_perf.py", "nightly.toml", "tox.ini", "baselines/README.md", ".gitignore"):
         assert (team / rel).is_file(), rel
     assert not (team / "conftest.py").exists() and not (team / "harness").exists()
+    tox = (team / "tox.ini").read_text()  # a runner's tox environments install the workflows' version of the harness
+    assert f"{{env:PERF_HARNESS_SPEC:{install[3]}}}" in tox, tox
     caller = (team / ".github" / "workflows" / "nightly.yml").read_text()
     assert f"uses: lora-perf-harness/lora-perf-harness/.github/workflows/reusable-nightly.yml@v{version}" in caller
     again = subprocess.run(["lora-perf-harness", "init"], cwd=team, env=env, capture_output=True, text=True)
