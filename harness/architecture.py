@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness import knobs
 from harness.errors import BadInput
 
 # Keys of a config.json that do not change what training computes: the weights' origin, the tokenizer's special ids,
@@ -101,8 +102,8 @@ def check_sizes(config: dict[str, Any], where: str = "model.config.") -> None:
 def _cache_dir() -> Path | None:
     """``$HARNESS_CACHE_DIR``, else a folder of this user's in the temporary directory (not under $HOME, which test
     runners move); None where that folder belongs to someone else."""
-    if os.environ.get("HARNESS_CACHE_DIR"):
-        return Path(os.environ["HARNESS_CACHE_DIR"]) / "architectures"
+    if knobs.CACHE_DIR.get():
+        return Path(knobs.CACHE_DIR.get()) / "architectures"
     uid = os.getuid() if hasattr(os, "getuid") else 0
     base = Path(tempfile.gettempdir()) / f"lora-perf-harness-{uid}"
     try:

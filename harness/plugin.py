@@ -6,13 +6,13 @@ verdicts given by :mod:`harness.judging.judge`, reports written by :mod:`harness
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from pathlib import Path
 
 import pytest
 
+from harness import knobs
 from harness import options as opt
 from harness.exits import BAD_INPUT, os_error_text
 from harness.measuring.env import detect_gpu, resolve_gpu
@@ -73,7 +73,7 @@ def pytest_configure(config):
             threshold=o("threshold"),
             update_baselines=o("update_baselines"),
             fail_inconclusive=o("fail_inconclusive"),
-            faults=os.environ.get("HARNESS_FAULTS"),
+            faults=knobs.FAULTS.get(),
             profile_steps=o("profile_steps"),
             resume=o("resume"),
             budget_s=None if budget is None else budget * 60,
@@ -106,7 +106,7 @@ def _root(config) -> Path:
     was started in; else the CLI's project (:func:`harness.options.project_root`). The rootdir is the common ancestor of
     the arguments that are paths, taken before conftest.py declares this plugin's options, so the value of
     ``--interleave-python-b /usr/bin/python3`` counts as one and can move it to /."""
-    if os.environ.get(opt.ROOT_ENV):
+    if knobs.ROOT.get():
         return opt.project_root()
     for d in (Path(config.rootpath), Path(config.invocation_params.dir)):
         if (d / "workloads").is_dir():

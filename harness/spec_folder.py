@@ -7,24 +7,24 @@ one line and the name it declares, so that it costs its own workload only (:clas
 from __future__ import annotations
 
 import dataclasses
-import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import knobs
 from harness.spec import Workload
 from harness.spec_fields import SpecError
 from harness.spec_sections import _check
 
-ROOT_ENV = "HARNESS_ROOT"
+ROOT_ENV = knobs.ROOT.name
 
 
 def project_root() -> Path:
     """The project of the relative defaults: ``$HARNESS_ROOT`` if set; else the current directory if it holds
     workloads/ (a project laid out like this one); else the checkout this package runs from (the directory above
     ``harness/`` that holds pyproject.toml and workloads/); else the current directory."""
-    if os.environ.get(ROOT_ENV):
-        return Path(os.environ[ROOT_ENV]).expanduser().resolve()
+    if knobs.ROOT.get():
+        return Path(knobs.ROOT.get()).expanduser().resolve()
     here = Path.cwd()
     if (here / "workloads").is_dir():
         return here

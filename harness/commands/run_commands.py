@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from harness import knobs
 from harness import options as opt
 from harness.errors import UsageError
 from harness.judging.thresholds import ALPHA, INTERLEAVED
@@ -126,14 +127,13 @@ def _cmd_census(a) -> int:
 
 
 def _cmd_interleave(a) -> int:
-    import os
 
     from harness.sidebyside.launchers import Hooks
     from harness.sidebyside.run import interleave
 
     a = opt.here(a)
     cfg = comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=a.gpu)
-    return interleave(cfg, hooks=Hooks(faults=os.environ.get("HARNESS_FAULTS"))).exit_code
+    return interleave(cfg, hooks=Hooks(faults=knobs.FAULTS.get())).exit_code
 
 
 def _cmd_recover(a) -> int:

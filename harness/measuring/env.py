@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 
+from harness import knobs
 from harness.errors import BadInput
 
 # Short names for GPU marketing names, checked in order (first match wins). A model's variants that run at other clocks,
@@ -41,14 +42,14 @@ _SHORT = [
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
 
 
-MACHINE_ENV = "HARNESS_MACHINE"  # a runner's own name for its machine class, instead of the detected GPU's short name
+MACHINE_ENV = knobs.MACHINE.name
 _CLASS = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 def machine_class(full: str | None) -> str:
     """The name results are filed under on a machine with the GPU ``full``: ``$HARNESS_MACHINE`` when the runner sets
     one (``l4-gcp``: a class of machines the team tells apart), else the GPU's short name; ``cpu`` without a GPU."""
-    named = os.environ.get(MACHINE_ENV, "").strip()
+    named = knobs.MACHINE.get() or ""
     if not full:
         return "cpu"
     if named:

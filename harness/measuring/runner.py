@@ -21,6 +21,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import knobs
 from harness.exits import Terminated
 from harness.files import append_jsonl, make_dir, new_id, refuse_link, write_json_atomic
 from harness.measuring import lifeline
@@ -116,7 +117,7 @@ def worker_environ(gpu: str) -> dict[str, str]:
     and this source tree first on PYTHONPATH, whether or not harness is installed."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_DISABLE_PROGRESS_BARS="1")
     env.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off on shared multi-GPU hosts
-    env.pop("HARNESS_FAULTS", None)  # the parent parsed them; the request carries this run's fault
+    env.pop(knobs.FAULTS.name, None)  # the parent parsed them; the request carries this run's fault
     if gpu == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     root = str(Path(__file__).resolve().parents[2])

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from harness import knobs
 from harness.errors import BadInput
 from harness.files import write_json_atomic
 
@@ -180,7 +181,7 @@ def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
         from harness.measuring.injected_work import InjectWork
 
         # the environment's: test-only (InjectWork)
-        kind = os.environ.get("HARNESS_INJECT_KIND") or req.get("inject_kind") or "casts"
+        kind = knobs.INJECT_KIND.get() or req.get("inject_kind") or "casts"
         inject = InjectWork(trainer.model, float(req["inject_work"]), kind=kind) if req.get("inject_work") else None
         if req.get("census"):
             # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay
