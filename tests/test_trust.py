@@ -389,6 +389,23 @@ def test_the_report_command_names_and_skips_a_run_of_the_wrong_shape_and_writes_
     assert sum(r["runs"] for r in data["rows"]) == len(recs) - len(bad)
 
 
+def test_a_comparison_recovered_after_one_launch_writes_standard_json(tmp_path, capsys):
+    """With the launch as the unit, one launch gives no interval: the recovered report wrote it as NaN, which browsers
+    and jq refuse; it is null now, and the verdict says what one launch allows."""
+    root = tmp_path / "run"
+    _interleave_dir(root)
+    prog = json.loads((root / PROGRESS).read_text())
+    prog["settings"]["unit"] = "launch"
+    prog["launches"] = prog["launches"][:1]
+    (root / PROGRESS).write_text(json.dumps(prog))
+    blocks = [dict(json.loads(ln), launch=1) for ln in (root / "blocks.jsonl").read_text().splitlines()]
+    (root / "blocks.jsonl").write_text("".join(json.dumps(b) + "\n" for b in blocks))
+    assert cli.main(["recover", str(root)]) in (0, 1)
+    capsys.readouterr()
+    data = json.loads((root / "report.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in report.json"))
+    assert data["recovered"] and (data["verdict"] is None or data["verdict"]["outcome"] != "regression")
+
+
 @pytest.mark.parametrize("alpha, says", [("x", "settings.alpha is a str"), (float("nan"), "settings.alpha is nan")])
 def test_recover_refuses_settings_it_cannot_judge_with_in_one_line(tmp_path, capsys, alpha, says):
     """An alpha that is a string or NaN in progress.json ended recover with exit 4 (a TypeError, a ValueError in the
