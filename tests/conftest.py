@@ -254,3 +254,15 @@ def fake_gh(tmp_path):
         return calls
 
     return run
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Any run started fails the test: a refused command or call trains nothing (fresh runs and advise's probes)."""
+    from harness.workflows import advise_probe
+
+    def trained(*args, **kwargs):
+        pytest.fail("a run started where the input or the results dir should have refused it first")
+
+    monkeypatch.setattr(loop, "run_one", trained)
+    monkeypatch.setattr(advise_probe, "run_one", trained)

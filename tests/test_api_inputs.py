@@ -9,20 +9,9 @@ import pytest
 
 from harness import api
 from harness.errors import BadInput, UsageError
-from harness.measuring import loop
-from harness.workflows import advise_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 W = {"gpu": "cpu", "workloads_dir": ROOT / "workloads"}
-
-
-@pytest.fixture
-def no_training(monkeypatch):
-    def trained(*args, **kwargs):
-        pytest.fail("a run started before the bad argument was refused")
-
-    monkeypatch.setattr(loop, "run_one", trained)
-    monkeypatch.setattr(advise_probe, "run_one", trained)
 
 
 @pytest.mark.parametrize(

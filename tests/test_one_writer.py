@@ -12,23 +12,10 @@ import pytest
 from harness import api
 from harness.commands import cli
 from harness.files import InUse, results_lock
-from harness.measuring import loop
-from harness.workflows import advise_probe
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"gpu": "cpu", "workloads_dir": ROOT / "workloads"}
 WORKLOAD = ["--workload", "tiny-qwen3", "--workloads-dir", str(ROOT / "workloads"), "--gpu", "cpu"]
-
-
-@pytest.fixture
-def no_training(monkeypatch):
-    """Any run started fails the test: a refused command trains nothing."""
-
-    def trained(*args, **kwargs):
-        pytest.fail("a run started beside the holder of the results dir")
-
-    monkeypatch.setattr(loop, "run_one", trained)
-    monkeypatch.setattr(advise_probe, "run_one", trained)
 
 
 def _suite_report(tmp_path: Path) -> Path:
