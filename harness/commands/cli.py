@@ -70,15 +70,15 @@ def _cmd_doctor(a) -> int:
 def _cmd_init(a) -> int:
     from harness.scaffold import Layout, lay_out
 
-    laid = lay_out(Layout.default(a.dir, workload=a.workload, uses=a.harness))
+    layout = Layout.default(a.dir, workload=a.workload, uses=a.harness)
+    laid = lay_out(layout)
     for rel in laid.written:
         print(f"wrote {rel}")
     for rel in laid.kept:
         print(f"kept {rel} (it exists)")
-    workload = a.workload or Layout.default(a.dir).workload
     print(
         f"\nNext, in {laid.root}:\n"
-        f"  pytest perftests --gpu=cpu --workload {workload} --repeats 1\n"
+        f"  pytest perftests --gpu=cpu --workload {layout.workload} --repeats 1\n"
         "Then edit workloads/ and nightly.toml (gpus: your runners' labels), commit, and run the nightly once by hand: "
         "its first night records the baselines."
     )

@@ -85,7 +85,7 @@ class Layout:
 def plan(layout: Layout) -> list[tuple[str, str]]:
     """Every file of the layout: (its path under the root, its text). Pure: reads the templates only."""
     repo, _, ref = layout.uses.partition("@")
-    values = {"@WORKLOAD@": layout.workload, "@REPOSITORY@": repo, "@REF@": ref, "@VERSION@": version()}
+    values = {"@WORKLOAD@": layout.workload, "@REPOSITORY@": repo, "@REF@": ref}
     out = []
     for src in sorted(p for p in FILES.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         rel = src.relative_to(FILES).as_posix()
