@@ -157,6 +157,11 @@ def trim(files: dict, out: str) -> None:
             "timed_step_ms": p["timed"]["step_time_median_ms"],
             "verdict": {k: p["verdict"][k] for k in ("ratio", "lo", "hi")},
         }
+    write_trimmed(data, out)
+
+
+def write_trimmed(data: dict, out: str) -> None:
+    """``data`` as one gzipped JSON, byte for byte the same for the same data."""
     with gzip.GzipFile(out, "wb", compresslevel=9, mtime=0) as fh:
         fh.write(json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8"))
     print(f"wrote {out}")
