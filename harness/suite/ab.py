@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import BadInput
@@ -22,6 +23,16 @@ from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.suite_report import SuiteReport
 from harness.spec_folder import load_workload
+from harness.suite.compare import judged, run_record, runs_against
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """The interleaved runs of one ``ab``: A's and B's records, as written to ``root/a`` and ``root/b``."""
+
+    root: Path
+    a: list[dict]
+    b: list[dict]
 
 
 def run_rounds(
@@ -41,8 +52,8 @@ def run_rounds(
     skip_same_versions: bool = False,
     held: ExitStack,
     out: Callable[[str], None] = print,
-) -> tuple[Path, Path] | None:
-    """Make the interleaved runs; return the results dirs of A and B, or None when ``skip_same_versions``
+) -> Rounds | None:
+    """Make the interleaved runs; return their records, or None when ``skip_same_versions``
     finds nothing to compare (both sides have the same versions: no release since the pins). The results dir's lock is
     taken before the first run (refused at once beside another run writing there) and entered into ``held``: the caller
     keeps it until its report is written there."""
@@ -72,10 +83,14 @@ def run_rounds(
         + (f" (+{inject_slowdown_b:.0%} injected)" if inject_slowdown_b else "")
         + (f" (inject-work {inject_work_b})" if inject_work_b else "")
     )
-    run_slots(
-        schedule(sides, [(w, d) for d in decs], repeats, alternate=True), timeout_s=run_timeout, gpu=gpu, progress=out
-    )
-    return root / "a", root / "b"
+    slots = schedule(sides, [(w, d) for d in decs], repeats, alternate=True)
+    ran = run_slots(slots, timeout_s=run_timeout, gpu=gpu, progress=out)
+    by_side: dict[str, list[dict]] = {"a": [], "b": []}
+    for slot, rec in zip(slots, ran.records, strict=False):
+        where = slot.side.results_dir / "runs.jsonl"  # what `compare` of the two dirs would read
+        machine = rec.get("machine") or f"dir:{where.parent}"
+        by_side[slot.side.name].append({**run_record(rec, str(where)), "machine": machine})
+    return Rounds(root, by_side["a"], by_side["b"])
 
 
 def ab(
@@ -84,14 +99,10 @@ def ab(
     """``python -m harness ab``: the interleaved runs, then B judged against A (``compare``), the full report in the
     results dir. Returns that report (exit code as ``compare``: 1 on a regression); an empty one when there was nothing
     to compare."""
-    from harness.reporting import report
-    from harness.suite.compare import compare
-
     with ExitStack() as held:  # the results dir's lock, from the first run to the report
-        dirs = run_rounds(out=out, held=held, **rounds)
-        if dirs is None:
+        rounds_made = run_rounds(out=out, held=held, **rounds)
+        if rounds_made is None:
             return SuiteReport({"verdicts": []}, exit_code=0)
-        a, b = dirs
-        made = compare([str(a)], [str(b)], alpha=alpha, threshold=threshold, out=out)
-        out("wrote " + ", ".join(map(str, report.write(dict(made.data), a.parent))))
-        return made
+        a, b = rounds_made.root / "a", rounds_made.root / "b"
+        judge = runs_against(rounds_made.a, rounds_made.b, a, alpha, threshold)
+        return judged(judge, [str(a)], [str(b)], out_dir=rounds_made.root, out=out)

@@ -135,7 +135,19 @@ def against(
     """B's records judged against A: A's ok runs as the baseline, or A's baseline file."""
     if len(a) == 1 and Path(a[0]).is_file():
         return _against_file(Path(a[0]), b, alpha, threshold, allow_gpu_mismatch)
-    ga, gb = group([r for r in records(a) if r["status"] == "ok"], "A"), group(records(b), "B")
+    return runs_against(records(a), records(b), Path(a[0]), alpha, threshold, allow_gpu_mismatch)
+
+
+def runs_against(
+    recs_a: list[dict],
+    recs_b: list[dict],
+    source_a: Path,
+    alpha: float | None = None,
+    threshold: float | None = None,
+    allow_gpu_mismatch: bool = False,
+) -> Judge:
+    """B's run records judged against A's: A's ok runs as the baseline (``source_a`` names where they came from)."""
+    ga, gb = group([r for r in recs_a if r["status"] == "ok"], "A"), group(recs_b, "B")
     gpus_a = {r["gpu"] for _, rs in ga.values() for r in rs}
     gpus_b = {r["gpu"] for _, rs in gb.values() for r in rs}
     if gpus_a != gpus_b and not allow_gpu_mismatch:
@@ -153,7 +165,7 @@ def against(
         wb = gb[n][0]
         if wa.hash != wb.hash:
             raise UsageError(f"{n} differs between A and B: {'; '.join(changed_fields(wa.to_dict(), wb.to_dict()))}")
-        baselines[n] = bl.Baseline(Path(a[0]), bl.from_runs(wa, gpu, ra, "compare", min_repeats=1, require_all=False))
+        baselines[n] = bl.Baseline(source_a, bl.from_runs(wa, gpu, ra, "compare", min_repeats=1, require_all=False))
     return judge_of(gb, baselines, gpu, alpha, threshold)
 
 
@@ -175,13 +187,27 @@ def compare(
         if out_dir:
             held.enter_context(results_lock(ensure_dir(out_dir)))
         judge = against(a, b, alpha, threshold, allow_gpu_mismatch)
-        data = report.build(judge, command=command_line())
-        out(f"A (baseline): {', '.join(a)}\nB (current):  {', '.join(b)}")
-        out("\n".join(report.terminal_lines(data)))
-        if markdown:
-            write_atomic(markdown, report.markdown(data))
-        if out_dir:
-            out("wrote " + ", ".join(map(str, report.write(data, out_dir))))
+        return judged(judge, a, b, markdown=markdown, out_dir=out_dir, out=out)
+
+
+def judged(
+    judge: Judge,
+    a: list[str],
+    b: list[str],
+    *,
+    markdown: str | None = None,
+    out_dir: str | Path | None = None,
+    out: Callable[[str], None] = print,
+) -> SuiteReport:
+    """The report of ``judge`` (B against A, named by ``a`` and ``b``): printed, written where asked, returned with its
+    exit code, 1 on a regression or failed check, else 0. The caller holds ``out_dir``'s lock."""
+    data = report.build(judge, command=command_line())
+    out(f"A (baseline): {', '.join(a)}\nB (current):  {', '.join(b)}")
+    out("\n".join(report.terminal_lines(data)))
+    if markdown:
+        write_atomic(markdown, report.markdown(data))
+    if out_dir:
+        out("wrote " + ", ".join(map(str, report.write(data, out_dir))))
     return SuiteReport(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)
 
 
