@@ -9,6 +9,8 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from harness.store.session import Session
+
 START = datetime(2027, 1, 1, 2, 17)
 VERSIONS = {
     "python": "3.11.9",
@@ -144,3 +146,8 @@ def records(plan: Plan) -> list[dict]:
     """Every night of every GPU and track of ``plan``, in time order."""
     rng = random.Random(plan.seed)
     return [night(plan, rng, gpu, track, i) for i in range(plan.nights) for gpu in plan.gpus for track in plan.tracks]
+
+
+def typed(recs: list[dict]) -> list[Session]:
+    """Records as the store reads them (:meth:`harness.store.session.Session.from_json`)."""
+    return [Session.from_json(r) for r in recs]

@@ -21,6 +21,8 @@ from harness.reporting import report, webhook
 from harness.results.repro import repro
 from harness.sidebyside.finish import issue_fields
 from harness.store.alerts import issues_report
+from harness.store.findings import CaseLines, CensusAlert, Findings, TimingAlert
+from harness.store.shifts import ShiftRule
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = "https://example.invalid/run/1"
@@ -265,18 +267,16 @@ def test_one_function_writes_the_repro_of_every_kind():
 
 
 def test_the_stores_alerts_carry_the_repro_of_their_cases():
-    alerts = [
-        {"gpu": "l4", "kind": "timing", "subject": "w-1x4", "session_id": "s9", "summary": "x1.10", "trend": []},
-        {
-            "gpu": "l4",
-            "kind": "census",
-            "subject": "w-1x4, w-4x1",
-            "session_id": "s9",
-            "summary": "ops moved",
-            "cases": [],
-        },
-    ]
-    got = issues_report({"alerts": alerts}, "l4", "s9")["verdicts"]
+    shift = dict.fromkeys(("ratio", "lo", "hi"), 1.1) | dict.fromkeys(("nights", "reference_nights"), 2)
+    names = dict.fromkeys(("track", "started_at", "after_session_id", "raised_at"), "s8")
+    timing = TimingAlert(
+        gpu="l4", workload="w", decomposition="1x4", session_id="s9", environment=(), **names, **shift,
+        threshold=3.0, t_values=(), trend=(), summary="x1.10",
+    )  # fmt: skip
+    census = CensusAlert(
+        "l4", "", "", "s9", None, "s8", (), tuple(CaseLines("w", d, "s8", ("ops moved",)) for d in ("1x4", "4x1")), "m"
+    )
+    got = issues_report(Findings((timing, census), (), 2, ShiftRule()), "l4", "s9")["verdicts"]
     assert [v["repro"] for v in got] == [
         "pytest perftests --gpu=l4 --workload w -k 1x4 --repeats 5",
         "pytest perftests --gpu=l4 --workload w --census -k '1x4 or 4x1'",

@@ -21,7 +21,7 @@ from harness.commands import cli
 from harness.judging.changepoints import Detection
 from harness.reporting import history as hist
 from harness.store import DirStore
-from tests.stores import START, Plan, records
+from tests.stores import START, Plan, records, typed
 
 BROWSERS = (
     "chromium",
@@ -94,7 +94,7 @@ def browser():
 
 def build(tmp: Path, plan: Plan, *extra: str) -> Path:
     st = tmp / "store"
-    DirStore(st).write(records(plan))
+    DirStore(st).write(typed(records(plan)))
     assert cli.main(["history", "--store", str(st), "--out", str(tmp / "page"), *extra]) == 0
     return tmp / "page"
 
@@ -301,7 +301,7 @@ def markup_site(tmp_path_factory) -> Path:
     last.update(session_id=f"{MARKUP}night", runner=MARKUP)
     last["environment"]["driver"] = f"{MARKUP}</script>&amp;"
     last["cases"][0]["workload"] = f"{MARKUP}wl"
-    DirStore(tmp / "store").write(recs)
+    DirStore(tmp / "store").write(typed(recs))
     assert cli.main(["history", "--store", str(tmp / "store"), "--out", str(tmp / "page")]) == 0
     return tmp / "page"
 

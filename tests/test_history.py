@@ -90,7 +90,10 @@ def test_page_from_the_committed_h200_and_cpu_results(page):
         10937.4
     )  # normalised: no annotation
     # version changes, named: the census's release pair, and the A/B at 40 steps (a spec change, then transformers)
-    changes = [(v["kind"], v["session_id"], [hist.change_text(c) for c in v["changes"]]) for v in s["version_changes"]]
+    changes = [
+        (v["kind"], v["session_id"], [hist.change_text(hist.VersionDiff(**c)) for c in v["changes"]])
+        for v in s["version_changes"]
+    ]
     assert changes == [
         ("timing", "ab-20261130T192205-f66675-a", ["spec c738c0c7→67a81c07 (train.max_steps: 100 -> 40)"]),
         ("timing", "ab-20261130T192205-f66675-b", ["transformers 5.17.0→5.24.0"]),

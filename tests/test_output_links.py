@@ -10,6 +10,7 @@ import pytest
 from harness.commands import cli
 from harness.files import OutsideResults
 from harness.reporting import history_page
+from harness.reporting.history_data import History, Rule
 
 
 def _results_with_a_report(tmp_path: Path, tiny, fake_runs) -> Path:
@@ -42,5 +43,5 @@ def test_the_history_page_refuses_a_linked_file_before_it_writes_any(tmp_path):
     victim.write_text("keep me\n")
     (out / "index.html").symlink_to(victim)
     with pytest.raises(OutsideResults, match="index.html is a symbolic link to"):
-        history_page.write({}, out)
+        history_page.write(History("", "", (), Rule(k=1.0, alpha=0.05, min_size=2), {}, (), ()), out)
     assert [p.name for p in out.iterdir()] == ["index.html"] and victim.read_text() == "keep me\n"

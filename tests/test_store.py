@@ -5,12 +5,14 @@ raises one alert on its second night and not on its first; a one-night spike rai
 false alerts. Synthetic nights are made from a committed H200 session (tests/data/history), with seeded noise."""
 
 import copy
+import dataclasses
 import gzip
 import json
 import math
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -21,9 +23,11 @@ from harness.commands import cli
 from harness.store import DirStore, GitStore, alert_text, check, is_git, open_store
 from harness.store import record as rec_mod
 from harness.store.alerts import find_alerts, issues_report
+from harness.store.findings import Night
+from harness.store.session import Environment, Session, StoredVerdict
 from harness.store.shifts import ShiftRule, find
 from harness.store.summary import LIMIT_BYTES, fit, records_of
-from tests.stores import Plan
+from tests.stores import Plan, typed
 from tests.stores import records as store_records
 
 R = Path(__file__).resolve().parent / "data" / "history"
@@ -41,8 +45,8 @@ QUIET = 0.015  # night-to-night sd (log) of the nights a +10% shift is planted i
 # ---------------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def base_night() -> dict:
-    night = records_of(R / "h200" / "lease3-4-fresh-checkout", track="pinned", runner="gpu-h200-1")[0]
-    census = {c["decomposition"]: c for c in records_of(R / "census-h200" / "lease-a" / "a")[0]["cases"]}
+    night = records_of(R / "h200" / "lease3-4-fresh-checkout", track="pinned", runner="gpu-h200-1")[0].to_json()
+    census = {c["decomposition"]: c for c in records_of(R / "census-h200" / "lease-a" / "a")[0].to_json()["cases"]}
     for case in night["cases"]:
         cc = census[case["decomposition"]]
         case["census"], case["census_runs"], case["kernel_ms"] = cc["census"], 1, cc.get("kernel_ms")
@@ -88,22 +92,18 @@ def noisy_nights(base: dict, n: int, sigma: float, seed: int, planted=None) -> l
 # ---------------------------------------------------------------------------------------------------------------------
 def test_records_round_trip_through_a_directory_store(tmp_path):
     recs = [r for d in DIRS for r in records_of(d, track="pinned")]
-    assert len({r["session_id"] for r in recs}) == len(recs) == 20
+    assert len({r.session_id for r in recs}) == len(recs) == 20
     done = DirStore(tmp_path).add(recs)
     assert {a.status for a in done} == {"added"}
-    back = {r["session_id"]: r for r in DirStore(tmp_path).records()}
-    assert back == {r["session_id"]: json.loads(json.dumps(r)) for r in recs}
+    back = {r.session_id: r for r in DirStore(tmp_path).records()}
+    assert {k: r.to_json() for k, r in back.items()} == {
+        r.session_id: json.loads(json.dumps(r.to_json())) for r in recs
+    }
     timed = back["20261129T225758-06c514"]
-    assert [c["decomposition"] for c in timed["cases"]] == ["1x4", "2x2", "4x1"] and timed["environment"][
-        "driver"
-    ] == "580.159.04"
-    assert (
-        timed["environment"]["machines"] == ["91f3a6e8", "d2ee8eb1"] and timed["versions"]["transformers"] == "5.17.0"
-    )
-    cen = back["census-20261130T190812-1a3bb1"]["cases"][2]
-    assert (
-        cen["census"]["kernels"] == pytest.approx(10937.4) and cen["census_runs"] == 1
-    )  # normalised: no GPU annotation
+    assert [c.decomposition for c in timed.cases] == ["1x4", "2x2", "4x1"] and timed.env.driver == "580.159.04"
+    assert timed.env.machines == ("91f3a6e8", "d2ee8eb1") and timed.versions["transformers"] == "5.17.0"
+    cen = back["census-20261130T190812-1a3bb1"].cases[2]
+    assert cen.census.kernels == pytest.approx(10937.4) and cen.census_runs == 1  # normalised: no GPU annotation
     assert (tmp_path / "h200" / "pinned" / "2026-11-29-20261129T225758-06c514.json.gz").is_file()
     (tmp_path / "h200" / "pinned" / "2026-12-01-broken.json.gz").write_bytes(b"torn")  # a broken file: skipped, named
     warned = []
@@ -111,17 +111,28 @@ def test_records_round_trip_through_a_directory_store(tmp_path):
     assert len(warned) == 1 and "2026-12-01-broken.json.gz: not a gzipped JSON session record" in warned[0]
 
 
+def test_a_record_reads_back_into_itself_and_writes_the_same_bytes(base_night):
+    """``Session.from_json`` is the one reader of a record's keys and ``to_json`` the one writer: what ``store add``
+    writes of every committed results dir (trimmed or not) reads back unchanged, key for key and byte for byte."""
+    recs = [r for d in DIRS for r in records_of(d, track="pinned")] + [fit(Session.from_json(base_night), 3000)]
+    assert recs[-1].trimmed  # the trimmed parts round-trip too
+    for rec in recs:
+        data = rec_mod.dumps(rec)
+        back = rec_mod.loads(data)
+        assert back == Session.from_json(rec.to_json()) and back.to_json() == json.loads(json.dumps(rec.to_json()))
+        assert rec_mod.dumps(back) == data
+    fields = {f.name for f in dataclasses.fields(Environment)}
+    assert set(check.ENVIRONMENT) <= fields  # every field the alerts compare is a field of the environment
+
+
 def test_older_schema_is_upgraded_and_a_newer_one_refused():
     draft = {"session_id": "s1", "gpu": "h200", "env": {"driver": "1"}, "cases": []}
-    up = rec_mod.loads(rec_mod.dumps(draft))
-    assert (
-        up["schema"] == rec_mod.SCHEMA
-        and up["environment"] == {"driver": "1"}
-        and up["runner"] == ""
-        and "env" not in up
-    )
+    up = rec_mod.loads(rec_mod.pack(draft))
+    assert up.schema == rec_mod.SCHEMA and up.env.driver == "1" and up.runner == ""
+    written = {"schema": 1, "session_id": "s1", "gpu": "h200", "started_at": None, "runner": "", "cases": []}
+    assert up.to_json() == {**written, "environment": {"driver": "1"}, "verdicts": []}  # no "env" any more
     with pytest.raises(rec_mod.RecordError, match="newer than this harness"):
-        rec_mod.loads(rec_mod.dumps({**up, "schema": rec_mod.SCHEMA + 1}), "x.json.gz")
+        rec_mod.loads(rec_mod.pack({**up.to_json(), "schema": rec_mod.SCHEMA + 1}), "x.json.gz")
     with pytest.raises(rec_mod.RecordError, match="not a gzipped JSON"):
         rec_mod.loads(b"not gzip", "x.json.gz")
 
@@ -138,10 +149,11 @@ def test_every_committed_session_fits_and_a_long_one_is_trimmed_to_fit(base_nigh
             {**case["runs"][0], "run_id": f"x{i}", "steady_us": [round(x) for x in rng.normal(1.3e6, 6e4, 1000)]}
             for i in range(10)
         ]
+    big = Session.from_json(big)
     assert len(rec_mod.dumps(big)) > LIMIT_BYTES
     small = fit(big)
-    assert len(rec_mod.dumps(small)) <= LIMIT_BYTES and small["trimmed"]
-    assert all(c["census"]["kernels"] for c in small["cases"])  # the counts stay; only detail goes
+    assert len(rec_mod.dumps(small)) <= LIMIT_BYTES and small.trimmed
+    assert all(c.census.kernels for c in small.cases)  # the counts stay; only detail goes
 
 
 def test_adding_a_session_twice_stores_it_once(tmp_path):
@@ -183,7 +195,7 @@ def test_a_night_with_a_bisect_and_the_ab_s_censuses_is_one_session(tmp_path):
     ):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "runs.jsonl").write_text(other)
-    assert [r["session_id"] for r in records_of(d)] == [json.loads(night.splitlines()[0])["session_id"]]
+    assert [r.session_id for r in records_of(d)] == [json.loads(night.splitlines()[0])["session_id"]]
 
 
 def test_verdicts_of_every_report_are_kept(tmp_path):
@@ -211,11 +223,11 @@ def test_verdicts_of_every_report_are_kept(tmp_path):
         )
     )
     (rec,) = records_of(d)
-    assert [(v["source"], v["kind"], v["outcome"]) for v in rec["verdicts"]] == [
+    assert [(v.source, v.kind, v.outcome) for v in rec.verdicts] == [
         ("ab/1x4/report.json", "interleaved", "pass"),
         ("report.json", "runtime", "pass"),
     ]
-    assert rec["verdicts"][0]["ratio"] == 1.01
+    assert rec.verdicts[0].ratio == 1.01
 
 
 def test_a_night_of_one_timed_run_per_split_is_stored_without_the_interval_it_does_not_have(tmp_path):
@@ -238,8 +250,8 @@ def test_a_night_of_one_timed_run_per_split_is_stored_without_the_interval_it_do
     (rec,) = records_of(d)
     store.add([rec])
     (back,) = store.records()
-    case = next(c for c in back["cases"] if c["decomposition"] == row["decomposition"])
-    assert case["baseline"] == {"verdict": "inconclusive", "ratio": 0.92}
+    case = next(c for c in back.cases if c.decomposition == row["decomposition"])
+    assert case.baseline.to_json() == {"verdict": "inconclusive", "ratio": 0.92}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -283,24 +295,21 @@ def test_git_store_on_a_bare_repository_with_a_concurrent_push(tmp_path):
     n = _commits(bare)
     a.add(r1 + r2)  # everything stored already: no commit
     assert _commits(bare) == n
-    assert {r["session_id"] for r in GitStore(str(bare), tmp_path / "clone-c").records()} == {
-        r["session_id"] for r in r1 + r2
+    assert {r.session_id for r in GitStore(str(bare), tmp_path / "clone-c").records()} == {
+        r.session_id for r in r1 + r2
     }
     a.sync()
     b.sync()
-    v2 = copy.deepcopy(
-        r1[0]
-    )  # the same session with other content on both sides: the rebase conflicts, the later one is written again
-    v2["verdicts"] = [{"source": "report.json", "kind": "runtime", "case": "c", "outcome": "pass", "message": "later"}]
-    a.commit([copy.deepcopy(v2) | {"verdicts": [dict(v2["verdicts"][0], message="earlier")]}])
+    # the same session with other content on both sides: the rebase conflicts, the later one is written again
+    later = StoredVerdict(source="report.json", kind="runtime", case="c", outcome="pass", message="later")
+    v2 = replace(r1[0], verdicts=(later,))
+    a.commit([replace(v2, verdicts=(replace(later, message="earlier"),))])
     b.commit([v2])
     a.push([])
     assert b.push([v2]) >= 1
     assert (
-        next(r for r in GitStore(str(bare), tmp_path / "clone-e").records() if r["session_id"] == v2["session_id"])[
-            "verdicts"
-        ]
-        == v2["verdicts"]
+        next(r for r in GitStore(str(bare), tmp_path / "clone-e").records() if r.session_id == v2.session_id).verdicts
+        == v2.verdicts
     )
     n = _commits(bare)
     d = str(R / "h200" / "lease5-round")  # the command line, on a file:// URL, twice: one more file, one more commit
@@ -351,7 +360,7 @@ def test_git_store_two_jobs_adding_at_once(tmp_path):
 def test_history_page_from_a_store_shows_every_session(tmp_path, base_night):
     st = tmp_path / "store"
     nights = noisy_nights(base_night, 20, QUIET, seed=1)
-    DirStore(st).add(nights)
+    DirStore(st).add(typed(nights))
     assert cli.main(["store", "add", str(R / "h200" / "lease5-round"), "--store", str(st), "--track", "pinned"]) == 0
     out = tmp_path / "page"
     assert cli.main(["history", "--store", str(st), "--out", str(out)]) == 0
@@ -388,19 +397,19 @@ def test_census_change_with_unchanged_pins_raises_one_alert_naming_it(base_night
         nights[i] = _with_census(night(base_night, i, env={"driver": "590.10.01"}), "4x1", k, 1.0)
     for i in (8, 9):  # an environment change with no effect: a note
         nights[i]["environment"].update(cuda="13.1", harness="abc")
-    res = find_alerts(nights)
-    (al,) = res["alerts"]
-    assert al["kind"] == "census" and al["session_id"] == "night-006" and al["subject"] == "qwen3-1.7b-lora-4x1"
-    assert "kernel launches per optimizer step 10,937.4 -> 10,938.4 (+1)" in al["cases"][0]["lines"][0]
-    assert "driver 580.159.04→590.10.01" in al["summary"]
-    assert [n["text"].split(": ", 1)[1] for n in res["notes"]] == ["cuda 13.0→13.1, no census or timing alert"]
+    res = find_alerts(typed(nights))
+    (al,) = res.alerts
+    assert al.kind == "census" and al.session_id == "night-006" and al.subject == "qwen3-1.7b-lora-4x1"
+    assert "kernel launches per optimizer step 10,937.4 -> 10,938.4 (+1)" in al.cases[0].lines[0]
+    assert "driver 580.159.04→590.10.01" in al.summary
+    assert [n.text.split(": ", 1)[1] for n in res.notes] == ["cuda 13.0→13.1, no census or timing alert"]
     # the same counts with transformers bumped: a library change, judged by the A/B, no environment alert
     bumped = [night(base_night, i) for i in range(3)] + [
         _with_census(night(base_night, 3, versions={"transformers": "5.24.0"}), "4x1", k, 1.0)
     ]
-    assert find_alerts(bumped)["alerts"] == []
+    assert find_alerts(typed(bumped)).alerts == ()
     # one issue per alert: a stable key and title, whatever night the alerts are run
-    assert find_alerts(nights + [night(base_night, 10, env={"driver": "590.10.01"})])["alerts"][0]["key"] == al["key"]
+    assert find_alerts(typed(nights + [night(base_night, 10, env={"driver": "590.10.01"})])).alerts[0].key == al.key
     rep = issues_report(res, "h200", "night-009")
     assert [v["kind"] + " " + v["case"] for v in rep["verdicts"]] == ["env-census qwen3-1.7b-lora-4x1 since night-006"]
     msg = rep["verdicts"][0]["message"]  # the issue names the counts that moved and what in the environment changed
@@ -413,21 +422,17 @@ def test_a_ten_percent_shift_that_holds_alerts_on_its_second_night_only(base_nig
     planted[30]["environment"]["driver"] = planted[31]["environment"]["driver"] = "590.10.01"
     for i in range(32, 34):
         planted[i]["environment"]["driver"] = "590.10.01"
-    assert find_alerts(planted[:31])["alerts"] == []  # one night proves nothing
-    second = find_alerts(planted[:32], new_only=True)["alerts"]
-    assert [(a["kind"], a["subject"], a["session_id"], a["raised_at"]) for a in second] == [
+    assert find_alerts(typed(planted[:31])).alerts == ()  # one night proves nothing
+    second = find_alerts(typed(planted[:32]), new_only=True).alerts
+    assert [(a.kind, a.subject, a.session_id, a.raised_at) for a in second] == [
         ("timing", f"qwen3-1.7b-lora-{d}", "night-030", "night-031") for d in ("1x4", "2x2", "4x1")
     ]
     a = second[0]
-    assert (
-        1.05 < a["ratio"] < 1.15 and a["lo"] < a["ratio"] < a["hi"] and a["nights"] == 2 and a["reference_nights"] == 30
-    )
-    assert "driver 580.159.04→590.10.01" in a["summary"] and len(a["trend"]) == 10
-    later = find_alerts(planted)
-    assert sorted(x["key"] for x in later["alerts"]) == sorted(
-        x["key"] for x in second
-    )  # the same alerts, the same keys
-    assert find_alerts(planted, new_only=True)["alerts"] == []  # nothing new on the nights after
+    assert 1.05 < a.ratio < 1.15 and a.lo < a.ratio < a.hi and a.nights == 2 and a.reference_nights == 30
+    assert "driver 580.159.04→590.10.01" in a.summary and len(a.trend) == 10
+    later = find_alerts(typed(planted))
+    assert sorted(x.key for x in later.alerts) == sorted(x.key for x in second)  # the same alerts, the same keys
+    assert find_alerts(typed(planted), new_only=True).alerts == ()  # nothing new on the nights after
 
 
 def test_a_shift_s_issue_text_carries_the_trend_the_size_and_the_environment_diff(base_night):
@@ -436,7 +441,7 @@ def test_a_shift_s_issue_text_carries_the_trend_the_size_and_the_environment_dif
         planted[i]["environment"].update(cuda="13.1", **({"harness": "abc"} if i >= 27 else {}))
     for i in (30, 31):
         planted[i]["environment"]["driver"] = "590.10.01"
-    rep = issues_report(find_alerts(planted, new_only=True), "h200", "night-031")
+    rep = issues_report(find_alerts(typed(planted), new_only=True), "h200", "night-031")
     v = next(v for v in rep["verdicts"] if v["case"] == "qwen3-1.7b-lora-4x1 since night-030")
     msg = v["message"]
     head = msg.splitlines()[0]
@@ -456,24 +461,17 @@ def test_a_shift_s_issue_text_carries_the_trend_the_size_and_the_environment_dif
 
 def test_a_long_trend_is_cut_to_a_readable_table():
     trend = [
-        {
-            "night": n,
-            "session_id": f"20270101T021700-{n + 50:06x}",
-            "started_at": "2027-01-01T02:17:00+0000",
-            "median_ms": 100.0,
-            "vs_reference": 1.1 if n > 0 else 1.0,
-            "changes": [],
-        }
+        Night(n, f"20270101T021700-{n + 50:06x}", "2027-01-01T02:17:00+0000", 100.0, 1.1 if n > 0 else 1.0, ())
         for n in [*range(-8, 0), *range(1, 41)]
     ]
-    table = alert_text.trend_table({"trend": trend})
+    table = alert_text.trend_table(trend)
     assert len(table) == 2 + 8 + alert_text.TREND_AFTER + 1 and table[-1].strip().startswith("(and 28 more night(s)")
     assert "| 00002a |" in table[2] and alert_text.short_session("night-030") == "night-030"
 
 
 def test_a_one_night_spike_raises_nothing(base_night):
     nights = noisy_nights(base_night, 45, QUIET, seed=4, planted=lambda i: math.log(1.30) if i == 30 else 0.0)
-    assert all(find_alerts(nights[:t])["alerts"] == [] for t in (31, 32, 33, 45))
+    assert all(find_alerts(typed(nights[:t])).alerts == () for t in (31, 32, 33, 45))
 
 
 def test_aa_nights_raise_at_most_alpha_false_alerts(base_night):
@@ -488,14 +486,14 @@ def test_aa_nights_raise_at_most_alpha_false_alerts(base_night):
         false <= rule.alpha * series
     )  # the rule's budget is alpha per 365 nights: over 100 nights about a quarter of it
     # and through the store's records: 100 A/A nights of the three splits
-    assert find_alerts(noisy_nights(base_night, 100, DRIFT, seed=7))["alerts"] == []
+    assert find_alerts(typed(noisy_nights(base_night, 100, DRIFT, seed=7))).alerts == ()
 
 
 def test_alerts_command(tmp_path, base_night, capsys):
     st = tmp_path / "store"
     nights = [night(base_night, i) for i in range(4)]
     nights[3] = _with_census(night(base_night, 3, env={"image": "sha256:feed"}), "1x4", "k", 2.0)
-    DirStore(st).add(nights)
+    DirStore(st).add(typed(nights))
     issues = tmp_path / "env-alerts.json"
     assert (
         cli.main(["store", "alerts", "--store", str(st), "--gpu", "h200", "--new", "--json", "--issues", str(issues)])
@@ -541,9 +539,9 @@ def test_a_census_s_tokens_and_memory_reach_the_store_and_its_census_alerts(base
         c = next(c for c in later["cases"] if c["decomposition"] == "4x1")["census"]
         c["tokens"] = {"real": 1536.0, "padded": 2048.0}  # the same data file, edited: fewer real tokens per step
         c["memory"] = {"peak_reserved_bytes": 4_600_000_000, "peak_allocated_bytes": 3_000_000_000}
-    (al,) = find_alerts(nights)["alerts"]
-    assert al["kind"] == "census" and al["session_id"] == "night-002" and al["subject"] == "qwen3-1.7b-lora-4x1"
-    text = "\n".join(al["cases"][0]["lines"])
+    (al,) = find_alerts(typed(nights)).alerts
+    assert al.kind == "census" and al.session_id == "night-002" and al.subject == "qwen3-1.7b-lora-4x1"
+    text = "\n".join(al.cases[0].lines)
     assert "tokens per optimizer step: real 2,048 -> 1,536" in text and "peak reserved memory" in text
 
 
@@ -563,8 +561,8 @@ def test_the_store_keeps_a_census_run_s_tokens_and_memory():
         },
     }
     run = {"run_id": "c1", "workload": "w", "decomposition_id": "4x1", "status": "ok", "census": census}
-    kept = case_entry("w", "4x1", [run], None, {id(run): "dir"})["census"]
-    assert kept["tokens"] == census["tokens"] and kept["memory"] == census["memory"]
+    kept = case_entry("w", "4x1", [run], None, {id(run): "dir"}).census
+    assert kept.tokens == census["tokens"] and kept.memory == census["memory"]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -605,7 +603,7 @@ def test_a_record_of_the_wrong_shape_is_named_and_skipped_and_the_page_and_alert
     names the file and what is wrong, and every other night is drawn and alerted on."""
     st = tmp_path / "store"
     good = store_records(SHAPE_PLAN)
-    DirStore(st).write(good)
+    DirStore(st).write(typed(good))
     bad = st / "h200" / "pinned" / "2027-01-13-h200-pinned-night-0012.json.gz"
     bad.write_bytes(_wrong(how))
     assert cli.main(["history", "--store", str(st), "--out", str(tmp_path / "page")]) == 0
@@ -628,7 +626,7 @@ def test_the_schema_of_the_current_version_fits_what_store_add_writes(base_night
     assert set(check.SHAPES) == {rec_mod.SCHEMA}
     for d in DIRS:
         for rec in records_of(d):
-            assert check.problem(rec, rec_mod.SCHEMA) is None, (d, check.problem(rec, rec_mod.SCHEMA))
+            assert check.problem(rec.to_json(), rec_mod.SCHEMA) is None, (d, check.problem(rec.to_json(), 1))
     assert check.problem(base_night, rec_mod.SCHEMA) is None
 
 
@@ -640,7 +638,7 @@ def test_a_stored_run_the_page_cannot_use_is_named_and_no_flag_overwrites_its_ca
     recs[-1]["cases"][0]["runs"][0]["median_ms"] = -5.0
     recs[-2]["cases"][1]["runs"][0]["flags"] = {"gpu": 5, "workload": None}
     st = tmp_path / "store"
-    DirStore(st).write(recs)
+    DirStore(st).write(typed(recs))
     assert cli.main(["history", "--store", str(st), "--out", str(tmp_path / "page")]) == 0
     out = capsys.readouterr().out
     said = f"run {recs[-1]['cases'][0]['runs'][0]['run_id']}: step_time_median_ms is -5.0, not a finite positive number"

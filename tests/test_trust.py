@@ -2,7 +2,6 @@
 interrupt that stops whoever called the comparison."""
 
 import contextlib
-import copy
 import errno
 import gzip
 import html
@@ -13,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -620,13 +620,10 @@ def test_a_bad_record_in_the_store_is_named_and_left_out_and_the_page_and_alerts
     monkeypatch.setattr(rec_mod, "MAX_RECORD_BYTES", 2**20)  # a small bound: the test need not unpack gigabytes
     base = records_of(NIGHT, track="pinned")[0]
     st = tmp_path / "store"
-    good = [
-        dict(copy.deepcopy(base), session_id=f"night-{i}", started_at=f"2027-01-0{i + 1}T02:00:00+0000")
-        for i in range(3)
-    ]
+    good = [replace(base, session_id=f"night-{i}", started_at=f"2027-01-0{i + 1}T02:00:00+0000") for i in range(3)]
     DirStore(st).add(good)
     for i, how in enumerate(SPOILED):
-        bad = dict(copy.deepcopy(base), session_id=f"bad-{how}")
+        bad = dict(base.to_json(), session_id=f"bad-{how}")
         (st / "h200" / "pinned" / f"2027-02-0{i + 1}-bad-{how}.json.gz").write_bytes(_spoiled(bad, how))
     assert cli.main(["history", "--store", str(st), "--out", str(tmp_path / "page")]) == 0
     out = capsys.readouterr().out
@@ -671,7 +668,7 @@ def test_store_add_keeps_the_session_and_names_the_run_with_a_nan(tmp_path, caps
         gzip.decompress(files[0].read_bytes()), parse_constant=lambda c: pytest.fail(f"{c} in the stored record")
     )  # valid JSON
     (stored,) = DirStore(st).records()
-    assert sum(len(c["runs"]) for c in stored["cases"]) == len(recs) - 2
+    assert sum(len(c.runs) for c in stored.cases) == len(recs) - 2
 
 
 # ---- workload values are finite and in range at load -----------------------------------------------------------------

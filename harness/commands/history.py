@@ -126,23 +126,20 @@ def history(
         inputs += more
         skipped += left_out
     data = hist.build(inputs, k=penalty, alpha=alpha, command=command_line(), skipped=skipped)
-    if not data["series"]:
+    if not data.series:
         raise UsageError(f"no timed or census runs in {', '.join([*results_dirs, *([store] if store else [])])}")
     events = newest_first(events + history_events(data))
     paths = history_page.write(data, out_dir, events)
-    for s in data["series"]:
-        cps = "; ".join(
-            f"{c['started_at']} x{c['ratio']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}] p={c['p']:.2g}"
-            for c in s["change_points"]
-        )
+    for s in data.series:
+        cps = "; ".join(f"{c.started_at} x{c.ratio:.3f} [{c.lo:.3f}, {c.hi:.3f}] p={c.p:.2g}" for c in s.change_points)
         out(
-            f"{s['name']}: {len(s['sessions'])} sessions, {len(s['census_sessions'])} census; "
-            f"{len(s['version_changes'])} version change(s); change points: {cps or 'none'}"
+            f"{s.name}: {len(s.sessions)} sessions, {len(s.census_sessions)} census; "
+            f"{len(s.version_changes)} version change(s); change points: {cps or 'none'}"
         )
-    if data["excluded_runs"]:
-        out("left out of the timing series: " + ", ".join(f"{k} {v}" for k, v in data["excluded_runs"].items()))
+    if data.excluded_runs:
+        out("left out of the timing series: " + ", ".join(f"{k} {v}" for k, v in data.excluded_runs.items()))
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:
             fh.write(markdown(tonight(events, data), page_url))
-    out(f"wrote {paths[0]} ({len(data['series'])} series, {len(events)} event(s))")
+    out(f"wrote {paths[0]} ({len(data.series)} series, {len(events)} event(s))")
     return 0

@@ -15,6 +15,7 @@ from harness.store import open_store
 from harness.store import runs as store_runs
 from harness.store.alerts import find_alerts, issues_report, lines
 from harness.store.git import GitStoreError
+from harness.store.session import Session
 from harness.store.shifts import DEFAULT_RULE, ShiftRule
 from harness.store.summary import records_of
 
@@ -67,7 +68,7 @@ def store_add(
     except GitStoreError as exc:
         raise UsageError(str(exc)) from None
     for a, rec in zip(done, recs):
-        note = f" (trimmed: {', '.join(rec['trimmed'])})" if rec["trimmed"] else ""
+        note = f" (trimmed: {', '.join(rec.trimmed)})" if rec.trimmed else ""
         out(f"{a.status}: {a.path}" + (f" (replaces {', '.join(a.removed)})" if a.removed else "") + note)
     out(
         f"{len(done)} session(s) in {st}: {sum(a.status == 'added' for a in done)} added, "
@@ -77,7 +78,7 @@ def store_add(
     return 0
 
 
-def store_records(store: str, cache: str | None = None, out: Callable[[str], None] = print) -> list[dict]:
+def store_records(store: str, cache: str | None = None, out: Callable[[str], None] = print) -> list[Session]:
     """Every record of a store (one line per unreadable file); raises UsageError for an empty store."""
     st = _open(store, cache)
     try:
@@ -117,7 +118,7 @@ def store_alerts(
     recs = [
         r
         for r in store_records(store, cache, out)
-        if (gpu is None or r["gpu"] == gpu) and (track is None or (r.get("track") or "") == track)
+        if (gpu is None or r.gpu == gpu) and (track is None or (r.track or "") == track)
     ]
     if not recs:
         raise UsageError(
@@ -128,10 +129,10 @@ def store_alerts(
     if issues:
         if not gpu:
             raise UsageError("--issues needs --gpu: the issue titles name one GPU")
-        newest = max(recs, key=lambda r: (r.get("started_at") or "", r["session_id"]))["session_id"]
+        newest = max(recs, key=lambda r: (r.started_at or "", r.session_id)).session_id
         write_json_atomic(issues, issues_report(result, gpu, newest))
     if as_json:
-        out(json.dumps(result, indent=1))
+        out(json.dumps(result.to_json(), indent=1))
     else:
         for ln in lines(result):
             out(ln)

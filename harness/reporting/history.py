@@ -19,13 +19,24 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime
 from statistics import median
 
 from harness.judging.census_diff import normalize
 from harness.judging.changepoints import ALPHA, MIN_SIZE, PENALTY_K, ChangePoint, detect
 from harness.record import exclusion, is_census, parse_time
+from harness.reporting.history_data import (
+    SPEC,
+    History,
+    Point,
+    Rule,
+    Series,
+    SeriesChange,
+    VersionDiff,
+    VersionStep,
+    finite,
+)
 from harness.spec import changed_fields
 
 TRACKED = ("python", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
@@ -35,7 +46,6 @@ ENV_TRACKED = (
     "image",
     "runner",
 )  # keys of a run's env (a stored session's: harness.store.runs), shown like versions
-SPEC = "workload spec"  # the workload hash, tracked like a version
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,41 +99,34 @@ def _versions(recs: list[dict]) -> dict[str, str]:
     return out
 
 
-def _session(sid: str, recs: list[dict], start: str, kind: str) -> dict:
-    return {
-        "session_id": sid,
-        "kind": kind,
-        "started_at": start,
-        "dirs": sorted({r["_dir"] for r in recs}),
-        "machines": sorted({machine(r) for r in recs}),
-        "versions": _versions(recs),
-        "commit": " | ".join(sorted({str(c) for r in recs if (c := (r.get("env") or {}).get("harness"))})),
-        "spec": next((r.get("workload_spec") for r in recs if r.get("workload_spec")), None),
-    }
+def _session(sid: str, recs: list[dict], start: str, kind: str, **figures) -> Point:
+    return Point(
+        session_id=sid,
+        kind=kind,
+        started_at=start,
+        dirs=tuple(sorted({r["_dir"] for r in recs})),
+        machines=tuple(sorted({machine(r) for r in recs})),
+        versions=_versions(recs),
+        commit=" | ".join(sorted({str(c) for r in recs if (c := (r.get("env") or {}).get("harness"))})),
+        spec=next((r.get("workload_spec") for r in recs if r.get("workload_spec")), None),
+        runs=len(recs),
+        **figures,
+    )
 
 
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
-
-
-def version_changes(prev: dict, cur: dict) -> list[dict]:
-    """What differs between two sessions' versions: ``{"name", "old", "new"}`` per tracked library (and the spec)."""
+def version_changes(prev: Point, cur: Point) -> list[VersionDiff]:
+    """What differs between two sessions' versions: one :class:`VersionDiff` per tracked library (and the spec)."""
     out = []
     for lib in (*TRACKED, *ENV_TRACKED, SPEC):
-        a, b = prev["versions"].get(lib), cur["versions"].get(lib)
+        a, b = prev.versions.get(lib), cur.versions.get(lib)
         if a != b and a is not None and b is not None:
-            ch = {"name": lib, "old": a, "new": b}
-            if lib == SPEC and prev.get("spec") and cur.get("spec"):
-                ch["fields"] = changed_fields(prev["spec"], cur["spec"])
-            out.append(ch)
+            fields = tuple(changed_fields(prev.spec, cur.spec)) if lib == SPEC and prev.spec and cur.spec else None
+            out.append(VersionDiff(lib, a, b, fields))
     return out
 
 
-def change_text(ch: dict, short: bool = False) -> str:
-    if ch["name"] == SPEC:
-        what = "; ".join(ch.get("fields") or [])
-        return f"spec {ch['old'][:8]}→{ch['new'][:8]}" + (f" ({what})" if what and not short else "")
-    return f"{ch['name']} {ch['old']}→{ch['new']}"
+def change_text(ch: VersionDiff, short: bool = False) -> str:
+    return ch.text(short)
 
 
 def _med(v: list) -> float | None:
@@ -144,7 +147,7 @@ def _session_starts(recs: list[dict]) -> tuple[dict[str, datetime | None], dict[
     return starts, start_text
 
 
-def _timeline(mine: list[dict], order: Callable[[str], tuple], start_text: dict[str, str]) -> list[dict]:
+def _timeline(mine: list[dict], order: Callable[[str], tuple], start_text: dict[str, str]) -> list[Point]:
     """The sessions of one series in time order, a timing point and a census point for each session that has such runs,
     numbered by ``x``."""
     by_sid: dict[str, list[dict]] = {}
@@ -157,115 +160,92 @@ def _timeline(mine: list[dict], order: Callable[[str], tuple], start_text: dict[
         cens = [r for r in rs if is_census(r) and (r["census"] or {}).get("fits", True)]
         if timed:
             v = [r["step_time_median_ms"] for r in timed]
-            s = _session(sid, timed, start_text[sid], "timing")
-            s.update(
-                median_ms=median(v),
-                min_ms=min(v),
-                max_ms=max(v),
-                runs=len(v),
-                failed=sum(1 for r in rs if not is_census(r) and r.get("status") != "ok"),
-                peak_bytes=max(
-                    (r["peak_reserved_bytes"] for r in timed if _positive(r.get("peak_reserved_bytes"))), default=None
-                ),
-                verdict=next((r["verdict"] for r in timed if isinstance(r.get("verdict"), str)), None),
+            peaks = (r["peak_reserved_bytes"] for r in timed if _positive(r.get("peak_reserved_bytes")))
+            timeline.append(
+                _session(
+                    sid,
+                    timed,
+                    start_text[sid],
+                    "timing",
+                    median_ms=median(v),
+                    min_ms=min(v),
+                    max_ms=max(v),
+                    failed=sum(1 for r in rs if not is_census(r) and r.get("status") != "ok"),
+                    peak_bytes=max(peaks, default=None),
+                    verdict=next((r["verdict"] for r in timed if isinstance(r.get("verdict"), str)), None),
+                )
             )
-            timeline.append(s)
         if cens:
             cs = [normalize(r["census"]) for r in cens]
-            s = _session(sid, cens, start_text[sid], "census")
-            s.update(
-                runs=len(cs),
-                ops=_med([c.get("ops") for c in cs]),
-                kernels=_med([c.get("kernels") for c in cs]),
-                python_calls=_med([c.get("python_calls") for c in cs]),
-                kernel_ms=_med([c.get("kernel_ms") for c in cs]),
-            )
-            timeline.append(s)
-    for x, s in enumerate(timeline):
-        s["x"] = x
-    return timeline
+            counts = {k: _med([c.get(k) for c in cs]) for k in ("ops", "kernels", "python_calls", "kernel_ms")}
+            timeline.append(_session(sid, cens, start_text[sid], "census", **counts))
+    return [replace(s, x=x) for x, s in enumerate(timeline)]
 
 
-def _version_changes(timeline: list[dict]) -> list[dict]:
+def _version_changes(timeline: list[Point]) -> list[VersionStep]:
     """Where the versions change along a series: along each kind's own sessions (a census may run other versions)."""
     vchanges = []
     for kind in ("timing", "census"):
-        seq = [s for s in timeline if s["kind"] == kind]
+        seq = [s for s in timeline if s.kind == kind]
         for a, b in zip(seq, seq[1:]):
             if chs := version_changes(a, b):
-                vchanges.append(
-                    {
-                        "kind": kind,
-                        "x": b["x"],
-                        "session_id": b["session_id"],
-                        "started_at": b["started_at"],
-                        "after_session_id": a["session_id"],
-                        "changes": chs,
-                    }
-                )
+                vchanges.append(VersionStep(kind, b.x, b.session_id, b.started_at, a.session_id, tuple(chs)))
     return vchanges
 
 
-def _change_points(kept: Sequence[ChangePoint], timing: list[dict], vchanges: list[dict]) -> list[dict]:
+def _change_points(kept: Sequence[ChangePoint], timing: list[Point], vchanges: list[VersionStep]) -> list[SeriesChange]:
     """The kept change points of a series' timing sessions, with the sessions, versions and machines on either side."""
     cps = []
     for c in kept:
         a, b = timing[c.index - 1], timing[c.index]
-        between = [ch for v in vchanges if v["kind"] == "timing" and v["x"] == b["x"] for ch in v["changes"]]
+        between = [ch for v in vchanges if v.kind == "timing" and v.x == b.x for ch in v.changes]
         cps.append(
-            {
-                **{f: _finite(v) for f, v in asdict(c).items()},
-                "x": b["x"],
-                "session_id": b["session_id"],
-                "started_at": b["started_at"],
-                "after_session_id": a["session_id"],
-                "versions_before": a["versions"],
-                "versions_after": b["versions"],
-                "version_changes": between,
-                "machines_before": a["machines"],
-                "machines_after": b["machines"],
-            }
+            SeriesChange(
+                change=c,
+                x=b.x,
+                session_id=b.session_id,
+                started_at=b.started_at,
+                after_session_id=a.session_id,
+                versions_before=a.versions,
+                versions_after=b.versions,
+                version_changes=tuple(between),
+                machines_before=a.machines,
+                machines_after=b.machines,
+            )
         )
     return cps
 
 
-def _series(key: tuple[str, str, str, str], timeline: list[dict], k: float, alpha: float) -> dict:
+def _series(key: tuple[str, str, str, str], timeline: list[Point], k: float, alpha: float) -> Series:
     """One series of the page: its timeline, version changes, change points and what the detector saw."""
     gpu, wl, dec, track = key
     vchanges = _version_changes(timeline)
-    timing = [s for s in timeline if s["kind"] == "timing"]
-    det = detect([s["median_ms"] for s in timing], k=k, alpha=alpha)
-    cps = _change_points(det.kept, timing, vchanges)
-    for s in timeline:
-        s.pop("spec", None)
-    name = f"{gpu} · {wl} · {dec}" + (f" · {track}" if track else "")
-    return {
-        "key": "/".join(p for p in (gpu, wl, dec, track) if p),
-        "name": name,
-        "gpu": gpu,
-        "workload": wl,
-        "decomposition": dec,
-        "track": track,
-        "timeline": timeline,
-        "sessions": [s["session_id"] for s in timing],
-        "census_sessions": [s["session_id"] for s in timeline if s["kind"] == "census"],
-        "version_changes": vchanges,
-        "change_points": cps,
-        "detector": {
-            "n": det.n,
-            "sigma": _finite(det.sigma),
-            "penalty": _finite(det.penalty),
-            "candidates": [
-                {
-                    "session_id": timing[c.index]["session_id"],
-                    "x": timing[c.index]["x"],
-                    **{f: _finite(v) for f, v in asdict(c).items()},
-                }
-                for c in det.candidates
-            ],
-            "note": det.note,
-        },
+    timing = [s for s in timeline if s.timing]
+    det = detect([s.median_ms for s in timing], k=k, alpha=alpha)  # type: ignore[misc]
+    detector = {
+        "n": det.n,
+        "sigma": finite(det.sigma),
+        "penalty": finite(det.penalty),
+        "candidates": [
+            {
+                "session_id": timing[c.index].session_id,
+                "x": timing[c.index].x,
+                **{f: finite(v) for f, v in asdict(c).items()},
+            }
+            for c in det.candidates
+        ],
+        "note": det.note,
     }
+    return Series(
+        gpu=gpu,
+        workload=wl,
+        decomposition=dec,
+        track=track,
+        timeline=tuple(timeline),
+        version_changes=tuple(vchanges),
+        change_points=tuple(_change_points(det.kept, timing, vchanges)),
+        detector=detector,
+    )
 
 
 def build(
@@ -275,9 +255,10 @@ def build(
     alpha: float = ALPHA,
     command: str = "",
     skipped: Sequence[str] = (),
-) -> dict:
-    """The history data (the page's embedded JSON) from ``(track, results dir, records)`` triples; ``skipped``: one line
-    per record or file the reader left out (:func:`record_problem`, a torn line), said on the page."""
+) -> History:
+    """The history data (``history.json``, and the page's data) from ``(track, results dir, records)`` triples;
+    ``skipped``: one line per record or file the reader left out (:func:`record_problem`, a torn line), said on the
+    page."""
     recs = [dict(r, _dir=d, _track=t) for t, d, rs in dirs for r in rs]
     starts, start_text = _session_starts(recs)
     excluded = Counter(x for r in recs if (x := exclusion(r)) and x != "census")
@@ -301,20 +282,12 @@ def build(
     for key in keys:
         if timeline := _timeline(by_key[key], order, start_text):
             series.append(_series(key, timeline, k, alpha))
-    return {
-        "command": command,
-        "generated_at": datetime.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "results_dirs": [{"track": t, "dir": d, "runs": len(rs)} for t, d, rs in dirs],
-        "rule": {
-            "method": "PELT (ruptures, l2) on log session medians; Welch t between neighbouring segments, "
-            "Bonferroni over the positions scanned, Holm over the candidates; prune the least significant",
-            "penalty": f"{k:g} * sigma^2 * log(n), sigma = 1.4826 * MAD(diff(log y)) / sqrt(2)",
-            "k": k,
-            "alpha": alpha,
-            "min_size": MIN_SIZE,
-            "interval": "90% Welch interval of the ratio after/before",
-        },
-        "excluded_runs": dict(sorted(excluded.items())),
-        "skipped": list(skipped),
-        "series": series,
-    }
+    return History(
+        command=command,
+        generated_at=datetime.now().astimezone().strftime("%Y-%m-%dT%H:%M:%S%z"),
+        results_dirs=tuple((t, d, len(rs)) for t, d, rs in dirs),
+        rule=Rule(k=k, alpha=alpha, min_size=MIN_SIZE),
+        excluded_runs=dict(sorted(excluded.items())),
+        skipped=tuple(skipped),
+        series=tuple(series),
+    )

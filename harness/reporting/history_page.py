@@ -14,6 +14,7 @@ from pathlib import Path
 from harness import files
 from harness.files import refuse_links, write_atomic
 from harness.reporting.dashboard_data import dashboard_data
+from harness.reporting.history_data import History
 from harness.results.event import Event
 
 ASSETS = Path(__file__).with_name("assets")
@@ -40,20 +41,20 @@ def script_json(obj) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).translate(_IN_SCRIPT)
 
 
-def page(data: dict, events: list[Event]) -> str:
+def page(data: History, events: list[Event]) -> str:
     """``index.html``: what the reader sees, said first; the dashboard's parts, filled by ``dashboard.js`` from the data
     block."""
-    n_sessions = len({x for s in data["series"] for x in s["sessions"]})
+    n_sessions = len({x for s in data.series for x in s.sessions})
     blob = script_json(dashboard_data(data, events))
     head = "".join(f'<link rel="stylesheet" href="{n}">' for n in STYLES)
     scripts = "".join(f'<script src="{n}"></script>' for n in SCRIPTS)
     skipped = (
         (
             '<p class="warn">Left out, so that one bad record does not block the page: '
-            f"{len(data['skipped'])} record(s) or file(s); "
+            f"{len(data.skipped)} record(s) or file(s); "
             "see <code>history.json</code>.</p>"
         )
-        if data.get("skipped")
+        if data.skipped
         else ""
     )
     return (
@@ -67,9 +68,9 @@ def page(data: dict, events: list[Event]) -> str:
         "hover a point for its session, "
         "versions, machine and commit; click two points to compare them). "
         'How change points are found: <a href="method.html">the method</a>.</p>\n'
-        f'<p class="muted">{len(data["series"])} series, {n_sessions} timing sessions; '
-        f"generated {_e(data['generated_at'])} by "
-        f"<code>{_e(data['command'])}</code>.</p>\n{skipped}"
+        f'<p class="muted">{len(data.series)} series, {n_sessions} timing sessions; '
+        f"generated {_e(data.generated_at)} by "
+        f"<code>{_e(data.command)}</code>.</p>\n{skipped}"
         '<section id="changes"><h2>What changed</h2><ol id="events"></ol></section>\n'
         '<section id="index"><h2>Series</h2><div id="filters"></div><table id="series-index"></table></section>\n'
         '<section id="series" hidden><h2 id="series-title"></h2><div id="toggles"></div><div id="plots"></div>'
@@ -78,10 +79,10 @@ def page(data: dict, events: list[Event]) -> str:
     )
 
 
-def method(data: dict) -> str:
+def method(data: History) -> str:
     """``method.html``: how the series are made and how their change points are found (the rule of the data)."""
-    rule = data["rule"]
-    excl = ", ".join(f"{k}: {v}" for k, v in data["excluded_runs"].items()) or "none"
+    rule = data.rule
+    excl = ", ".join(f"{k}: {v}" for k, v in data.excluded_runs.items()) or "none"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>How the history is made</title>'
         '<link rel="stylesheet" href="dashboard.css"></head><body><h1>How the history is made</h1>'
@@ -92,10 +93,10 @@ def method(data: dict) -> str:
         "their own panel; they never enter the timing series. "
         "Runs that were not plain measurements (an injected slowdown, "
         f"profiled, phases off) are left out; here: {_e(excl)}.</p>"
-        f"<p>Change points: {_e(rule['method'])}; penalty {_e(rule['penalty'])}; "
-        f"alpha {rule['alpha']:g} per series; at least "
-        f"{rule['min_size']} sessions per segment. "
-        f"Each comes with the ratio after/before and its {_e(rule['interval'])}.</p>"
+        f"<p>Change points: {_e(rule.method)}; penalty {_e(rule.penalty)}; "
+        f"alpha {rule.alpha:g} per series; at least "
+        f"{rule.min_size} sessions per segment. "
+        f"Each comes with the ratio after/before and its {_e(rule.interval)}.</p>"
         "<p>Alerts come from the results store (<code>python -m harness store alerts</code>, docs/store.md): "
         "census counts that "
         "moved with the library pins unchanged, and timing shifts that held.</p>"
@@ -103,7 +104,7 @@ def method(data: dict) -> str:
     )
 
 
-def write(data: dict, out_dir: str | Path, events: list[Event] = ()) -> list[Path]:
+def write(data: History, out_dir: str | Path, events: list[Event] = ()) -> list[Path]:
     """``index.html``, ``method.html``, ``history.json`` and the page's assets in ``out_dir`` (each written atomically);
     ``events``: the "what changed" list, newest first."""
     out = Path(out_dir)
@@ -111,7 +112,7 @@ def write(data: dict, out_dir: str | Path, events: list[Event] = ()) -> list[Pat
     assets = (*SCRIPTS, *STYLES, "uPlot.LICENSE")
     # every file of the page checked before the first is written: one linked out of the folder leaves all as they were
     refuse_links(*(out / name for name in ("history.json", "method.html", "index.html", *assets)))
-    write_atomic(out / "history.json", json.dumps(data, separators=(",", ":"), allow_nan=False))
+    write_atomic(out / "history.json", json.dumps(data.to_json(), separators=(",", ":"), allow_nan=False))
     write_atomic(out / "method.html", method(data))
     write_atomic(out / "index.html", page(data, list(events)))
     paths = [out / "index.html", out / "method.html", out / "history.json"]

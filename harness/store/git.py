@@ -22,6 +22,7 @@ from pathlib import Path
 
 from harness.files import cache_dir
 from harness.store.local import Added, DirStore
+from harness.store.session import Session
 
 BRANCH = "perf-results"
 RETRIES = 8
@@ -111,7 +112,7 @@ class GitStore:
             return []
         return ["-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}"]
 
-    def commit(self, records: list[dict]) -> list[Added]:
+    def commit(self, records: list[Session]) -> list[Added]:
         """Write the records in the cache clone and commit what changed (nothing when every session is stored already).
         Every record's file is staged, also an unchanged one: a file written by an add that failed before its commit is
         committed now."""
@@ -136,7 +137,7 @@ class GitStore:
             return True
         return self._git("rev-list", "--count", f"origin/{self.branch}..HEAD").stdout.strip() != "0"
 
-    def push(self, records: list[dict]) -> int:
+    def push(self, records: list[Session]) -> int:
         """Push the branch; on a rejection fetch, rebase (or write ``records`` again on the fetched tip) and retry.
         Returns the number of retries it took."""
         for attempt in range(self.retries + 1):
@@ -155,14 +156,14 @@ class GitStore:
             "another job keeps pushing, or the branch is protected: run store add again"
         )
 
-    def add(self, records: list[dict]) -> list[Added]:
+    def add(self, records: list[Session]) -> list[Added]:
         with self._locked():
             self.sync()
             done = self.commit(records)
             self.push(records)
             return done
 
-    def records(self, warn=print) -> list[dict]:
+    def records(self, warn=print) -> list[Session]:
         with self._locked():
             self.sync()
             return list(self.local.records(warn))

@@ -16,6 +16,7 @@ from harness.errors import BadInput
 from harness.files import atomic_path, ensure_dir, results_lock
 from harness.store.record import MAX_RECORD_BYTES, SUFFIX, RecordError, loads, relpath, session_of, slug
 from harness.store.record import dumps as record_bytes
+from harness.store.session import Session
 
 
 @dataclass(frozen=True)
@@ -56,33 +57,33 @@ class DirStore:
             out.setdefault(session_of(p.name) or "", []).append(p.relative_to(self.root).as_posix())
         return out
 
-    def write(self, records: list[dict]) -> list[Added]:
+    def write(self, records: list[Session]) -> list[Added]:
         """Write the records' files (atomically), each session once; returns what happened to each."""
         known = self._by_session()
         out = []
         for rec in records:
             rel, data = relpath(rec), record_bytes(rec)
             path = self.root / rel
-            old = [p for p in known.get(slug(rec["session_id"]), []) if p != rel]
+            old = [p for p in known.get(slug(rec.session_id), []) if p != rel]
             for p in old:
                 (self.root / p).unlink(missing_ok=True)
             if path.is_file() and path.read_bytes() == data:
-                out.append(Added(rec["session_id"], rel, "unchanged", tuple(old)))
+                out.append(Added(rec.session_id, rel, "unchanged", tuple(old)))
                 continue
             status = "updated" if path.is_file() or old else "added"
             with atomic_path(path) as tmp:
                 tmp.write_bytes(data)
             path.chmod(0o644)
-            out.append(Added(rec["session_id"], rel, status, tuple(old)))
+            out.append(Added(rec.session_id, rel, status, tuple(old)))
         return out
 
-    def add(self, records: list[dict]) -> list[Added]:
+    def add(self, records: list[Session]) -> list[Added]:
         """:meth:`write` under the store's lock: a second ``store add`` into this directory is refused at once, naming
         this one."""
         with results_lock(ensure_dir(self.root, "--store"), "rerun this one when it has ended"):
             return self.write(records)
 
-    def records(self, warn=print) -> Iterator[dict]:
+    def records(self, warn=print) -> Iterator[Session]:
         """Every stored record, upgraded to the current schema and checked; a file that cannot be read or used (too big,
         of the wrong shape, a NaN in it: :func:`harness.store.record.loads`) is skipped with one warning line naming
         it."""

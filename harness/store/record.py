@@ -1,8 +1,8 @@
 """The session record of the results store: its schema version, upgrades of older versions, its file name and bytes.
 
-A record is one JSON object per session (``docs/store.md`` describes every key), written gzipped and byte-for-byte
-deterministic (sorted keys, no timestamp in the gzip header), so that adding the same session twice writes the same
-bytes and a git store commits nothing the second time.
+A record is one JSON object per session (``docs/store.md`` describes every key), read into and written from a
+:class:`harness.store.session.Session`, gzipped and byte-for-byte deterministic (sorted keys, no timestamp in the gzip
+header), so that adding the same session twice writes the same bytes and a git store commits nothing the second time.
 
 Versions, as asv's ``api_version``: every record carries ``schema``. A reader calls :func:`upgrade`, which applies
 the functions of :data:`UPGRADES` in turn (``UPGRADES[n]`` takes a version-``n`` record to version ``n + 1``), so that
@@ -21,6 +21,7 @@ from pathlib import PurePosixPath
 
 from harness.errors import BadInput
 from harness.files import slug
+from harness.store.session import Session
 from harness.values import load_json
 
 SCHEMA = 1
@@ -66,16 +67,12 @@ def upgrade(rec: dict, where: str = "record") -> dict:
     return rec
 
 
-def relpath(rec: dict) -> str:
+def relpath(rec: Session) -> str:
     """Where a record is filed: ``<gpu>/<track>/<YYYY-MM-DD>-<session>.json.gz`` (the date of its first run)."""
-    day = (rec.get("started_at") or "")[:10]
+    day = (rec.started_at or "")[:10]
     day = day if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else "undated"
     return str(
-        PurePosixPath(
-            slug(rec.get("gpu") or "unknown"),
-            slug(rec.get("track") or NO_TRACK),
-            f"{day}-{slug(rec['session_id'])}{SUFFIX}",
-        )
+        PurePosixPath(slug(rec.gpu or "unknown"), slug(rec.track or NO_TRACK), f"{day}-{slug(rec.session_id)}{SUFFIX}")
     )
 
 
@@ -85,10 +82,15 @@ def session_of(name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def dumps(rec: dict) -> bytes:
-    """The record's file content: compact sorted JSON, gzipped with a zero timestamp (the same record, the same
-    bytes)."""
-    text = json.dumps(rec, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+def dumps(rec: Session) -> bytes:
+    """The record's file content: its :meth:`~harness.store.session.Session.to_json` as compact sorted JSON, gzipped
+    with a zero timestamp (the same record, the same bytes)."""
+    return pack(rec.to_json())
+
+
+def pack(obj: dict) -> bytes:
+    """A JSON object as a record file's content (:func:`dumps`)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
     buf = io.BytesIO()
     with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0, filename="") as fh:
         fh.write(text)
@@ -111,11 +113,11 @@ def _finite(text: str) -> float:
     return x
 
 
-def loads(data: bytes, where: str = "record") -> dict:
-    """A record from its file content, upgraded to the current schema and checked (:func:`harness.store.check.problem`):
+def loads(data: bytes, where: str = "record") -> Session:
+    """A record from its file content, upgraded to the current schema, checked (:func:`harness.store.check.problem`):
     unpacked to at most :data:`MAX_RECORD_BYTES`, nested at most :data:`harness.values.MAX_DEPTH` deep (both found
-    before parsing), no NaN or infinite number, every key its readers take of the shape the schema gives. Raises
-    :class:`RecordError` with one line naming ``where`` otherwise."""
+    before parsing), no NaN or infinite number, every key its readers take of the shape the schema gives; then read
+    into a :class:`Session`. Raises :class:`RecordError` with one line naming ``where`` otherwise."""
     from harness.store.check import problem
 
     try:
@@ -136,4 +138,4 @@ def loads(data: bytes, where: str = "record") -> dict:
     rec = upgrade(rec, where)
     if (why := problem(rec, SCHEMA)) is not None:
         raise RecordError(f"{where}: {why}; the readers leave it out: remove it or add the session again")
-    return rec
+    return Session.from_json(rec)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import fields, replace
 from pathlib import Path
 from statistics import median
 
@@ -21,6 +22,19 @@ from harness.judging.census_diff import normalize
 from harness.record import exclusion, is_census, run_phases, run_problem
 from harness.store.check import CENSUS, RUN, non_finite
 from harness.store.record import SCHEMA, dumps
+from harness.store.session import (
+    Baseline,
+    Case,
+    Census,
+    CensusCounts,
+    Environment,
+    RunFlags,
+    Session,
+    StepTime,
+    StoredRun,
+    StoredVerdict,
+    Workload,
+)
 from harness.values import NUMBER, TEXT, load_json, mismatch
 
 LIMIT_BYTES = 50_000  # at most this much per session file, so that 3 GPUs x 2 tracks x a year stay near 100 MB
@@ -30,32 +44,22 @@ RUN_FLAGS = {
     "profile_steps": 0,
     "phases_enabled": True,
 }  # the plain run's values
-CENSUS_KEYS = (
-    "fits",
-    "reason",
-    "device",
-    "logging_steps",
-    "steps",
-    "n",
-    "ops",
-    "ops_by_name",
-    "kernels",
-    "kernels_by_name",
-    "launch_calls",
-    "syncs",
-    "alloc",
-    "kernel_ms",
-    "kernel_ms_by_name",
-    "cpu_op_ms",
-    "cpu_op_ms_by_name",
-    "attention_backend",
-    "python_calls",
-    "python_method",
-    "config",
-    "tokens",
-    "memory",
-)
+CENSUS_KEYS = tuple(f.name for f in fields(Census))  # what a case keeps of its census
 MESSAGE_CHARS = 600  # a verdict's message is kept up to this length
+BY_NAME_TABLES = ("kernel_ms_by_name", "cpu_op_ms_by_name", "kernels_by_name", "ops_by_name")  # trimmed to fit
+ENV_KEYS = {
+    "gpu_name": "gpu",
+    "gpu_count": "gpu_count",
+    "driver": "driver",
+    "cuda": "cuda",
+    "hostname": "hostname",
+    "platform": "platform",
+    "cpu": "cpu",
+    "cpu_count": "cpu_count",
+    "gpu_clocks": "gpu_clocks",
+    "interconnect": "interconnect",
+    "attn_implementation": "attn_implementation",
+}  # the environment's fields taken from the runs' env, by the env's key
 
 
 def _steady_us(rec: dict) -> list[int] | None:
@@ -71,35 +75,34 @@ def _machine(rec: dict, where: str) -> str:
     return boot[:8] if boot else rec.get("machine") or f"dir:{where}"
 
 
-def run_entry(rec: dict, where: str) -> dict:
+def run_entry(rec: dict, where: str) -> StoredRun:
     """One run, compact: its outcome and headline figures, what made it other than a plain timed run, its steady
     steps."""
-    e = {
-        "run_id": rec.get("run_id"),
-        "repeat": rec.get("repeat"),
-        "status": rec.get("status"),
-        "machine": _machine(rec, where),
-        "median_ms": rec.get("step_time_median_ms"),
-        "train_runtime_s": rec.get("train_runtime_s"),
-        "tokens_per_s": rec.get("tokens_per_s"),
-        "peak_reserved_bytes": rec.get("peak_reserved_bytes"),
-        "peak_allocated_bytes": rec.get("peak_allocated_bytes"),
-        "warmup_steps": rec.get("warmup_steps"),
-        "phases_ms": run_phases(rec),
-        "steady_us": _steady_us(rec),
-    }
     flags = {k: rec[k] for k, plain in RUN_FLAGS.items() if rec.get(k) is not None and rec[k] != plain}
-    if flags:
-        e["flags"] = flags
-    if rec.get("status") not in (None, "ok"):
-        e["error"] = str(rec.get("error") or "")[:MESSAGE_CHARS]
+    status = rec.get("status")
+    prof = rec.get("profile") or {}
+    census = None
     if is_census(rec):
         c = normalize(rec["census"]) or {}
-        e["census"] = {k: c.get(k) for k in ("fits", "ops", "kernels", "python_calls", "kernel_ms", "cpu_op_ms")}
-    prof = rec.get("profile") or {}
-    if prof.get("kernel_ms_per_step") is not None:
-        e["kernel_ms"] = prof["kernel_ms_per_step"]
-    return {k: v for k, v in e.items() if v is not None}
+        census = CensusCounts.from_json(c)
+    return StoredRun(
+        run_id=rec.get("run_id"),
+        repeat=rec.get("repeat"),
+        status=status,
+        machine=_machine(rec, where),
+        median_ms=rec.get("step_time_median_ms"),
+        train_runtime_s=rec.get("train_runtime_s"),
+        tokens_per_s=rec.get("tokens_per_s"),
+        peak_reserved_bytes=rec.get("peak_reserved_bytes"),
+        peak_allocated_bytes=rec.get("peak_allocated_bytes"),
+        warmup_steps=rec.get("warmup_steps"),
+        phases_ms=run_phases(rec),
+        steady_us=None if (steps := _steady_us(rec)) is None else tuple(steps),
+        flags=RunFlags(**flags) if flags else None,
+        error=str(rec.get("error") or "")[:MESSAGE_CHARS] if status not in (None, "ok") else None,
+        census=census,
+        kernel_ms=prof.get("kernel_ms_per_step"),
+    )
 
 
 def unstorable(rec: dict, where: str) -> str | None:
@@ -109,7 +112,7 @@ def unstorable(rec: dict, where: str) -> str | None:
     if (why := run_problem(rec)) is not None:
         return why
     try:
-        entry = run_entry(rec, where)
+        entry = run_entry(rec, where).to_json()
         census = normalize(rec["census"]) if is_census(rec) else None
     except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:100]})"
@@ -117,50 +120,43 @@ def unstorable(rec: dict, where: str) -> str | None:
     return non_finite(entry) or non_finite(census, "census") or mismatch(entry, RUN) or mismatch(kept, CENSUS, "census")
 
 
-def _summary(values: list[float]) -> dict | None:
-    return {"median": median(values), "min": min(values), "max": max(values), "n": len(values)} if values else None
+def _summary(values: list[float]) -> StepTime | None:
+    return StepTime(median=median(values), min=min(values), max=max(values), n=len(values)) if values else None
 
 
-def case_entry(workload: str, decomposition: str, runs: list[dict], row: dict | None, where: dict[int, str]) -> dict:
+def _baseline(row: dict | None) -> Baseline | None:
+    """The suite's verdict row of a case; one timed run against a baseline has no interval (NaN in report.json): it is
+    left out, as JSON holds no NaN."""
+    shapes = {"verdict": TEXT, "ratio": NUMBER, "ratio_lo": NUMBER, "ratio_hi": NUMBER}
+    kept = {k: v for k, shape in shapes.items() if (v := (row or {}).get(k)) is not None and not mismatch(v, shape)}
+    return Baseline(**kept) if kept else None
+
+
+def case_entry(workload: str, decomposition: str, runs: list[dict], row: dict | None, where: dict[int, str]) -> Case:
     """One workload x decomposition of a session: its runs and their summaries, its census, the suite's verdict row."""
-    timed = [r for r in runs if exclusion(r) is None]
-    ok = [r for r in runs if r.get("status") == "ok" and not is_census(r)]
+    entries = [run_entry(r, where[id(r)]) for r in runs]
+    timed = [e for r, e in zip(runs, entries) if exclusion(r) is None]
+    ok = [e for r, e in zip(runs, entries) if e.status == "ok" and not is_census(r)]
     cens = [normalize(r["census"]) for r in runs if is_census(r) and (r["census"] or {}).get("fits", True)]
-    case = {
-        "workload": workload,
-        "decomposition": decomposition,
-        "workload_hash": runs[0].get("workload_hash"),
-        "split": runs[0].get("decomposition"),
-        "runs": [run_entry(r, where[id(r)]) for r in runs],
-        "step_time_ms": _summary([r["step_time_median_ms"] for r in timed]),
-        "peak_reserved_bytes": max(
-            (r["peak_reserved_bytes"] for r in ok if r.get("peak_reserved_bytes")), default=None
-        ),
-        "peak_allocated_bytes": max(
-            (r["peak_allocated_bytes"] for r in ok if r.get("peak_allocated_bytes")), default=None
-        ),
-        "failed": sum(1 for r in runs if r.get("status") != "ok"),
-    }
-    if cens:
-        case["census"] = {k: cens[0].get(k) for k in CENSUS_KEYS if cens[0].get(k) is not None}
-        case["census_runs"] = len(cens)
-        kms = [c["kernel_ms"] for c in cens if c.get("kernel_ms") is not None]
-        case["kernel_ms"] = median(kms) if kms else None
-    else:
-        kms = [
-            r["profile"]["kernel_ms_per_step"]
-            for r in ok
-            if (r.get("profile") or {}).get("kernel_ms_per_step") is not None
-        ]
-        case["kernel_ms"] = median(kms) if kms else None
-    if row:
-        # one timed run against a baseline has no interval (NaN in report.json): it is left out, as JSON holds no NaN
-        case["baseline"] = {
-            k: row.get(k)
-            for k, shape in (("verdict", TEXT), ("ratio", NUMBER), ("ratio_lo", NUMBER), ("ratio_hi", NUMBER))
-            if row.get(k) is not None and not mismatch(row.get(k), shape)
-        } or None
-    return {k: v for k, v in case.items() if v is not None}
+    census = Census.from_json({k: v for k in CENSUS_KEYS if (v := cens[0].get(k)) is not None}) if cens else None
+    kms = [c.get("kernel_ms") for c in cens] if cens else [e.kernel_ms for e in ok]
+    kms = [k for k in kms if k is not None]
+    first = runs[0]
+    return Case(
+        workload=workload,
+        decomposition=decomposition,
+        workload_hash=first.get("workload_hash"),
+        split=first.get("decomposition"),
+        runs=tuple(entries),
+        step_time_ms=_summary([e.median_ms for e in timed]),
+        peak_reserved_bytes=max((e.peak_reserved_bytes for e in ok if e.peak_reserved_bytes), default=None),
+        peak_allocated_bytes=max((e.peak_allocated_bytes for e in ok if e.peak_allocated_bytes), default=None),
+        failed=sum(1 for e in entries if e.status != "ok"),
+        census=census,
+        census_runs=len(cens) if cens else None,
+        kernel_ms=median(kms) if kms else None,
+        baseline=_baseline(row) if row else None,
+    )
 
 
 def _joined(values: Iterable) -> str | None:
@@ -168,34 +164,20 @@ def _joined(values: Iterable) -> str | None:
     return " | ".join(vals) or None
 
 
-def environment(runs: list[dict], *, runner: str, image: str, harness: str, where: dict[int, str]) -> dict:
+def environment(runs: list[dict], *, runner: str, image: str, harness: str, where: dict[int, str]) -> Environment:
     """What the session ran on (several values of one field, on a resumed session's machines, joined by `` | ``)."""
     envs = [r.get("env") or {} for r in runs]
-
-    def field(key: str):
-        return _joined(e.get(key) for e in envs)
-
     versions = [e.get("versions") or {} for e in envs]
-    out = {
-        "gpu_name": field("gpu"),
-        "gpu_count": field("gpu_count"),
-        "driver": field("driver"),
-        "cuda": field("cuda"),
-        "python": _joined(v.get("python") for v in versions),
-        "torch": _joined(v.get("torch") for v in versions),
-        "image": image or None,
-        "runner": runner or None,
-        "hostname": field("hostname"),
-        "platform": field("platform"),
-        "cpu": field("cpu"),
-        "cpu_count": field("cpu_count"),
-        "gpu_clocks": field("gpu_clocks"),
-        "interconnect": field("interconnect"),
-        "attn_implementation": field("attn_implementation"),
-        "harness": harness or None,
-        "machines": sorted({_machine(r, where[id(r)]) for r in runs}),
-    }
-    return {k: v for k, v in out.items() if v is not None}
+    from_env = {name: _joined(e.get(key) for e in envs) for name, key in ENV_KEYS.items()}
+    return Environment(
+        **from_env,
+        python=_joined(v.get("python") for v in versions),
+        torch=_joined(v.get("torch") for v in versions),
+        image=image or None,
+        runner=runner or None,
+        harness=harness or None,
+        machines=tuple(sorted({_machine(r, where[id(r)]) for r in runs})),
+    )
 
 
 def versions_of(runs: list[dict]) -> dict[str, str]:
@@ -205,29 +187,24 @@ def versions_of(runs: list[dict]) -> dict[str, str]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def verdicts_of(reports: list[tuple[str, dict]]) -> list[dict]:
+def _verdict(source: str, v: dict, single: dict) -> StoredVerdict:
+    """One verdict of a report; an interleaved one with the report's ratio, interval and pairs."""
+    texts = {k: None if v.get(k) is None else str(v[k])[:MESSAGE_CHARS] for k in ("kind", "case", "outcome")}
+    sizes = {}
+    if v.get("kind") == "interleaved":
+        sizes = {
+            k: x for k in ("ratio", "lo", "hi", "pairs") if (x := single.get(k)) is not None and not mismatch(x, NUMBER)
+        }
+    return StoredVerdict(source=source, **texts, message=str(v.get("message") or "")[:MESSAGE_CHARS], **sizes)
+
+
+def verdicts_of(reports: list[tuple[str, dict]]) -> list[StoredVerdict]:
     """Every verdict of the reports, each with the report it came from; an interleaved one with its ratio and
     interval."""
     out = []
     for source, rep in reports:
         single = rep.get("verdict") if isinstance(rep.get("verdict"), dict) else {}
-        for v in rep.get("verdicts") or []:
-            if not isinstance(v, dict):
-                continue
-            e = {
-                "source": source,
-                **{k: None if v.get(k) is None else str(v[k])[:MESSAGE_CHARS] for k in ("kind", "case", "outcome")},
-                "message": str(v.get("message") or "")[:MESSAGE_CHARS],
-            }
-            if v.get("kind") == "interleaved":
-                e.update(
-                    {
-                        k: single.get(k)
-                        for k in ("ratio", "lo", "hi", "pairs")
-                        if single.get(k) is not None and not mismatch(single.get(k), NUMBER)
-                    }
-                )
-            out.append(e)
+        out += [_verdict(source, v, single) for v in rep.get("verdicts") or [] if isinstance(v, dict)]
     return out
 
 
@@ -241,7 +218,7 @@ def session_record(
     image: str,
     harness: str,
     where: dict[int, str],
-) -> dict:
+) -> Session:
     """The compact record of one session (before :func:`fit`)."""
     rows = {
         f"{row.get('workload')}-{row.get('decomposition')}": row
@@ -254,58 +231,68 @@ def session_record(
         cases.setdefault((r.get("workload") or "?", r.get("decomposition_id") or "?"), []).append(r)
     starts = sorted(r["started_at"] for r in runs if r.get("started_at"))
     specs = {
-        r["workload_hash"]: {"name": r.get("workload"), "spec": r.get("workload_spec")}
+        r["workload_hash"]: Workload(name=r.get("workload"), spec=r.get("workload_spec"))
         for r in runs
         if r.get("workload_hash")
     }
-    return {
-        "schema": SCHEMA,
-        "session_id": sid,
-        "started_at": starts[0] if starts else None,
-        "gpu": runs[0].get("gpu") or "unknown",
-        "track": track,
-        "runner": runner,
-        "environment": environment(runs, runner=runner, image=image, harness=harness, where=where),
-        "versions": versions_of(runs),
-        "workloads": specs,
-        "cases": [case_entry(w, d, rs, rows.get(f"{w}-{d}"), where) for (w, d), rs in sorted(cases.items())],
-        "verdicts": verdicts_of(reports),
-        "source": {"runs": len(runs), "reports": [s for s, _ in reports]},
-        "trimmed": [],
-    }
+    return Session(
+        schema=SCHEMA,
+        session_id=sid,
+        started_at=starts[0] if starts else None,
+        gpu=runs[0].get("gpu") or "unknown",
+        track=track,
+        runner=runner,
+        environment=environment(runs, runner=runner, image=image, harness=harness, where=where),
+        versions=versions_of(runs),
+        workloads=specs,
+        cases=tuple(case_entry(w, d, rs, rows.get(f"{w}-{d}"), where) for (w, d), rs in sorted(cases.items())),
+        verdicts=tuple(verdicts_of(reports)),
+        source={"runs": len(runs), "reports": [s for s, _ in reports]},
+        trimmed=(),
+    )
 
 
-def _trim_steps(rec: dict, keep_every: int) -> None:
-    for case in rec["cases"]:
-        for run in case["runs"]:
-            if run.get("steady_us"):
-                run["steady_us"] = run["steady_us"][::keep_every]
+def _each_run(rec: Session, change: Callable[[StoredRun], StoredRun]) -> Session:
+    cases = (replace(c, runs=tuple(change(r) for r in c.runs)) for c in rec.cases)
+    return replace(rec, cases=tuple(cases))
 
 
-def _trim_census(rec: dict, top: int) -> None:
-    for case in rec["cases"]:
-        c = case.get("census") or {}
-        for key in ("kernel_ms_by_name", "cpu_op_ms_by_name", "kernels_by_name", "ops_by_name"):
-            if isinstance(c.get(key), dict) and len(c[key]) > top:
-                c[key] = dict(sorted(c[key].items(), key=lambda kv: (-abs(kv[1] or 0), kv[0]))[:top])
+def _each_census(rec: Session, change: Callable[[Census], Census]) -> Session:
+    return replace(rec, cases=tuple(replace(c, census=change(c.census)) if c.census else c for c in rec.cases))
 
 
-def fit(rec: dict, limit: int = LIMIT_BYTES) -> dict:
+def _trim_steps(run: StoredRun, keep_every: int) -> StoredRun:
+    return replace(run, steady_us=run.steady_us[::keep_every]) if run.steady_us else run
+
+
+def _trim_census(c: Census, top: int) -> Census:
+    def cut(table):
+        if not isinstance(table, Mapping) or len(table) <= top:
+            return table
+        return dict(sorted(table.items(), key=lambda kv: (-abs(kv[1] or 0), kv[0]))[:top])
+
+    return replace(c, **{name: cut(getattr(c, name)) for name in BY_NAME_TABLES})
+
+
+def fit(rec: Session, limit: int = LIMIT_BYTES) -> Session:
     """``rec`` made to fit in ``limit`` gzipped bytes, dropping detail in this order until it does: the census's
     resolved configuration, its per-name tables beyond the largest 200 and then 50 names, every other steady step
     (repeatedly), the steady steps. What was dropped is listed in ``trimmed``."""
-    steps: list = [
-        ("census config", lambda r: [c.get("census", {}).pop("config", None) for c in r["cases"]]),
-        ("census names beyond the largest 200", lambda r: _trim_census(r, 200)),
-        ("census names beyond the largest 50", lambda r: _trim_census(r, 50)),
+    steps: list[tuple[str, Callable[[Session], Session]]] = [
+        ("census config", lambda r: _each_census(r, lambda c: replace(c, config=None))),
+        ("census names beyond the largest 200", lambda r: _each_census(r, lambda c: _trim_census(c, 200))),
+        ("census names beyond the largest 50", lambda r: _each_census(r, lambda c: _trim_census(c, 50))),
     ]
-    steps += [(f"steady steps: every {2**i}th kept", lambda r: _trim_steps(r, 2)) for i in range(1, 5)]
-    steps += [("steady steps", lambda r: [run.pop("steady_us", None) for c in r["cases"] for run in c["runs"]])]
+    steps += [
+        (f"steady steps: every {2**i}th kept", lambda r: _each_run(r, lambda run: _trim_steps(run, 2)))
+        for i in range(1, 5)
+    ]
+    steps += [("steady steps", lambda r: _each_run(r, lambda run: replace(run, steady_us=None)))]
     for what, cut in steps:
         if len(dumps(rec)) <= limit:
             break
-        cut(rec)
-        rec["trimmed"].append(what)
+        rec = cut(rec)
+        rec = replace(rec, trimmed=(*(rec.trimmed or ()), what))
     return rec
 
 
@@ -359,7 +346,7 @@ def records_of(
     image: str = "",
     harness: str = "",
     limit: int = LIMIT_BYTES,
-) -> list[dict]:
+) -> list[Session]:
     """One record per session of a results dir (its ``runs.jsonl`` files at any depth), each fitted to ``limit`` bytes.
     Raises ValueError with one line when there is no run to store."""
     root = Path(results_dir)
