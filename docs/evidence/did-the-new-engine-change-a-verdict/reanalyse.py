@@ -15,6 +15,7 @@ for b in sorted(root.glob("docs/results/**/blocks.jsonl")):
         continue
     try:
         r = reanalyse(b.parent)
+        r = r.to_json() if hasattr(r, "to_json") else r  # a typed analysis since the comparison's settings were typed
         v = r.get("verdict") or {}
         print(
             b.parent.relative_to(root),
