@@ -17,6 +17,7 @@ import pytest
 
 from harness.commands.alert import alert
 from harness.judging import baseline as bl
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.reporting import report, webhook
 from harness.results.repro import repro
 from harness.sidebyside.finish import issue_fields
@@ -284,9 +285,17 @@ def test_the_stores_alerts_carry_the_repro_of_their_cases():
 
 
 def test_an_interleaved_comparisons_report_carries_the_repro_of_its_verdict():
-    settings = {"gpu": "h200", "session_id": "i-1", "python_a": ".tox/pinned/bin/python", "python_b": "/opt/b/python"}
+    settings = ComparisonSettings(
+        alpha=0.05,
+        threshold=0.02,
+        gpu="h200",
+        session_id="i-1",
+        python_a=".tox/pinned/bin/python",
+        python_b="/opt/b/python",
+    )
     made = issue_fields(
-        {"settings": settings, "verdict": {"outcome": "regression"}},
+        {"settings": settings.to_json(), "verdict": {"outcome": "regression"}},
+        settings,
         [],
         SimpleNamespace(outcome="regression", message="x1.03"),
         "w-4x1",

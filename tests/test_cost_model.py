@@ -268,7 +268,6 @@ def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[d
 
 
 def finish_interleave(root: Path, ratio: float) -> dict:
-    from harness.judging import paired as pd
     from harness.judging.blocks import comparison_verdict, grouped, pairs_of
     from harness.sidebyside.config import ComparisonConfig
     from harness.sidebyside.finish import finish
@@ -280,7 +279,6 @@ def finish_interleave(root: Path, ratio: float) -> dict:
     cfg = ComparisonConfig(workload=w.name, decomposition="4x1", gpu="cpu").resolved(decs["a"].grad_accum, True)
     s = settings_of(cfg, w, decs, {"a": "pa", "b": "pb"}, 1, (12,), "s")
     blocks = interleave_blocks(ratio)
-    check = pd.PairedCheck(s["alpha"], s["threshold"], 1, test=s["test"], unit=s["unit"])
     launches = [{"launch": i, "ready": {"a": {}, "b": {}}, "startup_s": 1.0} for i in (1, 2, 3)]
     groups = grouped(pairs_of(blocks))
     finish(
@@ -288,10 +286,10 @@ def finish_interleave(root: Path, ratio: float) -> dict:
         settings=s,
         orders=[],
         stopped=None,
-        launch_info=launches,
+        launch_records=launches,
         blocks=blocks,
         groups=groups,
-        verdict=comparison_verdict(groups, check, None, "tiny-qwen3-4x1"),
+        verdict=comparison_verdict(groups, s.check(), None, "tiny-qwen3-4x1"),
         case="tiny-qwen3-4x1",
         wall=10.0,
         cpu=None,

@@ -29,6 +29,7 @@ from harness.judging import pair_estimates as pe
 from harness.judging import paired as pd
 from harness.judging import planning as pn
 from harness.judging import simulate as sim
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.reporting import interleave as rp
 from harness.sidebyside import run as il
@@ -355,11 +356,11 @@ def test_resume_penalty_and_canary_covariate():
 def test_block_metric():
     assert bm.block_metric([3.0, 1.0, 2.0, 10.0], "mean") == 4.0
     assert bm.block_metric([3.0, 1.0, 2.0, 10.0]) == 2.5
-    assert bm.block_metric([30.0, 1.0, 2.0], "mean", drop_first=True) == 1.5
-    assert bm.block_metric([30.0], "mean", drop_first=True) == 30.0
+    assert bm.block_metric([30.0, 1.0, 2.0], "mean", drop_first_step=True) == 1.5
+    assert bm.block_metric([30.0], "mean", drop_first_step=True) == 30.0
     assert (
         bm.block_metric([3.0, 1.0, 2.0, 10.0], "min") == 1.0
-        and bm.block_metric([1.0, 2.0, 3.0], "min", drop_first=True) == 2.0
+        and bm.block_metric([1.0, 2.0, 3.0], "min", drop_first_step=True) == 2.0
     )
     with pytest.raises(ValueError, match="block metric must be one of"):
         bm.block_metric([1.0], "max")
@@ -697,7 +698,7 @@ def test_a_run_killed_before_its_report_is_recovered_from_what_it_kept(tmp_path)
     kept = blocks_mod.pairs_of(read_jsonl(log))
     assert (
         report["recovered"]["pairs"] == len(kept) == report["verdict"]["pairs"] >= 4
-        and report["recovered"]["launches"] == 2
+        and report["recovered"]["launches_made"] == 2
     )
     assert (
         report["verdict"]["outcome"] in ("pass", "inconclusive", "regression", "improvement")
@@ -1404,13 +1405,8 @@ def test_micro_grain_units_merge_into_steps_of_each_side():
         host = rng.normal(0, 0.05, 4)  # the host's speed per unit: A's and B's unit of one turn see nearly the same
         rows += _micro_rows(i, "a", list(100 * np.exp(host + rng.normal(0, 0.005, 4))), per=2, launch=1 + (i - 1) // 8)
         rows += _micro_rows(i, "b", list(108 * np.exp(host + rng.normal(0, 0.005, 4))), per=2, launch=1 + (i - 1) // 8)
-    r = analyse(rows, alpha=0.05, threshold=0.02)
-    assert (
-        r["pairs"] == 24
-        and r["k"] == [2]
-        and r["verdict"]["outcome"] == "regression"
-        and 1.06 < r["verdict"]["ratio"] < 1.10
-    )
+    r = analyse(rows, ComparisonSettings(alpha=0.05, threshold=0.02))
+    assert r.pairs == 24 and r.k == (2,) and r.verdict.outcome == "regression" and 1.06 < r.verdict.ratio < 1.10
 
 
 def test_analysis_of_block_records():
@@ -1418,16 +1414,15 @@ def test_analysis_of_block_records():
     from harness.reporting.interleave import markdown, report_lines, report_text
 
     blocks = _blocks(1.08)
-    r = analyse(blocks, alpha=0.05, threshold=0.02, looks=2)
-    assert r["pairs"] == 18 and r["launch_sizes"] == [6, 6, 6] and r["k"] == [4]
-    assert r["verdict"]["outcome"] == "regression" and r["verdict"]["alpha"] == 0.025
-    assert 1.05 < r["verdict"]["ratio"] < 1.11 and r["sigma"] > 0
-    assert set(r["variants"]) == {"mean", "mean-drop-first", "median", "median-drop-first", "min", "min-drop-first"}
-    assert all(1.02 < p["ratio"] < 1.09 for p in r["resume_penalty"].values())  # the injected 5% first-step penalty
-    assert (
-        r["canary"]["pair_corr"] > 0.2 and "reduction" in r["canary"]
-    )  # the canary sees the per-block host speed here
-    assert r["mds"]["slowdown"] > r["mds"]["approx_3_6"] > 0 and r["cpu_s_per_pair"] > 0
+    two_looks = ComparisonSettings(alpha=0.05, threshold=0.02, looks=(14, 18))
+    r = analyse(blocks, two_looks)
+    assert r.pairs == 18 and r.launch_sizes == (6, 6, 6) and r.k == (4,)
+    assert r.verdict.outcome == "regression" and r.verdict.alpha == 0.025
+    assert 1.05 < r.verdict.ratio < 1.11 and r.sigma > 0
+    assert set(r.variants) == {"mean", "mean-drop-first", "median", "median-drop-first", "min", "min-drop-first"}
+    assert all(1.02 < p["ratio"] < 1.09 for p in r.resume_penalty.values())  # the injected 5% first-step penalty
+    assert r.canary["pair_corr"] > 0.2 and "reduction" in r.canary  # the canary sees the per-block host speed here
+    assert r.mds["slowdown"] > r.mds["approx_3_6"] > 0 and r.cpu_s_per_pair > 0
     report = {
         "settings": {
             "workload": "w",
@@ -1438,8 +1433,8 @@ def test_analysis_of_block_records():
             "inject_slowdown_b": 0,
             "inject_work_b": 0,
             "block_steps": 4,
-            "pairs": 18,
-            "launches": 3,
+            "max_pairs": 18,
+            "launches_planned": 3,
             "looks": [14, 18],
             "alpha": 0.05,
             "threshold": 0.02,
@@ -1458,7 +1453,7 @@ def test_analysis_of_block_records():
             "device": "cpu",
         },
         "launches": [{}, {}, {}],
-        **r,
+        **r.to_json(),
     }
     lines = report_lines(report)
     assert (
@@ -1475,21 +1470,16 @@ def test_analysis_of_block_records():
         and "; 3 launches, sd " in ln
         for ln in lines
     )
-    assert r["mds"]["unit"] == "launch" and r["mds"]["units"] == 3
-    pooled = analyse(
-        blocks, alpha=0.05, threshold=0.02, looks=2, unit="pair"
-    )  # the pair as the unit: the pairs' sigma, the F screen
-    assert (
-        pooled["verdict"]["unit_rule"] == "pair"
-        and pooled["mds"]["units"] == 18
-        and pooled["mds"]["unit_sd"] == pooled["sigma"]
-    )
+    assert r.mds["unit"] == "launch" and r.mds["units"] == 3
+    pooled = analyse(blocks, two_looks.judged_as(unit="pair"))  # the pair as the unit: the pairs' sigma, the F screen
+    assert pooled.verdict.details["unit_rule"] == "pair" and pooled.mds["units"] == 18
+    assert pooled.mds["unit_sd"] == pooled.sigma
     assert any(
         ln.startswith("launch variance: F(2, 15) = ") and "the launch is the unit whatever" not in ln
-        for ln in report_lines({**report, **pooled})
+        for ln in report_lines({**report, **pooled.to_json()})
     )
     assert markdown(report, report_text(report)).startswith("# interleave w-4x1 on cpu\n\n**REGRESSION: B takes ")
-    assert r["gpu_state"] is None and not any(
+    assert r.gpu_state is None and not any(
         ln.startswith("GPU as each block ended") for ln in lines
     )  # no readings on a CPU
     on_gpu = [
@@ -1504,7 +1494,7 @@ def test_analysis_of_block_records():
         )
         for i, b in enumerate(blocks)
     ]
-    g = analyse(on_gpu, alpha=0.05, threshold=0.02, looks=2)["gpu_state"]
+    g = analyse(on_gpu, two_looks).gpu_state
     assert g["readings"] == 36 and g["launch_sm_clock_mhz"] == [1980, 1880, 1980] and g["sm_clock_mhz"]["min"] == 1880
     assert g["temp_c_max"] == 43 and 0 < g["clock_event_share"] < 0.5  # the power cap (4) counts; idle (1) does not
     assert any(
@@ -1514,11 +1504,11 @@ def test_analysis_of_block_records():
         )
         for ln in report_lines({**report, "gpu_state": g})
     )
-    aa = analyse(_blocks(1.0, seed=1), alpha=0.05, threshold=0.02)
-    assert aa["verdict"]["outcome"] in ("pass", "inconclusive")
-    # drop_first removes the resume penalty from the metric: the ratio is the same, the blocks are shorter
-    d = analyse(blocks, alpha=0.05, threshold=0.02, drop_first=True)
-    assert d["variants"]["mean-drop-first"] == r["variants"]["mean-drop-first"] and d["drop_first"]
+    aa = analyse(_blocks(1.0, seed=1), ComparisonSettings(alpha=0.05, threshold=0.02))
+    assert aa.verdict.outcome in ("pass", "inconclusive")
+    # drop_first_step removes the resume penalty from the metric: the ratio is the same, the blocks are shorter
+    d = analyse(blocks, ComparisonSettings(alpha=0.05, threshold=0.02, drop_first_step=True))
+    assert d.variants["mean-drop-first"] == r.variants["mean-drop-first"] and d.drop_first_step
 
 
 def test_every_command_has_a_help_text():

@@ -31,7 +31,7 @@ class FakeWorker:
 
 class FakeFactory:
     def __init__(self, dies):
-        self.cfg = SimpleNamespace(spare_cpus=[0, 1])
+        self.cfg = SimpleNamespace(hold_cpus=[0, 1])
         self.dies, self.made = dies, []
 
     def make(self, launch, hold=None, apart=None):

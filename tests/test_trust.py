@@ -270,7 +270,7 @@ def _interleave_dir(root: Path) -> str:
     )
     d = w.decomposition("4x1")
     settings = il.settings_of(cfg, w, {"a": d, "b": d}, {"a": sys.executable, "b": sys.executable}, 1, (6,))
-    sid = settings["session_id"]
+    sid = settings.session_id
     launch = {"launch": 1, "startup_s": 1.0, "ready": {s: {"cuda": False} for s in "ab"}}
     root.mkdir()
     (root / PROGRESS).write_text(
@@ -278,7 +278,7 @@ def _interleave_dir(root: Path) -> str:
             {
                 "case": f"{w.name}-4x1",
                 "t_start": 1000.0,
-                "settings": settings,
+                "settings": settings.to_json(),
                 "orders": [["a", "b"]] * 6,
                 "launches": [launch, dict(launch, launch=2)],
             }

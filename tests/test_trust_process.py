@@ -24,6 +24,7 @@ from harness import exits
 from harness.commands import cli, run_commands
 from harness.errors import BadInput
 from harness.files import OutsideResults, append_jsonl, report_session, write_json_atomic
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.measuring.resident import ResidentWorker, WorkerDied
 from harness.results.comparison import ComparisonResult
 from harness.sidebyside import run as il
@@ -517,7 +518,7 @@ def test_a_failing_cleanup_still_kills_both_workers(tmp_path, monkeypatch, fault
     def read_only(*_, **__):
         raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "progress.json"))
 
-    settings = {"inject_work_b_percent": 0, "warmup_steps": 1, "prestart": False}
+    settings = ComparisonSettings(alpha=0.05, threshold=0.02, inject_work_b_percent=0, warmup_steps=1, prestart=False)
     comparison = Comparison(
         settings, ComparisonPlan.make(4, 2, None, 2, "step", 1, 0), None, Opened(None), tmp_path, "case", {}
     )

@@ -568,7 +568,7 @@ def test_the_comparison_defaults_are_the_nightly_settings():
             w.decomposition(dec).grad_accum, available=list(range(16))
         )
         assert (r.grain, r.block_steps, r.warmup_steps, r.launches, r.pairs) == (grain, 1, 2, 20, 800), dec
-        assert (r.cpus, r.spare_cpus, r.prestart, r.warm_apart, r.unit) == (
+        assert (r.cpus, r.hold_cpus, r.prestart, r.warm_apart, r.unit) == (
             (15,),
             tuple(range(15)),
             True,

@@ -18,13 +18,13 @@ from harness.record import PHASES
 METRICS = ("mean", "median", "min")
 
 
-def block_metric(step_times_ms: Sequence[float], how: str = "median", drop_first: bool = False) -> float:
+def block_metric(step_times_ms: Sequence[float], how: str = "median", drop_first_step: bool = False) -> float:
     """One number per block: the ``mean``, ``median`` or ``min`` of its step times, without the first step if
-    ``drop_first`` (and the block has more than one). The mean counts every spike, the median ignores a minority of slow
-    steps, the min all but the fastest step: it sees a slowdown only where every step of the block has it."""
+    ``drop_first_step`` (and the block has more than one). The mean counts every spike, the median ignores a minority
+    of slow steps, the min all but the fastest step: it sees a slowdown only where every step of the block has it."""
     if how not in METRICS:
         raise BadInput(f"block metric must be one of {', '.join(METRICS)}, got {how!r}")
-    xs = list(step_times_ms[1:] if drop_first and len(step_times_ms) > 1 else step_times_ms)
+    xs = list(step_times_ms[1:] if drop_first_step and len(step_times_ms) > 1 else step_times_ms)
     if not xs or any(x <= 0 for x in xs):
         raise BadInput("block_metric needs positive step times")
     return fmean(xs) if how == "mean" else median(xs) if how == "median" else min(xs)

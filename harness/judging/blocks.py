@@ -7,13 +7,17 @@ Pure: the same functions judge a running comparison, ``recover`` and a stored ``
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from statistics import fmean, median
+from typing import Any
 
 from harness.judging import block_metrics as bm
 from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging import planning as pn
 from harness.judging import stats
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.results.verdict import FIELDS, Verdict
 
 SIDES = ("a", "b")
@@ -132,12 +136,13 @@ def merge_units(rows: list[dict]) -> dict:
     return out
 
 
-def grouped(pairs: list[dict], metric: str = DEFAULT_METRIC, drop_first: bool = False) -> list[list[float]]:
-    """Pair log ratios log(B/A), grouped by launch in launch order."""
+def grouped(pairs: list[dict], block_metric: str = DEFAULT_METRIC, drop_first_step: bool = False) -> list[list[float]]:
+    """Pair log ratios log(B/A), each side's block summarised by ``block_metric`` (:mod:`block_metrics`), grouped by
+    launch in launch order."""
     out: dict[int, list[float]] = {}
     for p in pairs:
-        a = bm.block_metric(p["a"]["step_times_ms"], metric, drop_first)
-        b = bm.block_metric(p["b"]["step_times_ms"], metric, drop_first)
+        a = bm.block_metric(p["a"]["step_times_ms"], block_metric, drop_first_step)
+        b = bm.block_metric(p["b"]["step_times_ms"], block_metric, drop_first_step)
         out.setdefault(p["launch"], []).append(math.log(b / a))
     return [out[k] for k in sorted(out)]
 
@@ -209,7 +214,7 @@ def _resume(pairs: list[dict], grain: str) -> dict:
     return resume
 
 
-def _canary(pairs: list[dict], d: list[float], metric: str, drop_first: bool) -> dict:
+def _canary(pairs: list[dict], d: list[float], block_metric: str, drop_first_step: bool) -> dict:
     """The canary beside the pairs' log ratios ``d``: its correlation with each side's block metric, the covariate
     adjustment (:func:`block_metrics.canary_covariate`) and its median per side; empty without a canary on every
     block."""
@@ -219,7 +224,7 @@ def _canary(pairs: list[dict], d: list[float], metric: str, drop_first: bool) ->
     for s in SIDES:
         canary[f"corr_{s}"] = bm.correlation(
             [math.log(p[s]["canary_ms"]) for p in pairs],
-            [math.log(bm.block_metric(p[s]["step_times_ms"], metric, drop_first)) for p in pairs],
+            [math.log(bm.block_metric(p[s]["step_times_ms"], block_metric, drop_first_step)) for p in pairs],
         )
     c = [math.log(p["b"]["canary_ms"] / p["a"]["canary_ms"]) for p in pairs]
     cov = bm.canary_covariate(d, c)
@@ -316,52 +321,113 @@ def comparison_verdict(
     )
 
 
-def analyse(
-    blocks: list[dict],
-    *,
-    alpha: float,
-    threshold: float,
-    looks: int = 1,
-    metric: str = DEFAULT_METRIC,
-    drop_first: bool = False,
-    session: str | None = None,
-    test: str = "rank",
-    unit: str | None = None,
-    verdict: Verdict | None = None,
-) -> dict:
-    """Everything the report says, from the block records: verdict, sigma, sensitivity, launches, resume penalty,
-    canary. ``verdict``: the comparison's (:func:`comparison_verdict`'s, which the report passes: it is analysed, never
-    judged again); without one (blocks judged alone: a stored ``blocks.jsonl``), :func:`comparison_verdict` of these
-    blocks at these settings, ``unit`` None being :func:`default_unit` of the launches with pairs. The minimum
-    detectable slowdown is the verdict's: from the sd of its units (launch summaries, or pairs) and their number."""
-    pairs = pairs_of(blocks, session)
+@dataclass(frozen=True)
+class Analysis:
+    """What a comparison's report states beside its verdict, from its block records (:func:`analyse`): ``pairs``
+    judged, their ``launch_sizes`` (pairs per launch with pairs), the per-pair ``sigma`` of the log ratio and its
+    ``variants`` (every block metric, with and without each block's first step), the minimum detectable slowdown
+    (``mds``), the launch summaries' variance components, the resume penalty, the canary, where in the step B's time
+    moved (``phases``), the median step per side, the block lengths ``k``, the host's load and the GPU's state. Below
+    two complete pairs only ``pairs`` and ``verdict``. ``skipped``: the lines of a stored ``blocks.jsonl`` left out
+    (:func:`harness.sidebyside.finish.reanalyse`)."""
+
+    pairs: int
+    verdict: Verdict | None
+    micro_per_step: int | None = None
+    launch_sizes: tuple[int, ...] | None = None
+    block_metric: str | None = None
+    drop_first_step: bool | None = None
+    grain: str | None = None
+    sigma: float | None = None
+    variants: Mapping[str, Mapping] | None = None
+    mds: Mapping[str, Any] | None = None
+    launch_components: Mapping[str, Any] | None = None
+    resume_penalty: Mapping[str, Any] | None = None
+    canary: Mapping[str, Any] | None = None
+    phases: Mapping[str, Any] | None = None
+    step_ms_median: Mapping[str, float] | None = None
+    k: tuple[int, ...] | None = None
+    cpu_s_per_pair: float | None = None
+    wall_s_per_pair: float | None = None
+    other_cpus: Mapping[str, float] | None = None
+    gpu_state: Mapping[str, Any] | None = None
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def judged(self) -> bool:
+        """Whether there were pairs enough (two) to analyse."""
+        return self.launch_sizes is not None
+
+    def to_json(self) -> dict:
+        """The analysis as the report writes it, beside the settings: the block metric as ``metric``; ``skipped`` only
+        where lines were left out."""
+        verdict = None if self.verdict is None else self.verdict.to_json()
+        out: dict[str, Any] = {"pairs": self.pairs, "verdict": verdict}
+        if self.judged:
+            out = {
+                "micro_per_step": self.micro_per_step,
+                "pairs": self.pairs,
+                "launch_sizes": list(self.launch_sizes or ()),
+                "metric": self.block_metric,
+                "drop_first_step": self.drop_first_step,
+                "grain": self.grain,
+                "verdict": verdict,
+                "sigma": self.sigma,
+                "variants": self.variants,
+                "mds": self.mds,
+                "launch_components": self.launch_components,
+                "resume_penalty": self.resume_penalty,
+                "canary": self.canary,
+                "phases": self.phases,
+                "step_ms_median": self.step_ms_median,
+                "k": list(self.k or ()),
+                "cpu_s_per_pair": self.cpu_s_per_pair,
+                "wall_s_per_pair": self.wall_s_per_pair,
+                "other_cpus": self.other_cpus,
+                "gpu_state": self.gpu_state,
+            }
+        return {**out, "skipped": list(self.skipped)} if self.skipped else out
+
+
+def analyse(blocks: list[dict], settings: ComparisonSettings, verdict: Verdict | None = None) -> Analysis:
+    """Everything the report says beside the verdict (:class:`Analysis`), from the block records judged with
+    ``settings``. ``verdict``: the comparison's (:func:`comparison_verdict`'s, which the report passes: it is
+    analysed, never judged again); without one (blocks judged alone: a stored ``blocks.jsonl``),
+    :func:`comparison_verdict` of these blocks at these settings, a unit of None being :func:`default_unit` of the
+    launches with pairs. The minimum detectable slowdown is the verdict's: from the sd of its units (launch summaries,
+    or pairs) and their number."""
+    pairs = pairs_of(blocks, settings.session_id)
     if len(pairs) < 2:
-        return {"pairs": len(pairs), "verdict": None if verdict is None else verdict.to_json()}
-    groups = grouped(pairs, metric, drop_first)
-    check = pd.PairedCheck(alpha, threshold, looks, test=test, unit=unit or default_unit(len(groups)))
+        return Analysis(len(pairs), verdict)
+    metric, drop = settings.block_metric, settings.drop_first_step
+    groups = grouped(pairs, metric, drop)
+    check = settings.check(default_unit(len(groups)))
     v = verdict if verdict is not None else comparison_verdict(groups, check)
     d = [x for g in groups for x in g]
     sigma = stats.sd(d, None)
     comp = la.launch_components(groups, check.summary if v.unit == "launch" and check.summary in la.SUMMARIES else "hl")
     grain = "micro" if any(p["a"].get("micro_per_step") for p in pairs) else "step"
     steps = [p[s]["step_times_ms"] for p in pairs for s in SIDES]
-    return {
-        "micro_per_step": pairs[0]["a"].get("micro_per_step"),
-        "pairs": len(d),
-        "launch_sizes": [len(g) for g in groups],
-        "metric": metric,
-        "drop_first": drop_first,
-        "grain": grain,
-        "verdict": v.to_json(),
-        "sigma": sigma,
-        "variants": _variants(pairs),
-        "mds": _mds(v, sigma, len(d), threshold),
-        "launch_components": _components(comp),
-        "resume_penalty": _resume(pairs, grain),
-        "canary": _canary(pairs, d, metric, drop_first),
-        "phases": bm.phase_deltas(pairs),
-        "step_ms_median": {s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
-        "k": sorted({len(x) for x in steps}),
-        **_host_load(pairs),
-        "gpu_state": gpu_state(blocks, session),
-    }
+    load = _host_load(pairs)
+    return Analysis(
+        len(d),
+        v,
+        micro_per_step=pairs[0]["a"].get("micro_per_step"),
+        launch_sizes=tuple(len(g) for g in groups),
+        block_metric=metric,
+        drop_first_step=drop,
+        grain=grain,
+        sigma=sigma,
+        variants=_variants(pairs),
+        mds=_mds(v, sigma, len(d), settings.threshold),
+        launch_components=_components(comp),
+        resume_penalty=_resume(pairs, grain),
+        canary=_canary(pairs, d, metric, drop),
+        phases=bm.phase_deltas(pairs),
+        step_ms_median={s: median(x for p in pairs for x in p[s]["step_times_ms"]) for s in SIDES},
+        k=tuple(sorted({len(x) for x in steps})),
+        cpu_s_per_pair=load["cpu_s_per_pair"],
+        wall_s_per_pair=load["wall_s_per_pair"],
+        other_cpus=load["other_cpus"],
+        gpu_state=gpu_state(blocks, settings.session_id),
+    )

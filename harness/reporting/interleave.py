@@ -8,6 +8,7 @@ from statistics import fmean
 
 from harness.judging import launches as la
 from harness.judging.budget_plan import _build_s, _prestarted, prestart_costs
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.reporting.interleave_head import head_lines
 
 
@@ -90,7 +91,7 @@ def sigma_line(r: dict) -> str | None:
     return (
         f"per-pair sigma of the log ratio: {pct(r['sigma'], 2)} "
         f"({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block{micro}"
-        f"{', first step dropped' if r['drop_first'] else ''}); "
+        f"{', first step dropped' if r['drop_first_step'] else ''}); "
         + ", ".join(f"{k} {pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None)
     )
 
@@ -327,14 +328,14 @@ def drawn_text(p: dict) -> str:
 
 def markdown(r: dict, text: ReportText) -> str:
     """report.md: the head first, then the sides, the settings and the details under "How this was measured"."""
-    s = r["settings"]
+    s = ComparisonSettings.from_json(r["settings"])
     pair = (
-        s["decomposition"]
-        if s.get("decomposition_b", s["decomposition"]) == s["decomposition"]
-        else f"{s['decomposition_b']}-vs-{s['decomposition']}"
+        s.decomposition
+        if (s.decomposition_b or s.decomposition) == s.decomposition
+        else f"{s.decomposition_b}-vs-{s.decomposition}"
     )
     head = [
-        f"# interleave {s['workload']}-{pair} on {s['gpu']}",
+        f"# interleave {s.workload}-{pair} on {s.gpu}",
         "",
         f"**{text.head[0]}**",
         "",
@@ -342,16 +343,16 @@ def markdown(r: dict, text: ReportText) -> str:
         "",
         f"## {DETAILS.capitalize()}",
         "",
-        f"- A: `{s['python_a']}`",
-        f"- B: `{s['python_b']}`"
+        f"- A: `{s.python_a}`",
+        f"- B: `{s.python_b}`"
         + (
-            f" (inject_slowdown {s['inject_slowdown_b']}, inject_work {s['inject_work_b']})"
-            if s["inject_slowdown_b"] or s["inject_work_b"]
+            f" (inject_slowdown {s.inject_slowdown_b}, inject_work {s.inject_work_b})"
+            if s.inject_slowdown_b or s.inject_work_b
             else ""
         ),
-        *([f"- {calibration_text(c)}"] if (c := s.get("inject_calibration")) else []),
-        f"- {s['block_steps']} steps per block, {s['pairs']} pairs planned over {s['launches']} launches, "
-        f"looks at {s['looks']}, "
-        f"seed {s['seed']}, metric {s['metric']}" + (", first step dropped" if s["drop_first_step"] else ""),
+        *([f"- {calibration_text(s.inject_calibration)}"] if s.inject_calibration else []),
+        f"- {s.block_steps} steps per block, {s.max_pairs} pairs planned over {s.launches_planned} launches, "
+        f"looks at {list(s.looks)}, "
+        f"seed {s.seed}, metric {s.block_metric}" + (", first step dropped" if s.drop_first_step else ""),
     ]
     return "\n".join(head + [f"- {ln}" for ln in text.details]) + "\n"

@@ -4,6 +4,8 @@ the report's details (:mod:`harness.reporting.interleave`)."""
 
 from __future__ import annotations
 
+from harness.judging.comparison_settings import ComparisonSettings
+
 WORDS = {"regression": "REGRESSION", "pass": "pass", "improvement": "improvement", "inconclusive": "inconclusive"}
 
 
@@ -45,23 +47,23 @@ def judged_text(v: dict, launches: int) -> str:
     )
 
 
-def is_aa(s: dict) -> bool:
+def is_aa(s: ComparisonSettings) -> bool:
     """Both sides one environment, one decomposition, nothing injected: an A/A comparison, which should find no
     change."""
     return (
-        s.get("python_a") == s.get("python_b")
-        and s.get("decomposition_b", s.get("decomposition")) == s.get("decomposition")
-        and not s.get("inject_slowdown_b")
-        and not s.get("inject_work_b")
+        s.python_a == s.python_b
+        and (s.decomposition_b or s.decomposition) == s.decomposition
+        and not s.inject_slowdown_b
+        and not s.inject_work_b
     )
 
 
-def injected(s: dict) -> bool:
-    return bool(s.get("inject_slowdown_b") or s.get("inject_work_b"))
+def injected(s: ComparisonSettings) -> bool:
+    return bool(s.inject_slowdown_b or s.inject_work_b)
 
 
-def rerun_text(s: dict) -> str:
-    budget = s.get("budget_minutes")
+def rerun_text(s: ComparisonSettings) -> str:
+    budget = s.budget_minutes
     return (
         f"rerun with --budget-minutes {2 * budget:g} (this run had {budget:g})"
         if budget
@@ -71,7 +73,7 @@ def rerun_text(s: dict) -> str:
 
 def next_step(r: dict) -> str:
     """What to do next, in plain words, from the outcome and the kind of comparison."""
-    s, v = r["settings"], r.get("verdict")
+    s, v = ComparisonSettings.from_json(r["settings"]), r.get("verdict")
     if v is None:
         return f"next: {rerun_text(s)}: the comparison stopped before it had 2 complete pairs"
     out, aa = v["outcome"], is_aa(s)

@@ -90,7 +90,7 @@ class ComparisonConfig:
     inject_slowdown_b: float = 0.0
     inject_work_b: int = 0
     inject_work_b_percent: float = 0.0
-    spare_cpus: tuple[int, ...] = ()  # set by resolved(): the CPUs outside cpus, where pre-started workers import
+    hold_cpus: tuple[int, ...] = ()  # set by resolved(): the CPUs outside cpus, where pre-started workers import
 
     def __post_init__(self) -> None:
         if isinstance(self.cpus, list):
@@ -141,7 +141,7 @@ class ComparisonConfig:
             prestart=prestart,
             warm_apart=warm_apart,
             unit=self.unit or ("launch" if launches >= MIN_LAUNCHES else "pair"),
-            spare_cpus=tuple(spare) if prestart else (),
+            hold_cpus=tuple(spare) if prestart else (),
         )
 
 

@@ -6,11 +6,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.files import refuse_links, write_atomic, write_json_atomic
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.results.comparison import ComparisonResult
 
 
 def fresh_fallback(
-    exc: Exception, *, settings: dict, root: Path, dec: str, repeats: int, out: Callable[[str], None], **ab_args
+    exc: Exception,
+    *,
+    settings: ComparisonSettings,
+    root: Path,
+    dec: str,
+    repeats: int,
+    out: Callable[[str], None],
+    **ab_args,
 ) -> ComparisonResult:
     """A and B do not fit on the device at once: fresh-process runs, one at a time (``ab``), judged at the fresh-run
     thresholds. The interleave report (``report.json``, ``report.md``) points to them and carries their runtime
@@ -25,7 +33,7 @@ def fresh_fallback(
     )
     got = ab(decompositions=[dec], repeats=repeats, results_dir=fresh, out=out, **ab_args)
     code = got.exit_code
-    case = f"{settings['workload']}-{dec}"
+    case = f"{settings.workload}-{dec}"
     v = got.verdict_of("runtime", case)
     verdict = (
         {
@@ -39,7 +47,7 @@ def fresh_fallback(
         }
     )
     report = {
-        "settings": settings,
+        "settings": settings.to_json(),
         "fallback": {"reason": str(exc), "results_dir": str(fresh), "repeats": repeats, "exit_code": code},
         "verdict": verdict,
     }

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
 from harness.exits import REGRESSION as EXIT_REGRESSION
 from harness.files import read_records, refuse_links, report_session, results_lock, write_atomic, write_json_atomic
-from harness.judging import paired as pd
 from harness.judging.blocks import (
     DEFAULT_METRIC,
     SIDES,
+    Analysis,
     analyse,
     block_problem,
     comparison_verdict,
@@ -23,6 +23,7 @@ from harness.judging.blocks import (
     pairs_of,
 )
 from harness.judging.budget_plan import plan_for
+from harness.judging.comparison_settings import ComparisonSettings, settings_problem, upgraded
 from harness.judging.cost_model import beside_line
 from harness.reporting.interleave import markdown, report_text, where_line
 from harness.results import formats
@@ -32,9 +33,9 @@ from harness.results.verdict import Verdict
 from harness.sidebyside.inject import injected_share
 from harness.sidebyside.loop import PROGRESS
 from harness.suite.runs import interleave_prediction
-from harness.values import FLAG, NUMBER, TEXT, Items, Obj, load_json, mismatch
+from harness.values import load_json
 
-# what recover reads of progress.json's settings itself (the rest is the report's)
+# what recover reads of progress.json's settings itself (the rest is the report's), as today's keys
 RECOVER_SETTINGS = (
     "session_id",
     "alpha",
@@ -44,42 +45,18 @@ RECOVER_SETTINGS = (
     "drop_first_step",
     "test",
     "unit",
-    "launches",
+    "launches_planned",
     "gpu",
 )
-
-
-SETTINGS = Obj(
-    {
-        **dict.fromkeys(("session_id", "gpu", "metric", "test", "unit"), TEXT),
-        **dict.fromkeys(("alpha", "threshold", "launches"), NUMBER),
-        "looks": Items(NUMBER),
-        "drop_first_step": FLAG,
-    },
-    required=("session_id", "alpha", "threshold", "looks", "metric"),
-)  # the shape of what recover and reanalyse read of a run's settings
-
-
-def settings_problem(settings: dict) -> str | None:
-    """What in a comparison's recorded settings (progress.json's, or its report's) the judging could not use, as
-    ``settings.alpha is a str, not a finite number``; None when nothing. Alpha and the threshold in their ranges, as the
-    comparison's options (:class:`harness.sidebyside.config.ComparisonConfig`) take them."""
-    if why := mismatch(settings, SETTINGS, "settings"):
-        return why
-    if not 0 < settings["alpha"] < 0.5:
-        return f"settings.alpha is {settings['alpha']!r}, not a level in (0, 0.5)"
-    if not 0 <= settings["threshold"] < 1:
-        return f"settings.threshold is {settings['threshold']!r}, not a fraction in [0, 1)"
-    return None
 
 
 def finish(
     root: Path,
     *,
-    settings: dict,
+    settings: ComparisonSettings,
     orders: list,
     stopped: str | None,
-    launch_info: list[dict],
+    launch_records: list[dict],
     blocks: list[dict],
     groups: list[list[float]],
     verdict: Verdict | None,
@@ -93,25 +70,14 @@ def finish(
     """The report of a comparison, from what it measured: its ``verdict``, stated as given (the one
     :func:`~harness.judging.blocks.comparison_verdict` decided, the cost model's prediction added to it), the analysis
     beside it, the timing and the plan; printed, written to report.json and report.md, and returned."""
-    summary = analyse(
-        blocks,
-        alpha=settings["alpha"],
-        threshold=settings["threshold"],
-        looks=len(settings["looks"]),
-        metric=settings["metric"],
-        drop_first=settings["drop_first_step"],
-        session=settings["session_id"],
-        test=settings["test"],
-        unit=settings["unit"],
-        verdict=verdict,
-    )
+    analysis = analyse(blocks, settings, verdict)
     report = {
-        "settings": settings,
+        "settings": settings.to_json(),
         "orders": orders,
         "stopped": stopped,
-        "timing": timing_of(blocks, launch_info, wall, cpu),
-        "launches": launch_info,
-        **summary,
+        "timing": timing_of(blocks, launch_records, wall, cpu),
+        "launches": launch_records,
+        **analysis.to_json(),
         "injected": injected_share(blocks) if calibrated else None,
         "verdict": None if verdict is None else verdict.to_json(),
     }
@@ -120,12 +86,12 @@ def finish(
     report["plan"] = plan_for(report, groups=groups)
     # the cost model's prediction from a census of each side, beside the measured change (docs/cost-model.md)
     report["prediction"] = interleave_prediction(
-        root, settings, (report.get("step_ms_median") or {}).get("a"), report["verdict"]
+        root, settings, (analysis.step_ms_median or {}).get("a"), report["verdict"]
     )
     if verdict is not None and report["prediction"].get("delta_pct") is not None:
         verdict = replace(verdict, details={**verdict.details, "prediction": report["prediction"]})
         report["verdict"] = verdict.to_json()
-    report.update(issue_fields(report, launch_info, verdict, case))
+    report.update(issue_fields(report, settings, launch_records, verdict, case))
     text = report_text(report, (beside_line(report["prediction"]),))
     for ln in text.lines():
         out(ln)
@@ -138,19 +104,19 @@ def finish(
     return result
 
 
-def timing_of(blocks: list[dict], launch_info: list[dict], wall: float, cpu: float | None) -> dict:
+def timing_of(blocks: list[dict], launch_records: list[dict], wall: float, cpu: float | None) -> dict:
     """The report's ``timing``: the wall and CPU seconds of the run, its launches and its blocks, and its device. A
     launch that warmed both sides at once counts its warm-up wall once."""
-    cuda = any(li["ready"][s].get("cuda") for li in launch_info for s in SIDES)
+    cuda = any(li["ready"][s].get("cuda") for li in launch_records for s in SIDES)
     apart = {
-        li["launch"]: li["warmup_s"] for li in launch_info if li.get("warm_apart") and li.get("warmup_s") is not None
+        li["launch"]: li["warmup_s"] for li in launch_records if li.get("warm_apart") and li.get("warmup_s") is not None
     }
     warm_blocks = sum(b["wall_s"] for b in blocks if b["warmup"] and b["launch"] not in apart)
     warm_wall = warm_blocks + sum(apart.values())  # at once: its wall, once
     return {
         "wall_s": wall,
-        "startup_s": sum(li["startup_s"] for li in launch_info),
-        "close_s": sum(li.get("close_s", 0) for li in launch_info),
+        "startup_s": sum(li["startup_s"] for li in launch_records),
+        "close_s": sum(li.get("close_s", 0) for li in launch_records),
         "blocks_wall_s": sum(b["wall_s"] for b in blocks if not b["warmup"]) + warm_wall,
         "warmup_blocks_wall_s": warm_wall,
         "workers_cpu_s": cpu,
@@ -159,14 +125,15 @@ def timing_of(blocks: list[dict], launch_info: list[dict], wall: float, cpu: flo
     }
 
 
-def issue_fields(report: dict, launch_info: list[dict], verdict: Verdict | None, case: str) -> dict:
+def issue_fields(
+    report: dict, settings: ComparisonSettings, launch_records: list[dict], verdict: Verdict | None, case: str
+) -> dict:
     """What the regression-issue script reads from any report (.github/scripts/regression-issues.sh): the GPU, the
     run id, the versions of side b and the verdicts, each with the command that reproduces it."""
-    settings = report["settings"]
-    env_b = next((li["env"]["b"] for li in launch_info if (li.get("env") or {}).get("b")), None) or {}
+    env_b = next((li["env"]["b"] for li in launch_records if (li.get("env") or {}).get("b")), None) or {}
     return dict(
-        gpu=settings["gpu"],
-        session_id=settings["session_id"],
+        gpu=settings.gpu,
+        session_id=settings.session_id,
         rows=[],
         versions=env_b.get("versions", {}),
         verdicts=[]
@@ -177,9 +144,7 @@ def issue_fields(report: dict, launch_info: list[dict], verdict: Verdict | None,
                 "case": case,
                 "outcome": verdict.outcome,
                 "message": verdict.message,
-                "repro": repro(
-                    "interleaved", case, settings["gpu"], settings.get("python_a"), settings.get("python_b")
-                ),
+                "repro": repro("interleaved", case, settings.gpu, settings.python_a, settings.python_b),
                 **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
                 **({"where": w} if (w := where_line(report.get("phases"))) else {}),
             }
@@ -207,50 +172,59 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> C
         return _recover(root, out)
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What ``progress.json`` kept of a comparison that stopped before its report: its case, start time, settings, the
+    order of each pair and the records of its launches so far."""
+
+    case: str
+    t_start: float
+    settings: ComparisonSettings
+    orders: list
+    launch_records: list[dict]
+
+
 def _recover(root: Path, out: Callable[[str], None]) -> ComparisonResult:
     """:func:`recover` of ``root``, its lock held."""
-    prog = read_progress(root / PROGRESS)
-    settings, launch_info = prog["settings"], prog["launches"]
-    set_aside_old_report(root, settings["session_id"], out)
-    blocks, skipped = read_blocks(root / "blocks.jsonl", settings["session_id"])
+    kept = read_progress(root / PROGRESS)
+    s = kept.settings
+    set_aside_old_report(root, s.session_id, out)
+    blocks, skipped = read_blocks(root / "blocks.jsonl", s.session_id)
     for line in skipped:
         out(f"warning: {line}")
-    groups = grouped(pairs_of(blocks), settings["metric"], settings["drop_first_step"])
+    groups = grouped(pairs_of(blocks), s.block_metric, s.drop_first_step)
     n_pairs, ended = (
         sum(map(len, groups)),
-        max((b["started_at"] + b["wall_s"] for b in blocks), default=prog["t_start"]),
+        max((b["started_at"] + b["wall_s"] for b in blocks), default=kept.t_start),
     )
     made = max((b["launch"] for b in blocks), default=0)
     recovered = {
         "pairs": n_pairs,
-        "launches": made,
-        "launches_planned": settings["launches"],
+        "launches_made": made,
+        "launches_planned": s.launches_planned,
         "blocks": len(blocks),
-        "last_block_end_s": ended - prog["t_start"],
+        "last_block_end_s": ended - kept.t_start,
         "skipped": skipped,
     }
     stopped = (
-        f"stopped before its report, after {n_pairs} complete pairs in {made} of {settings['launches']} launches; "
+        f"stopped before its report, after {n_pairs} complete pairs in {made} of {s.launches_planned} launches; "
         f"recovered from {root}"
         + (f"; {len(skipped)} line(s) of blocks.jsonl left out (torn or malformed)" if skipped else "")
     )
-    out(f"{prog['case']}: {stopped}")
-    check = pd.PairedCheck(
-        settings["alpha"], settings["threshold"], len(settings["looks"]), test=settings["test"], unit=settings["unit"]
-    )
+    out(f"{kept.case}: {stopped}")
     return finish(
         root,
-        settings=settings,
-        orders=prog["orders"],
+        settings=s,
+        orders=kept.orders,
         stopped=stopped,
-        launch_info=launch_info,
+        launch_records=kept.launch_records,
         blocks=blocks,
         groups=groups,
-        verdict=comparison_verdict(groups, check, None, prog["case"]),
-        case=prog["case"],
-        wall=ended - prog["t_start"],
+        verdict=comparison_verdict(groups, s.check(), None, kept.case),
+        case=kept.case,
+        wall=ended - kept.t_start,
         cpu=None,
-        calibrated=settings.get("inject_calibration") is not None,
+        calibrated=s.inject_calibration is not None,
         out=out,
         recovered=recovered,
     )
@@ -281,9 +255,10 @@ def set_aside_old_report(root: Path, session: str, out: Callable[[str], None]) -
     )
 
 
-def read_progress(path: Path) -> dict:
-    """``progress.json`` of a comparison, checked for what :func:`recover` reads; ValueError, one line naming the file,
-    when it is unreadable or of another shape (its settings lost: the kept blocks cannot be judged without them)."""
+def read_progress(path: Path) -> Kept:
+    """``progress.json`` of a comparison, checked for what :func:`recover` reads (the settings of older files under
+    today's keys); ValueError, one line naming the file, when it is unreadable or of another shape (its settings lost:
+    the kept blocks cannot be judged without them)."""
     fix = "its settings are lost, so the kept blocks cannot be judged; rerun the comparison in a fresh --results-dir"
     try:
         prog = formats.PROGRESS.read(load_json(path.read_text()), str(path))
@@ -292,6 +267,7 @@ def read_progress(path: Path) -> dict:
     except (OSError, ValueError) as exc:  # not JSON, nested too deep, a number of too many digits, not UTF-8
         raise BadInput(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
     settings = prog.get("settings") if isinstance(prog, dict) else None
+    settings = upgraded(settings) if isinstance(settings, dict) else settings
     launches = prog.get("launches") if isinstance(prog, dict) else None
     bad = (
         "it is not an object"
@@ -312,7 +288,7 @@ def read_progress(path: Path) -> dict:
     )
     if bad:
         raise BadInput(f"{path}: {bad}; {fix}")
-    return prog
+    return Kept(prog["case"], prog["t_start"], ComparisonSettings.from_json(settings), prog["orders"], launches)
 
 
 def read_blocks(path: Path, session: str) -> tuple[list[dict], list[str]]:
@@ -332,29 +308,24 @@ def read_blocks(path: Path, session: str) -> tuple[list[dict], list[str]]:
 
 def reanalyse(
     results_dir: str | Path,
-    metric: str = DEFAULT_METRIC,
-    drop_first: bool = False,
+    block_metric: str = DEFAULT_METRIC,
+    drop_first_step: bool = False,
     test: str = "rank",
     unit: str | None = None,
-) -> dict:
-    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step
-    policy, test or unit (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
+) -> Analysis:
+    """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another block metric,
+    first-step policy, test or unit (the unit by default the one it ran with; reports from before ``unit`` existed ran
+    with the pair); the lines of blocks.jsonl left out are its ``skipped``."""
     root = Path(results_dir)
     rep = ComparisonResult.read(root).report
     s = rep.get("settings")
+    s = upgraded(s) if isinstance(s, dict) else s
     if (why := "'settings' is not an object" if not isinstance(s, dict) else settings_problem(s)) is not None:
         raise BadInput(f"{root / 'report.json'}: {why}; its blocks cannot be judged again with these settings")
-    # a torn or malformed line left out, and named
-    blocks, skipped = read_blocks(root / "blocks.jsonl", s["session_id"])
-    out = analyse(
-        blocks,
-        alpha=s["alpha"],
-        threshold=s["threshold"],
-        looks=len(s["looks"]),
-        metric=metric,
-        drop_first=drop_first,
-        session=s["session_id"],
-        test=test,
-        unit=unit or s.get("unit", "pair"),
+    settings = ComparisonSettings.from_json(s)
+    settings = settings.judged_as(
+        block_metric=block_metric, drop_first_step=drop_first_step, test=test, unit=unit or settings.unit or "pair"
     )
-    return {**out, "skipped": skipped} if skipped else out
+    # a torn or malformed line left out, and named
+    blocks, skipped = read_blocks(root / "blocks.jsonl", settings.session_id)
+    return replace(analyse(blocks, settings), skipped=tuple(skipped))

@@ -149,7 +149,7 @@ class Prestarted(Plain):
 
     def prepare_next(self, launch: int, last: int) -> None:
         if launch < last:  # the next launch imports on the other CPUs from here on, beside the warm-up too
-            hold = list(self.factory.cfg.spare_cpus)
+            hold = list(self.factory.cfg.hold_cpus)
             self.next = self.factory.make(launch + 1, hold, warm_cpus(hold) if self.apart else None)
             for s in SIDES:
                 self.next[s].start(wait=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
 
@@ -19,6 +19,7 @@ from harness.files import append_jsonl, write_json_atomic
 from harness.judging import block_metrics as bm
 from harness.judging import paired as pd
 from harness.judging.blocks import merge_units
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.stats import sd
 from harness.judging.stopping import Progress, StopRule
 from harness.reporting.interleave import calibration_text, pct
@@ -43,7 +44,7 @@ READY_KEYS = (
 
 @dataclass
 class Comparison:
-    settings: dict  # as recorded in progress.json and the report
+    settings: ComparisonSettings  # as recorded in progress.json and the report (with the calibration, once made)
     plan: ComparisonPlan
     stop: StopRule
     launcher: Plain
@@ -56,8 +57,7 @@ class Comparison:
         self.progress = Progress()
         self.blocks: list[dict] = []
         self.calibration: dict | None = None
-        s = self.settings
-        self.amount = {"a": 0.0 if s["inject_work_b_percent"] else None, "b": None}  # sized work: A's hook at 0
+        self.amount = {"a": 0.0 if self.settings.inject_work_b_percent else None, "b": None}  # sized: A's hook at 0
 
     # ---- records -----------------------------------------------------------------------------------------
     def save_progress(self) -> None:
@@ -67,7 +67,7 @@ class Comparison:
                 {
                     "case": self.case,
                     "t_start": self.progress.t_start,
-                    "settings": self.settings,
+                    "settings": self.settings.to_json(),
                     "orders": list(self.plan.orders),
                     "launches": self.progress.launches,
                 }
@@ -77,7 +77,7 @@ class Comparison:
     def record(self, side: str, launch: int, rep: dict, amount: float | None = None, **where) -> dict:
         """Append one block of ``side`` to ``blocks.jsonl`` and keep it."""
         rec = {
-            "session_id": self.settings["session_id"],
+            "session_id": self.settings.session_id,
             "side": side,
             "launch": launch,
             **where,
@@ -146,11 +146,11 @@ class Comparison:
             )
             self.launcher.prepare_next(launch, last)
             t_warm = time.time()
-            apart = self.launcher.warm_up(workers, launch, self.settings["warmup_steps"], self.amount, self.record)
+            apart = self.launcher.warm_up(workers, launch, self.settings.warmup_steps, self.amount, self.record)
             if apart:
                 info["warm_apart"] = apart
             info["warmup_s"] = time.time() - t_warm
-            if self.settings["inject_work_b_percent"] and self.calibration is None:
+            if self.settings.inject_work_b_percent and self.calibration is None:
                 self.calibrate(workers, launch)
             for i in range(start, start + planned):
                 if (
@@ -200,7 +200,7 @@ class Comparison:
         """What the latest launch cost besides its pairs, without the imports where later launches do them early."""
         last = self.progress.launches[-1]
         over = last["startup_s"] + last.get("warmup_s", 0.0) + last.get("close_s", 0.0)
-        if self.settings["prestart"] and not last["prestarted"]:
+        if self.settings.prestart and not last["prestarted"]:
             over -= max((last["ready"][s].get("timing_s") or {}).get("import_s", 0.0) for s in SIDES)
         return over
 
@@ -218,12 +218,12 @@ class Comparison:
             rows[s].append(self.record(s, launch, rep, self.amount[s], **turn.where))
         got = {s: merge_units(rows[s]) if self.plan.unit_orders is not None else rows[s][0] for s in SIDES}
         p.pair_wall.append(time.time() - t)
-        metric, drop = self.settings["metric"], self.settings["drop_first_step"]
+        how, drop = self.settings.block_metric, self.settings.drop_first_step
         p.add(
             launch,
             math.log(
-                bm.block_metric(got["b"]["step_times_ms"], metric, drop)
-                / bm.block_metric(got["a"]["step_times_ms"], metric, drop)
+                bm.block_metric(got["b"]["step_times_ms"], how, drop)
+                / bm.block_metric(got["a"]["step_times_ms"], how, drop)
             ),
         )
         n, looks = i + 1, self.plan.schedule.looks
@@ -244,12 +244,12 @@ class Comparison:
         self.calibration = inject.calibrate_injection(
             workers,
             self.plan.block_steps,
-            self.settings["inject_work_b_percent"] / 100.0,
-            kind=self.settings["inject_kind"],
+            self.settings.inject_work_b_percent / 100.0,
+            kind=self.settings.inject_kind,
             record=lambda side, rep, amt: self.record(
                 side, launch, rep, amt, pair=None, position=None, order=None, warmup=True, calibration=True
             ),
         )
-        self.settings["inject_calibration"] = self.calibration
+        self.settings = replace(self.settings, inject_calibration=self.calibration)
         self.amount["b"] = self.calibration["casts"]
         self.out(calibration_text(self.calibration))

@@ -21,7 +21,7 @@ import random
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.errors import BadInput
@@ -30,6 +30,7 @@ from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging.baseline import default_thresholds
 from harness.judging.blocks import comparison_verdict
+from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.stopping import StopRule
 from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.resident import WorkerDied
@@ -42,7 +43,7 @@ from harness.sidebyside.finish import EXIT_WORKER_DIED, finish, reanalyse, recov
 from harness.sidebyside.launchers import NO_HOOKS, Hooks, WorkerFactory, launcher_for
 from harness.sidebyside.loop import PROGRESS, Comparison
 from harness.sidebyside.plan import ComparisonPlan
-from harness.spec import Workload
+from harness.spec import Decomposition, Workload
 from harness.spec_folder import load_workload
 
 
@@ -59,98 +60,111 @@ def settings_of(
     seed: int,
     looks: tuple[int, ...],
     session_id: str | None = None,
-) -> dict:
-    """What ``progress.json`` and the report record of a resolved config (the keys ``recover`` and ``reanalyse`` read);
-    ``session_id``: the run's id, which its blocks and report carry (default: a new one)."""
+) -> ComparisonSettings:
+    """The settings that ``progress.json`` and the report record of a resolved config (the ones ``recover`` and
+    ``reanalyse`` judge with); ``session_id``: the run's id, which its blocks and report carry (default: a new one)."""
     sized = cfg.inject_work_b_percent
-    return {
-        "gpu": cfg.gpu,
-        "workload": w.name,
-        "workload_hash": w.hash,
-        "decomposition": decs["a"].id,
-        "decomposition_b": decs["b"].id,
-        "python_a": py["a"],
-        "python_b": py["b"],
-        "inject_slowdown_b": cfg.inject_slowdown_b,
-        "inject_work_b": inject.CALIBRATION_PROBE_CASTS if sized else cfg.inject_work_b,
-        "inject_work_b_percent": sized,
-        "inject_kind": "host" if sized else "casts",
-        "block_steps": cfg.block_steps,
-        "grain": cfg.grain,
-        "pairs": cfg.pairs,
-        "launches": cfg.launches,
-        "look_every": cfg.look_every,
-        "looks": list(looks),
-        "budget_minutes": cfg.budget_minutes,
-        "alpha": cfg.alpha if cfg.alpha is not None else default_thresholds(cfg.gpu)["alpha"],
-        "threshold": cfg.threshold,
-        "seed": seed,
-        "drop_first_step": cfg.drop_first_step,
-        "phases": cfg.phases,
-        "metric": cfg.block_metric,
-        "test": cfg.test,
-        "unit": cfg.unit,
-        "prestart": cfg.prestart,
-        "prestart_at": "ready" if cfg.prestart else None,
-        "hold_cpus": list(cfg.spare_cpus) or None,
-        "warm_apart": cfg.warm_apart,
-        "cpus": list(cfg.cpus) or None,
-        "malloc_default": cfg.malloc_default,
-        "warmup_steps": cfg.warmup_steps,
-        "session_id": session_id or new_id("interleave"),
-        "config": {k: v for k, v in asdict(cfg).items()},
-    }
+    return ComparisonSettings(
+        gpu=cfg.gpu,
+        workload=w.name,
+        workload_hash=w.hash,
+        decomposition=decs["a"].id,
+        decomposition_b=decs["b"].id,
+        python_a=py["a"],
+        python_b=py["b"],
+        inject_slowdown_b=cfg.inject_slowdown_b,
+        inject_work_b=inject.CALIBRATION_PROBE_CASTS if sized else cfg.inject_work_b,
+        inject_work_b_percent=sized,
+        inject_kind="host" if sized else "casts",
+        block_steps=cfg.block_steps,
+        grain=cfg.grain,
+        max_pairs=cfg.pairs,
+        launches_planned=cfg.launches,
+        look_every=cfg.look_every,
+        looks=tuple(looks),
+        budget_minutes=cfg.budget_minutes,
+        alpha=cfg.alpha if cfg.alpha is not None else default_thresholds(cfg.gpu)["alpha"],
+        threshold=cfg.threshold,
+        seed=seed,
+        drop_first_step=cfg.drop_first_step,
+        phases=cfg.phases,
+        block_metric=cfg.block_metric,
+        test=cfg.test,
+        unit=cfg.unit,
+        prestart=cfg.prestart,
+        prestart_at="ready" if cfg.prestart else None,
+        hold_cpus=cfg.hold_cpus,
+        warm_apart=cfg.warm_apart,
+        cpus=cfg.cpus,
+        malloc_default=cfg.malloc_default,
+        warmup_steps=cfg.warmup_steps,
+        session_id=session_id or new_id("interleave"),
+        config=asdict(cfg),
+    )
 
 
-def announce(
-    s: dict, case: str, plan: ComparisonPlan, check: pd.PairedCheck, blocks_path, out: Callable[[str], None]
-) -> None:
+@dataclass(frozen=True)
+class Resolved:
+    """One comparison, resolved before it runs: its config (every ``auto`` made concrete), workload, each side's
+    decomposition and interpreter, case name, plan and the settings it records and judges with."""
+
+    cfg: ComparisonConfig
+    workload: Workload
+    decs: dict[str, Decomposition]
+    python: dict[str, str]
+    case: str
+    plan: ComparisonPlan
+    settings: ComparisonSettings
+
+    @property
+    def same_split(self) -> bool:
+        return self.decs["b"] == self.decs["a"]
+
+
+def announce(r: Resolved, check: pd.PairedCheck, blocks_path, out: Callable[[str], None]) -> None:
+    s, plan = r.settings, r.plan
     injected = ", ".join(
         x
         for x in (
-            f"+{s['inject_slowdown_b']:.0%} injected sleep" if s["inject_slowdown_b"] else "",
-            f"inject-work sized on this machine for +{s['inject_work_b_percent']:g}%"
-            if s["inject_work_b_percent"]
-            else f"inject-work {s['inject_work_b']}"
-            if s["inject_work_b"]
+            f"+{s.inject_slowdown_b:.0%} injected sleep" if s.inject_slowdown_b else "",
+            f"inject-work sized on this machine for +{s.inject_work_b_percent:g}%"
+            if s.inject_work_b_percent
+            else f"inject-work {s.inject_work_b}"
+            if s.inject_work_b
             else "",
         )
         if x
     )
     out(
-        f"interleave {case} on {s['gpu']}: A {s['python_a']}, B {s['python_b']}{f' ({injected})' if injected else ''}"
-        + (
-            f"; A runs {s['decomposition']}, B runs {s['decomposition_b']}"
-            if s["decomposition_b"] != s["decomposition"]
-            else ""
-        )
+        f"interleave {r.case} on {s.gpu}: A {s.python_a}, B {s.python_b}{f' ({injected})' if injected else ''}"
+        + (f"; A runs {s.decomposition}, B runs {s.decomposition_b}" if s.decomposition_b != s.decomposition else "")
     )
-    if s["grain"] == "micro":
+    if s.grain == "micro":
         out(
             f"  micro grain: A and B take turns at single micro-batches ({plan.n_units} per side and pair, "
             "each order drawn), summed into steps"
         )
-    looks, n = plan.schedule.looks, s["launches"]
+    looks, n = plan.schedule.looks, s.launches_planned
     out(
-        f"  {s['block_steps']} steps per block after a warm-up of {s['warmup_steps']} per side and launch, "
-        f"up to {s['pairs']} pairs over {n} launches"
-        + (f" within {s['budget_minutes']:g} min" if s["budget_minutes"] else "")
+        f"  {s.block_steps} steps per block after a warm-up of {s.warmup_steps} per side and launch, "
+        f"up to {s.max_pairs} pairs over {n} launches"
+        + (f" within {s.budget_minutes:g} min" if s.budget_minutes else "")
         + f", looks at {', '.join(map(str, looks))} pairs "
-        f"(alpha {s['alpha']:g} / {len(looks)} per look), threshold +{s['threshold']:.1%}, seed {s['seed']}; "
+        f"(alpha {s.alpha:g} / {len(looks)} per look), threshold +{s.threshold:.1%}, seed {s.seed}; "
         f"blocks in {blocks_path}"
     )
-    if s["cpus"]:
+    if s.cpus:
         out(
-            f"  both workers on CPU(s) {s['cpus']}"
-            + (f"; the next launch pre-started on {s['hold_cpus']}" if s["prestart"] else "")
-            + (", its two sides warming up apart there" if s["warm_apart"] else "")
+            f"  both workers on CPU(s) {list(s.cpus)}"
+            + (f"; the next launch pre-started on {list(s.hold_cpus or ())}" if s.prestart else "")
+            + (", its two sides warming up apart there" if s.warm_apart else "")
         )
     out(
         "  unit of replication: the launch (each launch's "
         + ("Hodges-Lehmann estimate" if check.summary == "hl" else "mean")
         + " of its pair log "
         f"ratios, t over the {n} launches)"
-        if s["unit"] == "launch"
+        if s.unit == "launch"
         else f"  unit of replication: the pair (pooled over {n} launch(es): valid only if launches add nothing; "
         f"F screen at {la.LAUNCH_ALPHA:g}, "
         f"the launch as the unit needs {la.MIN_LAUNCH_UNIT} or more launches)"
@@ -184,10 +198,9 @@ def interleave(
         cfg.pairs, cfg.launches, cfg.look_every, cfg.block_steps, cfg.grain, decs["a"].grad_accum, seed
     )
     settings = settings_of(cfg, w, decs, py, seed, plan.schedule.looks, session_id)
-    check = pd.PairedCheck(settings["alpha"], cfg.threshold, len(plan.schedule.looks), test=cfg.test, unit=cfg.unit)
     root = ensure_dir(cfg.results_dir)
     with results_lock(root):
-        return _run(cfg, w, decs, case, py, plan, settings, check, root, hooks, workload is not None, out)
+        return _run(Resolved(cfg, w, decs, py, case, plan, settings), root, hooks, workload is not None, out)
 
 
 def other_commands_report(root: Path) -> str | None:
@@ -208,39 +221,27 @@ def other_commands_report(root: Path) -> str | None:
     return str(sid or "unknown")
 
 
-def _run(
-    cfg: ComparisonConfig,
-    w: Workload,
-    decs: dict,
-    case: str,
-    py: dict,
-    plan: ComparisonPlan,
-    settings: dict,
-    check: pd.PairedCheck,
-    root: Path,
-    hooks: Hooks,
-    given_workload: bool,
-    out: Callable[[str], None],
-) -> ComparisonResult:
-    """The comparison in its locked results dir: an earlier run's report is removed first, so that no reader takes it
-    for this run's."""
+def _run(r: Resolved, root: Path, hooks: Hooks, given_workload: bool, out: Callable[[str], None]) -> ComparisonResult:
+    """The comparison ``r`` in its locked results dir: an earlier run's report is removed first, so that no reader takes
+    it for this run's."""
     t_start, cpu_start = time.time(), children_cpu()
+    cfg, check = r.cfg, r.settings.check()
     clear_results_dir(root)
-    announce(settings, case, plan, check, root / "blocks.jsonl", out)
-    comparison = comparison_of(cfg, w, decs, case, py, plan, settings, check, root, hooks, out)
+    announce(r, check, root / "blocks.jsonl", out)
+    comparison = comparison_of(r, check, root, hooks, out)
     comparison.progress.t_start = t_start
     try:
         with sigterm_as_interrupt():
             p = comparison.run()
     except WorkerDied as exc:
-        if exc.oom and not any(not b["warmup"] for b in comparison.blocks) and decs["b"] == decs["a"]:
+        if exc.oom and not any(not b["warmup"] for b in comparison.blocks) and r.same_split:
             return fresh_fallback(
                 exc,
-                settings=settings,
+                settings=comparison.settings,
                 root=root,
                 gpu=cfg.gpu,
-                workload=w if given_workload else cfg.workload,
-                dec=decs["a"].id,
+                workload=r.workload if given_workload else cfg.workload,
+                dec=r.decs["a"].id,
                 python_a=cfg.python_a,
                 python_b=cfg.python_b,
                 repeats=cfg.fallback_repeats,
@@ -261,14 +262,14 @@ def _run(
         raise  # the caller stops too (confirm, advise, a pytest session); the command line exits 130 (143 on SIGTERM)
     return finish(
         root,
-        settings=settings,
-        orders=list(plan.orders),
+        settings=comparison.settings,
+        orders=list(r.plan.orders),
         stopped=p.stopped,
-        launch_info=p.launches,
+        launch_records=p.launches,
         blocks=comparison.blocks,
         groups=p.groups,
-        verdict=comparison_verdict(p.groups, check, p.verdict, case),
-        case=case,
+        verdict=comparison_verdict(p.groups, check, p.verdict, r.case),
+        case=r.case,
         wall=time.time() - t_start,
         cpu=children_cpu() - cpu_start,
         calibrated=comparison.calibration is not None,
@@ -292,37 +293,28 @@ def clear_results_dir(root: Path) -> None:
 
 
 def comparison_of(
-    cfg: ComparisonConfig,
-    w: Workload,
-    decs: dict,
-    case: str,
-    py: dict,
-    plan: ComparisonPlan,
-    settings: dict,
-    check: pd.PairedCheck,
-    root: Path,
-    hooks: Hooks,
-    out: Callable[[str], None],
+    r: Resolved, check: pd.PairedCheck, root: Path, hooks: Hooks, out: Callable[[str], None]
 ) -> Comparison:
-    """The comparison loop of a resolved config, not yet run: the switches of each side, the factory of its workers,
-    the stop rule and the launcher."""
+    """The comparison loop of ``r``, not yet run: the switches of each side, the factory of its workers, the stop rule
+    (of ``check``) and the launcher."""
+    cfg, s = r.cfg, r.settings
     switches = {
         "a": {
             "inject_slowdown": 0.0,
             "inject_work": inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0,
         },
-        "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": settings["inject_work_b"]},
+        "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": s.inject_work_b},
     }
     factory = WorkerFactory(
-        cfg, w, decs, root / "work", py, switches, settings["inject_kind"], parse_faults(hooks.faults)
+        cfg, r.workload, r.decs, root / "work", r.python, switches, s.inject_kind, parse_faults(hooks.faults)
     )
     return Comparison(
-        settings,
-        plan,
-        StopRule(plan.schedule, check, cfg.budget_minutes and cfg.budget_minutes * 60),
+        s,
+        r.plan,
+        StopRule(r.plan.schedule, check, cfg.budget_minutes and cfg.budget_minutes * 60),
         (hooks.launcher or launcher_for)(factory),
         root,
-        case,
+        r.case,
         switches,
         out,
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.judging import cost_path
+from harness.judging.comparison_settings import ComparisonSettings
 
 
 def runs_of(path: str | Path) -> dict[tuple[str, str], list[dict]]:
@@ -64,13 +65,13 @@ def side_census(path: Path, workload: str, decomposition: str) -> dict | None:
         return None
 
 
-def interleave_prediction(root: Path, settings: dict, step_ms_a, verdict: dict | None) -> dict:
+def interleave_prediction(root: Path, settings: ComparisonSettings, step_ms_a, verdict: dict | None) -> dict:
     """The cost model's prediction beside the measured change of an interleaved comparison in ``root``
     (:func:`harness.judging.cost_path.beside_measured`: the critical path where the censuses carry timelines, else the
     two-path model; ``model`` says which), from the census runs of each side in ``root/census-a`` and
     ``root/census-b`` (``python -m harness census --python PY --results-dir ...``); or ``{"reason"}``."""
-    decs = {"a": settings["decomposition"], "b": settings.get("decomposition_b") or settings["decomposition"]}
-    found = {s: side_census(root / d, settings["workload"], decs[s]) for s, d in CENSUS_DIRS.items()}
+    decs = {"a": settings.decomposition, "b": settings.decomposition_b or settings.decomposition}
+    found = {s: side_census(root / d, settings.workload, decs[s]) for s, d in CENSUS_DIRS.items()}
     if not any(found.values()):
         return {
             "reason": f"no prediction: no census of either side in {root / CENSUS_DIRS['a']} "
