@@ -44,7 +44,8 @@ def prediction(f) -> dict:
     import importlib.util
     import tempfile
 
-    from harness.commands.cost import interleave_prediction
+    from harness.judging.comparison_settings import ComparisonSettings
+    from harness.suite.runs import interleave_prediction
 
     spec = importlib.util.spec_from_file_location(
         "ab_censuses", Path(__file__).parents[3] / ".github" / "scripts" / "ab-censuses.py"
@@ -57,7 +58,10 @@ def prediction(f) -> dict:
         (res / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs(f, "latest-results/runs.jsonl")))
         seeding.seed(res, Path(__file__).parents[3] / "baselines", "h200", "qwen3-1.7b-lora", ["4x1"])
         return interleave_prediction(
-            res / "ab" / "4x1", report["settings"], report["step_ms_median"]["a"], report["verdict"]
+            res / "ab" / "4x1",
+            ComparisonSettings.from_json(report["settings"]),
+            report["step_ms_median"]["a"],
+            report["verdict"],
         )
 
 
