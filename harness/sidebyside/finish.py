@@ -129,8 +129,8 @@ def finish(
     text = report_text(report, (beside_line(report["prediction"]),))
     for ln in text.lines():
         out(ln)
-    result = ComparisonResult(
-        EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report
+    result = ComparisonResult.from_json(
+        report, root, EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0
     )
     refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", result.to_json())
@@ -340,8 +340,7 @@ def reanalyse(
     """The analysis of a stored ``blocks.jsonl`` (its own report.json's settings), with another metric, first-step
     policy, test or unit (default: the one it ran with; reports from before ``unit`` existed ran with the pair)."""
     root = Path(results_dir)
-    rep = ComparisonResult.read(root).report
-    s = rep.get("settings")
+    s = ComparisonResult.read(root).sections.get("settings")
     if (why := "'settings' is not an object" if not isinstance(s, dict) else settings_problem(s)) is not None:
         raise BadInput(f"{root / 'report.json'}: {why}; its blocks cannot be judged again with these settings")
     # a torn or malformed line left out, and named

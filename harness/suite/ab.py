@@ -90,8 +90,8 @@ def ab(
     with ExitStack() as held:  # the results dir's lock, from the first run to the report
         dirs = run_rounds(out=out, held=held, **rounds)
         if dirs is None:
-            return SuiteReport({"verdicts": []}, exit_code=0)
+            return SuiteReport()
         a, b = dirs
         made = compare([str(a)], [str(b)], alpha=alpha, threshold=threshold, out=out)
-        out("wrote " + ", ".join(map(str, report.write(dict(made.data), a.parent))))
+        out("wrote " + ", ".join(map(str, report.write(made.to_json(), a.parent))))
         return made
