@@ -26,7 +26,7 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from harness.bisect.config import BisectConfig
 from harness.errors import BadInput, UsageError
@@ -43,6 +43,9 @@ from harness.sidebyside.config import ComparisonConfig
 from harness.spec_folder import in_project, load_workload
 from harness.suite import census as _census
 from harness.suite import compare as _compare
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 __all__ = [
     "Advice",
@@ -68,15 +71,12 @@ def _check_repeats(repeats: int) -> None:
         raise BadInput(f"repeats must be at least 1 (timed runs per decomposition), got {repeats!r}")
 
 
-def _folders(config) -> dict[str, str]:
-    """A config's ``workloads_dir`` and ``results_dir`` where they are its defaults, resolved in the project
+def _folder(config: ComparisonConfig | BisectConfig, key: str) -> str:
+    """A config's folder ``key`` (``workloads_dir``, ``results_dir``) where it is its default, resolved in the project
     (:func:`~harness.spec_folder.in_project`); a folder it was given stays as given."""
-    out = {}
-    for key in ("workloads_dir", "results_dir"):
-        default = next(f.default for f in fields(config) if f.name == key)
-        if getattr(config, key) == default:
-            out[key] = str(in_project(None, default))
-    return out
+    given: str = getattr(config, key)
+    default = next(f.default for f in fields(config) if f.name == key)
+    return str(in_project(None, str(default))) if given == default else given
 
 
 def _matches(value: Any, tp: Any) -> bool:
@@ -117,21 +117,23 @@ def _options(tp: Any) -> tuple:
     return typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
 
 
-def _checked(fn):
+def _checked(fn: Callable[P, R]) -> Callable[P, R]:
     """``fn`` refusing an argument of the wrong type before it does anything: one line (UsageError) naming the call, the
-    argument, what it must be (its annotation) and what it got; never a TypeError or AttributeError from deep inside."""
+    argument, what it must be (its annotation) and what it got; never a TypeError or AttributeError from deep inside.
+    Its signature stays ``fn``'s, for a type checker too."""
     hints, sig = typing.get_type_hints(fn), inspect.signature(fn)
+    name = getattr(fn, "__name__", "call")
 
     @functools.wraps(fn)
-    def call(*args, **kwargs):
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:
-            raise UsageError(f"api.{fn.__name__}: {exc}") from None
-        for name, value in bound.arguments.items():
-            if name in hints and not _matches(value, hints[name]):
+            raise UsageError(f"api.{name}: {exc}") from None
+        for arg, value in bound.arguments.items():
+            if arg in hints and not _matches(value, hints[arg]):
                 got = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:57]}..."
-                raise UsageError(f"api.{fn.__name__}: {name} must be {_noun(hints[name])}, got {got}")
+                raise UsageError(f"api.{name}: {arg} must be {_noun(hints[arg])}, got {got}")
         return fn(*args, **kwargs)
 
     return call
@@ -203,7 +205,13 @@ def side_by_side(config: ComparisonConfig, *, out: Callable[[str], None] = print
     machine."""
     from harness.sidebyside.run import interleave
 
-    return interleave(replace(config, gpu=here(config.gpu or "auto"), **_folders(config)), out=out)
+    config = replace(
+        config,
+        gpu=here(config.gpu or "auto"),
+        workloads_dir=_folder(config, "workloads_dir"),
+        results_dir=_folder(config, "results_dir"),
+    )
+    return interleave(config, out=out)
 
 
 @_checked
@@ -236,7 +244,12 @@ def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> Bisec
     from harness.bisect import report
     from harness.bisect.search import bisect as search
 
-    config = replace(config, gpu=here(config.gpu), **_folders(config))
+    config = replace(
+        config,
+        gpu=here(config.gpu),
+        workloads_dir=_folder(config, "workloads_dir"),
+        results_dir=_folder(config, "results_dir"),
+    )
     with results_lock(ensure_dir(config.results_dir)):  # refused at once beside another run writing there
         result = search(config, out=out)
         report.write(result, config.results_dir)

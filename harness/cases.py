@@ -102,21 +102,20 @@ def test_interleaved(perf_interleave, perf_case, request):
     """Only with --interleave-python-b: the case against that interpreter's environment, interleaved on this machine in
     blocks of steps on resident workers; a regression of B fails, an inconclusive comparison is skipped (or fails with
     --fail-inconclusive)."""
-    code, report = perf_interleave(perf_case)
-    verdict = (report or {}).get("verdict")
+    code, verdict = perf_interleave(perf_case)
     if verdict is None:
         pytest.fail(
             f"the interleaved comparison of {perf_case[0]}-{perf_case[1]} made no verdict (exit code {code}); see its "
             "output above",
             pytrace=False,
         )
-    if verdict["outcome"] == "regression":
-        pytest.fail(verdict["message"], pytrace=False)
-    if verdict["outcome"] == "inconclusive":
+    if verdict.outcome == "regression":
+        pytest.fail(verdict.message, pytrace=False)
+    if verdict.outcome == "inconclusive":
         if request.config.getoption("fail_inconclusive"):
-            pytest.fail(verdict["message"], pytrace=False)
-        pytest.skip("INCONCLUSIVE: " + verdict["message"])
-    print(verdict["message"])
+            pytest.fail(verdict.message, pytrace=False)
+        pytest.skip("INCONCLUSIVE: " + verdict.message)
+    print(verdict.message)
 
 
 def test_memory(perf_session, perf_case, request):

@@ -18,6 +18,7 @@ from harness.exits import BAD_INPUT, os_error_text
 from harness.measuring.env import detect_gpu, resolve_gpu
 from harness.options_comparison import comparison_config
 from harness.options_session import SESSION
+from harness.results.verdict import Verdict
 from harness.sigterm import SigtermStops
 from harness.spec import SpecError, Workload
 from harness.suite.session import Options, PerfSession
@@ -334,11 +335,11 @@ def _refuse_before_training(config, s: PerfSession) -> None:
 def perf_interleave(request):
     """``perf_interleave((workload, decomposition))``: that case compared against ``--interleave-python-b``,
     interleaved on this machine (``python -m harness interleave``, A = this interpreter, results in
-    ``<results-dir>/interleave/<case>``); returns the exit code and the comparison's report (as its ``report.json``:
-    verdict, sigma, launches, time), or None when it made none."""
+    ``<results-dir>/interleave/<case>``); returns the exit code and the comparison's verdict
+    (:class:`harness.results.verdict.Verdict`), or None when it made none."""
     config = request.config
 
-    def run(case: tuple[str, str]) -> tuple[int, dict | None]:
+    def run(case: tuple[str, str]) -> tuple[int, Verdict | None]:
         from dataclasses import replace
 
         from harness.sidebyside.run import interleave
@@ -353,7 +354,7 @@ def perf_interleave(request):
             results_dir=str(out_dir),
         )
         made = interleave(cfg, out=_progress(config))
-        return made.exit_code, dict(made.report) or None
+        return made.exit_code, made.verdict
 
     return run
 

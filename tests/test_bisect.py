@@ -20,6 +20,7 @@ from harness.bisect.search import bisect
 from harness.commands import cli
 from harness.judging import census_diff
 from harness.results.bisection import Bisection
+from harness.results.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -412,7 +413,7 @@ def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_a
         seen.append(python_b)
         v = python_b.split()[-1]
         outcome = "inconclusive" if v == "1.3" else "regression" if v >= "1.5" else "pass"
-        return {"verdict": {"outcome": outcome, "message": f"x{outcome}"}}
+        return Verdict(outcome, f"x{outcome}")
 
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels))
     res = bisect(

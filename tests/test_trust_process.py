@@ -266,7 +266,7 @@ def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, mon
         out=lambda _: None,
     )
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert advice.exit_code == exits.MEASUREMENT_FAILED and advice.failed == ["2x2"] and advice.recommended == "4x1"
+    assert advice.exit_code == exits.MEASUREMENT_FAILED and advice.failed == ("2x2",) and advice.recommended == "4x1"
     assert report["failed"] == ["2x2"] and report["session_id"].startswith("advise-")
     assert (
         report["compared"]["2x2"]["outcome"] == "inconclusive"

@@ -85,7 +85,8 @@ def _committed_files():
 
 
 def test_the_committed_files_of_today_load_through_their_formats():
-    """Files written before the format key existed are version 0: each loads, upgraded, as the type it is."""
+    """Files written before the format key existed are version 0: each loads, upgraded, as the type it is, and a
+    report's type writes it back as read."""
     counts = {}
     for page, name, data in _committed_files():
         where = f"{page}: {name}"
@@ -97,11 +98,12 @@ def test_the_committed_files_of_today_load_through_their_formats():
             assert formats.BLOCK.read(data, where)["format"] == formats.BLOCK.version
         elif "settings" in data:  # an interleaved comparison's report
             made = ComparisonResult.from_json(data, ".", where=where)
-            assert made.to_json()["format"] == formats.COMPARISON.version and (
+            assert made.to_json() == formats.COMPARISON.read(data, where) and (
                 made.verdict is None or made.verdict.outcome
             )
         elif "verdicts" in data:
-            assert SuiteReport.from_json(data, where).exit_code in (0, 1)
+            report = SuiteReport.from_json(data, where)
+            assert report.exit_code in (0, 1) and report.to_json() == formats.SUITE_REPORT.read(data, where)
         counts[name] = counts.get(name, 0) + 1
     assert min(counts.get(k, 0) for k in ("report.json", "progress.json", "runs.jsonl", "blocks.jsonl")) >= 10, counts
 
@@ -187,3 +189,135 @@ def test_every_option_is_declared_once_in_the_options_module():
                 if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("-"):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} {first.value}")
     assert not found, "options declared outside harness/options.py:\n" + "\n".join(found)
+
+
+def _census(device: str) -> dict:
+    """A census of today's shape, as a run record holds it (``harness.measuring.census``), written by hand."""
+    cuda = device == "cuda"
+    by_call = {"cudaStreamSynchronize": 2.0, "cudaDeviceSynchronize": 1.0, "cudaMemcpyAsync": 3.0, "memcpy_dtoh": 3.0}
+    return {
+        "fits": True,
+        "device": device,
+        "logging_steps": 2,
+        "steps": [5, 8],
+        "n": 4,
+        "ops": 1200.0,
+        "ops_by_name": {"aten::mm": 40.0},
+        "kernels": 310.0 if cuda else None,
+        "kernels_by_name": {"gemm": 40.0} if cuda else None,
+        "launch_calls": 310.0 if cuda else None,
+        "syncs": by_call if cuda else None,
+        "alloc": {"cudaMalloc": 0.25, "cudaFree": 0.0} if cuda else None,
+        "kernel_ms": 12.5 if cuda else None,
+        "kernel_ms_by_name": {"gemm": 4.0} if cuda else None,
+        "comm_kernel_ms": 0.0 if cuda else None,
+        "cpu_op_ms": None if cuda else 30.1,
+        "cpu_op_ms_by_name": None if cuda else {"aten::mm": 9.0},
+        "attention_backend": "flash" if cuda else "math",
+        "attention_names": ["aten::_scaled_dot_product_flash_attention"],
+        "timeline": {"error": "not laid out"},
+        "window": {"ops": 4800},
+        "memory": {
+            "peak_reserved_bytes": 2**30 if cuda else None,
+            "peak_allocated_bytes": 2**29 if cuda else None,
+            "allocated_per_step": 1024.0,
+            "allocated_by_op": {"aten::mm": 512.0},
+        },
+        "counters": {},
+        "tokens": {"real": 100.0, "padded": 128.0},
+        "python_calls": None,
+        "python_method": None,
+        "python_steps": None,
+        "python_reason": "not counted",
+        "overhead": {"profiled_ms": 3.0, "python_counted_ms": None},
+        "window_probe": None,
+        "config": {"dtype": "torch.float32"},
+    }
+
+
+def _runs(*censuses: dict):
+    from harness.results.runs import Runs
+
+    records = [{"decomposition_id": "4x1", "status": "ok", "census": c} for c in censuses]
+    return Runs("s", "tiny-qwen3", tuple(records), 0)
+
+
+def test_a_census_is_typed_its_device_counts_none_on_a_cpu():
+    """``Runs.census(d)`` is a Census: its counts are fields, the ones a CPU lacks None; its JSON is the record's."""
+    from harness.results.census import Census
+
+    cpu = _runs(_census("cpu")).census("4x1")
+    assert isinstance(cpu, Census) and cpu.device == "cpu" and cpu.ops == 1200.0 and cpu.cpu_op_ms == 30.1
+    assert (cpu.kernels, cpu.syncs, cpu.d2h_copies, cpu.cuda_malloc, cpu.peak_reserved_bytes) == (None,) * 5
+    gpu = _runs(_census("cpu"), _census("cuda")).census("4x1")  # the last fitted census of the split
+    assert isinstance(gpu.kernels, float) and gpu.kernels == 310.0 and gpu.kernel_ms == 12.5
+    assert (gpu.syncs, gpu.d2h_copies, gpu.cuda_malloc, gpu.attention) == (3.0, 3.0, 0.25, "flash")
+    assert (gpu.peak_reserved_bytes, gpu.real_tokens, gpu.steps) == (2**30, 100.0, (5, 8))
+    assert gpu.details["window"] == {"ops": 4800} and "memory" not in gpu.details
+    for device in ("cpu", "cuda"):
+        raw = _census(device)
+        made = Census.from_json(raw)
+        assert made.to_json() == raw and Census.from_json(json.loads(json.dumps(made.to_json()))) == made
+    unfit = {"fits": False, "device": "cpu", "logging_steps": 2, "steps": None, "n": None, "reason": "too short"}
+    assert Census.from_json(unfit).to_json() == unfit and Census.from_json(unfit).ops is None
+    assert _runs(unfit).census("4x1") is None and _runs().census("4x1") is None
+
+
+def test_a_suite_reports_verdicts_are_typed_and_its_json_comes_back():
+    """``SuiteReport.verdicts[i]`` is a Verdict (kind, case, outcome, interval, ...); a confirmed verdict's interleaved
+    comparison is one too; the report's JSON comes back as it was read."""
+    raw = {
+        "gpu": "cpu",
+        "session_id": "s1",
+        "rows": [{"workload": "tiny-qwen3", "decomposition": "4x1"}],
+        "verdicts": [
+            {"kind": "runtime", "case": "tiny-qwen3-4x1", "outcome": "regression", "message": "slower", "repro": "x"},
+            {"kind": "memory", "case": "tiny-qwen3-4x1", "outcome": "pass", "message": "ok", "repro": None},
+            {
+                "kind": "runtime",
+                "case": "tiny-qwen3-1x4",
+                "outcome": "unconfirmed",
+                "message": "slower; unconfirmed",
+                "interleaved": {"outcome": "pass", "message": "B/A x1.0", "ratio": 1.0, "lo": 0.99, "hi": 1.01},
+                "stored_message": "slower",
+            },
+        ],
+    }
+    made = SuiteReport.from_json(raw)
+    first, memory, third = made.verdicts
+    assert isinstance(first, Verdict) and (first.kind, first.case, first.repro) == ("runtime", "tiny-qwen3-4x1", "x")
+    assert memory.repro is None and memory.details == {"repro": None}  # a null stays as written
+    assert third.interleaved is not None and third.interleaved.interval == (0.99, 1.01) and third.interval is None
+    assert made.failing == [first] and made.exit_code == 1 and made.verdict_of("memory", "tiny-qwen3-4x1") == memory
+    assert (made.gpu, made.session_id, made.sections["rows"][0]["decomposition"]) == ("cpu", "s1", "4x1")
+    assert made.to_json() == {**raw, "format": formats.SUITE_REPORT.version}
+    assert SuiteReport.from_json(json.loads(json.dumps(made.to_json()))) == made
+    assert SuiteReport().exit_code == 0 and SuiteReport().to_json()["verdicts"] == []
+
+
+def test_a_comparisons_verdict_is_a_field_and_a_null_verdict_stays_null():
+    raw = {"settings": {"session_id": "c1"}, "verdict": {"outcome": "regression", "message": "m", "ratio": 1.2}}
+    made = ComparisonResult.from_json(raw, ".")
+    assert made.verdict is not None and made.verdict.ratio == 1.2 and made.exit_code == 1 and made.session_id == "c1"
+    assert "verdict" not in made.sections and made.to_json() == {**raw, "format": formats.COMPARISON.version}
+    none = ComparisonResult.from_json({"settings": {}, "verdict": None}, ".", exit_code=3)
+    assert none.verdict is None and none.exit_code == 3 and none.to_json()["verdict"] is None
+
+
+def test_an_advices_comparisons_are_verdicts():
+    from harness.results.advice import Advice
+
+    raw = {
+        "workload": "tiny-qwen3",
+        "gpu": "cpu",
+        "answer": {"recommended": "4x1"},
+        "compared": {
+            "1x4": {"outcome": "regression", "ratio": 1.3, "lo": 1.2, "hi": 1.4, "message": "m", "block_steps": 4},
+            "2x2": {"outcome": "inconclusive", "ratio": None, "lo": None, "hi": None, "message": "no verdict"},
+        },
+        "failed": ["2x2"],
+    }
+    made = Advice.from_json(raw)
+    assert made.recommended == "4x1" and made.failed == ("2x2",) and made.compared["1x4"].interval == (1.2, 1.4)
+    assert made.compared["1x4"].details == {"block_steps": 4} and made.compared["2x2"].ratio is None
+    assert made.to_json() == {**raw, "format": formats.ADVICE.version}

@@ -27,9 +27,11 @@ from harness.bisect.envs import EnvCache
 from harness.bisect.plan import FAILED, OK, Candidate, Measured
 from harness.files import mark_not_stored, read_jsonl
 from harness.judging.census_diff import normalize, with_memory
+from harness.results.verdict import Verdict
 
 CensusFn = Callable[[str, Path], dict | None]  # (python, folder) -> the census run's record, or None
-CompareFn = Callable[[str, str, Path], dict | None]  # (python A, python B, folder) -> the comparison's report, or None
+# (python A, python B, folder) -> the comparison's verdict, or None
+CompareFn = Callable[[str, str, Path], Verdict | None]
 
 
 def slug(text: str, width: int = 40) -> str:
@@ -174,20 +176,19 @@ class Steps:
             return Measured(FAILED, reason=why)
         self.out(f"interleaved: {cand.label} against {good.label}")
         t0 = time.monotonic()
-        report = self.compare_fn(python_a, python_b, folder)
+        verdict = self.compare_fn(python_a, python_b, folder)
         wall = time.monotonic() - t0
-        verdict = (report or {}).get("verdict") or {}
-        if not verdict.get("outcome"):
+        if verdict is None:
             self._note("interleave", cand, wall, False, "failed: no verdict", folder)
             return Measured(FAILED, reason=f"the comparison gave no verdict; see {folder}")
-        self._note("interleave", cand, wall, False, verdict["outcome"], folder, message=verdict.get("message"))
-        return Measured(OK, verdict["outcome"])
+        self._note("interleave", cand, wall, False, verdict.outcome, folder, message=verdict.message)
+        return Measured(OK, verdict.outcome)
 
-    def _compare_run(self, python_a: str, python_b: str, folder: Path) -> dict | None:
+    def _compare_run(self, python_a: str, python_b: str, folder: Path) -> Verdict | None:
         from harness.sidebyside.run import interleave
 
         made = interleave(self.cfg.comparison(python_a, python_b, str(folder)), out=lambda s: self.out(f"    {s}"))
-        return dict(made.report) or None
+        return made.verdict
 
     def _over_budget(self, kind: str) -> str | None:
         """Why a step of ``kind`` may not start (it would end past the budget), or None."""

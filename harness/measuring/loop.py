@@ -28,7 +28,8 @@ ORDERS = ("interleaved", "reversed")
 
 
 class Side(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read only: a frozen side's field is one
 
     def run(self, slot: Slot, *, timeout_s: float, gpu: str, fault: str | None = None) -> dict: ...
 

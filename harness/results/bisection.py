@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -21,10 +22,17 @@ class Bisection(Stored):
     FORMAT = formats.BISECTION
     data: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self):
-        object.__setattr__(self, "data", MappingProxyType(dict(self.data)))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data", MappingProxyType({k: v for k, v in self.data.items() if k != formats.KEY}))
         if self.outcome not in OUTCOMES:
             raise ValueError(f"a bisection ends in one of {', '.join(OUTCOMES)}, not {self.outcome!r}")
+
+    def content(self) -> dict:
+        return dict(self.data)
+
+    @classmethod
+    def of(cls, content: dict, path: Path | None = None) -> Bisection:
+        return cls(content)
 
     @property
     def outcome(self) -> str:

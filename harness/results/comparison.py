@@ -1,4 +1,5 @@
-"""What an interleaved (side-by-side) comparison returns: its exit code, its verdict and the whole report it wrote."""
+"""What an interleaved (side-by-side) comparison returns: its exit code, its verdict, the cost model's prediction and
+the rest of the report it wrote."""
 
 from __future__ import annotations
 
@@ -15,45 +16,51 @@ from harness.results.verdict import Verdict
 
 @dataclass(frozen=True)
 class ComparisonResult:
-    """One comparison of A against B. ``report``: the report as written to ``results_dir/report.json`` (empty when the
-    comparison made none: nothing to compare, or a worker died before a verdict); ``reason``: why there is no
-    verdict."""
+    """One comparison of A against B, as ``results_dir/report.json`` holds it. ``verdict``: the one verdict the
+    comparison decided (None when it made none: nothing to compare, or a worker died before a verdict; ``reason``
+    says why); ``prediction``: the cost model's prediction beside the measured change (``{"reason"}`` when it has
+    none); ``sections``: every other key of the report (``settings``, ``blocks``, ``launches``, ``analysis``, ...),
+    empty when the comparison wrote no report."""
 
     exit_code: int
     results_dir: Path
-    report: Mapping[str, Any] = field(default_factory=dict)
+    verdict: Verdict | None = None
+    prediction: Mapping[str, Any] | None = None
+    sections: Mapping[str, Any] = field(default_factory=dict)
     reason: str | None = None
 
-    def __post_init__(self):
-        object.__setattr__(self, "report", MappingProxyType(dict(self.report)))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sections", MappingProxyType(dict(self.sections)))
 
     @property
     def session_id(self) -> str | None:
-        return self.report.get("session_id") or (self.report.get("settings") or {}).get("session_id")
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return Verdict.from_json(self.report.get("verdict"))
-
-    @property
-    def prediction(self) -> Mapping | None:
-        """The cost model's prediction beside the measured change (``{"reason"}`` when it has none)."""
-        return self.report.get("prediction")
+        settings = self.sections.get("settings")
+        inside = settings.get("session_id") if isinstance(settings, Mapping) else None
+        return self.sections.get("session_id") or inside
 
     def to_json(self) -> dict:
         """The report as its file holds it, with its format version."""
-        return formats.COMPARISON.stamp(self.report)
+        out = dict(self.sections)
+        if self.verdict is not None:
+            out["verdict"] = self.verdict.to_json()
+        if self.prediction is not None:
+            out["prediction"] = dict(self.prediction)
+        return formats.COMPARISON.stamp(out)
 
     @classmethod
     def from_json(
         cls, data: object, results_dir: str | Path, exit_code: int | None = None, where: str = ""
     ) -> ComparisonResult:
+        """The comparison whose report is ``data``; its exit code, unless given, 1 on a regression, else 0."""
         report = formats.COMPARISON.read(data, where)
+        report.pop(formats.KEY)
         verdict = Verdict.from_json(report.get("verdict"))
-        code = (
-            exit_code if exit_code is not None else 1 if verdict is not None and verdict.outcome == "regression" else 0
-        )
-        return cls(code, Path(results_dir), report)
+        if verdict is not None:
+            del report["verdict"]  # else kept as written (null, or an object without an outcome)
+        prediction = report.pop("prediction") if isinstance(report.get("prediction"), Mapping) else None
+        if exit_code is None:
+            exit_code = 1 if verdict is not None and verdict.outcome == "regression" else 0
+        return cls(exit_code, Path(results_dir), verdict, prediction, report)
 
     @classmethod
     def read(cls, results_dir: str | Path) -> ComparisonResult:

@@ -37,7 +37,7 @@ class Event:
 def newest_first(events: list[Event]) -> list[Event]:
     """The events newest first, one per kind, series and session (an alert of the store before the page's own event of
     it)."""
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     out = []
     for e in sorted(events, key=lambda e: KINDS.index(e.kind) if e.kind in KINDS else len(KINDS)):
         key = (e.series, e.session_id) if e.kind in ("alert", "census") else (e.kind, e.series, e.session_id, e.title)

@@ -32,7 +32,7 @@ class Format:
     version: int
     upgrades: Mapping[int, Callable[[dict], dict]] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         missing = [v for v in range(self.version) if v not in self.upgrades]
         if missing:
             raise BadInput(f"format {self.name}: no upgrade from version(s) {missing}")

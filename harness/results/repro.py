@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 
 REPEATS = 5  # timed runs per split, --repeats' default: the nightly's single run is too few to see a step time by
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a workload's or GPU's name: nothing a shell would expand
@@ -40,10 +41,11 @@ def _cases(case: str) -> list[tuple[str, str]] | None:
     """The cases of a store alert's case, ``W-MxG[, W-MxG...] since SESSION``; None when any is not a case id."""
     subject = case.split(" since ")[0]
     found = [split_case(c) for c in subject.split(",")]
-    return None if not found or None in found else found
+    cases = [c for c in found if c is not None]
+    return cases if cases and len(cases) == len(found) else None
 
 
-def _pytest(gpu: str, cases: list[tuple[str, str | None]], census: bool) -> str:
+def _pytest(gpu: str, cases: Sequence[tuple[str, str | None]], census: bool) -> str:
     workloads = list(dict.fromkeys(w for w, _ in cases))
     splits = list(dict.fromkeys(s for _, s in cases if s))
     words = ["pytest", "perftests", f"--gpu={gpu}", *(x for w in workloads for x in ("--workload", w))]

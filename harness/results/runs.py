@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from harness.results.census import Census
+
 
 @dataclass(frozen=True)
 class Runs:
@@ -35,14 +37,14 @@ class Runs:
         ]
         return median(steps) if steps else None
 
-    def census(self, decomposition: str) -> Mapping[str, Any] | None:
+    def census(self, decomposition: str) -> Census | None:
         """The census of the last finished census run of ``decomposition`` that fitted its window, or None."""
         found = [
             r["census"]
             for r in self.runs_of(decomposition)
             if r.get("status") == "ok" and (r.get("census") or {}).get("fits")
         ]
-        return found[-1] if found else None
+        return Census.from_json(found[-1]) if found else None
 
     @property
     def failed(self) -> bool:

@@ -37,8 +37,8 @@ def fresh_fallback(
     v = got.verdict_of("runtime", case)
     verdict = (
         {
-            "outcome": v["outcome"],
-            "message": f"{v['message']} (fresh-process runs: A and B did not fit on the device at once)",
+            "outcome": v.outcome,
+            "message": f"{v.message} (fresh-process runs: A and B did not fit on the device at once)",
         }
         if v
         else {
@@ -51,7 +51,7 @@ def fresh_fallback(
         "fallback": {"reason": str(exc), "results_dir": str(fresh), "repeats": repeats, "exit_code": code},
         "verdict": verdict,
     }
-    result = ComparisonResult(code, root, report)
+    result = ComparisonResult.from_json(report, root, code)
     refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", result.to_json())
     write_atomic(

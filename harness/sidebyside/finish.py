@@ -95,8 +95,8 @@ def finish(
     text = report_text(report, (beside_line(report["prediction"]),))
     for ln in text.lines():
         out(ln)
-    result = ComparisonResult(
-        EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0, root, report
+    result = ComparisonResult.from_json(
+        report, root, EXIT_REGRESSION if verdict is not None and verdict.outcome == "regression" else 0
     )
     refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", result.to_json())
@@ -317,8 +317,7 @@ def reanalyse(
     first-step policy, test or unit (the unit by default the one it ran with; reports from before ``unit`` existed ran
     with the pair); the lines of blocks.jsonl left out are its ``skipped``."""
     root = Path(results_dir)
-    rep = ComparisonResult.read(root).report
-    s = rep.get("settings")
+    s = ComparisonResult.read(root).sections.get("settings")
     s = upgraded(s) if isinstance(s, dict) else s
     if (why := "'settings' is not an object" if not isinstance(s, dict) else settings_problem(s)) is not None:
         raise BadInput(f"{root / 'report.json'}: {why}; its blocks cannot be judged again with these settings")

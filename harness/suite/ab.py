@@ -102,7 +102,7 @@ def ab(
     with ExitStack() as held:  # the results dir's lock, from the first run to the report
         rounds_made = run_rounds(out=out, held=held, **rounds)
         if rounds_made is None:
-            return SuiteReport({"verdicts": []}, exit_code=0)
+            return SuiteReport()
         a, b = rounds_made.root / "a", rounds_made.root / "b"
         judge = runs_against(rounds_made.a, rounds_made.b, a, alpha, threshold)
         return judged(judge, [str(a)], [str(b)], out_dir=rounds_made.root, out=out)

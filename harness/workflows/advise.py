@@ -314,13 +314,14 @@ def compare_splits(
         made = interleave(cfg, workload=w, out=lambda line: out(f"  {line}"))
         if made.exit_code == exits.MEASUREMENT_FAILED:
             failed.append(s)
-        v = made.verdict.to_json() if made.verdict is not None else {}
+        v = made.verdict
+        lo, hi = v.interval if v is not None and v.interval is not None else (None, None)
         compared[s] = {
-            "outcome": v.get("outcome", "inconclusive"),
-            "ratio": v.get("ratio"),
-            "lo": v.get("lo"),
-            "hi": v.get("hi"),
-            "message": v.get("message", f"no verdict from this run (exit code {made.exit_code})"),
+            "outcome": v.outcome if v is not None else "inconclusive",
+            "ratio": v.ratio if v is not None else None,
+            "lo": lo,
+            "hi": hi,
+            "message": v.message if v is not None else f"no verdict from this run (exit code {made.exit_code})",
             "block_steps": k,
         }
     return compared, failed
@@ -332,7 +333,7 @@ def written(report: dict, w: Workload, root: Path, out: Callable[[str], None]) -
     for ln in lines:
         out(ln)
     ok = report["answer"]["recommended"] and not report["failed"]
-    advice = Advice(report, exits.OK if ok else exits.MEASUREMENT_FAILED)
+    advice = Advice.of(report, exit_code=exits.OK if ok else exits.MEASUREMENT_FAILED)
     refuse_links(*(root / name for name in OUTPUTS))  # each checked before the first is written
     write_json_atomic(root / "report.json", advice.to_json())
     write_atomic(

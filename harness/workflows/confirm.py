@@ -38,7 +38,7 @@ from harness.files import ensure_dir, new_id, refuse_link, results_lock, write_j
 from harness.results import formats
 from harness.results.comparison import ComparisonResult
 from harness.results.suite_report import SuiteReport
-from harness.results.verdict import FAILING
+from harness.results.verdict import Verdict
 from harness.sidebyside.config import ComparisonConfig
 from harness.values import TEXT, Items, Obj, load_json, mismatch
 
@@ -86,48 +86,42 @@ def read_suite_report(path: Path) -> SuiteReport:
     if why is not None:
         raise BadInput(f"{path}: {why}; pass the report.json of a suite session as it wrote it")
     try:
-        return SuiteReport(formats.SUITE_REPORT.read(data, str(path)), path=path)
+        return SuiteReport.of(formats.SUITE_REPORT.read(data, str(path)), path=path)
     except formats.FormatError as exc:
         raise BadInput(str(exc)) from None
 
 
-def judged(v: dict, made: ComparisonResult, case_dir: Path, out: Callable[[str], None]) -> dict:
+def judged(v: Verdict, made: ComparisonResult, case_dir: Path, out: Callable[[str], None]) -> Verdict:
     """The stored-baseline verdict ``v`` once its interleaved comparison ``made`` has measured it."""
-    iv = (
-        made.verdict.to_json()
-        if made.verdict is not None
-        else {
-            "outcome": "none",
-            "message": f"no interleaved verdict from this run (exit code {made.exit_code}); see {case_dir}",
-        }
+    iv = made.verdict or Verdict(
+        "none", f"no interleaved verdict from this run (exit code {made.exit_code}); see {case_dir}"
     )
-    if iv["outcome"] == "regression":
-        out(f"  {v['case']}: CONFIRMED: {iv['message']}")
-        return {
-            **v,
-            "interleaved": iv,
-            "message": f"{v['message']}; confirmed interleaved on this machine: {iv['message']}",
-        }
-    out(f"  {v['case']}: unconfirmed: {iv['message']}")
-    return {
-        **v,
-        "outcome": UNCONFIRMED,
-        "stored_message": v["message"],
-        "interleaved": iv,
-        "message": f"{v['message']}; unconfirmed: interleaved on this machine {iv['message']}; no alert",
-    }
+    if iv.outcome == "regression":
+        out(f"  {v.case}: CONFIRMED: {iv.message}")
+        return replace(v, interleaved=iv, message=f"{v.message}; confirmed interleaved on this machine: {iv.message}")
+    out(f"  {v.case}: unconfirmed: {iv.message}")
+    return unconfirmed(v, f"interleaved on this machine {iv.message}", interleaved=iv)
 
 
-def same_environment(v: dict, out: Callable[[str], None]) -> dict:
+def same_environment(v: Verdict, out: Callable[[str], None]) -> Verdict:
     """``v`` when A and B are one environment: nothing here can confirm it."""
-    out(f"  {v['case']}: unconfirmed (A and B are the same environment)")
-    return {
-        **v,
-        "outcome": UNCONFIRMED,
-        "stored_message": v["message"],
-        "message": f"{v['message']}; unconfirmed: A and B are the same environment, so nothing on this machine can "
-        "confirm it (without a library change it is the machine, its driver or noise); no alert",
-    }
+    out(f"  {v.case}: unconfirmed (A and B are the same environment)")
+    return unconfirmed(
+        v,
+        "A and B are the same environment, so nothing on this machine can confirm it (without a library change it is "
+        "the machine, its driver or noise)",
+    )
+
+
+def unconfirmed(v: Verdict, why: str, interleaved: Verdict | None = None) -> Verdict:
+    """``v`` unconfirmed for the reason ``why``: not a failure, its stored message kept beside the new one."""
+    return replace(
+        v,
+        outcome=UNCONFIRMED,
+        message=f"{v.message}; unconfirmed: {why}; no alert",
+        details={**v.details, "stored_message": v.message},
+        interleaved=interleaved,
+    )
 
 
 def confirm(
@@ -146,29 +140,34 @@ def confirm(
     from harness.sidebyside.run import interleave
 
     path = Path(report)
-    data = dict(read_suite_report(path).data)
+    found = read_suite_report(path)
     try:  # the report's regressions are re-measured here: on its GPU, never on another
-        gpu = resolve_gpu(data.get("gpu") or "auto", detect_gpu())
+        gpu = resolve_gpu(found.gpu or "auto", detect_gpu())
     except ValueError as exc:
-        raise BadInput(f"{path}: a report of {data.get('gpu')} cannot be confirmed here ({exc})") from None
+        raise BadInput(f"{path}: a report of {found.gpu} cannot be confirmed here ({exc})") from None
     root = ensure_dir(results_dir)
     with results_lock(root):  # refused at once beside another run writing there
         # an earlier confirmation's: never taken for this one's, whatever stops this
         (root / "report.json").unlink(missing_ok=True)
         template = template or ComparisonConfig(workload="", decomposition="")
         pa, pb = interpreter(template.python_a, "a"), interpreter(template.python_b, "b")
-        cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in data["rows"]}
-        todo = [v for v in data["verdicts"] if v.get("kind") == "runtime" and v.get("outcome") == "regression"]
+        rows = found.sections["rows"]
+        cases = {f"{r['workload']}-{r['decomposition']}": (r["workload"], r["decomposition"]) for r in rows}
+        todo = [v.case for v in found.verdicts if v.kind == "runtime" and v.outcome == "regression" and v.case]
         out(f"confirm {path}: {len(todo)} runtime regression(s) against the stored baseline; A {pa}, B {pb}")
         # the prefix and the distributions, not the binary
         same = bool(todo) and environment(pa, "a").same_as(environment(pb, "b"))
-        verdicts, failed = [], []
-        for v in data["verdicts"]:
-            if v not in todo or same:
-                verdicts.append(same_environment(v, out) if v in todo else v)
+        verdicts: list[Verdict] = []
+        failed: list[str] = []
+        for v in found.verdicts:
+            if v.kind != "runtime" or v.outcome != "regression" or not v.case:
+                verdicts.append(v)
                 continue
-            workload, dec = cases[v["case"]]
-            case_dir = root / v["case"]
+            if same:
+                verdicts.append(same_environment(v, out))
+                continue
+            workload, dec = cases[v.case]
+            case_dir = root / v.case
             refuse_link(case_dir)
             made = interleave(
                 replace(
@@ -184,39 +183,39 @@ def confirm(
                 out=out,
             )
             if made.exit_code == exits.MEASUREMENT_FAILED:
-                failed.append(v["case"])
+                failed.append(v.case)
             verdicts.append(judged(v, made, case_dir, out))
         settings = {"report": str(path), "python_a": pa, "python_b": pb, "same_environment": same}
-        return written(data, verdicts, settings, [v["case"] for v in todo], failed, root, out)
+        return written(found, verdicts, settings, todo, failed, root, out)
 
 
 def written(
-    data: dict,
-    verdicts: list[dict],
+    found: SuiteReport,
+    verdicts: list[Verdict],
     settings: dict,
     regressions: list[str],
     failed: list[str],
     root: Path,
     out: Callable[[str], None],
 ) -> SuiteReport:
-    """The confirmed report: ``data`` with ``verdicts`` and its ``confirm`` section (``settings``, the ``regressions``
-    re-measured, those confirmed and those whose comparison ``failed`` to measure), written to ``root/report.json``
-    with its one summary line."""
-    confirmed = [v["case"] for v in verdicts if "interleaved" in v and v["outcome"] == "regression"]
-    result = {
-        **data,
-        "verdicts": verdicts,
-        "confirm": {
-            **settings,
-            "regressions": regressions,
-            "confirmed": confirmed,
-            "failed": failed,
-            "session_id": new_id("confirm"),
-        },
+    """The confirmed report: ``found`` with ``verdicts`` and its ``confirm`` section (``settings``, the
+    ``regressions`` re-measured, those confirmed and those whose comparison ``failed`` to measure), written to
+    ``root/report.json`` with its one summary line."""
+    confirmed = [v.case for v in verdicts if v.interleaved is not None and v.outcome == "regression"]
+    section = {
+        **settings,
+        "regressions": regressions,
+        "confirmed": confirmed,
+        "failed": failed,
+        "session_id": new_id("confirm"),
     }
-    failing = [v for v in verdicts if v.get("outcome") in FAILING]
-    done = SuiteReport(
-        result, exits.REGRESSION if failing else exits.MEASUREMENT_FAILED if failed else exits.OK, root / "report.json"
+    failing = [v for v in verdicts if v.failed]
+    done = replace(
+        found,
+        verdicts=tuple(verdicts),
+        sections={**found.sections, "confirm": section},
+        exit_code=exits.REGRESSION if failing else exits.MEASUREMENT_FAILED if failed else exits.OK,
+        path=root / "report.json",
     )
     write_json_atomic(root / "report.json", done.to_json())
     out(
