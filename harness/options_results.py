@@ -94,8 +94,9 @@ STORE_ALERTS = (
         ("--false-alerts-per-year",),
         "false_alerts_per_year",
         "expected false timing alerts of one series in 365 nights",
-        type=float,
+        type=parse_positive_float,
         default=DEFAULT_RULE.alpha,
+        metavar="N",
     ),
 )
 

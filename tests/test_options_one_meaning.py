@@ -103,3 +103,10 @@ def test_a_second_meaning_is_found():
     clashes = two_meanings(decls)
     assert set(clashes) == {"--alpha", "--workload"}
     assert sorted(map(sorted, clashes["--alpha"].values())) == [["interleave", "report"], ["store alerts"]]
+
+
+def test_a_command_that_takes_one_workload_refuses_a_second_in_one_line(capsys):
+    argv = ["interleave", "--workload", "a", "--workload", "b", "--decomposition", "4x1", "--gpu", "cpu"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --workload given 2 times (a, b); this command takes one --workload"]
