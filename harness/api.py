@@ -28,10 +28,11 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from harness import knobs
 from harness.bisect.config import BisectConfig
 from harness.errors import BadInput, UsageError
 from harness.files import ensure_dir, new_id, results_lock
-from harness.measuring.env import detect_gpu, resolve_gpu
+from harness.measuring import env
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.advice import Advice
@@ -141,7 +142,7 @@ def _checked(fn: Callable[P, R]) -> Callable[P, R]:
 
 def here(gpu: str = "auto") -> str:
     """The GPU name runs are recorded under: the detected device for ``auto``; another name must be this machine's."""
-    return resolve_gpu(gpu, detect_gpu())
+    return env.resolve_gpu(gpu, env.detect_gpu())
 
 
 @_checked
@@ -203,6 +204,7 @@ def census(
 def side_by_side(config: ComparisonConfig, *, out: Callable[[str], None] = print) -> ComparisonResult:
     """A against B as ``config`` says (:class:`~harness.sidebyside.config.ComparisonConfig`), interleaved on this
     machine."""
+    from harness.sidebyside.launchers import Hooks
     from harness.sidebyside.run import interleave
 
     config = replace(
@@ -211,7 +213,8 @@ def side_by_side(config: ComparisonConfig, *, out: Callable[[str], None] = print
         workloads_dir=_folder(config, "workloads_dir"),
         results_dir=_folder(config, "results_dir"),
     )
-    return interleave(config, out=out)
+    hooks = Hooks(faults=knobs.FAULTS.get())  # test-only fault injection, as the pytest session takes it
+    return interleave(config, hooks=hooks, out=out)
 
 
 @_checked

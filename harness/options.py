@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import UsageError
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.sidebyside.config import cpu_list
 from harness.spec_folder import ROOT_ENV as ROOT_ENV
@@ -161,12 +162,20 @@ def add(
 GPU = Opt(
     ("--gpu",), "gpu", "short GPU name (t4, l4, a10, a100, h100, h200, ...), 'auto' (detect) or 'cpu'", default="auto"
 )
-WORKLOAD = Opt(("--workload",), "workload", "a workload by name (workloads/NAME.toml)")
-WORKLOADS = Opt(
-    ("--workload",), "workload", "run this workload (repeatable); default: those for the device", action="append"
+# --workload and --decomposition are repeatable everywhere; a command that takes one refuses a second (:func:`single`)
+WORKLOAD = Opt(
+    ("--workload",),
+    "workload",
+    "a workload by name (workloads/NAME.toml); repeatable where the command takes several, which then default to "
+    "those for the device",
+    action="append",
 )
-DECOMPOSITIONS = Opt(
-    ("--decomposition",), "decomposition", "only these decompositions (repeatable); default all", action="append"
+DECOMPOSITION = Opt(
+    ("--decomposition",),
+    "decomposition",
+    "a decomposition (micro-batch x grad-accum split) by name, e.g. 4x1; repeatable where the command takes several, "
+    "which then default to all of the workload's",
+    action="append",
 )
 STEPS = Opt(
     ("--steps",), "steps", "override max_steps for quick runs (changes the workload hash)", type=parse_positive_int
@@ -193,6 +202,13 @@ ALPHA = Opt(
     "alpha",
     "family-wise false-alarm rate (default: the baseline's; for an interleaved comparison the GPU's)",
     type=parse_alpha,
+)
+TOTAL_BUDGET_MINUTES = Opt(
+    ("--total-budget-minutes",),
+    "total_budget_minutes",
+    "device minutes for the whole command: no run, probe or comparison is started that would end past them, and what "
+    "is left is reported (a pytest session's is finished with --resume)",
+    type=parse_positive_float,
 )
 THRESHOLD = Opt(
     ("--threshold",),
@@ -225,40 +241,58 @@ ALLOW_GPU_MISMATCH = Opt(
     action="store_true",
 )
 BASELINE_DIRS = Opt(("--baseline",), "baseline", "results dir(s) to use as the baseline instead of baselines/")
-REPORT_OUT = Opt(("--out",), "out", "folder of the report (default: the first results dir)")
+OUT = Opt(("--out",), "out", "the folder the command writes its report or page to")
 MICRO = Opt(
     ("--micro",),
     "micro",
     "instead: time one mark and one hook pair here and report their share of steps of these lengths, as DECOMP=MS,...",
 )
-OVERHEAD_DECOMPOSITION = Opt(
-    ("--decomposition",), "decomposition", "the decomposition whose phases are measured on and off"
-)
-OVERHEAD_PAIRS = Opt(("--pairs",), "pairs", "pairs of runs (phases on, phases off)", type=parse_positive_int, default=5)
 SLOWDOWN = Opt(
     ("--slowdown",), "slowdown", "the injected slowdown the calibration must detect", type=parse_slowdown, default=0.10
 )
 PYTHON = Opt(("--python",), "python", "interpreter (environment) to run the workers with (default: this one)")
 REPORT_BASELINE = Opt(("--baseline",), "baseline", BASELINE_DIRS.help, nargs="*")
-DOCTOR_JSON = Opt(("--json",), "json", "the same facts as JSON", action="store_true")
+JSON = Opt(("--json",), "json", "print the output as JSON instead of text", action="store_true")
 
 # groups: what a command that makes runs needs, and what a judgement needs
 RUN = (STEPS, WORKLOADS_DIR, RESULTS_DIR, TIMEOUT)
 JUDGE = (ALPHA, THRESHOLD)
 
 
-def here(a, this_machine: bool = True):
-    """The parsed options as a command uses them, checked before it makes any run: relative default paths are the
-    project's (:func:`harness.options.in_project`); ``--gpu auto`` is the detected device, and for a command that makes
-    runs here (``this_machine``) another name must be it (or ``cpu``), as in the pytest plugin."""
-    from harness.measuring.env import detect_gpu, resolve_gpu
+def single(a, dests: tuple[str, ...]):
+    """The parsed options of a command that takes one of each of ``dests`` (repeatable options such as --workload):
+    each list becomes its one value, None when not given; a second value is refused in one line."""
+    for dest in dests:
+        values = getattr(a, dest, None)
+        if not isinstance(values, list):
+            continue
+        if len(values) > 1:
+            flag = "--" + dest.replace("_", "-")
+            raise UsageError(f"{flag} given {len(values)} times ({', '.join(values)}); this command takes one {flag}")
+        setattr(a, dest, values[0] if values else None)
+    return a
 
+
+def folders(a):
+    """The parsed options with their relative default paths the project's (:func:`harness.options.in_project`)."""
     for key in ("workloads_dir", "results_dir", "baselines_dir"):
         if getattr(a, key, None) is not None:
             setattr(a, key, str(in_project(getattr(a, key))))
+    return a
+
+
+def here(a, this_machine: bool = True):
+    """The parsed options as a command uses them, checked before it makes any run: relative default paths are the
+    project's (:func:`folders`); ``--gpu auto`` is the detected device, and for a command that makes runs here
+    (``this_machine``) another name must be it (or ``cpu``), as in the pytest plugin (:func:`harness.api.here`).
+    A command that calls an API function which resolves the GPU itself takes :func:`folders` alone."""
+    from harness import api
+    from harness.measuring.env import detect_gpu
+
+    folders(a)
     if getattr(a, "gpu", None):
-        detected = detect_gpu()
-        a.gpu = (
-            resolve_gpu(a.gpu, detected) if this_machine else (detected if a.gpu.lower() == "auto" else a.gpu.lower())
-        )
+        if this_machine:
+            a.gpu = api.here(a.gpu)
+        else:
+            a.gpu = detect_gpu() if a.gpu.lower() == "auto" else a.gpu.lower()
     return a

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from harness.bisect.config import STEP_BUDGET_MINUTES
-from harness.options import Opt, parse_positive_float
+from harness.options import TOTAL_BUDGET_MINUTES, Opt, parse_positive_float
 
 GOOD = Opt(
     ("--good",),
@@ -14,7 +14,9 @@ GOOD = Opt(
 )
 BAD = Opt(("--bad",), "bad", "the bad end, given as --good is")
 BASE_PYTHON = Opt(
-    ("--python",), "python", "the base environment the releases or commits are installed on (default: this interpreter)"
+    ("--base-python",),
+    "python",
+    "the base environment the releases or commits are installed on (default: this interpreter)",
 )
 WHEELS = Opt(
     ("--wheels",),
@@ -64,13 +66,6 @@ STEP_BUDGET = Opt(
     type=parse_positive_float,
     default=STEP_BUDGET_MINUTES,
 )
-BISECT_BUDGET = Opt(
-    ("--budget-minutes",),
-    "budget_minutes",
-    "device minutes of the whole bisection: no step is started that would "
-    "end past them, and the answer is the range left (default: no limit)",
-    type=parse_positive_float,
-)
 ENV_CACHE = Opt(
     ("--env-cache",),
     "env_cache",
@@ -90,6 +85,6 @@ BISECT = (
     PACKAGE,
     CENSUS_ONLY,
     STEP_BUDGET,
-    BISECT_BUDGET,
+    TOTAL_BUDGET_MINUTES,
     ENV_CACHE,
 )

@@ -5,15 +5,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.options import Opt, parse_count, parse_cpus, parse_positive_float, parse_positive_int, parse_slowdown
+from harness.options import (
+    DECOMPOSITION,
+    TOTAL_BUDGET_MINUTES,
+    Opt,
+    parse_count,
+    parse_cpus,
+    parse_positive_float,
+    parse_positive_int,
+    parse_slowdown,
+)
 from harness.sidebyside.config import DEFAULT_BUDGET_MINUTES, defaults_text
 
 # interleave: A against B on this machine, block-interleaved (harness.sidebyside.run); every other setting is a field of
 # harness.sidebyside.config.ComparisonConfig, set with --set key=value
-DECOMPOSITION = Opt(("--decomposition",), "decomposition", "the decomposition to compare, e.g. 4x1")
 PYTHON_A = Opt(("--python-a",), "python_a", "interpreter (environment) of side A (default: this one)")
-PYTHON_B = Opt(("--python-b",), "python_b", "interpreter (environment) of side B (default: this one)")
-PAIR_BUDGET_MINUTES = Opt(
+PYTHON_B = Opt(
+    ("--python-b",), "python_b", "interpreter (environment) of side B, e.g. .tox/latest/bin/python (default: this one)"
+)
+BUDGET_MINUTES = Opt(
     ("--budget-minutes",),
     "budget_minutes",
     "device minutes per comparison, start-up included; the number of launches follows from it",
@@ -30,7 +40,12 @@ SKIP_SAME_VERSIONS = Opt(
     action="store_true",
 )
 INJECT_SLOWDOWN_B = Opt(
-    ("--inject-slowdown-b",), "inject_slowdown_b", "test-only", type=parse_slowdown, default=0.0, hidden=True
+    ("--inject-slowdown-b",),
+    "inject_slowdown_b",
+    "test-only: slow side B by this fraction (a sensitivity self-check)",
+    type=parse_slowdown,
+    default=0.0,
+    hidden=True,
 )
 INJECT_WORK_B = Opt(("--inject-work-b",), "inject_work_b", "test-only", type=parse_count, default=0, hidden=True)
 INJECT_WORK_B_PERCENT = Opt(
@@ -41,7 +56,7 @@ INJECT_WORK_B_PERCENT = Opt(
     default=0.0,
     hidden=True,
 )
-COMPARISON = (PYTHON_A, PYTHON_B, PAIR_BUDGET_MINUTES, SET, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT)
+COMPARISON = (PYTHON_A, PYTHON_B, BUDGET_MINUTES, SET, INJECT_SLOWDOWN_B, INJECT_WORK_B, INJECT_WORK_B_PERCENT)
 INTERLEAVE = (DECOMPOSITION, *COMPARISON, SKIP_SAME_VERSIONS)
 CPUS = Opt(
     ("--cpus",), "cpus", "pin the resident workers to these CPUs (e.g. 0 or 2-3) (default: not pinned)", type=parse_cpus
@@ -80,27 +95,12 @@ def comparison_config(values: dict[str, Any], **fixed: Any):
 
 
 # ab: one workload under two Python environments on this machine (harness.suite.ab)
-AB_PYTHON_B = Opt(("--python-b",), "python_b", "interpreter (environment) of side B, e.g. .tox/latest/bin/python")
-AB_INJECT_SLOWDOWN_B = Opt(
-    ("--inject-slowdown-b",),
-    "inject_slowdown_b",
-    "sensitivity self-check: slow side B by this fraction",
-    type=parse_slowdown,
-    default=0.0,
-)
-AB = (PYTHON_A, AB_PYTHON_B, AB_INJECT_SLOWDOWN_B, SKIP_SAME_VERSIONS)
+AB = (PYTHON_A, PYTHON_B, INJECT_SLOWDOWN_B, SKIP_SAME_VERSIONS)
 
 
 # advise: the fastest split of an effective batch on this device (harness.workflows.advise)
 EFFECTIVE = Opt(
     ("--effective",), "effective", "effective batch to split (default: the workload's)", type=parse_positive_int
-)
-ADVISE_BUDGET = Opt(
-    ("--budget-minutes",),
-    "budget_minutes",
-    "device minutes for the whole advice, probes included; the comparisons share what the probes leave",
-    type=parse_positive_float,
-    default=10.0,
 )
 PROBE_STEPS = Opt(
     ("--probe-steps",),
@@ -140,7 +140,7 @@ MEMORY_LIMIT_MICRO = Opt(
 )
 ADVISE = (
     EFFECTIVE,
-    ADVISE_BUDGET,
+    TOTAL_BUDGET_MINUTES,
     PROBE_STEPS,
     BLOCK_SECONDS,
     ADVISE_PAIRS,

@@ -3,18 +3,11 @@
 
 from __future__ import annotations
 
-from harness.judging.thresholds import CHANGE_ALPHA
-from harness.options import Opt, parse_alpha, parse_positive_float
+from harness.judging import thresholds
+from harness.options import GPU, JSON, OUT, WORKLOAD, Opt, parse_alpha, parse_positive_float
 from harness.store.shifts import DEFAULT_RULE
 
 # ---- history: the page of the store's series (harness.reporting.history) ---------------------------------------------
-HISTORY_OUT = Opt(
-    ("--out",),
-    "out_dir",
-    "folder of the page: index.html (data embedded as JSON), method.html, history.json and "
-    "the page's script, style and charting library",
-    default="perf-history",
-)
 HISTORY_SUMMARY = Opt(
     ("--summary",),
     "summary",
@@ -24,11 +17,11 @@ HISTORY_SUMMARY = Opt(
 )
 PAGE_URL = Opt(("--page-url",), "page_url", "the page's address, linked from --summary", default="")
 CHANGE_ALPHA = Opt(
-    ("--alpha",),
-    "alpha",
+    ("--change-alpha",),
+    "change_alpha",
     "false-alarm rate of the change points of one series (Holm over its candidates)",
     type=parse_alpha,
-    default=CHANGE_ALPHA,
+    default=thresholds.CHANGE_ALPHA,
 )
 PENALTY = Opt(
     ("--penalty",),
@@ -37,14 +30,14 @@ PENALTY = Opt(
     type=parse_positive_float,
     default=3.0,
 )
-HISTORY = (HISTORY_OUT, CHANGE_ALPHA, PENALTY, HISTORY_SUMMARY, PAGE_URL)
+HISTORY = (OUT, CHANGE_ALPHA, PENALTY, HISTORY_SUMMARY, PAGE_URL)
 
 # ---- cost: the cost model of a census (harness.judging.cost_model) ---------------------------------------------------
 COST = (
     Opt(
-        ("--census",),
-        "census",
-        "results dirs or baseline files whose censuses and timed runs to model",
+        ("--model",),
+        "model",
+        "model the cost of each split from the censuses and timed runs of these results dirs or baseline files",
         nargs="+",
         metavar="PATH",
     ),
@@ -80,18 +73,17 @@ STORE_CACHE = Opt(
     "cache",
     "where a git store's branch is cloned (default: one folder per URL under $XDG_CACHE_HOME/harness-store)",
 )
+TRACK = Opt(("--track",), "track", "the environment the sessions ran in, e.g. pinned or latest")
 STORE_ADD = (
-    Opt(
-        ("--track",), "track", "the environment the sessions ran in, e.g. pinned or latest (default: none)", default=""
-    ),
+    TRACK,
     Opt(("--runner",), "runner", "the runner's name (default: $RUNNER_NAME)"),
     Opt(("--image",), "image", "the container image digest the sessions ran in (default: $PERF_IMAGE)"),
 )
 STORE_ALERTS = (
-    Opt(("--gpu",), "gpu", "only this GPU's sessions"),
-    Opt(("--track",), "track", "only this track's sessions"),
+    GPU,
+    TRACK,
     Opt(("--new",), "new", "only the alerts that each series' newest session raised", action="store_true"),
-    Opt(("--json",), "json", "alerts and notes as JSON", action="store_true"),
+    JSON,
     Opt(
         ("--issues",),
         "issues",
@@ -99,11 +91,12 @@ STORE_ALERTS = (
         metavar="FILE",
     ),
     Opt(
-        ("--alpha",),
-        "alpha",
+        ("--false-alerts-per-year",),
+        "false_alerts_per_year",
         "expected false timing alerts of one series in 365 nights",
-        type=float,
+        type=parse_positive_float,
         default=DEFAULT_RULE.alpha,
+        metavar="N",
     ),
 )
 
@@ -127,7 +120,7 @@ ALERT = (
 )
 
 INIT = (
-    Opt(("--workload",), "workload", "the first workload's name (default: the folder's name and -lora)"),
+    WORKLOAD,
     Opt(
         ("--harness",),
         "harness",

@@ -10,15 +10,15 @@ from harness.options import (
     JUDGE,
     REPEATS,
     RUN,
-    WORKLOADS,
+    TOTAL_BUDGET_MINUTES,
+    WORKLOAD,
     Opt,
     parse_count,
-    parse_positive_float,
     parse_positive_int,
     parse_slowdown,
     prefixed,
 )
-from harness.options_comparison import PAIR_BUDGET_MINUTES, PYTHON_B, SET
+from harness.options_comparison import BUDGET_MINUTES, PYTHON_B, SET
 
 MAX_REPEATS = Opt(
     ("--max-repeats",),
@@ -78,13 +78,6 @@ FAIL_INCONCLUSIVE = Opt(
 REQUIRE_BASELINE = Opt(
     ("--require-baseline",), "require_baseline", "a missing baseline fails instead of skipping", action="store_true"
 )
-BUDGET_MINUTES = Opt(
-    ("--budget-minutes",),
-    "budget_minutes",
-    "start no run that would end past this many minutes (estimated from the case's slowest "
-    "run, else the session's, else the baseline's train_runtime); the rest is left for --resume",
-    type=parse_positive_float,
-)
 RESUME = Opt(
     ("--resume",),
     "resume",
@@ -95,7 +88,7 @@ RESUME = Opt(
 # the pytest session's interleaved comparison against a second interpreter: the interleave options under --interleave-*
 INTERLEAVE_SESSION = prefixed(
     "interleave",
-    (PYTHON_B, PAIR_BUDGET_MINUTES, SET),
+    (PYTHON_B, BUDGET_MINUTES, SET),
     python_b="also compare every selected case against the environment of this interpreter, interleaved on this "
     "machine (python -m harness interleave, A = this interpreter); its verdicts are the test_interleaved tests",
     budget_minutes="device minutes per case, start-up included",
@@ -108,7 +101,7 @@ SESSION = (
     MAX_REPEATS,
     *RUN,
     BASELINES_DIR,
-    WORKLOADS,
+    WORKLOAD,
     ORDER,
     UPDATE_BASELINES,
     CENSUS,
@@ -120,7 +113,7 @@ SESSION = (
     CALIBRATE,
     FAIL_INCONCLUSIVE,
     REQUIRE_BASELINE,
-    BUDGET_MINUTES,
+    TOTAL_BUDGET_MINUTES,
     RESUME,
     *INTERLEAVE_SESSION,
 )

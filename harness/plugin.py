@@ -56,7 +56,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "perf: a performance case of the harness")
     config.addinivalue_line("markers", "slow: a self-test that makes real training runs (deselect with -m 'not slow')")
     o = config.getoption
-    budget = o("budget_minutes")
+    budget = o("total_budget_minutes")
     try:
         config.stash[_OPTIONS] = Options(
             gpu=gpu,

@@ -141,7 +141,7 @@ def test_advise_on_cpu_with_an_injected_memory_limit(tmp_path):
         "tiny-qwen3",
         "--inject-memory-limit-micro",
         "2",
-        "--budget-minutes",
+        "--total-budget-minutes",
         "2.5",
         "--pairs",
         "24",

@@ -48,6 +48,6 @@ def test_an_argument_of_the_wrong_type_is_one_line(tmp_path, no_training, call, 
 
 @pytest.mark.parametrize("budget", [math.nan, math.inf, 0, -1])
 def test_advise_refuses_a_budget_that_plans_nothing_before_any_probe(tmp_path, no_training, budget):
-    with pytest.raises(BadInput, match="--budget-minutes must be a positive number, got"):
+    with pytest.raises(BadInput, match="--total-budget-minutes must be a positive number, got"):
         api.advise("tiny-qwen3", budget_minutes=budget, results_dir=tmp_path / "out", **W)
     assert not (tmp_path / "out").exists()

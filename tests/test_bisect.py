@@ -776,7 +776,7 @@ def test_a_release_boundary_says_how_to_measure_it_alone():
     res = {"case": "qwen3-1.7b-lora-4x1", "mode": "interpreters", "good": ".tox/pinned/bin/python", "move_deps": True}
     c = {"last_good": "transformers 5.24.0", "first_bad": "transformers 5.25.0", "kind": "census"}
     assert recheck_command(res, c) == (
-        "python -m harness bisect --workload qwen3-1.7b-lora --decomposition 4x1 --python .tox/pinned/bin/python "
+        "python -m harness bisect --workload qwen3-1.7b-lora --decomposition 4x1 --base-python .tox/pinned/bin/python "
         "--move-deps --good transformers==5.24.0 --bad transformers==5.25.0 --census-only"
     )
     assert recheck_command({"case": "w-2x2", "mode": "releases"}, dict(c, kind="interleaved")).endswith(

@@ -144,17 +144,17 @@ def run_cli(*args) -> tuple[int, str]:
 
 
 def test_cost_command_on_the_baseline_and_on_a_census_diff():
-    rc, out = run_cli("--census", str(BASELINE), "--idle-ms", "60,80")
+    rc, out = run_cli("--model", str(BASELINE), "--idle-ms", "60,80")
     assert rc == 0 and "1x4/4x1: measured x" in out and "host-bound" in out and "us per launch" in out
     lease = ROOT / "tests" / "data" / "history" / "census-h200" / "lease-b"
     rc, out = run_cli("--diff", str(lease / "a"), str(lease / "b"), "--timing", str(BASELINE))
     assert rc == 0 and out.count("predicted +") == 3 and "aten ops per optimizer step" in out
     rc, out = run_cli("--diff", str(lease / "a"), str(lease / "b"))
     assert rc == 2 and "no timed run" in out and len(out.strip().splitlines()) == 1
-    rc, out = run_cli("--census", str(BASELINE), "--idle-ms", "9,1")
+    rc, out = run_cli("--model", str(BASELINE), "--idle-ms", "9,1")
     assert rc == 2 and "--idle-ms" in out
     rc, out = run_cli()
-    assert rc == 2 and "--census" in out
+    assert rc == 2 and "--model" in out
 
 
 def test_the_evidence_page_holds_its_script_output():

@@ -355,7 +355,7 @@ def test_cost_uses_the_critical_path_where_both_censuses_carry_timelines_and_say
     a, b = host_bound(), host_bound().plus(device_ms=20.0, at=1)
     rc, out = run_cli("--diff", results(tmp_path / "a", census(a)), results(tmp_path / "b", census(b, kernel_ms=35.0)))
     assert rc == 0 and "  critical path: predicted +" in out, out
-    rc, out = run_cli("--census", str(tmp_path / "a"))
+    rc, out = run_cli("--model", str(tmp_path / "a"))
     assert (
         rc == 0
         and "    timeline: 1 syncs per step, host 100.0 ms traced (x1.00 at the timed step), device 15.0 ms" in out

@@ -152,7 +152,7 @@ def test_the_bisect_command_bisects_pinned_against_this_job_within_its_budget(mo
     cmd = " ".join(night_bisect.command("w", "4x1", True, "latest"))
     assert (
         "--good .tox/pinned/bin/python --bad .tox/latest/bin/python --move-deps "
-        "--packages transformers,trl,peft,accelerate,datasets --budget-minutes 3" in cmd
+        "--packages transformers,trl,peft,accelerate,datasets --total-budget-minutes 3" in cmd
     )
     assert cmd.endswith("--wheels /wheels --census-only")
 

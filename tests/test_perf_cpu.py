@@ -303,7 +303,7 @@ def test_gpu_mismatch_stops_at_once(perf_project):
 @pytest.mark.slow
 @pytest.mark.long
 def test_budget_leaves_runs_for_resume(perf_project):
-    """--budget-minutes stops before a run that would overrun; --resume makes only the missing runs, in the same
+    """--total-budget-minutes stops before a run that would overrun; --resume makes only the missing runs, in the same
     session."""
     common = (
         "perftests",
@@ -319,16 +319,18 @@ def test_budget_leaves_runs_for_resume(perf_project):
         "-p",
         "no:cacheprovider",
     )
-    bad = perf_project.runpytest_subprocess(*common, "--budget-minutes", "0")
+    bad = perf_project.runpytest_subprocess(*common, "--total-budget-minutes", "0")
     assert bad.ret == 4
-    bad.stderr.fnmatch_lines(["*--budget-minutes: must be positive, got 0*"])
-    cut = perf_project.runpytest_subprocess(*common, "--budget-minutes", "0.001")  # 0.06 s: only the first run starts
+    bad.stderr.fnmatch_lines(["*--total-budget-minutes: must be positive, got 0*"])
+    # 0.06 s: only the first run starts
+    cut = perf_project.runpytest_subprocess(*common, "--total-budget-minutes", "0.001")
     cut.assert_outcomes(passed=1, skipped=2)
     cut.stdout.fnmatch_lines(
         [
-            "*budget: * s spent, tiny-qwen3-2x2 run 1 would take ~* s more than the 0 s of --budget-minutes;"
+            "*budget: * s spent, tiny-qwen3-2x2 run 1 would take ~* s more than the 0 s of --total-budget-minutes;"
             " 5 run(s) left: rerun the same command with --resume*",
-            "INCOMPLETE: 5 planned run(s) left by --budget-minutes; rerun the same command with --resume to finish",
+            "INCOMPLETE: 5 planned run(s) left by --total-budget-minutes; "
+            "rerun the same command with --resume to finish",
         ]
     )
     first = runs(perf_project.path / "out" / "runs.jsonl")

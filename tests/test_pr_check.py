@@ -800,7 +800,7 @@ def test_the_measure_step_runs_the_suite_s_commands_a_from_the_base_checkout_wit
         and "--census-only" in bisect
         and bisect[-2:] == ["--wheels", "/wheels"]
     )
-    assert bisect[bisect.index("--budget-minutes") + 1] == "1"
+    assert bisect[bisect.index("--total-budget-minutes") + 1] == "1"
     monkeypatch.setenv("PR_WORKLOADS", json.dumps({"cpu": ["$(touch pwned)"]}))
     assert measure.main() == 2 and not (checkout / "pwned").exists()
 

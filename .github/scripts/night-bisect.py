@@ -81,7 +81,7 @@ def command(workload: str, dec: str, census_only: bool, env: str) -> list[str]:
         "--move-deps",
         "--packages",
         LIBRARIES,
-        "--budget-minutes",
+        "--total-budget-minutes",
         os.environ.get("BISECT_BUDGET") or BUDGET_MINUTES,
         "--results-dir",
         "perf-results/bisect",

@@ -159,7 +159,7 @@ class Check:
                 PYTHON_B,
                 "--move-deps",
                 "--census-only",
-                "--budget-minutes",
+                "--total-budget-minutes",
                 minutes(self.bisect_budget),
                 "--workloads-dir",
                 str(workloads_dir),

@@ -3,8 +3,8 @@ differs between them (its version swapped alone on good's environment, and its l
 
 * interpreters: the base is good's interpreter; every package at another version in bad's is an axis, its ladder
   the releases from good's version to bad's (from ``--wheels`` or the index); bad is bad's interpreter as it is;
-* releases: good and bad are the pinned releases on the base (``--python``); each package pinned at another version is
-  an axis, the other packages staying at good's pins;
+* releases: good and bad are the pinned releases on the base (``--base-python``); each package pinned at another
+  version is an axis, the other packages staying at good's pins;
 * commits: one axis, the package of the checkout, its ladder the commits from good to bad along bad's first parents.
 """
 
@@ -52,8 +52,8 @@ class Range:
 
 
 def base_python(cfg: BisectConfig) -> str:
-    """The interpreter every candidate is built on: good's when the ends are interpreters, else ``--python`` or this
-    one."""
+    """The interpreter every candidate is built on: good's when the ends are interpreters, else ``--base-python`` or
+    this one."""
     good, _ = cfg.ends()
     return good.text if good.kind == "python" else (cfg.python or sys.executable)
 

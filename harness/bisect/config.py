@@ -5,7 +5,7 @@ An end is one of:
 * an **interpreter** (a path to an executable Python): the environment as it is; the base is good's, and each package
   at another version in bad is tried on it alone;
 * a **requirements line**, ``name==version`` (several separated by spaces or commas): those releases on the base
-  environment (``--python``), from the index or, with ``--wheels DIR``, from that folder alone;
+  environment (``--base-python``), from the index or, with ``--wheels DIR``, from that folder alone;
 * a **wheel file**: its release, from its folder (or ``--wheels``);
 * with ``--checkout REPO``, a **commit** of that git checkout of a pure-Python package, installed by path.
 """
@@ -133,7 +133,7 @@ class BisectConfig:
                 "(pip download -d)"
             )
         if self.python and not (os.path.isfile(self.python) and os.access(self.python, os.X_OK)):
-            raise BadInput(f"--python {self.python}: not an executable Python; pass e.g. .venv/bin/python")
+            raise BadInput(f"--base-python {self.python}: not an executable Python; pass e.g. .venv/bin/python")
         if self.packages and good.kind != "python":
             raise BadInput(
                 "--packages chooses among the packages that differ between two interpreters; with releases or commits, "
@@ -141,13 +141,13 @@ class BisectConfig:
             )
         if self.python and good.kind == "python":
             raise BadInput(
-                "--python names the base environment of releases or commits; with interpreters as ends, good's is "
+                "--base-python names the base environment of releases or commits; with interpreters as ends, good's is "
                 "the base"
             )
         if not self.step_budget_minutes > 0:
             raise BadInput(f"--step-budget-minutes must be positive, got {self.step_budget_minutes}")
         if self.budget_minutes is not None and not self.budget_minutes > 0:
-            raise BadInput(f"--budget-minutes must be positive, got {self.budget_minutes}")
+            raise BadInput(f"--total-budget-minutes must be positive, got {self.budget_minutes}")
         self.comparison("a", "b")  # the comparison's knobs are checked now, before any run
 
     def ends(self) -> tuple[End, End]:

@@ -52,7 +52,7 @@ def recheck_command(res: dict, c: dict) -> str | None:
     if not all(ends):
         return None
     workload, decomposition = res["case"].rsplit("-", 1)
-    base = (f" --python {res['good']}" if res.get("mode") == "interpreters" else "") + (
+    base = (f" --base-python {res['good']}" if res.get("mode") == "interpreters" else "") + (
         " --move-deps" if res.get("move_deps") else ""
     )
     return (

@@ -16,17 +16,15 @@ import re
 
 from harness import options as opt
 from harness.options_bisect import BISECT
-from harness.options_comparison import DECOMPOSITION, SET
+from harness.options_comparison import SET
 
 
 def run(a) -> int:
-    from harness.bisect import report
+    from harness import api
     from harness.bisect.config import BisectConfig
-    from harness.bisect.search import bisect
-    from harness.files import ensure_dir, results_lock
     from harness.sidebyside.config import DEFAULT_THRESHOLD, parse_sets
 
-    a = opt.here(a)
+    a = opt.folders(a)  # the API resolves --gpu
     cfg = BisectConfig(
         workload=a.workload,
         decomposition=a.decomposition,
@@ -44,7 +42,7 @@ def run(a) -> int:
         steps=a.steps,
         census_only=a.census_only,
         step_budget_minutes=a.step_budget_minutes,
-        budget_minutes=a.budget_minutes,
+        budget_minutes=a.total_budget_minutes,
         alpha=a.alpha,
         threshold=a.threshold if a.threshold is not None else DEFAULT_THRESHOLD,
         sets=parse_sets(a.set),
@@ -53,10 +51,7 @@ def run(a) -> int:
         env_cache=a.env_cache,
         run_timeout=a.run_timeout,
     )
-    with results_lock(ensure_dir(cfg.results_dir)):  # refused at once beside another run writing there
-        made = bisect(cfg)
-        report.write(made, cfg.results_dir)
-    return made.exit_code
+    return api.bisect(cfg).exit_code
 
 
 def add_parser(sub) -> None:
@@ -66,11 +61,11 @@ def add_parser(sub) -> None:
         help="which package, release or commit between a good and a bad environment changed the work of a case "
         "(census runs) or, where the census is equal, its time (interleaved comparisons); docs/bisect.md",
     )
-    opt.add(bp.add_argument, (opt.GPU, opt.WORKLOAD, DECOMPOSITION), required=("workload", "decomposition"))
+    opt.add(bp.add_argument, (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITION), required=("workload", "decomposition"))
     opt.add(bp.add_argument, BISECT, required=("good", "bad"))
     opt.add(
         bp.add_argument,
         (opt.STEPS, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, SET, opt.ALPHA, opt.THRESHOLD),
         defaults={"workloads_dir": opt.InProject("workloads"), "results_dir": opt.InProject("perf-results/bisect")},
     )
-    bp.set_defaults(fn=run)
+    bp.set_defaults(fn=run, single=("workload", "decomposition"))

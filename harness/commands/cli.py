@@ -90,8 +90,8 @@ def _cmd_history(a) -> int:
 
     return history(
         a.results_dirs,
-        out_dir=a.out_dir,
-        alpha=a.alpha,
+        out_dir=a.out,
+        alpha=a.change_alpha,
         penalty=a.penalty,
         store=a.store,
         cache=a.cache,
@@ -103,12 +103,13 @@ def _cmd_history(a) -> int:
 def _cmd_store_add(a) -> int:
     from harness.commands.store import store_add
 
-    return store_add(a.results_dirs, store=a.store, track=a.track, runner=a.runner, image=a.image, cache=a.cache)
+    return store_add(a.results_dirs, store=a.store, track=a.track or "", runner=a.runner, image=a.image, cache=a.cache)
 
 
 def _cmd_store_alerts(a) -> int:
     from harness.commands.store import store_alerts
 
+    a = opt.here(a, this_machine=False)  # --gpu auto: this machine's GPU
     return store_alerts(
         store=a.store,
         cache=a.cache,
@@ -117,7 +118,7 @@ def _cmd_store_alerts(a) -> int:
         track=a.track,
         as_json=a.json,
         issues=a.issues,
-        alpha=a.alpha,
+        alpha=a.false_alerts_per_year,
     )
 
 
@@ -150,7 +151,7 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("results_dirs", nargs="+")
     opt.add(
         up.add_argument,
-        (opt.GPU, opt.WORKLOADS, opt.BASELINES_DIR),
+        (opt.GPU, opt.WORKLOAD, opt.BASELINES_DIR),
         defaults={"baselines_dir": opt.InProject("baselines")},
         required=("gpu",),
     )
@@ -168,17 +169,21 @@ def parser() -> argparse.ArgumentParser:
     opt.add(cp.add_argument, (opt.MARKDOWN, opt.ALLOW_GPU_MISMATCH))
     cp.set_defaults(fn=_cmd_compare)
 
-    rp = sub.add_parser("report", help="write report.md, report.json and plots for RESULTS_DIR(s)")
+    rp = sub.add_parser(
+        "report", help="write report.md, report.json and plots for RESULTS_DIR(s), into --out (default: the first one)"
+    )
     rp.add_argument("results_dirs", nargs="+")
     opt.add(rp.add_argument, (opt.REPORT_BASELINE,))
     opt.add(rp.add_argument, (opt.BASELINES_DIR, *opt.JUDGE), defaults={"baselines_dir": opt.InProject("baselines")})
-    opt.add(rp.add_argument, (opt.REPORT_OUT, opt.ALLOW_GPU_MISMATCH))
+    opt.add(rp.add_argument, (opt.OUT, opt.ALLOW_GPU_MISMATCH))
     rp.set_defaults(fn=_cmd_report)
 
     hi = sub.add_parser(
         "history",
         help="the sessions of RESULTS_DIR(s) in time order per GPU x workload x decomposition, with version "
-        "changes, census counts and change points, as a dashboard page opened from disk (index.html and its assets)",
+        "changes, census counts and change points, as a dashboard page opened from disk, written into --out: "
+        "index.html (data embedded as JSON), method.html, history.json and the page's script, style and "
+        "charting library",
     )
     hi.add_argument(
         "results_dirs",
@@ -187,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
         help="results dirs, or folders of them (every runs.jsonl below); TRACK= keeps environments apart "
         "(pinned=DIR latest=DIR)",
     )
-    opt.add(hi.add_argument, HISTORY)
+    opt.add(hi.add_argument, HISTORY, defaults={"out": "perf-history"})
     _store_options(hi.add_argument, required=False)
     hi.set_defaults(fn=_cmd_history)
     _store_commands(sub)
@@ -204,7 +209,7 @@ def parser() -> argparse.ArgumentParser:
         (opt.WORKLOADS_DIR, opt.BASELINES_DIR),
         defaults={"workloads_dir": opt.InProject("workloads"), "baselines_dir": opt.InProject("baselines")},
     )
-    opt.add(dr.add_argument, (opt.DOCTOR_JSON,))
+    opt.add(dr.add_argument, (opt.JSON,))
     dr.set_defaults(fn=_cmd_doctor)
     from harness.commands.run_commands import add_parsers as run_parsers  # the commands that make runs
 
@@ -237,10 +242,11 @@ def _store_commands(sub) -> None:
     al = sp.add_parser(
         "alerts",
         help="environment regressions in the store: census counts that moved and timing shifts that held "
-        "with the library pins unchanged; environment changes with no effect as notes",
+        "with the library pins unchanged; environment changes with no effect as notes; --gpu and --track keep only "
+        "those sessions",
     )
     _store_options(al.add_argument, required=True)
-    opt.add(al.add_argument, STORE_ALERTS)
+    opt.add(al.add_argument, STORE_ALERTS, defaults={"gpu": None})
     al.set_defaults(fn=_cmd_store_alerts)
 
 
@@ -249,11 +255,12 @@ def _init_command(sub) -> None:
     it = sub.add_parser(
         "init",
         help="lay out a repository for the suite: perftests/, a first workload, baselines/, nightly.toml, tox.ini and "
-        "the workflows that call this harness's reusable ones at its version; existing files are kept",
+        "the workflows that call this harness's reusable ones at its version; existing files are kept; --workload "
+        "names the first workload (default: the folder's name and -lora)",
     )
     it.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the repository's folder (default: here)")
     opt.add(it.add_argument, INIT)
-    it.set_defaults(fn=_cmd_init)
+    it.set_defaults(fn=_cmd_init, single=("workload",))
 
 
 def _alert_command(sub) -> None:
@@ -281,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # a SIGTERM anywhere in the command ends it as Ctrl-C does: its workers killed first
         with sigterm_as_interrupt():
-            return args.fn(args)
+            return args.fn(opt.single(args, getattr(args, "single", ())))
     except (BadInput, bl.BaselineError) as exc:
         # a refused input, said in one line; any other ValueError is the suite's own
         print(f"error: {exc}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """``python -m harness cost``: what the census says a step costs, and what a change of it will cost
 (docs/cost-model.md).
 
-* ``cost --census PATH...``: per workload and split, the host work (Python calls, aten ops, launches) and the device
+* ``cost --model PATH...``: per workload and split, the host work (Python calls, aten ops, launches) and the device
   work (kernel time), the GPU busy share, which path bounds the step, the host-cost mix calibrated on the splits' own
   step times, and each split's ratio to the reference split (the fewest micro-batches) measured beside predicted, each
   prediction calibrated on the other splits only.
@@ -40,7 +40,7 @@ def calibration_of(splits: list[cf.SplitCase], idle_ms) -> cf.Calibration | None
 
 
 def census_report(paths: list[str], idle_ms=None, out: Callable[[str], None] = print) -> int:
-    """``cost --census``: the work of each case and the split ratios, measured beside predicted."""
+    """``cost --model``: the work of each case and the split ratios, measured beside predicted."""
     runs = merged(paths)
     workloads = sorted({w for w, _ in runs})
     shown = 0
@@ -159,12 +159,12 @@ def idle_range(text: str | None):
 
 
 def run(a) -> int:
-    """The CLI's entry: exactly one of --census and --diff."""
-    if bool(a.census) == bool(a.diff):
-        raise UsageError("cost needs --census PATH... or --diff A B (one of them)")
+    """The CLI's entry: exactly one of --model and --diff."""
+    if bool(a.model) == bool(a.diff):
+        raise UsageError("cost needs --model PATH... or --diff A B (one of them)")
     idle = idle_range(a.idle_ms)
-    if a.census:
-        return census_report(a.census, idle)
+    if a.model:
+        return census_report(a.model, idle)
     return diff_report(a.diff[0], a.diff[1], a.timing, idle)
 
 
@@ -172,7 +172,7 @@ def add_parser(sub) -> None:
     """The ``cost`` subcommand's options."""
     cp = sub.add_parser(
         "cost",
-        help="the cost model: host and GPU work per case and the split ratios predicted (--census), or the predicted "
+        help="the cost model: host and GPU work per case and the split ratios predicted (--model), or the predicted "
         "step change of a census diff (--diff A B); docs/cost-model.md",
     )
     opt.add(cp.add_argument, COST)

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from harness import knobs
 from harness import options as opt
 from harness.errors import UsageError
 from harness.judging.thresholds import ALPHA, INTERLEAVED
@@ -20,7 +19,7 @@ def _cmd_advise(a) -> int:
         gpu=a.gpu,
         workload=a.workload,
         effective=a.effective,
-        budget_minutes=a.budget_minutes,
+        budget_minutes=a.total_budget_minutes,
         probe_steps=a.probe_steps,
         block_seconds=a.block_seconds,
         pairs=a.pairs,
@@ -38,10 +37,10 @@ def _cmd_advise(a) -> int:
 
 
 def _cmd_confirm(a) -> int:
-    from harness.workflows.confirm import confirm
+    from harness import api
 
-    template = comparison_config(vars(opt.here(a)), workload="", decomposition="")
-    return confirm(a.report, template, workloads_dir=a.workloads_dir, results_dir=a.results_dir).exit_code
+    template = comparison_config(vars(opt.folders(a)), workload="", decomposition="")
+    return api.confirm(a.report, template, workloads_dir=a.workloads_dir, results_dir=a.results_dir).exit_code
 
 
 def _cmd_overhead(a) -> int:
@@ -57,12 +56,14 @@ def _cmd_overhead(a) -> int:
     missing = [f"--{k}" for k in ("gpu", "workload", "decomposition") if not getattr(a, k)]
     if missing:
         raise UsageError(f"overhead needs {', '.join(missing)} (or --micro)")
+    if a.repeats < 1:
+        raise UsageError("overhead needs --repeats 1 or more (pairs of runs, phases on and off)")
     a = opt.here(a)
     return measure(
         gpu=a.gpu,
         workload=a.workload,
         decomposition=a.decomposition,
-        pairs=a.pairs,
+        pairs=a.repeats,
         steps=a.steps,
         workloads_dir=a.workloads_dir,
         results_dir=a.results_dir,
@@ -127,13 +128,10 @@ def _cmd_census(a) -> int:
 
 
 def _cmd_interleave(a) -> int:
+    from harness import api
 
-    from harness.sidebyside.launchers import Hooks
-    from harness.sidebyside.run import interleave
-
-    a = opt.here(a)
-    cfg = comparison_config(vars(a), workload=a.workload, decomposition=a.decomposition, gpu=a.gpu)
-    return interleave(cfg, hooks=Hooks(faults=knobs.FAULTS.get())).exit_code
+    cfg = comparison_config(vars(opt.folders(a)), workload=a.workload, decomposition=a.decomposition)
+    return api.side_by_side(cfg).exit_code  # the API resolves --gpu
 
 
 def _cmd_recover(a) -> int:
@@ -159,8 +157,8 @@ def _fresh_process_parsers(sub, run_defaults: dict) -> None:
         (opt.GPU, opt.WORKLOAD, *opt.RUN),
         defaults={**run_defaults, "gpu": None, "results_dir": opt.InProject("perf-results/overhead")},
     )
-    opt.add(op.add_argument, (opt.OVERHEAD_DECOMPOSITION, opt.OVERHEAD_PAIRS))
-    op.set_defaults(fn=_cmd_overhead)
+    opt.add(op.add_argument, (opt.DECOMPOSITION, opt.REPEATS))
+    op.set_defaults(fn=_cmd_overhead, single=("workload", "decomposition"))
 
     ca = sub.add_parser("calibrate", help="A/A and injected-slowdown runs; prints the minimum detectable slowdown")
     opt.add(
@@ -170,7 +168,7 @@ def _fresh_process_parsers(sub, run_defaults: dict) -> None:
         required=("workload",),
     )
     opt.add(ca.add_argument, (opt.SLOWDOWN,))
-    ca.set_defaults(fn=_cmd_calibrate)
+    ca.set_defaults(fn=_cmd_calibrate, single=("workload",))
 
     ce = sub.add_parser(
         "census",
@@ -179,24 +177,24 @@ def _fresh_process_parsers(sub, run_defaults: dict) -> None:
     )
     opt.add(
         ce.add_argument,
-        (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
+        (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITION, opt.REPEATS, *opt.RUN, opt.INJECT_WORK),
         defaults={**run_defaults, "results_dir": opt.InProject("perf-results/census"), "repeats": 1},
         required=("workload",),
     )
     opt.add(ce.add_argument, (opt.PYTHON,))
-    ce.set_defaults(fn=_cmd_census)
+    ce.set_defaults(fn=_cmd_census, single=("workload",))
 
     ab = sub.add_parser(
         "ab", help="one workload under two Python environments, interleaved on this machine; B judged against A"
     )
     opt.add(
         ab.add_argument,
-        (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITIONS, opt.REPEATS, *opt.RUN, *opt.JUDGE),
+        (opt.GPU, opt.WORKLOAD, opt.DECOMPOSITION, opt.REPEATS, *opt.RUN, *opt.JUDGE),
         defaults={**run_defaults, "results_dir": opt.InProject("perf-results/ab")},
         required=("workload",),
     )
     opt.add(ab.add_argument, AB, required=("python_b",))
-    ab.set_defaults(fn=_cmd_ab)
+    ab.set_defaults(fn=_cmd_ab, single=("workload",))
 
 
 def _interleaved_parsers(sub, run_defaults: dict) -> None:
@@ -212,7 +210,7 @@ def _interleaved_parsers(sub, run_defaults: dict) -> None:
         defaults={**run_defaults, "results_dir": opt.InProject("perf-results/interleave")},
         required=("workload", "decomposition"),
     )
-    il.set_defaults(fn=_cmd_interleave)
+    il.set_defaults(fn=_cmd_interleave, single=("workload", "decomposition"))
     rc = sub.add_parser(
         "recover",
         help="judge an interleave run that stopped before its report (the machine lost, a kill -9, a job's "
@@ -246,7 +244,7 @@ def _advise_parser(sub, run_defaults: dict) -> None:
     opt.add(
         ad.add_argument,
         (opt.GPU, opt.WORKLOAD, *ADVISE, opt.WORKLOADS_DIR, opt.RESULTS_DIR, opt.TIMEOUT, *opt.JUDGE),
-        defaults={**run_defaults, "results_dir": opt.InProject("perf-results/advise")},
+        defaults={**run_defaults, "results_dir": opt.InProject("perf-results/advise"), "total_budget_minutes": 10.0},
         required=("workload",),
     )
-    ad.set_defaults(fn=_cmd_advise)
+    ad.set_defaults(fn=_cmd_advise, single=("workload",))

@@ -65,7 +65,7 @@ class Judge:
     alpha: float | None = None  # overrides of the baselines' thresholds
     threshold: float | None = None
     looks: int = 1  # planned sequential looks: alpha is split over them
-    incomplete: str | None = None  # why some planned runs were not made (--budget-minutes); their cases skip
+    incomplete: str | None = None  # why some planned runs were not made (--total-budget-minutes); their cases skip
 
     # ---- records -----------------------------------------------------------------------------------
     def runs(self, workload: str, decomp: str, ok_only: bool = True, census: bool = False) -> list[dict]:

@@ -7,7 +7,7 @@ environments of ``ab`` (A, B), the groups of ``calibrate`` (A, A', S), phases on
 resident workers have their own loop (:mod:`harness.sidebyside.loop`).
 
 :func:`schedule` lays out the slots, :func:`run_slots` executes them in order, stopping before a
-slot when ``stop`` says so (``--budget-minutes``); the records it returns are already in each side's
+slot when ``stop`` says so (``--total-budget-minutes``); the records it returns are already in each side's
 ``runs.jsonl``.
 """
 

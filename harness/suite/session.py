@@ -98,14 +98,14 @@ class PerfSession:
     records: list[dict] = field(default_factory=list)
     executed: bool = False
     looks_used: int = 0
-    left: int = 0  # planned runs not started because of --budget-minutes
+    left: int = 0  # planned runs not started because of --total-budget-minutes
     resumed: int = 0  # runs taken over from the session resumed with --resume
     notes: list[str] = field(
         default_factory=list
     )  # lines of runs.jsonl that --resume skipped (torn, malformed): said in the report
     recorded: list = field(default_factory=list)  # (path, old, new) of baselines written with --update-baselines
     broken: dict[str, str] = field(default_factory=dict)  # workloads not run, by name: the one line of each
-    clock: Callable[[], float] = time.monotonic  # for --budget-minutes; tests pass a fake one
+    clock: Callable[[], float] = time.monotonic  # for --total-budget-minutes; tests pass a fake one
     _t0: float = field(default=0.0, repr=False)
     _judged: tuple | None = field(default=None, repr=False)
 
@@ -181,12 +181,12 @@ class PerfSession:
         if spent + est > self.options.budget_s:
             return (
                 f"budget: {spent:.0f} s spent, {slot.label} would take ~{est:.0f} s more than the "
-                f"{self.options.budget_s:.0f} s of --budget-minutes"
+                f"{self.options.budget_s:.0f} s of --total-budget-minutes"
             )
         return None
 
     def _run_estimate(self, workload: str, decomp: str) -> float:
-        """Seconds the next run of a case is expected to take, for --budget-minutes; erring long.
+        """Seconds the next run of a case is expected to take, for --total-budget-minutes; erring long.
 
         The case's slowest run in this session; before its first, the session's slowest run so far;
         before any, the baseline's slowest train_runtime of the case (a run takes at least that); else 0.
@@ -310,7 +310,7 @@ class PerfSession:
         if not self.left:
             return None
         return (
-            f"INCOMPLETE: {self.left} planned run(s) left by --budget-minutes; "
+            f"INCOMPLETE: {self.left} planned run(s) left by --total-budget-minutes; "
             "rerun the same command with --resume to finish"
         )
 

@@ -13,10 +13,11 @@ with evidence.
 3. **Compare** the splits that fit: the fastest by the estimates (F) against each other split S, block-interleaved on
    two resident workers that train the real splits (:func:`harness.sidebyside.run.interleave` with ``decomposition_b``;
    blocks of about ``--block-seconds``), each comparison stopping at its first conclusive look or at its share of
-   ``--budget-minutes``. Both sides train the same effective batch per optimizer step, so the ratio of step times is the
-   ratio of throughput. The nearest split is always compared; a split beyond it estimated more than ``--screen`` times
-   slower than F (default 1.5, several times the launch-to-launch spread of one machine; widened by the probe series'
-   drift) is called slower without a comparison: its ratio is the estimate, marked "screened", with no interval.
+   ``--total-budget-minutes``. Both sides train the same effective batch per optimizer step, so the ratio of step times
+   is the ratio of throughput. The nearest split is always compared; a split beyond it estimated more than
+   ``--screen`` times slower than F (default 1.5, several times the launch-to-launch spread of one machine; widened by
+   the probe series' drift) is called slower without a comparison: its ratio is the estimate, marked "screened", with
+   no interval.
 4. **Answer**: the recommended split with its ratio against every other split (and the interval), its peak memory and,
    from each probe's census, what limits each split (host-bound or GPU-bound, kernel launches per sample, GPU busy
    fraction); a terminal table, ``report.md`` / ``report.json``, ``advice.png`` (step time and peak memory against the
@@ -216,7 +217,7 @@ def check_options(budget_minutes: float, screen: float) -> None:
     """BadInput, one line, for a budget or a screen that cannot plan any advice, NaN and infinity included (no range
     check holds for NaN)."""
     for name, value, low, what in (
-        ("--budget-minutes", budget_minutes, 0, "a positive number"),
+        ("--total-budget-minutes", budget_minutes, 0, "a positive number"),
         ("--screen", screen, 1, "a number above 1 (a ratio of estimated step times)"),
     ):
         number = isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -26,7 +26,7 @@ fi
 date -u +%FT%TZ > "$R/bisect.start"
 python3 -m harness bisect --gpu "$GPU" --workload "${WORKLOAD:-qwen3-1.7b-lora}" --decomposition 4x1 \
   --good "trl==${GOOD:-1.12.0}" --bad "trl==${BAD:-1.15.0}" --wheels "${WHEELS:-.bwheels}" --census-only \
-  --budget-minutes "${BUDGET:-8}" --env-cache /tmp/bisect-envs --results-dir "$R/bisect" > "$R/bisect.log" 2>&1
+  --total-budget-minutes "${BUDGET:-8}" --env-cache /tmp/bisect-envs --results-dir "$R/bisect" > "$R/bisect.log" 2>&1
 echo "bisect rc=$?" >> "$R/rc.txt"
 date -u +%FT%TZ > "$R/bisect.end"
 echo done > "$R/DONE"
