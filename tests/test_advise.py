@@ -11,9 +11,9 @@ import pytest
 from processes import live_processes
 
 from harness.spec import Workload
-from harness.workflows.advise import block_steps_for, pairs_for, recommend
-from harness.workflows.advise_probe import estimate_step
-from harness.workflows.advise_report import GIB, report_lines
+from harness.workflows.advise import block_steps_for, pairs_for, recommend, split_verdict
+from harness.workflows.advise_probe import Drift, Probe, estimate_step
+from harness.workflows.advise_report import GIB, Findings, report_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SPLITS = ["8x1", "4x2", "2x4", "1x8"]
@@ -22,15 +22,15 @@ SPLITS = ["8x1", "4x2", "2x4", "1x8"]
 def _probes(fit=SPLITS, step=None, mem=None):
     step = step or {"8x1": 100.0, "4x2": 110.0, "2x4": 150.0, "1x8": 260.0}
     return {
-        s: {"status": "ok", "step_ms": step[s], "peak_reserved_bytes": (mem or {}).get(s)}
+        s: Probe("ok", probe_ms=step[s], step_ms=step[s], peak_reserved_bytes=(mem or {}).get(s))
         if s in fit
-        else {"status": "oom", "error": "CUDA out of memory", "step_ms": None, "peak_reserved_bytes": None}
+        else Probe("oom", error="CUDA out of memory")
         for s in SPLITS
     }
 
 
 def _cmp(outcome, ratio):
-    return {"outcome": outcome, "ratio": ratio, "lo": ratio * 0.99, "hi": ratio * 1.01}
+    return split_verdict(outcome, "", ratio, (ratio * 0.99, ratio * 1.01))
 
 
 def test_splits_of_an_effective_batch_largest_micro_batch_first():
@@ -48,7 +48,7 @@ def test_the_answer_separated_tied_open_and_only_accumulation():
         {"4x2": _cmp("regression", 1.1), "2x4": _cmp("regression", 1.5), "1x8": _cmp("regression", 2.6)},
         "8x1",
     )
-    assert sep["recommended"] == "8x1" and "faster than every other split that fits" in sep["lines"][-1]
+    assert sep.recommended == "8x1" and "faster than every other split that fits" in sep.lines[-1]
     # a tie: the split with less memory wins
     tie = recommend(
         SPLITS,
@@ -56,12 +56,10 @@ def test_the_answer_separated_tied_open_and_only_accumulation():
         {"4x2": _cmp("pass", 1.01), "2x4": _cmp("regression", 1.5), "1x8": _cmp("regression", 2.6)},
         "8x1",
     )
-    assert tie["recommended"] == "4x2" and tie["ties"] == ["8x1", "4x2"] and "needs the least memory" in tie["lines"][0]
+    assert tie.recommended == "4x2" and tie.ties == ("8x1", "4x2") and "needs the least memory" in tie.lines[0]
     # not separated within the budget: said so
     unsure = recommend(SPLITS, _probes(), {"4x2": _cmp("inconclusive", 1.02), "2x4": _cmp("regression", 1.5)}, "8x1")
-    assert (
-        unsure["recommended"] == "8x1" and unsure["open"] == ["4x2", "1x8"] and "not separated" in unsure["lines"][-1]
-    )
+    assert unsure.recommended == "8x1" and unsure.open == ("4x2", "1x8") and "not separated" in unsure.lines[-1]
     # the probes misranked: the interleaved comparison wins
     flip = recommend(
         SPLITS,
@@ -69,11 +67,12 @@ def test_the_answer_separated_tied_open_and_only_accumulation():
         {"4x2": _cmp("improvement", 0.93), "2x4": _cmp("regression", 1.5), "1x8": _cmp("regression", 2.6)},
         "8x1",
     )
-    assert flip["recommended"] == "4x2" and "found 4x2 faster" in flip["lines"][0]
+    assert flip.recommended == "4x2" and "found 4x2 faster" in flip.lines[0]
     only = recommend(SPLITS, _probes(fit=["1x8"]), {}, "1x8")
-    assert only["recommended"] == "1x8" and "gradient accumulation is the only option" in only["lines"][-1]
+    assert only.recommended == "1x8" and "gradient accumulation is the only option" in only.lines[-1]
     none = recommend(SPLITS, _probes(fit=[]), {}, None)
-    assert none["recommended"] is None and "no split fits" in none["lines"][0]
+    assert none.recommended is None and "no split fits" in none.lines[0]
+    assert none.to_json() == {"recommended": None, "lines": list(none.lines), "ties": []}
 
 
 def test_a_split_estimated_from_its_micro_batch_probe_and_the_pairs_that_fit_the_budget():
@@ -101,23 +100,32 @@ def test_a_split_estimated_from_its_micro_batch_probe_and_the_pairs_that_fit_the
 
 def test_a_screened_split_shows_its_estimate_and_no_interval():
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml").with_splits(8)
-    probes = {s: {**p, "probe_ms": p["step_ms"]} for s, p in _probes().items()}
+    probes = _probes()
     compared = {
         "4x2": _cmp("regression", 1.1),
         "2x4": _cmp("regression", 1.5),
-        "1x8": {"outcome": "regression", "ratio": 2.6, "lo": None, "hi": None, "screened": True},
+        "1x8": split_verdict("regression", "", 2.6, None, screened=True),
     }
-    r = {
-        "splits": SPLITS,
-        "probes": probes,
-        "compared": compared,
-        "fastest_probe": "8x1",
-        "gpu": "cpu",
-        "effective_batch": 8,
-        "answer": recommend(SPLITS, probes, compared, "8x1"),
-        "screen": 1.5,
-        "screen_used": 1.6,
-        "drift": {"probe": "1x1", "first_ms": 10.0, "last_ms": 10.7, "ratio": 1.07},
+    r = Findings(
+        workload=w.name,
+        gpu="cpu",
+        effective_batch=8,
+        splits=tuple(SPLITS),
+        probes=probes,
+        fastest_probe="8x1",
+        compared=compared,
+        answer=recommend(SPLITS, probes, compared, "8x1"),
+        screen=1.5,
+        screen_used=1.6,
+        drift=Drift(10.0, 10.7, 1.07, "1x1"),
+    )
+    assert compared["1x8"].to_json() == {
+        "outcome": "regression",
+        "message": "",
+        "ratio": 2.6,
+        "lo": None,
+        "hi": None,
+        "screened": True,
     }
     text = "\n".join(report_lines(r, w))
     assert "~x2.60 by the probes, screened" in text and "x1.100 [1.089, 1.111] regression" in text

@@ -237,9 +237,9 @@ def test_the_nightly_confirms_a_slowdown_between_two_virtualenvs_and_opens_an_is
 def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, monkeypatch):
     from harness.workflows import advise as ad
 
-    probes = {
-        s: {"status": "ok", "step_ms": ms, "probe_ms": ms} for s, ms in (("4x1", 100.0), ("2x2", 110.0), ("1x4", 400.0))
-    }
+    from harness.workflows.advise_probe import Probe
+
+    probes = {s: Probe("ok", probe_ms=ms, step_ms=ms) for s, ms in (("4x1", 100.0), ("2x2", 110.0), ("1x4", 400.0))}
     monkeypatch.setattr(ad, "probe", lambda *a, **k: (probes, None))
     old = tmp_path / "out" / "2x2-vs-4x1"
     old.mkdir(parents=True)

@@ -48,11 +48,12 @@ from harness.files import ensure_dir, new_id, refuse_link, refuse_links, results
 from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.advice import Advice
+from harness.results.verdict import Verdict
 from harness.sidebyside.config import ComparisonConfig
 from harness.spec import Workload
 from harness.spec_folder import load_workload
-from harness.workflows.advise_probe import probe
-from harness.workflows.advise_report import GIB, plot, report_lines
+from harness.workflows.advise_probe import GIB, Probe, probe
+from harness.workflows.advise_report import Answer, Findings, plot, report_lines
 
 
 def block_steps_for(step_ms: float, block_seconds: float) -> int:
@@ -72,35 +73,32 @@ def pairs_for(seconds: float, k: int, pair_step_ms: float, launches: int, most: 
     return int(min(most, max(4 * launches, fit)))
 
 
-def recommend(splits: list[str], probes: dict[str, dict], compared: dict[str, dict], fastest: str | None) -> dict:
+def recommend(splits: list[str], probes: dict[str, Probe], compared: dict[str, Verdict], fastest: str | None) -> Answer:
     """The answer from the probes and the interleaved verdicts of each split S against the fastest F (outcome of S/F).
 
-    Pure: no runs. ``compared[S]`` has ``outcome`` (regression: S slower than F by more than the threshold; pass: not
-    slower by more than it, a tie; improvement: S faster by more than it; inconclusive) and ``ratio``/``lo``/``hi`` of
-    S/F."""
-    fits = [s for s in splits if probes[s]["status"] == "ok"]
+    Pure: no runs. ``compared[S]`` has an ``outcome`` (regression: S slower than F by more than the threshold; pass:
+    not slower by more than it, a tie; improvement: S faster by more than it; inconclusive) and the ratio S/F with its
+    interval."""
+    fits = [s for s in splits if probes[s].fits]
     if not fits:
-        return {
-            "recommended": None,
-            "lines": ["no split fits on this device: every probe ran out of memory or failed"],
-            "ties": [],
-        }
+        return Answer(None, ("no split fits on this device: every probe ran out of memory or failed",))
+    outcome = {s: v.outcome for s, v in compared.items()}
     lines = []
     best = fastest or fits[0]
-    faster = [s for s in fits if compared.get(s, {}).get("outcome") == "improvement"]
+    faster = [s for s in fits if outcome.get(s) == "improvement"]
     if faster:
-        best = min(faster, key=lambda s: compared[s]["ratio"])
+        best = min(faster, key=lambda s: compared[s].ratio or 0.0)
         lines.append(
             f"the probes ranked {fastest} first, "
             f"but the interleaved comparison found {best} faster by more than the threshold"
         )
     ties = sorted(
-        [best] + [s for s in fits if s != best and compared.get(s, {}).get("outcome") == "pass" and not faster],
+        [best] + [s for s in fits if s != best and outcome.get(s) == "pass" and not faster],
         key=lambda s: splits.index(s),
     )
     rec = best
     if len(ties) > 1:
-        mem = {s: probes[s].get("peak_reserved_bytes") for s in ties}
+        mem = {s: probes[s].peak_reserved_bytes for s in ties}
         if all(v is not None for v in mem.values()):
             rec = min(ties, key=lambda s: (mem[s], splits.index(s)))
             lines.append(
@@ -112,9 +110,7 @@ def recommend(splits: list[str], probes: dict[str, dict], compared: dict[str, di
                 f"{', '.join(ties)} tie (within the threshold); "
                 f"no peak memory was measured here, so the fastest estimate, {best}, stays"
             )
-    open_ = [
-        s for s in fits if s != best and compared.get(s, {}).get("outcome") in (None, "inconclusive") and s not in ties
-    ]
+    open_ = [s for s in fits if s != best and outcome.get(s) in (None, "inconclusive") and s not in ties]
     if open_:
         lines.append(
             f"not separated from {best} with confidence within the budget: {', '.join(open_)} "
@@ -128,7 +124,7 @@ def recommend(splits: list[str], probes: dict[str, dict], compared: dict[str, di
         lines.append(
             f"only micro-batch {splits[-1].split('x')[0]} fits: gradient accumulation is the only option on this device"
         )
-    return {"recommended": rec, "fastest": best, "ties": ties, "fits": fits, "open": open_, "lines": lines}
+    return Answer(rec, tuple(lines), tuple(ties), best, tuple(fits), tuple(open_))
 
 
 def advise(
@@ -174,10 +170,10 @@ def advise(
             census=census,
             out=out,
         )
-        fits = [s for s in splits if probes[s]["status"] == "ok"]
-        fastest = min(fits, key=lambda s: probes[s]["step_ms"]) if fits else None
+        fits = [s for s in splits if probes[s].fits]
+        fastest = min(fits, key=lambda s: step_of(probes[s])) if fits else None
         # the screen widens by the drift seen over the probe series; the nearest split is always compared
-        wide = screen * (max(drift["ratio"], 1 / drift["ratio"]) if drift else 1.0)
+        wide = screen * (drift.widest if drift else 1.0)
         config = partial(
             ComparisonConfig,
             workload=w.name,
@@ -190,27 +186,27 @@ def advise(
         )
         budget = Budget(t0, budget_minutes, block_seconds, pairs, launches)
         compared, failed = compare_splits(w, fits, fastest, probes, wide, root, config, budget, out)
-        report = {
-            "workload": w.name,
-            "gpu": gpu,
-            "effective_batch": w.effective_batch,
-            "splits": splits,
-            "probes": probes,
-            "fastest_probe": fastest,
-            "compared": compared,
-            "answer": recommend(splits, probes, compared, fastest),
-            "threshold": threshold,
-            "alpha": alpha,
-            "budget_minutes": budget_minutes,
-            "screen": screen,
-            "screen_used": wide if fits else None,
-            "drift": drift,
-            "probe_steps": probe_steps,
-            "failed": failed,
-            "session_id": new_id("advise"),
-            "wall_s": time.time() - t0,
-        }
-        return written(report, w, root, out)
+        found = Findings(
+            workload=w.name,
+            gpu=gpu,
+            effective_batch=w.effective_batch,
+            splits=tuple(splits),
+            probes=probes,
+            fastest_probe=fastest,
+            compared=compared,
+            answer=recommend(splits, probes, compared, fastest),
+            threshold=threshold,
+            alpha=alpha,
+            budget_minutes=budget_minutes,
+            screen=screen,
+            screen_used=wide if fits else None,
+            drift=drift,
+            probe_steps=probe_steps,
+            failed=tuple(failed),
+            session_id=new_id("advise"),
+            wall_s=time.time() - t0,
+        )
+        return written(found, w, root, out)
 
 
 def check_options(budget_minutes: float, screen: float) -> None:
@@ -252,20 +248,34 @@ class Budget(NamedTuple):
     launches: int
 
 
-def screened(others: list[str], fastest: str, probes: dict[str, dict], wide: float, out: Callable[[str], None]) -> dict:
+def step_of(p: Probe) -> float:
+    """The estimated step of a probe that fits."""
+    assert p.step_ms is not None, "a probe that fits has an estimated step"
+    return p.step_ms
+
+
+def split_verdict(outcome: str, message: str, ratio: float | None, interval: tuple | None, **details) -> Verdict:
+    """A split's verdict against the fastest as the advice writes it: a ratio or interval it lacks is written as null
+    (``ratio``, ``lo``, ``hi``), then ``details``."""
+    lacking = ({"ratio": None} if ratio is None else {}) | ({"lo": None, "hi": None} if interval is None else {})
+    return Verdict(outcome, message, {**lacking, **details}, ratio=ratio, interval=interval)
+
+
+def screened(
+    others: list[str], fastest: str, probes: dict[str, Probe], wide: float, out: Callable[[str], None]
+) -> dict[str, Verdict]:
     """The splits of ``others`` (in the order of their estimates) beyond the nearest one, estimated more than ``wide``
     times slower than ``fastest``: called slower by their estimate, without a comparison."""
-    compared: dict[str, dict] = {}
-    for s in [s for s in others[1:] if probes[s]["step_ms"] > wide * probes[fastest]["step_ms"]]:
-        r = probes[s]["step_ms"] / probes[fastest]["step_ms"]
-        compared[s] = {
-            "outcome": "regression",
-            "ratio": r,
-            "lo": None,
-            "hi": None,
-            "screened": True,
-            "message": f"estimated x{r:.2f} of {fastest} by the probes, beyond the screen x{wide:.2f}: not interleaved",
-        }
+    compared: dict[str, Verdict] = {}
+    for s in [s for s in others[1:] if step_of(probes[s]) > wide * step_of(probes[fastest])]:
+        r = step_of(probes[s]) / step_of(probes[fastest])
+        compared[s] = split_verdict(
+            "regression",
+            f"estimated x{r:.2f} of {fastest} by the probes, beyond the screen x{wide:.2f}: not interleaved",
+            r,
+            None,
+            screened=True,
+        )
         out(
             f"{s}: estimated x{r:.2f} of {fastest} by the probes (beyond the screen, x{wide:.2f}): "
             "slower, not interleaved"
@@ -277,19 +287,19 @@ def compare_splits(
     w: Workload,
     fits: list[str],
     fastest: str | None,
-    probes: dict[str, dict],
+    probes: dict[str, Probe],
     wide: float,
     root: Path,
     config: Callable[..., ComparisonConfig],
     budget: Budget,
     out: Callable[[str], None],
-) -> tuple[dict[str, dict], list[str]]:
+) -> tuple[dict[str, Verdict], list[str]]:
     """Each split of ``fits`` but ``fastest``, screened (:func:`screened`) or interleaved against ``fastest`` in its
     share of what is left of the budget; ``config`` makes the comparison's configuration from the settings of one
     comparison. Returns the verdicts of S/F per split and the splits whose comparison failed to measure."""
     from harness.sidebyside.run import interleave
 
-    others = sorted((s for s in fits if s != fastest), key=lambda s: probes[s]["step_ms"])
+    others = sorted((s for s in fits if s != fastest), key=lambda s: step_of(probes[s]))
     compared = screened(others, fastest, probes, wide, out)
     failed: list[str] = []
     others = [s for s in others if s not in compared]
@@ -299,8 +309,9 @@ def compare_splits(
         if share < 0.5:
             out(f"{s} against {fastest}: not compared, {left:.1f} min of the budget left")
             continue
-        k = block_steps_for(max(probes[s]["step_ms"], probes[fastest]["step_ms"]), budget.block_seconds)
-        n = pairs_for(share * 60, k, probes[fastest]["step_ms"] + probes[s]["step_ms"], budget.launches, budget.pairs)
+        mine, theirs = step_of(probes[s]), step_of(probes[fastest])
+        k = block_steps_for(max(mine, theirs), budget.block_seconds)
+        n = pairs_for(share * 60, k, theirs + mine, budget.launches, budget.pairs)
         cfg = config(
             decomposition=fastest,
             decomposition_b=s,
@@ -316,37 +327,42 @@ def compare_splits(
         if made.exit_code == exits.MEASUREMENT_FAILED:
             failed.append(s)
         v = made.verdict
-        lo, hi = v.interval if v is not None and v.interval is not None else (None, None)
-        compared[s] = {
-            "outcome": v.outcome if v is not None else "inconclusive",
-            "ratio": v.ratio if v is not None else None,
-            "lo": lo,
-            "hi": hi,
-            "message": v.message if v is not None else f"no verdict from this run (exit code {made.exit_code})",
-            "block_steps": k,
-        }
+        compared[s] = (
+            split_verdict(v.outcome, v.message, v.ratio, v.interval, block_steps=k)
+            if v is not None
+            else split_verdict(
+                "inconclusive", f"no verdict from this run (exit code {made.exit_code})", None, None, block_steps=k
+            )
+        )
     return compared, failed
 
 
-def written(report: dict, w: Workload, root: Path, out: Callable[[str], None]) -> Advice:
-    """The advice of ``report``: its lines printed, and written to ``root`` as report.json, report.md and advice.png."""
-    lines = report_lines(report, w)
+def written(found: Findings, w: Workload, root: Path, out: Callable[[str], None]) -> Advice:
+    """The advice of ``found``: its lines printed, and written to ``root`` as report.json, report.md and advice.png."""
+    lines = report_lines(found, w)
     for ln in lines:
         out(ln)
-    ok = report["answer"]["recommended"] and not report["failed"]
-    advice = Advice.of(report, exit_code=exits.OK if ok else exits.MEASUREMENT_FAILED)
+    ok = found.answer.recommended and not found.failed
+    advice = Advice(
+        found.workload,
+        found.gpu,
+        found.compared,
+        found.failed,
+        found.sections(),
+        exit_code=exits.OK if ok else exits.MEASUREMENT_FAILED,
+    )
     refuse_links(*(root / name for name in OUTPUTS))  # each checked before the first is written
     write_json_atomic(root / "report.json", advice.to_json())
     write_atomic(
         root / "report.md",
         "# advise "
         + w.name
-        + f" on {report['gpu']}, effective batch {w.effective_batch}\n\n```\n"
+        + f" on {found.gpu}, effective batch {w.effective_batch}\n\n```\n"
         + "\n".join(lines)
         + "\n```\n",
     )
     try:
-        plot(report, root / OUTPUTS[2])
+        plot(found, root / OUTPUTS[2])
     except Exception as exc:  # a plot never costs the measurements
         out(f"(no plot: {exc})")
     return advice

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
@@ -16,7 +17,56 @@ from harness.files import new_id
 from harness.judging.census_window import window_plan
 from harness.measuring.runner import RunRequest, run_one
 from harness.spec import Decomposition, Workload
-from harness.workflows.advise_report import GIB
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The fit probe of one split ``m x G``: ``status`` of its ``m x 1`` run (``ok``, ``oom``, ...) with the run's
+    ``error``; ``probe_ms``: its median step after the warm-up; ``step_ms``: the whole split's step estimated from it
+    (:func:`estimate_step`); ``peak_reserved_bytes``; ``run_id``; ``census``: the probe's census record (with a census
+    window, when it fits); ``probe_workload``: the split it ran (``m x 1``). None where the probe has none."""
+
+    status: str
+    error: str | None = None
+    probe_ms: float | None = None
+    step_ms: float | None = None
+    peak_reserved_bytes: int | None = None
+    run_id: str | None = None
+    census: dict | None = None
+    probe_workload: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return self.status == "ok"
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Probe:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The drift over the probe series: the ``probe`` split's probe first (``first_ms``) and last (``last_ms``) in the
+    series, and ``ratio``, the last over the first."""
+
+    first_ms: float
+    last_ms: float
+    ratio: float
+    probe: str
+
+    @property
+    def widest(self) -> float:
+        """The factor the drift may put on a probe's estimate, either way (at least 1)."""
+        return max(self.ratio, 1 / self.ratio)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
 
 
 def probe(
@@ -30,7 +80,7 @@ def probe(
     memory_limit_micro: int | None,
     census: bool,
     out: Callable[[str], None],
-) -> tuple[dict[str, dict], dict | None]:
+) -> tuple[dict[str, Probe], Drift | None]:
     """The fit probes: for each split ``m x G``, a short run of ``m x 1`` (one micro-batch per optimizer step), all in
     one worker process (:func:`harness.measuring.worker.train_series`), largest micro-batch first; each record is kept
     in ``<root>/probe/runs.jsonl``. Per split: fits or not (with the allocator's message), peak memory (a LoRA split's
@@ -56,35 +106,39 @@ def probe(
     drift = drift_of(first, series[-1], items[-1].decomposition.id)
     if drift:
         out(
-            f"drift check: {drift['probe']} probed first and last in the series: "
-            f"{drift['first_ms']:.1f} -> {drift['last_ms']:.1f} ms (x{drift['ratio']:.3f})"
+            f"drift check: {drift.probe} probed first and last in the series: "
+            f"{drift.first_ms:.1f} -> {drift.last_ms:.1f} ms (x{drift.ratio:.3f})"
         )
-    got: dict[str, dict] = {}
+    got: dict[str, Probe] = {}
     for i, (d, r) in enumerate(zip(splits, series), 1):
-        ok = r["status"] == "ok"
-        step = r.get("step_time_median_ms") if ok else None
-        peak = r.get("peak_reserved_bytes")
-        est = estimate_step(r, d.grad_accum, probe_steps) if ok else None
-        mem = f", peak reserved {peak / GIB:.2f} GiB" if peak else ""
+        p = probe_of(r, d, probe_steps, census)
+        mem = f", peak reserved {p.peak_reserved_bytes / GIB:.2f} GiB" if p.peak_reserved_bytes else ""
         out(
             f"[probe {i}/{len(splits)}] {d.id}: "
             + (
-                f"fits; {d.micro_batch}x1 median step {step:.1f} ms, so about {est:.0f} ms per {d.id} step{mem}"
-                if ok
-                else f"{'does not fit' if r['status'] == 'oom' else r['status']}: {r.get('error', '')}"
+                f"fits; {p.probe_workload} median step {p.probe_ms:.1f} ms, so about {p.step_ms:.0f} ms per {d.id} "
+                f"step{mem}"
+                if p.fits
+                else f"{'does not fit' if p.status == 'oom' else p.status}: {p.error or ''}"
             )
         )
-        got[d.id] = {
-            "status": r["status"],
-            "error": r.get("error"),
-            "probe_ms": step,
-            "step_ms": est,
-            "peak_reserved_bytes": peak,
-            "run_id": r.get("run_id"),
-            "census": r.get("census") if ok and census else None,
-            "probe_workload": f"{d.micro_batch}x1",
-        }
+        got[d.id] = p
     return got, drift
+
+
+def probe_of(rec: dict, d: Decomposition, probe_steps: int, census: bool) -> Probe:
+    """The probe of the split ``d`` from the run record ``rec`` of its ``m x 1`` run."""
+    ok = rec["status"] == "ok"
+    return Probe(
+        status=rec["status"],
+        error=rec.get("error"),
+        probe_ms=rec.get("step_time_median_ms") if ok else None,
+        step_ms=estimate_step(rec, d.grad_accum, probe_steps) if ok else None,
+        peak_reserved_bytes=rec.get("peak_reserved_bytes"),
+        run_id=rec.get("run_id"),
+        census=rec.get("census") if ok and census else None,
+        probe_workload=f"{d.micro_batch}x1",
+    )
 
 
 def probe_requests(
@@ -114,7 +168,7 @@ def probe_requests(
     return items
 
 
-def drift_of(first: dict, last: dict, probe_id: str) -> dict | None:
+def drift_of(first: dict, last: dict, probe_id: str) -> Drift | None:
     """The drift over the probe series: the step of the ``probe_id`` probe at its end (``last``) against its start
     (``first``); None when either failed."""
     if not (
@@ -123,12 +177,8 @@ def drift_of(first: dict, last: dict, probe_id: str) -> dict | None:
         and last.get("step_time_median_ms")
     ):
         return None
-    return {
-        "first_ms": first["step_time_median_ms"],
-        "last_ms": last["step_time_median_ms"],
-        "ratio": last["step_time_median_ms"] / first["step_time_median_ms"],
-        "probe": probe_id,
-    }
+    start, end = first["step_time_median_ms"], last["step_time_median_ms"]
+    return Drift(start, end, end / start, probe_id)
 
 
 def estimate_step(rec: dict, grad_accum: int, timed: int) -> float:
