@@ -236,7 +236,6 @@ def test_the_nightly_confirms_a_slowdown_between_two_virtualenvs_and_opens_an_is
 
 def test_advise_never_takes_an_earlier_runs_report_for_its_verdict(tmp_path, monkeypatch):
     from harness.workflows import advise as ad
-
     from harness.workflows.advise_probe import Probe
 
     probes = {s: Probe("ok", probe_ms=ms, step_ms=ms) for s, ms in (("4x1", 100.0), ("2x2", 110.0), ("1x4", 400.0))}
