@@ -89,15 +89,12 @@ def test_doctor_on_a_gpu_runner_says_its_label_and_the_nightlys_plan(tmp_path, m
         'decompositions = ["1x4", "4x1"]\n'
     )
     f = doc.facts(ROOT / "workloads", tmp_path / "baselines", tmp_path)
-    assert f["runner_label"] == "gpu-l4" and f["driver"] == "570.86"
-    n = f["nightly"]
+    assert f.machine.runner_label == "gpu-l4" and f.machine.driver == "570.86"
+    n = f.nightly
     assert (
-        n["runs_here"]
-        and n["ab_workload"] == "qwen3-1.7b-lora"
-        and n["ab_decompositions"] == ["1x4", "4x1"]
-        and n["ab_runs_here"]
+        n.runs_here and n.ab_workload == "qwen3-1.7b-lora" and n.ab_decompositions == ("1x4", "4x1") and n.ab_runs_here
     )
-    plan = {p["workload"]: p["action"] for p in n["plan"]}
+    plan = {p.workload: p.action for p in n.plan}
     assert plan == {"qwen3-1.7b-lora": "bootstrap"}
     text = doc.text(f)
     assert "self-hosted, linux, gpu-l4" in text[0] and "570.86" in text[1] and "12.8" in text[1]
@@ -139,7 +136,8 @@ def test_doctor_says_whether_the_pull_request_check_is_set_up(tmp_path, monkeypa
     assert "runs on the runners labelled gpu-l4, gpu-t4, gpu-h200 (nightly.toml gpus); base pins" in text
     (tmp_path / "nightly.toml").write_text('gpus = ["t4"]\nworkloads = []\n[pr]\nlabel = "bench"\n')
     f = doc.facts(ROOT / "workloads", tmp_path, tmp_path)
-    assert f["pr_check"]["found"] is False and f["pr_check"]["settings"]["label"] == "bench"
+    assert f.pr_check.found is False and f.pr_check.pr is not None and f.pr_check.pr.label == "bench"
+    assert f.pr_check.to_json()["settings"]["label"] == "bench"
     assert "pull-request check: not set up (no " in "\n".join(doc.text(f))
     (tmp_path / ".github" / "workflows").mkdir(parents=True)
     (tmp_path / ".github" / "workflows" / "pr-check.yml").write_text("name: x\n")

@@ -19,11 +19,12 @@ import shutil
 import socket
 import subprocess
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from harness.commands.doctor_nightly import nightly, nightly_lines, pr_check, pr_lines
+from harness.commands.doctor_nightly import NightlyPlan, PrCheck, nightly, nightly_lines, pr_check, pr_lines
 from harness.judging import baseline as bl
 from harness.measuring.env import detect_gpu, gpu_names, versions
 from harness.spec import SpecError
@@ -60,7 +61,66 @@ def _nvml() -> tuple[str | None, str | None]:
     return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
 
 
-def machine() -> dict:
+@dataclass(frozen=True)
+class Machine:
+    """The GPU (as ``--gpu auto`` resolves it) and its device names, the runner label to give it (None without a GPU),
+    the driver and the newest CUDA it supports, the CUDA torch was built for, and the software versions (a library:
+    None where not installed)."""
+
+    gpu: str
+    gpu_names: list[str]
+    runner_label: str | None
+    driver: str | None
+    cuda_driver: str | None
+    torch_cuda: str | None
+    python: str
+    torch: str | None
+    libraries: Mapping[str, str | None]
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Each tool the nightly uses with where it is on PATH (None: missing), the hub ids the workloads need
+    (``hub_for``), whether the hub can be reached (``hub``) and whether a hub token is set."""
+
+    tools: Mapping[str, str | None]
+    hub_for: list[str]
+    hub: str
+    hf_token: bool
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything doctor says: the machine; the workloads that can run (``workloads``, as :func:`workloads_here`
+    lists them) and, one line each, the files that cannot (``broken``, the first of them ``workloads_error``); what the
+    nightly and the pull-request check would do here; what is missing."""
+
+    machine: Machine
+    workloads_dir: str
+    workloads: list[dict]
+    broken: Mapping[Path, str]
+    nightly: NightlyPlan
+    pr_check: PrCheck
+    missing: Missing
+
+    @property
+    def workloads_error(self) -> str | None:
+        return next(iter(self.broken.values()), None)
+
+    def to_json(self) -> dict:
+        return {
+            **asdict(self.machine),
+            "workloads_dir": self.workloads_dir,
+            "workloads": self.workloads,
+            "workloads_error": self.workloads_error,
+            "broken": [{"file": str(p), "line": line} for p, line in self.broken.items()],
+            "nightly": self.nightly.to_json(),
+            "pr_check": self.pr_check.to_json(),
+            "missing": asdict(self.missing),
+        }
+
+
+def machine() -> Machine:
     """The GPU, its runner label, the driver, and the software versions (libraries: None where not installed)."""
     import importlib.metadata
 
@@ -80,17 +140,17 @@ def machine() -> dict:
             libs[lib] = importlib.metadata.version(lib)
         except importlib.metadata.PackageNotFoundError:
             libs[lib] = None
-    return {
-        "gpu": gpu,
-        "gpu_names": names,
-        "runner_label": f"gpu-{gpu}" if names else None,
-        "driver": driver,
-        "cuda_driver": cuda_driver,
-        "torch_cuda": torch_cuda,
-        "python": soft["python"],
-        "torch": soft.get("torch"),
-        "libraries": libs,
-    }
+    return Machine(
+        gpu=gpu,
+        gpu_names=names,
+        runner_label=f"gpu-{gpu}" if names else None,
+        driver=driver,
+        cuda_driver=cuda_driver,
+        torch_cuda=torch_cuda,
+        python=soft["python"],
+        torch=soft.get("torch"),
+        libraries=libs,
+    )
 
 
 def workloads_here(workloads_dir: Path, baselines_dir: Path, gpu: str, broken: dict | None = None) -> list[dict]:
@@ -169,88 +229,86 @@ def hub_status(needed: bool) -> str:
         )
 
 
-def missing(workloads: list[dict]) -> dict:
+def missing(workloads: list[dict]) -> Missing:
     """Tools on PATH, the hub, and the token: each as found/missing with what needs it."""
     hub_ids = sorted({h for w in workloads for h in w["hub"]})
-    return {
-        "tools": {t: shutil.which(t) for t in TOOLS},
-        "hub_for": hub_ids,
-        "hub": hub_status(bool(hub_ids)),
-        "hf_token": bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")),
-    }
+    return Missing(
+        tools={t: shutil.which(t) for t in TOOLS},
+        hub_for=hub_ids,
+        hub=hub_status(bool(hub_ids)),
+        hf_token=bool(os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")),
+    )
 
 
-def facts(workloads_dir: str | Path, baselines_dir: str | Path, project: str | Path) -> dict:
-    """Everything doctor says; ``broken`` lists each workload file that cannot run with its one line
-    (``workloads_error`` is the first of them), ``workloads`` the others."""
+def facts(workloads_dir: str | Path, baselines_dir: str | Path, project: str | Path) -> Facts:
+    """Everything doctor says (:class:`Facts`)."""
     m = machine()
-    broken: dict = {}
-    ws = workloads_here(Path(workloads_dir), Path(baselines_dir), m["gpu"], broken)
-    error = next(iter(broken.values()), None)
-    return {
-        **m,
-        "workloads_dir": str(workloads_dir),
-        "workloads": ws,
-        "workloads_error": error,
-        "broken": [{"file": str(p), "line": line} for p, line in broken.items()],
-        "nightly": nightly(Path(project), m["gpu"], ws, broken),
-        "pr_check": pr_check(Path(project), m["gpu"]),
-        "missing": missing(ws),
-    }
+    broken: dict[Path, str] = {}
+    ws = workloads_here(Path(workloads_dir), Path(baselines_dir), m.gpu, broken)
+    return Facts(
+        machine=m,
+        workloads_dir=str(workloads_dir),
+        workloads=ws,
+        broken=broken,
+        nightly=nightly(Path(project), m.gpu, ws, broken),
+        pr_check=pr_check(Path(project), m.gpu),
+        missing=missing(ws),
+    )
 
 
 def _version(v: str | None) -> str:
     return v or "not installed"
 
 
-def text(f: dict) -> list[str]:
+def text(f: Facts) -> list[str]:
     """The facts as lines for a person."""
-    if f["gpu_names"]:
-        names = ", ".join(f"{n} x {name}" if n > 1 else name for name, n in Counter(f["gpu_names"]).items())
-        lines = [f"GPU: {f['gpu']} ({names}); give the runner the labels self-hosted, linux, {f['runner_label']}"]
+    m = f.machine
+    if m.gpu_names:
+        names = ", ".join(f"{n} x {name}" if n > 1 else name for name, n in Counter(m.gpu_names).items())
+        lines = [f"GPU: {m.gpu} ({names}); give the runner the labels self-hosted, linux, {m.runner_label}"]
     else:
         lines = [
             "GPU: none detected (cpu); the suite runs its CPU workloads here (--gpu cpu); a nightly runner needs a GPU"
         ]
-    cuda = f"torch built for CUDA {f['torch_cuda']}" if f["torch_cuda"] else "torch is a CPU build"
+    cuda = f"torch built for CUDA {m.torch_cuda}" if m.torch_cuda else "torch is a CPU build"
     lines.append(
-        f"driver: {f['driver'] or 'none'}; CUDA: {cuda}"
-        + (f", the driver supports up to {f['cuda_driver']}" if f["cuda_driver"] else "")
+        f"driver: {m.driver or 'none'}; CUDA: {cuda}"
+        + (f", the driver supports up to {m.cuda_driver}" if m.cuda_driver else "")
     )
     lines.append(
-        f"python {f['python']}, torch {_version(f['torch'])}; "
-        + ", ".join(f"{k} {_version(v)}" for k, v in f["libraries"].items())
+        f"python {m.python}, torch {_version(m.torch)}; "
+        + ", ".join(f"{k} {_version(v)}" for k, v in m.libraries.items())
     )
     lines.append(
-        f"workloads ({f['workloads_dir']}):"
-        + (f" {len(f['broken'])} cannot run (BROKEN below), the others can" if f["broken"] else "")
+        f"workloads ({f.workloads_dir}):"
+        + (f" {len(f.broken)} cannot run (BROKEN below), the others can" if f.broken else "")
     )
-    lines += [f"  {Path(b['file']).name}: BROKEN, not run: {b['line']}" for b in f["broken"]]
-    for w in f["workloads"]:
+    lines += [f"  {Path(p).name}: BROKEN, not run: {line}" for p, line in f.broken.items()]
+    for w in f.workloads:
         where = (
             "runs here"
             if w["runs_here"]
             else f"not selected here (devices {w['devices']}; run it by name with --workload)"
         )
-        base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {f['gpu']}"}.get(
+        base = {"ok": f"baseline {w['baseline_path']}", "missing": f"no baseline for {m.gpu}"}.get(
             w["baseline"], f"baseline {w['baseline']}"
         )
         lines.append(
             f"  {w['name']}: {where}; {base}" + (f"; needs the hub: {', '.join(w['hub'])}" if w["hub"] else "")
         )
-    lines += nightly_lines(f["nightly"], f["gpu"])
-    lines += pr_lines(f["pr_check"])
-    m = f["missing"]
-    gaps = [t for t, p in m["tools"].items() if p is None]
+    lines += nightly_lines(f.nightly, m.gpu)
+    lines += pr_lines(f.pr_check)
+    gone = f.missing
+    gaps = [t for t, p in gone.tools.items() if p is None]
     lines.append(f"tools and access ({'missing: ' + ', '.join(gaps) if gaps else 'no tool missing'}):")
-    lines += [f"  {t}: {'found at ' + p if p else 'MISSING, not on PATH'} ({TOOLS[t]})" for t, p in m["tools"].items()]
-    lines.append("  hub" + (f" (for {', '.join(m['hub_for'])})" if m["hub_for"] else "") + f": {m['hub']}")
-    if f["gpu_names"] and not f["torch_cuda"]:
+    lines += [f"  {t}: {'found at ' + p if p else 'MISSING, not on PATH'} ({TOOLS[t]})" for t, p in gone.tools.items()]
+    lines.append("  hub" + (f" (for {', '.join(gone.hub_for)})" if gone.hub_for else "") + f": {gone.hub}")
+    if m.gpu_names and not m.torch_cuda:
         lines.append(
             "  torch: a CPU build on a GPU machine; set TORCH_PIN and PIP_EXTRA_INDEX_URL for a CUDA build (tox.ini)"
         )
     lines.append(
-        f"  HF_TOKEN: {'set' if m['hf_token'] else 'not set (needed for gated or private models and datasets only)'}"
+        f"  HF_TOKEN: {'set' if gone.hf_token else 'not set (needed for gated or private models and datasets only)'}"
     )
     return lines
 
@@ -266,7 +324,5 @@ def doctor(
     """Print the facts (text, or JSON with ``as_json``); 0, or 2 when a workload file or nightly.toml does not load,
     nightly.toml names a workload that no file declares, or its A/B cannot run (``ab_error``)."""
     f = facts(workloads_dir, baselines_dir, project)
-    out(json.dumps(f, indent=2) if as_json else "\n".join(text(f)))
-    n = f["nightly"]
-    refused = n.get("error") or n.get("ab_error") or any(p["action"] == "drop" for p in n.get("plan", []))
-    return 2 if f["workloads_error"] or refused else 0
+    out(json.dumps(f.to_json(), indent=2) if as_json else "\n".join(text(f)))
+    return 2 if f.workloads_error or f.nightly.refused else 0

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.judging import baseline as bl
-from harness.nightly import AB, Nightly, NightlyError
+from harness.nightly import AB, PR, Nightly, NightlyError
 from harness.nightly import FILE as NIGHTLY_FILE
 from harness.nightly import load as load_nightly
 from harness.spec_folder import declared_name
@@ -129,16 +129,73 @@ def _step(w: dict) -> tuple[str, str]:
     )
 
 
-def nightly(project: Path, gpu: str, workloads: list[dict], broken: dict[Path, str] | None = None) -> dict:
+@dataclass(frozen=True)
+class Step:
+    """What tonight's jobs do with one workload nightly.toml names: ``action`` (judge, bootstrap, fail or drop) and the
+    line that ``says`` so."""
+
+    workload: str
+    action: str
+    says: str
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload, "action": self.action, "says": self.says}
+
+
+@dataclass(frozen=True)
+class NightlyPlan:
+    """What the nightly would do on this machine tonight: ``file`` (nightly.toml), whether it was ``found``, its
+    ``error`` (one line) when it does not load; else its GPUs (``matrix``), whether they hold this one, the ``plan``
+    per workload, the A/B's workload and splits, whether its workload runs here, why it cannot run (``ab_error``), and
+    the ``pins`` lines of the baselines not recorded with the pins."""
+
+    file: str
+    found: bool
+    error: str | None = None
+    matrix: tuple[str, ...] = ()
+    runs_here: bool = False
+    plan: tuple[Step, ...] = ()
+    ab_workload: str | None = None
+    ab_decompositions: tuple[str, ...] = ()
+    ab_runs_here: bool = False
+    ab_error: str | None = None
+    pins: tuple[str, ...] = ()
+
+    @property
+    def refused(self) -> bool:
+        """Whether nightly.toml is wrong here: it does not load, its A/B cannot run, or it names an unknown workload."""
+        return bool(self.error or self.ab_error or any(p.action == "drop" for p in self.plan))
+
+    def to_json(self) -> dict:
+        if not self.found:
+            return {"file": self.file, "found": False}
+        if self.error:
+            return {"file": self.file, "found": True, "error": self.error}
+        return {
+            "file": self.file,
+            "found": True,
+            "error": None,
+            "matrix": list(self.matrix),
+            "runs_here": self.runs_here,
+            "plan": [p.to_json() for p in self.plan],
+            "ab_workload": self.ab_workload,
+            "ab_decompositions": list(self.ab_decompositions),
+            "ab_runs_here": self.ab_runs_here,
+            "ab_error": self.ab_error,
+            "pins": list(self.pins),
+        }
+
+
+def nightly(project: Path, gpu: str, workloads: list[dict], broken: dict[Path, str] | None = None) -> NightlyPlan:
     """What the nightly would do on this machine tonight, from the project's nightly.toml (:mod:`harness.nightly`);
     ``broken``: the workload files that cannot run, with their lines."""
     where = str(project / NIGHTLY_FILE)
     if not (project / NIGHTLY_FILE).is_file():
-        return {"file": where, "found": False}
+        return NightlyPlan(where, False)
     try:
         n = load_nightly(project)
     except NightlyError as exc:
-        return {"file": where, "found": True, "error": str(exc)}
+        return NightlyPlan(where, True, str(exc))
     by_name = {w["name"]: w for w in workloads}
     t = tonight(n, gpu, workloads, broken or {})
     plan = []
@@ -155,99 +212,112 @@ def nightly(project: Path, gpu: str, workloads: list[dict], broken: dict[Path, s
             )
         else:
             action, says = _step(by_name[name])
-        plan.append({"workload": name, "action": action, "says": says})
+        plan.append(Step(name, action, says))
     ab = n.ab.workload if n.ab else None
-    return {
-        "file": where,
-        "found": True,
-        "error": None,
-        "matrix": list(n.gpus),
-        "runs_here": gpu in n.gpus,
-        "plan": plan,
-        "ab_workload": ab,
-        "ab_decompositions": list(n.ab.decompositions) if n.ab else [],
-        "ab_runs_here": ab in by_name,
-        "ab_error": t.ab,
-        "pins": pin_gaps(project / "constraints" / "pinned.txt", project / "baselines", gpu, t.workloads),
-    }
+    return NightlyPlan(
+        where,
+        True,
+        matrix=n.gpus,
+        runs_here=gpu in n.gpus,
+        plan=tuple(plan),
+        ab_workload=ab,
+        ab_decompositions=n.ab.decompositions if n.ab else (),
+        ab_runs_here=ab in by_name,
+        ab_error=t.ab,
+        pins=tuple(pin_gaps(project / "constraints" / "pinned.txt", project / "baselines", gpu, t.workloads)),
+    )
 
 
 PR_WORKFLOW = Path(".github") / "workflows" / "pr-check.yml"
 
 
-def pr_check(project: Path, gpu: str) -> dict:
+@dataclass(frozen=True)
+class PrCheck:
+    """Whether the pull-request check is set up here: its ``workflow`` file and whether it is ``found``; from
+    nightly.toml (None when it does not load) its settings (``pr``), its ``gpus`` and whether they hold this one."""
+
+    workflow: str
+    found: bool
+    pr: PR | None = None
+    gpus: tuple[str, ...] = ()
+    runs_here: bool = False
+
+    def to_json(self) -> dict:
+        settings = (
+            {
+                "label": self.pr.label,
+                "accept_label": self.pr.accept_label,
+                "gpus": list(self.gpus),
+                "runs_here": self.runs_here,
+                "decompositions": list(self.pr.decompositions),
+                "budget_minutes": self.pr.budget_minutes,
+            }
+            if self.pr is not None
+            else None
+        )
+        return {"workflow": self.workflow, "found": self.found, "settings": settings}
+
+
+def pr_check(project: Path, gpu: str) -> PrCheck:
     """Whether the pull-request check is set up here: its workflow file, and from nightly.toml its labels and GPUs."""
-    found = (project / PR_WORKFLOW).is_file()
+    workflow, found = str(project / PR_WORKFLOW), (project / PR_WORKFLOW).is_file()
     try:
         n = load_nightly(project)
     except NightlyError:
-        return {"workflow": str(project / PR_WORKFLOW), "found": found, "settings": None}
-    return {
-        "workflow": str(project / PR_WORKFLOW),
-        "found": found,
-        "settings": {
-            "label": n.pr.label,
-            "accept_label": n.pr.accept_label,
-            "gpus": list(n.gpus),
-            "runs_here": gpu in n.gpus,
-            "decompositions": list(n.pr.decompositions),
-            "budget_minutes": n.pr.budget_minutes,
-        },
-    }
+        return PrCheck(workflow, found)
+    return PrCheck(workflow, found, n.pr, n.gpus, gpu in n.gpus)
 
 
-def pr_lines(p: dict) -> list[str]:
-    if not p["found"]:
-        return [f"pull-request check: not set up (no {p['workflow']}; docs/pr-check.md)"]
-    s = p["settings"]
+def pr_lines(p: PrCheck) -> list[str]:
+    if not p.found:
+        return [f"pull-request check: not set up (no {p.workflow}; docs/pr-check.md)"]
+    s = p.pr
     if s is None:
         return [
-            f"pull-request check ({p['workflow']}): reads nightly.toml, which is BROKEN (above): "
-            "it would refuse to plan"
+            f"pull-request check ({p.workflow}): reads nightly.toml, which is BROKEN (above): it would refuse to plan"
         ]
     return [
-        f"pull-request check ({p['workflow']}): set up; the label {s['label']} starts it on a pull request that "
-        f"changes the pins, a workload or a file a workload names (not from a fork), {s['accept_label']} accepts a "
+        f"pull-request check ({p.workflow}): set up; the label {s.label} starts it on a pull request that "
+        f"changes the pins, a workload or a file a workload names (not from a fork), {s.accept_label} accepts a "
         "measured regression; create both labels in the repository "
-        f"(gh label create {s['label']}; gh label create {s['accept_label']})",
-        f"  runs on the runners labelled {', '.join('gpu-' + g for g in s['gpus'])} (nightly.toml gpus)"
-        + ("" if s["runs_here"] else ", not this one")
-        + f"; base pins against the pull request's, splits {' '.join(s['decompositions'])}, "
-        f"{s['budget_minutes']:g} device minutes each",
+        f"(gh label create {s.label}; gh label create {s.accept_label})",
+        f"  runs on the runners labelled {', '.join('gpu-' + g for g in p.gpus)} (nightly.toml gpus)"
+        + ("" if p.runs_here else ", not this one")
+        + f"; base pins against the pull request's, splits {' '.join(s.decompositions)}, "
+        f"{s.budget_minutes:g} device minutes each",
     ]
 
 
-def nightly_lines(n: dict, gpu: str) -> list[str]:
-    if not n["found"]:
-        return [f"nightly: no {n['file']} in this project (the nightly reads its GPUs, workloads and budgets there)"]
-    if n["error"]:
-        return [f"nightly: BROKEN, the nightly would refuse to run: {n['error']}"]
-    if n["runs_here"]:
-        head = f"nightly tonight ({n['file']}): a pinned and a latest job on the runner labelled gpu-{gpu}"
+def nightly_lines(n: NightlyPlan, gpu: str) -> list[str]:
+    if not n.found:
+        return [f"nightly: no {n.file} in this project (the nightly reads its GPUs, workloads and budgets there)"]
+    if n.error:
+        return [f"nightly: BROKEN, the nightly would refuse to run: {n.error}"]
+    matrix = list(n.matrix)  # printed as a list, as nightly.toml writes it
+    if n.runs_here:
+        head = f"nightly tonight ({n.file}): a pinned and a latest job on the runner labelled gpu-{gpu}"
     elif gpu == "cpu":
-        head = (
-            f"nightly ({n['file']}): runs on GPU runners only (gpus {n['matrix']}), not here. Its steps on this machine"
-        )
+        head = f"nightly ({n.file}): runs on GPU runners only (gpus {matrix}), not here. Its steps on this machine"
     else:
-        head = f'nightly ({n["file"]}): its gpus {n["matrix"]} have no {gpu}; add "{gpu}" there. If it ran here'
+        head = f'nightly ({n.file}): its gpus {matrix} have no {gpu}; add "{gpu}" there. If it ran here'
     lines = [
         head + ":",
         "  pinned job: one timed run per decomposition (five on a first night) and one census run per case; "
         "latest job: no runs when latest resolves to the pins, else one census run per case (docs/nightly.md)",
     ]
-    lines += [f"  {p['workload']}: {p['says']}" for p in n["plan"]]
-    if not n["plan"]:
+    lines += [f"  {p.workload}: {p.says}" for p in n.plan]
+    if not n.plan:
         lines.append(
             f"  no workload is named for {gpu}: the jobs would make no runs "
             f"(add one to workloads, or a [gpu.{gpu}] table)"
         )
-    if n.get("ab_error"):
-        lines.append(f"  A/B (latest job): REFUSED, no A/B and no bisect tonight: {n['ab_error']}")
-    elif n["ab_workload"]:
-        decs = " ".join(n["ab_decompositions"])
+    if n.ab_error:
+        lines.append(f"  A/B (latest job): REFUSED, no A/B and no bisect tonight: {n.ab_error}")
+    elif n.ab_workload:
+        decs = " ".join(n.ab_decompositions)
         lines.append(
-            f"  A/B (latest job): pinned vs latest {n['ab_workload']} ({decs}) interleaved, on nights when the latest "
+            f"  A/B (latest job): pinned vs latest {n.ab_workload} ({decs}) interleaved, on nights when the latest "
             "releases differ from the pins, then the bisect of a change it or the census finds"
         )
-    lines += [f"  pins: {line}" for line in n["pins"]]
+    lines += [f"  pins: {line}" for line in n.pins]
     return lines
