@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from harness.bisect.report import markdown, summary
 from harness.bisect.search import bisect
 from harness.commands import cli
 from harness.judging import census_diff
-from harness.results.bisection import Bisection
+from harness.results.bisection import Bisection, Change, Unmeasured
 from harness.results.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -345,22 +346,22 @@ def test_several_packages_each_swapped_alone_then_the_one_that_moved_bisected(tm
         out=lambda s: None,
     )
     assert res.outcome == "changed" and res.search == "census"
-    assert [(p["package"], p["alone"]) for p in res.data["packages"]] == [("a", "unchanged"), ("b", "changed")]
+    assert [(p.package, p.alone) for p in res.packages] == [("a", "unchanged"), ("b", "changed")]
     (c,) = res.changes
-    assert (c["last_good"], c["first_bad"], c["exact"]) == ("a 1.0, b 2.2", "a 1.0, b 2.3", True)
-    assert res.data["attribution"] == {
-        "aten ops": ["a 1.0, b 2.2 -> a 1.0, b 2.3"],
-        "aten op aten::_to_copy": ["a 1.0, b 2.2 -> a 1.0, b 2.3"],
+    assert (c.last_good, c.first_bad, c.exact) == ("a 1.0, b 2.2", "a 1.0, b 2.3", True)
+    assert res.attribution == {
+        "aten ops": ("a 1.0, b 2.2 -> a 1.0, b 2.3",),
+        "aten op aten::_to_copy": ("a 1.0, b 2.2 -> a 1.0, b 2.3",),
     }
-    assert c["predicted"]["delta_pct"] == 1.5 and "+1.5%" in markdown(res.data)
+    assert c.predicted_pct == 1.5 and "+1.5%" in markdown(res)
 
 
 def test_a_range_with_no_change_says_so(tmp_path):
     wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), census_only=True)
     res = bisect(cfg, envs=FakeEnvs(), census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
-    assert res.outcome == "no_change" and not res.changes and res.spent["census_runs"] == 2
-    assert "no count or peak memory changed between lorafx 1.0 and lorafx 1.7" in "\n".join(summary(res.data))
+    assert res.outcome == "no_change" and not res.changes and res.spent.census_runs == 2
+    assert "no count or peak memory changed between lorafx 1.0 and lorafx 1.7" in "\n".join(summary(res))
 
 
 def test_a_release_that_moved_peak_memory_alone_is_named_with_its_before_and_after(tmp_path):
@@ -393,16 +394,16 @@ def test_a_release_that_moved_peak_memory_alone_is_named_with_its_before_and_aft
     assert res.outcome == "changed" and res.search == "census"
     (c,) = res.changes
     line = "peak reserved memory: 5.75 GiB -> 4.60 GiB (-20%)"
-    assert (c["last_good"], c["first_bad"], c["exact"], c["counts"]) == (
+    assert (c.last_good, c.first_bad, c.exact, c.counts) == (
         "lorafx 1.3",
         "lorafx 1.4",
         True,
-        ["peak reserved memory"],
+        ("peak reserved memory",),
     )
-    assert c["memory"] == [line] and c["diff"] == [line]
-    assert res.data["attribution"] == {"peak reserved memory": ["lorafx 1.3 -> lorafx 1.4"]}
-    assert f"census change at lorafx 1.3 -> lorafx 1.4: {line}" in "\n".join(summary(res.data))
-    assert f"  - {line}" in markdown(res.data) and "counts attributed here: peak reserved memory" in markdown(res.data)
+    assert c.memory == (line,) and c.diff == (line,)
+    assert res.attribution == {"peak reserved memory": ("lorafx 1.3 -> lorafx 1.4",)}
+    assert f"census change at lorafx 1.3 -> lorafx 1.4: {line}" in "\n".join(summary(res))
+    assert f"  - {line}" in markdown(res) and "counts attributed here: peak reserved memory" in markdown(res)
 
 
 def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_as_it_came(tmp_path):
@@ -424,7 +425,7 @@ def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_a
         out=lambda s: None,
     )
     assert res.search == "timing" and seen[0] == "lorafx 1.7", "bad against good first"
-    assert res.outcome == "inconclusive" and res.inconclusive[0]["at"] == "lorafx 1.3"
+    assert res.outcome == "inconclusive" and res.inconclusive[0].at == "lorafx 1.3"
     cfg = config(tmp_path, good="lorafx==1.3", bad="lorafx==1.7", wheels=str(wheels))
     res = bisect(
         cfg,
@@ -434,11 +435,40 @@ def test_where_the_census_is_equal_each_step_is_an_interleaved_comparison_kept_a
         out=lambda s: None,
     )
     (c,) = res.changes
-    assert (c["kind"], c["last_good"], c["first_bad"], c["exact"]) == ("timing", "lorafx 1.3", "lorafx 1.5", False)
-    assert [s["label"] for s in c["skipped"]] == ["lorafx 1.4"] and [u["label"] for u in res.uninstallable] == [
-        "lorafx 1.4"
-    ]
-    assert "(not exact): slower, the census unchanged: xregression" in "\n".join(summary(res.data))
+    assert (c.kind, c.last_good, c.first_bad, c.exact) == ("timing", "lorafx 1.3", "lorafx 1.5", False)
+    assert [s.label for s in c.skipped] == ["lorafx 1.4"] and [u.label for u in res.uninstallable] == ["lorafx 1.4"]
+    assert "(not exact): slower, the census unchanged: xregression" in "\n".join(summary(res))
+
+
+def test_a_bisection_is_written_from_its_type_and_read_back_into_it(tmp_path):
+    """Each timing step keeps its comparison's verdict; report.json, read back, is the same bisection (its changes
+    ranked) and writes the same file; a file of the first format (no version) loads too."""
+    from harness.bisect.report import write
+
+    wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
+
+    def compare_fn(python_a, python_b, folder):
+        outcome = "regression" if python_b.split()[-1] >= "1.5" else "pass"
+        return Verdict(outcome, f"x{outcome}")
+
+    cfg = config(tmp_path, good="lorafx==1.3", bad="lorafx==1.7", wheels=str(wheels))
+    res = bisect(
+        cfg,
+        envs=FakeEnvs(broken={"lorafx 1.4"}),
+        census_fn=census_of_label(lambda label: {"aten::mm": 10}),
+        compare_fn=compare_fn,
+        out=lambda s: None,
+    )
+    (c,) = res.changes
+    assert [s.message for s in c.steps] == ["xregression"] * len(c.steps) and c.boundary == "lorafx 1.3 -> lorafx 1.5"
+    assert all(s.verdict == Verdict(s.outcome, f"x{s.outcome}") for s in res.steps if s.kind == "interleave")
+    assert res.census is not None and not res.census.changed and res.spent.interleaved == len(c.steps)
+    write(res, cfg.results_dir, out=lambda s: None)
+    written = json.loads((Path(cfg.results_dir) / "report.json").read_text())
+    back = Bisection.read(cfg.results_dir)
+    assert back == res and back.to_json() == written and list(back.to_json()) == list(written)
+    old = {k: v for k, v in written.items() if k != "format"}
+    assert Bisection.from_json(old) == res
 
 
 def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):
@@ -453,9 +483,9 @@ def test_an_end_that_cannot_be_installed_is_said_and_reported(tmp_path):
         out=lambda s: None,
     )
     assert res.outcome == "ends_failed" and "bad (lorafx 1.7)" in res.notes[0]
-    assert res.uninstallable == [
-        {"label": "lorafx 1.7", "reason": "ERROR: No matching distribution found for lorafx-runtime>=1"}
-    ]
+    assert res.uninstallable == (
+        Unmeasured("lorafx 1.7", "ERROR: No matching distribution found for lorafx-runtime>=1"),
+    )
     lines = []
     write(res, cfg.results_dir, out=lines.append)
     assert "could not measure an end" in lines[0] and (Path(cfg.results_dir) / "report.md").is_file()
@@ -528,10 +558,10 @@ def test_a_commit_range_is_bisected_over_a_checkout_installed_by_path(tmp_path):
         env_cache=str(tmp_path / "envs"),
     )
     res = bisect(cfg, census_fn=census_from_env, out=lambda s: None)
-    assert res.data["mode"] == "commits" and res.outcome == "changed"
+    assert res.mode == "commits" and res.outcome == "changed"
     (c,) = res.changes
-    assert (c["last_good"], c["first_bad"], c["exact"]) == (f"lorafx@{shas[1][:10]}", f"lorafx@{shas[2][:10]}", True)
-    assert res.spent["environments_built"] == 4
+    assert (c.last_good, c.first_bad, c.exact) == (f"lorafx@{shas[1][:10]}", f"lorafx@{shas[2][:10]}", True)
+    assert res.spent.environments_built == 4
 
 
 def test_an_environment_is_built_once_and_a_release_that_cannot_be_installed_is_recorded(tmp_path):
@@ -591,17 +621,15 @@ def test_the_census_names_the_release_that_added_work_and_a_range_without_says_s
     res = run_bisect(tmp_path, wheels, "--good", "lorafx==1.0", "--bad", "lorafx==1.7", "--census-only")
     assert res.outcome == "changed" and res.search == "census"
     (c,) = res.changes
-    assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
-    assert "aten op aten::_to_copy" in c["counts"] and any("aten::_to_copy" in ln for ln in c["diff"])
-    assert [u["label"] for u in res.uninstallable] == ["lorafx 1.3"] and "lorafx-runtime" in res.uninstallable[0][
-        "reason"
-    ]
+    assert (c.last_good, c.first_bad, c.exact) == ("lorafx 1.1", "lorafx 1.2", True)
+    assert "aten op aten::_to_copy" in c.counts and any("aten::_to_copy" in ln for ln in c.diff)
+    assert [u.label for u in res.uninstallable] == ["lorafx 1.3"] and "lorafx-runtime" in res.uninstallable[0].reason
     n = len(RELEASES)
-    assert c["measured_inside"] <= math.ceil(math.log2(n)) + 1
-    assert res.spent["census_runs"] <= math.ceil(math.log2(n)) + 3, "the two ends and at most ceil(log2 N) + 1 inside"
+    assert c.measured_inside <= math.ceil(math.log2(n)) + 1
+    assert res.spent.census_runs <= math.ceil(math.log2(n)) + 3, "the two ends and at most ceil(log2 N) + 1 inside"
     # the sleep from 1.5 on is host time only: between 1.4 and 1.7 no count changed (both censuses measured already)
     res = run_bisect(tmp_path, wheels, "--good", "lorafx==1.4", "--bad", "lorafx==1.7", "--census-only")
-    assert res.outcome == "no_change" and res.spent["census_runs"] == 0 and res.spent["census_reused"] == 2
+    assert res.outcome == "no_change" and res.spent.census_runs == 0 and res.spent.census_reused == 2
 
 
 def test_two_interpreters_are_bisected_by_the_package_that_differs(tmp_path):
@@ -610,12 +638,12 @@ def test_two_interpreters_are_bisected_by_the_package_that_differs(tmp_path):
     good, bad = (ends.python_for(Candidate((plan.Install("lorafx", v),))).value for v in ("1.1", "1.4"))
     cfg = config(tmp_path, good=good, bad=bad, wheels=str(wheels), env_cache=str(tmp_path / "envs"))
     res = bisect(cfg, census_fn=census_from_env, out=lambda s: None)
-    assert res.data["mode"] == "interpreters" and [
-        (p["package"], p["good"], p["bad"]) for p in res.data["packages"]
-    ] == [("lorafx", "1.1", "1.4")]
+    assert res.mode == "interpreters" and [(p.package, p.good, p.bad) for p in res.packages] == [
+        ("lorafx", "1.1", "1.4")
+    ]
     (c,) = res.changes
-    assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
-    assert res.data["packages"][0]["alone"] == "changed" and res.spent["environments_built"] == 2, (
+    assert (c.last_good, c.first_bad, c.exact) == ("lorafx 1.1", "lorafx 1.2", True)
+    assert res.packages[0].alone == "changed" and res.spent.environments_built == 2, (
         "lorafx 1.4 alone on good's, and 1.2"
     )
 
@@ -652,7 +680,7 @@ def test_a_commit_range_is_bisected_by_real_census_runs(tmp_path):
     assert cli.main(argv) == 0
     res = Bisection.read(tmp_path / "results")
     (c,) = res.changes
-    assert (c["first_bad"], c["exact"]) == (f"lorafx@{shas[2][:10]}", True) and "aten op aten::_to_copy" in c["counts"]
+    assert (c.first_bad, c.exact) == (f"lorafx@{shas[2][:10]}", True) and "aten op aten::_to_copy" in c.counts
 
 
 @pytest.mark.long
@@ -672,8 +700,8 @@ def test_the_release_that_adds_only_host_time_is_named_by_interleaved_steps(tmp_
     )
     assert res.search == "timing" and res.outcome == "changed"
     (c,) = res.changes
-    assert (c["kind"], c["last_good"], c["first_bad"], c["exact"]) == ("timing", "lorafx 1.4", "lorafx 1.5", True)
-    assert [s["outcome"] for s in c["steps"]] == ["regression", "regression"] and res.spent["interleaved"] == 2
+    assert (c.kind, c.last_good, c.first_bad, c.exact) == ("timing", "lorafx 1.4", "lorafx 1.5", True)
+    assert [s.outcome for s in c.steps] == ["regression", "regression"] and res.spent.interleaved == 2
 
 
 def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, monkeypatch):
@@ -693,10 +721,10 @@ def test_a_budget_stops_the_search_and_the_answer_is_the_range_left(tmp_path, mo
         ),
         out=lambda s: None,
     )
-    assert res.spent["census_runs"] == 3  # the two ends and one step: a fourth would end past 96 s
+    assert res.spent.census_runs == 3  # the two ends and one step: a fourth would end past 96 s
     (c,) = res.changes
-    assert not c["exact"] and any("budget spent" in s["reason"] for s in c["skipped"])
-    assert any(s["outcome"].startswith("skipped: budget spent") for s in res.data["steps"])
+    assert not c.exact and any("budget spent" in s.reason for s in c.skipped)
+    assert any(s.outcome.startswith("skipped: budget spent") for s in res.steps)
 
 
 def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, monkeypatch):
@@ -727,13 +755,11 @@ def test_a_search_its_budget_cut_short_resumes_from_its_kept_censuses(tmp_path, 
     wheels = empty_wheels(tmp_path / "w", "lorafx", RELEASES)
     cfg = config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", wheels=str(wheels), budget_minutes=1.6)
     first = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, out=lambda s: None)
-    assert first.spent["census_runs"] == 3 and not first.changes[0]["exact"]
+    assert first.spent.census_runs == 3 and not first.changes[0].exact
     second = bisect(cfg, envs=FakeEnvs(), census_fn=census_fn, out=lambda s: None)
     (c,) = second.changes
-    assert (c["last_good"], c["first_bad"], c["exact"]) == ("lorafx 1.1", "lorafx 1.2", True)
-    assert (
-        second.spent["census_reused"] == 3 and second.spent["census_runs"] == 2
-    )  # only what the first did not measure
+    assert (c.last_good, c.first_bad, c.exact) == ("lorafx 1.1", "lorafx 1.2", True)
+    assert second.spent.census_reused == 3 and second.spent.census_runs == 2  # only what the first did not measure
 
 
 def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_path, monkeypatch):
@@ -749,7 +775,7 @@ def test_packages_limits_an_interpreter_bisect_to_the_libraries_asked_for(tmp_pa
         p.chmod(0o755)
     cfg = config(tmp_path, good=str(good), bad=str(bad), packages=("lorafx",), census_only=True)
     res = bisect(cfg, envs=envs, census_fn=census_of_label(lambda label: {"aten::mm": 10}), out=lambda s: None)
-    assert [p["package"] for p in res.data["packages"]] == ["lorafx"] and res.data["left_out"] == ["httpx 1.0 -> 2.0"]
+    assert [p.package for p in res.packages] == ["lorafx"] and res.left_out == ("httpx 1.0 -> 2.0",)
     assert any("(not among --packages): httpx 1.0 -> 2.0" in n for n in res.notes)
     with pytest.raises(ValueError, match="--packages"):
         config(tmp_path, good="lorafx==1.0", bad="lorafx==1.7", packages=("lorafx",))
@@ -773,13 +799,16 @@ def test_a_change_names_its_counts_once_not_each_kernel_again():
 def test_a_release_boundary_says_how_to_measure_it_alone():
     from harness.bisect.report import recheck_command
 
-    res = {"case": "qwen3-1.7b-lora-4x1", "mode": "interpreters", "good": ".tox/pinned/bin/python", "move_deps": True}
-    c = {"last_good": "transformers 5.24.0", "first_bad": "transformers 5.25.0", "kind": "census"}
+    res = Bisection(
+        "qwen3-1.7b-lora-4x1", "h100", "interpreters", ".tox/pinned/bin/python", "bad/python", "changed", move_deps=True
+    )
+    c = Change("transformers", "transformers 5.24.0", "transformers 5.25.0", True, 3, "census")
     assert recheck_command(res, c) == (
         "python -m harness bisect --workload qwen3-1.7b-lora --decomposition 4x1 --base-python .tox/pinned/bin/python "
         "--move-deps --good transformers==5.24.0 --bad transformers==5.25.0 --census-only"
     )
-    assert recheck_command({"case": "w-2x2", "mode": "releases"}, dict(c, kind="interleaved")).endswith(
+    releases = replace(res, case="w-2x2", mode="releases", move_deps=False)
+    assert recheck_command(releases, replace(c, kind="timing")).endswith(
         "--good transformers==5.24.0 --bad transformers==5.25.0"
     )
-    assert recheck_command(res, dict(c, last_good="peft@0123456789")) is None  # a commit: its checkout is needed
+    assert recheck_command(res, replace(c, last_good="peft@0123456789")) is None  # a commit: its checkout is needed

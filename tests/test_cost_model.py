@@ -231,10 +231,14 @@ def test_a_kernel_time_longer_than_the_step_is_said_and_the_interval_spans_both_
 def test_the_bisect_hook_predicts_a_cpu_change_or_prints_the_reason():
     from harness.bisect.report import predicted_text
     from harness.bisect.search import predicted_cost
+    from harness.bisect.steps import CensusProbe
 
-    got = predicted_cost({"census": CPU_CENSUS, "step_ms": 100.0}, {"census": dict(CPU_CENSUS, ops=5_500)})
+    def probe(census, step_ms=None):
+        return CensusProbe(census, step_ms, "python")
+
+    got = predicted_cost(probe(CPU_CENSUS, 100.0), probe(dict(CPU_CENSUS, ops=5_500)))
     assert got["bound"] == "CPU" and 0 < got["delta_pct"] <= 10.0 and predicted_text(got).startswith("+")
-    why = predicted_cost({"census": CPU_CENSUS, "step_ms": None}, {"census": CPU_CENSUS})
+    why = predicted_cost(probe(CPU_CENSUS), probe(CPU_CENSUS))
     assert predicted_text(why) == why["reason"] and why["reason"].startswith("no prediction: case timing")
 
 
@@ -375,8 +379,9 @@ def test_the_bisect_report_ranks_its_changes_by_predicted_cost(tmp_path):
             "environments_built": 4,
         },
     }
-    assert [c["last_good"][-1] for c in br.ranked(changes)] == ["3", "1", "2", "4"]
-    br.write(Bisection(res), tmp_path, out=lambda _: None)
+    made = Bisection.from_json(res)
+    assert [c.last_good[-1] for c in br.ranked(made.changes)] == ["3", "1", "2", "4"]
+    br.write(made, tmp_path, out=lambda _: None)
     assert [c["last_good"][-1] for c in json.loads((tmp_path / "report.json").read_text())["changes"]] == [
         "3",
         "1",
@@ -388,5 +393,5 @@ def test_the_bisect_report_ranks_its_changes_by_predicted_cost(tmp_path):
         "last good `lorafx 1`"
     ) < md.index("last good `lorafx 2`")
     assert "- predicted cost: no prediction: census: no usable counts" in md
-    printed = [ln for ln in br.summary(res) if "change at" in ln]
+    printed = [ln for ln in br.summary(made) if "change at" in ln]
     assert "lorafx 3 ->" in printed[0] and "lorafx 4 ->" in printed[-1]

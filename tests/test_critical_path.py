@@ -318,13 +318,16 @@ def test_the_bisects_predicted_cost_is_the_critical_paths_where_both_censuses_ca
     hook at what the sync waits for, named by its model in the report's line."""
     from harness.bisect.report import predicted_text
     from harness.bisect.search import predicted_cost
+    from harness.bisect.steps import CensusProbe
 
     a, b = census(host_bound()), census(host_bound().plus(device_ms=20.0, at=1), kernel_ms=35.0)
-    got = predicted_cost({"census": a, "step_ms": 100.0}, {"census": b})
+    got = predicted_cost(CensusProbe(a, 100.0, "python"), CensusProbe(b, None, "python"))
     assert got["model"] == cp.CRITICAL and got["lo"] <= 20.0 <= got["hi"] and got["gpu_part"] > 10.0
     assert cm.prediction_record(a, 100.0, b)["delta_pct"] < 1.0  # what the bisect said before
     assert predicted_text(got).endswith("of the step, critical path")
-    old = predicted_cost({"census": census(None), "step_ms": 100.0}, {"census": census(None, ops=1100.0)})
+    old = predicted_cost(
+        CensusProbe(census(None), 100.0, "python"), CensusProbe(census(None, ops=1100.0), None, "python")
+    )
     assert old["model"] == cp.TWO_PATH and "older census" in predicted_text(old, note=True)
 
 

@@ -19,6 +19,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import files
@@ -27,11 +28,22 @@ from harness.bisect.envs import EnvCache
 from harness.bisect.plan import FAILED, OK, Candidate, Measured
 from harness.files import mark_not_stored, read_jsonl
 from harness.judging.census_diff import normalize, with_memory
+from harness.results.bisection import DEVICE_STEPS, Spent, Step
 from harness.results.verdict import Verdict
 
 CensusFn = Callable[[str, Path], dict | None]  # (python, folder) -> the census run's record, or None
 # (python A, python B, folder) -> the comparison's verdict, or None
 CompareFn = Callable[[str, str, Path], Verdict | None]
+
+
+@dataclass(frozen=True)
+class CensusProbe:
+    """A candidate's census as a step measured it: the normalised ``census`` (its peaks of memory in it), the census
+    run's median step (``step_ms``, None where it has none) and the interpreter it ran under."""
+
+    census: dict
+    step_ms: float | None
+    python: str
 
 
 def slug(text: str, width: int = 40) -> str:
@@ -71,7 +83,7 @@ class Steps:
         self.census_fn = census_fn or self._census_run
         self.compare_fn = compare_fn or self._compare_run
         self.root = Path(cfg.results_dir)
-        self.log: list[dict] = []
+        self.log: list[Step] = []
         self._censuses: dict[str, Measured] = {}
         self._by_candidate: dict[str, Measured] = {}
         self._compared: dict[tuple[str, str], Measured] = {}
@@ -79,7 +91,7 @@ class Steps:
 
     # ---- census ---------------------------------------------------------------------------------------
     def census(self, cand: Candidate) -> Measured:
-        """The census of ``cand`` (``value``: ``{"census", "step_ms", "python"}``), measured once per environment; past
+        """The census of ``cand`` (``value``: a :class:`CensusProbe`), measured once per environment; past
         the budget, a candidate not measured yet is not even installed."""
         if cand.key() in self._by_candidate:
             return self._by_candidate[cand.key()]
@@ -115,7 +127,7 @@ class Steps:
             self._note("census", cand, wall, reused, f"failed: {why}", folder)
             return Measured(FAILED, reason=why)
         self._note("census", cand, wall, reused, "ok", folder)
-        return Measured(OK, {"census": census, "step_ms": rec.get("step_time_median_ms"), "python": python})
+        return Measured(OK, CensusProbe(census, rec.get("step_time_median_ms"), python))
 
     def _kept(self, folder: Path) -> dict | None:
         """A census run already in ``folder`` for this case, or None."""
@@ -169,7 +181,7 @@ class Steps:
         return self._compared[key]
 
     def _compare_of(self, good: Candidate, cand: Candidate, python_a: str, python_b: str) -> Measured:
-        n = sum(1 for s in self.log if s["kind"] == "interleave") + 1
+        n = sum(1 for s in self.log if s.kind == "interleave") + 1
         folder = self.root / "interleave" / f"{n:02d}-{slug(cand.label)}"
         if why := self._over_budget("interleave"):
             self._note("interleave", cand, 0.0, False, f"skipped: {why}", folder)
@@ -181,7 +193,7 @@ class Steps:
         if verdict is None:
             self._note("interleave", cand, wall, False, "failed: no verdict", folder)
             return Measured(FAILED, reason=f"the comparison gave no verdict; see {folder}")
-        self._note("interleave", cand, wall, False, verdict.outcome, folder, message=verdict.message)
+        self._note("interleave", cand, wall, False, verdict.outcome, folder, verdict)
         return Measured(OK, verdict.outcome)
 
     def _compare_run(self, python_a: str, python_b: str, folder: Path) -> Verdict | None:
@@ -195,9 +207,9 @@ class Steps:
         if self.cfg.budget_minutes is None:
             return None
         used = (
-            sum(s["wall_s"] for s in self.log if s["kind"] in ("census", "interleave")) + self.envs.install_s
+            sum(s.wall_s for s in self.log if s.kind in DEVICE_STEPS) + self.envs.install_s
         )  # installs hold the device too
-        typical = max((s["wall_s"] for s in self.log if s["kind"] == kind), default=0.0)
+        typical = max((s.wall_s for s in self.log if s.kind == kind), default=0.0)
         if kind == "interleave":
             typical = max(typical, 60.0 * self.cfg.step_budget_minutes)
         if used + typical <= 60.0 * self.cfg.budget_minutes:
@@ -208,28 +220,19 @@ class Steps:
         )
 
     def _note(
-        self, kind: str, cand: Candidate, wall: float, reused: bool, outcome: str, folder: Path | None = None, **extra
+        self,
+        kind: str,
+        cand: Candidate,
+        wall: float,
+        reused: bool,
+        outcome: str,
+        folder: Path | None = None,
+        verdict: Verdict | None = None,
     ) -> None:
         self.log.append(
-            {
-                "kind": kind,
-                "label": cand.label,
-                "wall_s": round(wall, 3),
-                "reused": reused,
-                "outcome": outcome,
-                "dir": str(folder) if folder else None,
-                **extra,
-            }
+            Step(kind, cand.label, round(wall, 3), reused, outcome, str(folder) if folder else None, verdict)
         )
 
-    def spent(self) -> dict:
+    def spent(self) -> Spent:
         """Device seconds by kind of step (reused censuses cost none), and the host seconds of installs."""
-        runs = [s for s in self.log if s["kind"] in ("census", "interleave") and not s["outcome"].startswith("skipped")]
-        return {
-            "device_s": round(sum(s["wall_s"] for s in runs), 1),
-            "census_runs": sum(1 for s in runs if s["kind"] == "census" and not s["reused"]),
-            "census_reused": sum(1 for s in runs if s["kind"] == "census" and s["reused"]),
-            "interleaved": sum(1 for s in runs if s["kind"] == "interleave"),
-            "install_s": round(self.envs.install_s, 1),
-            "environments_built": self.envs.built,
-        }
+        return Spent.of(self.log, self.envs.install_s, self.envs.built)
