@@ -43,7 +43,7 @@ def test_a_run_is_typed_and_keeps_what_it_does_not_type():
     run = Run.from_json(raw)
     assert run.ok and run.is_census and not run.census_fits and isinstance(run.census, Census)
     assert run.steady_step_times_ms == (5.0, 6.0) and run.tokens_per_s is None and run.machine_id == "b"
-    assert run.versions == {"torch": "2.5"} and run.detail("host_probe") == {"x": 1}
+    assert run.versions == {"torch": "2.5"} and run.host_probe == {"x": 1} and run.detail("future_key") == 3
     assert run.to_json() == formats.RUN.stamp(raw) and list(run.to_json())[-1] == "future_key"
     with pytest.raises(formats.FormatError):
         Run.from_json({"format": 99})

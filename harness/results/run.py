@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from statistics import median
 from types import MappingProxyType
 from typing import Any
 
+from harness.record import PHASES
 from harness.results import formats
 from harness.results.census import Census
 
@@ -81,14 +83,14 @@ def _unset(default: object, value: object) -> bool:
     return value is None or (value == "" and default == "")
 
 
-def _json(value: object) -> object:
-    """The JSON value of a field: mappings as dicts, tuples as lists."""
+def plain(value: Any) -> Any:
+    """The JSON value of a run's field or a part of one: mappings as dicts, tuples as lists, a census as its JSON."""
     if isinstance(value, Census):
         return value.to_json()
     if isinstance(value, Mapping):
-        return {k: _json(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, tuple):
-        return [_json(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
@@ -98,15 +100,18 @@ class Run:
     ``workload_spec`` (the spec as run), ``decomposition`` (``{micro_batch, grad_accum, world_size}``),
     ``decomposition_id`` (``"2x2"``), ``repeat`` (1-based), ``gpu`` (the label the session was run with),
     ``started_at``, ``wall_s``, ``exit_code``; switches: ``phases_enabled``, ``inject_slowdown``, ``inject_work``,
-    ``profile_steps``; outcome: ``status`` (``ok``, ``oom``, ``crash``, ``timeout`` or ``error``) and ``error``;
+    ``profile_steps``; outcome: ``status`` (``ok``, ``oom``, ``crash``, ``timeout`` or ``error``),
+    ``error``, ``signal``, ``stderr_tail``;
     measurements: ``step_times_ms`` (every optimizer step), ``warmup_steps``, ``step_time_median_ms`` (the steady
     steps'), ``train_runtime_s``, ``train_loss``, ``phases_ms``, ``losses``, ``tokens_per_s``, ``peak_reserved_bytes``,
-    ``peak_allocated_bytes``, ``unk_share``; ``census``: a census run's counts of the work per step; ``env``: the
-    machine and versions the worker found; ``machine``: what a reader of several results dirs tells their machines by.
+    ``peak_allocated_bytes``, ``unk_share``; ``host_probe``: the speed of the host, measured before
+    the run; ``gpu_samples``: the GPU's utilisation sampled during the run; ``profile``: a profiled run's kernel time;
+    ``census``: a census run's counts of the work per step; ``env``: the machine and versions the worker found;
+    ``machine``: what a reader of several results dirs tells their machines by.
 
     A field is None where the record lacks its key or holds null there. ``details``: every other key as written (the
-    host probe, the profile, the timings of the worker, a failed run's traceback, ...), and the keys written as null,
-    so that :meth:`to_json` gives back the record that was read."""
+    profile, the timings of the worker, a failed run's traceback, ...), and the keys written as null, so that
+    :meth:`to_json` gives back the record that was read."""
 
     run_id: str = ""
     session_id: str | None = None
@@ -116,7 +121,7 @@ class Run:
     decomposition: Mapping[str, int] | str | None = None
     decomposition_id: str = ""
     repeat: int | None = None
-    gpu: str | None = None
+    gpu: str = ""
     started_at: str | None = None
     wall_s: float | None = None
     exit_code: int | None = None
@@ -126,6 +131,8 @@ class Run:
     profile_steps: int | None = None
     status: str = ""
     error: str | None = None
+    signal: str | None = None
+    stderr_tail: str | None = None
     train_runtime_s: float | None = None
     train_loss: float | None = None
     step_times_ms: tuple[float, ...] | None = None
@@ -138,6 +145,9 @@ class Run:
     peak_allocated_bytes: int | None = None
     unk_share: float | None = None
     census: Census | None = None
+    host_probe: Mapping[str, Any] | None = None
+    gpu_samples: tuple[Mapping[str, Any], ...] | None = None
+    profile: Mapping[str, Any] | None = None
     env: Mapping[str, Any] | None = None
     log: str | None = None
     machine: str | None = None
@@ -170,9 +180,9 @@ class Run:
         return (self.step_times_ms or ())[self.warmup_steps or 0 :]
 
     @property
-    def versions(self) -> Mapping[str, Any] | None:
+    def versions(self) -> dict[str, Any] | None:
         """The package versions the worker found (``env.versions``)."""
-        return (self.env or {}).get("versions")
+        return plain((self.env or {}).get("versions"))
 
     @property
     def boot_id(self) -> str | None:
@@ -193,9 +203,31 @@ class Run:
         """What tells this run's machine from another's: the boot id, else ``machine``, else the session."""
         return self.boot_id or self.machine or self.session_id
 
+    def phase_medians(self) -> dict[str, float] | None:
+        """The run's median steady-state time per phase (ms per optimizer step), or None without phase timings."""
+        ph, w = self.phases_ms or {}, self.warmup_steps or 0
+        steady = {p: ph[p][w:] for p in PHASES if ph.get(p)}
+        return {p: round(median(v), 3) for p, v in steady.items() if v} or None
+
+    def exclusion(self) -> str | None:
+        """Why the run is not a point of a timing series, or None for a plain timed run."""
+        if self.is_census:
+            return "census"
+        if not self.ok:
+            return f"failed ({self.status or None})"
+        if self.inject_slowdown or self.inject_work:
+            return "injected slowdown or work"
+        if self.profile_steps:
+            return "profiled"
+        if self.phases_enabled is False:
+            return "phases off"
+        if not self.step_time_median_ms:
+            return "no step time"
+        return None
+
     def detail(self, key: str) -> Any:
-        """An untyped key of the record (``details``), or None."""
-        return self.details.get(key)
+        """An untyped key of the record (``details``) as JSON, or None."""
+        return plain(self.details.get(key))
 
     def with_machine(self, machine: str) -> Run:
         return replace(self, machine=machine)
@@ -206,8 +238,8 @@ class Run:
         out: dict[str, Any] = {formats.KEY: formats.RUN.version}
         for f in fields(self):
             if f.name != "details" and not _unset(f.default, value := getattr(self, f.name)):
-                out[f.name] = _json(value)
-        out.update({k: _json(v) for k, v in self.details.items() if k != formats.KEY})
+                out[f.name] = plain(value)
+        out.update({k: plain(v) for k, v in self.details.items() if k != formats.KEY})
         extra = [k for k in out if k not in _RANK]
         return {k: out[k] for k in sorted(out, key=lambda k: _RANK[k] if k in _RANK else len(ORDER) + extra.index(k))}
 
