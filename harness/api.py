@@ -38,6 +38,7 @@ from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.advice import Advice
 from harness.results.bisection import Bisection
 from harness.results.comparison import ComparisonResult
+from harness.results.run import Run
 from harness.results.runs import Runs
 from harness.results.suite_report import SuiteReport
 from harness.sidebyside.config import ComparisonConfig
@@ -167,8 +168,8 @@ def run_case(
         ran = run_slots(
             schedule([side], [(w, d) for d in decs], repeats), timeout_s=RUN_TIMEOUT_S, gpu=here(gpu), progress=out
         )
-    failed = any(r.get("status") != "ok" for r in ran.records)
-    return Runs(side.session_id, w.name, tuple(ran.records), 3 if failed else 0)
+    runs = tuple(Run.from_json(r) for r in ran.records)
+    return Runs(side.session_id, w.name, runs, 3 if any(not r.ok for r in runs) else 0)
 
 
 @_checked

@@ -48,36 +48,33 @@ def test_run(perf_session, perf_case):
     runs = perf_session.judge().runs(*perf_case, ok_only=False)
     if not runs and perf_session.options.repeats == 0:
         census = perf_session.judge().runs(*perf_case, ok_only=False, census=True)
-        bad = [r for r in census if r["status"] != "ok"]
+        bad = [r for r in census if not r.ok]
         if bad or not census:
             pytest.fail(
-                f"the census run of {perf_case} " + (f"failed: {bad[0].get('error', '')}" if bad else "was not made"),
+                f"the census run of {perf_case} " + (f"failed: {bad[0].error or ''}" if bad else "was not made"),
                 pytrace=False,
             )
         pytest.skip("a census-only session (--repeats 0): no timed run")
     if not runs and perf_session.incomplete:
         pytest.skip(perf_session.incomplete)
     assert runs, f"no run of {perf_case} was executed"
-    bad = [r for r in runs if r["status"] != "ok"]
+    bad = [r for r in runs if not r.ok]
     if bad:
         msg = [f"{len(bad)} of {len(runs)} run(s) failed"]
         for r in bad:
-            kind = "oom (does not fit)" if r["status"] == "oom" else r["status"]
-            msg.append(
-                f"run {r['repeat']}: {kind}: {r.get('error', '')}"
-                + (f" (signal {r['signal']})" if r.get("signal") else "")
-            )
-            msg.append("  stderr tail: " + "\n  ".join((r.get("stderr_tail") or "").strip().splitlines()[-8:]))
+            kind = "oom (does not fit)" if r.status == "oom" else r.status
+            msg.append(f"run {r.repeat}: {kind}: {r.error or ''}" + (f" (signal {r.signal})" if r.signal else ""))
+            msg.append("  stderr tail: " + "\n  ".join((r.stderr_tail or "").strip().splitlines()[-8:]))
         pytest.fail("\n".join(msg), pytrace=False)
     for r in runs:
-        ph = r.get("phases_ms")
+        ph, steps = r.phases_ms, r.step_times_ms or ()
         if not ph:
             continue
-        for i in range(r["warmup_steps"], len(r["step_times_ms"])):
+        for i in range(r.warmup_steps or 0, len(steps)):
             measured = sum(ph[p][i] for p in PHASES[:-1])
-            step = r["step_times_ms"][i]
+            step = steps[i]
             assert measured <= PHASE_SLACK * step, (
-                f"run {r['repeat']} step {i + 1}: measured phases {measured:.1f} ms exceed the step's {step:.1f} ms by "
+                f"run {r.repeat} step {i + 1}: measured phases {measured:.1f} ms exceed the step's {step:.1f} ms by "
                 "more than 5%: mis-measured"
             )
 

@@ -88,7 +88,10 @@ def regressed(tmp_path, tiny, make) -> Path:
     """A suite's report.json with runtime regressions of every split (the tiny workload 30% slower than its
     baseline)."""
     base = {"1x4": [100, 101, 99, 100, 100.5], "2x2": [80, 81, 79, 80, 80.5], "4x1": [90, 91, 89, 90, 90.5]}
-    bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", make(base, [], repeats=5).run().records, "test"))
+    bl.write(
+        tmp_path / "baselines",
+        bl.from_runs(tiny, "cpu", make(base, [], repeats=5).run().records, "test"),
+    )
     slow = {d: [x * 1.3 for x in v] for d, v in base.items()}
     report.write(report.build(make(slow, [], repeats=5).run().judge(), session_id="s-1"), tmp_path / "out")
     return tmp_path / "out" / "report.json"

@@ -6,13 +6,17 @@ import pytest
 from harness.commands import cli
 from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
+from harness.results.run import Run
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_record_and_load_round_trip(tmp_path, tiny, fake_runs):
-    path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
+    path = bl.write(
+        tmp_path,
+        bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd"),
+    )
     b = bl.load(tmp_path, "cpu", tiny)
     assert b.path == path and not b.imported and b.values("2x2", "step_time_median_ms") == [100, 101, 99, 100, 102]
     assert b.thresholds["runtime"] == 0.10  # the cpu default
@@ -65,7 +69,10 @@ def test_a_baseline_nested_too_deep_or_with_a_huge_integer_is_one_line_naming_it
     d.mkdir()
     runs = [dict(r, workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [100, 101, 99, 100, 102])]
     (d / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
-    path = bl.write(tmp_path / "b", bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
+    path = bl.write(
+        tmp_path / "b",
+        bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd"),
+    )
     spoiled = spoil(path.read_text())
     assert spoiled != path.read_text()
     path.write_text(spoiled)
@@ -75,12 +82,12 @@ def test_a_baseline_nested_too_deep_or_with_a_huge_integer_is_one_line_naming_it
 
 
 def test_refuses_another_gpu_and_another_hash(tmp_path, tiny, fake_runs):
-    data = bl.from_runs(tiny, "l4", fake_runs(tiny, [100] * 5, gpu="l4"), "cmd")
+    data = bl.from_runs(tiny, "l4", [Run.from_json(r) for r in fake_runs(tiny, [100] * 5, gpu="l4")], "cmd")
     (tmp_path / "cpu").mkdir()
     (tmp_path / "cpu" / "tiny-qwen3.json").write_text(json.dumps(data))
     with pytest.raises(bl.BaselineError, match="was recorded on 'l4', not 'cpu'"):
         bl.load(tmp_path, "cpu", tiny)
-    bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "cmd"))
+    bl.write(tmp_path, bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100] * 5)], "cmd"))
     with pytest.raises(bl.BaselineError, match=r"another version of tiny-qwen3 .*train.max_steps: 20 -> 30"):
         bl.load(tmp_path, "cpu", tiny.with_overrides(max_steps=30))
 
@@ -97,10 +104,10 @@ def test_refuses_another_gpu_and_another_hash(tmp_path, tiny, fake_runs):
     ],
 )
 def test_update_refusals_write_nothing(tmp_path, tiny, records, expected, fake_runs):
-    path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "old"))
+    path = bl.write(tmp_path, bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100] * 5)], "old"))
     before = path.read_text()
     with pytest.raises(bl.BaselineError, match=expected.replace("(", r"\(").replace(")", r"\)")):
-        bl.from_runs(tiny, "cpu", records(tiny, fake_runs), "new")
+        bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in records(tiny, fake_runs)], "new")
     assert path.read_text() == before
 
 
@@ -123,7 +130,7 @@ def imported_session(gpu, current):
     return Judge(
         {w.name: w},
         tuple((w.name, d) for d in current),
-        tuple(recs),
+        tuple(Run.from_json(r) for r in recs),
         load_baselines(ROOT / "baselines", gpu, {w.name: w}),
         gpu=gpu,
     )
@@ -177,7 +184,13 @@ def test_committed_h200_baseline_matches_the_workload_and_tells_the_order():
         for d in ("1x4", "2x2", "4x1")
         for v in b.values(d, "step_time_median_ms")
     ]
-    s = Judge({w.name: w}, tuple((w.name, d) for d in ("1x4", "2x2", "4x1")), tuple(recs), {w.name: b}, gpu="h200")
+    s = Judge(
+        {w.name: w},
+        tuple((w.name, d) for d in ("1x4", "2x2", "4x1")),
+        tuple(Run.from_json(r) for r in recs),
+        {w.name: b},
+        gpu="h200",
+    )
     order = {v.case.split(":")[1]: v.outcome for v in s.ordering(w.name)}
     assert order == {"2x2<1x4": "pass", "4x1<1x4": "pass", "4x1<2x2": "pass"}
     assert not any(v.failed for v in s.runtime.values())
@@ -188,10 +201,13 @@ def test_runs_are_grouped_by_machine(tmp_path, tiny, fake_runs):
     for i, r in enumerate(recs):
         r["env"] = dict(r["env"], boot_id="boot-a" if r["repeat"] <= 3 else "boot-b")
         r["run_id"] = f"r{i}"
-    b = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", recs, "cmd"))
+    b = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in recs], "cmd"))
     assert b.grouped("1x4", "step_time_median_ms") == [[100, 101, 99], [100, 102]]
     assert b.data["provenance"]["machines"] == ["boot-a", "boot-b"]
-    same = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd"))
+    same = bl.Baseline(
+        tmp_path,
+        bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd"),
+    )
     assert same.grouped("1x4", "step_time_median_ms") == [
         [100, 101, 99, 100, 102]
     ]  # one session, no boot id: one machine

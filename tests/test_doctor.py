@@ -11,6 +11,7 @@ import pytest
 
 from harness.commands import doctor as doc
 from harness.judging import baseline as bl
+from harness.results.run import Run
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +61,13 @@ def test_doctor_on_this_cpu_machine(tmp_path, fake_runs, monkeypatch):
     monkeypatch.setattr(doc, "detect_gpu", lambda: "cpu")
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
     bl.write(
-        tmp_path, bl.from_runs(w, "cpu", fake_runs(w, [100, 101, 99, 100, 102], workload_spec=w.to_dict()), "test")
+        tmp_path,
+        bl.from_runs(
+            w,
+            "cpu",
+            [Run.from_json(r) for r in fake_runs(w, [100, 101, 99, 100, 102], workload_spec=w.to_dict())],
+            "test",
+        ),
     )
     text = _doctor(workloads_dir=ROOT / "workloads", baselines_dir=tmp_path, project=ROOT)
     assert text[0].startswith("GPU: none detected (cpu)") and "gpu-" not in text[0]

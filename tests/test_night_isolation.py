@@ -16,6 +16,7 @@ from scripts import load_script
 
 from harness.inputs import data_digest
 from harness.judging import baseline as bl
+from harness.results.run import Run
 from harness.spec import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,9 @@ def night(cut_splits, fake_runs, monkeypatch):
     project = cut_splits(("4x1",))
     root = project.path
     tiny = Workload.load(root / "workloads" / "tiny-qwen3.toml")
-    bl.write(root / "baselines", bl.from_runs(tiny, "cpu", fake_runs(tiny, [100.0] * 5), "cmd"))
+    bl.write(
+        root / "baselines", bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100.0] * 5)], "cmd")
+    )
     (root / "data").mkdir()
     (root / "data" / "chat.jsonl").write_text(jsonl(CHATS))
     text = (root / "workloads" / "tiny-qwen3.toml").read_text().replace('name = "tiny-qwen3"', 'name = "chat"')

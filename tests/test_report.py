@@ -42,17 +42,13 @@ def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
 
 
 def _with_phases(records, backward):
-    """Give fake runs phase timings: the step split as data 1, forward 30, optimizer 4, other 5, backward the rest."""
+    """Fake runs with phase timings: the step split as data 1, forward 30, optimizer 4, other 5, backward the rest."""
+    out = []
     for r in records:
-        n, step = len(r["step_times_ms"]), r["step_time_median_ms"]
-        r["phases_ms"] = {
-            "data": [1.0] * n,
-            "forward": [30.0] * n,
-            "backward": [backward(step)] * n,
-            "optimizer": [4.0] * n,
-            "other": [5.0] * n,
-        }
-    return records
+        n, step = len(r.step_times_ms), r.step_time_median_ms
+        phases = {"data": 1.0, "forward": 30.0, "backward": backward(step), "optimizer": 4.0, "other": 5.0}
+        out.append(replace(r, phases_ms={k: [v] * n for k, v in phases.items()}))
+    return out
 
 
 def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
@@ -63,7 +59,8 @@ def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
     assert stored.phases("1x4") == {"data": 1.0, "forward": 30.0, "backward": 60.0, "optimizer": 4.0, "other": 5.0}
     # 1x4 is 30 ms slower, all of it in backward
     s = make({**base, "1x4": [x + 30 for x in base["1x4"]]}, [], repeats=5).run()
-    _with_phases(s.records, lambda st: st - 40)
+    s.records[:] = _with_phases(s.records, lambda st: st - 40)
+    s._judged = None  # the session's judge of its records as they were before
     data = report.build(s.judge())
     row = next(r for r in data["rows"] if r["decomposition"] == "1x4")
     assert row["where"].startswith(
@@ -84,8 +81,10 @@ def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
     assert "### Where the step time moved against the baseline" in md
     assert "| tiny-qwen3-1x4 | +30.0 | +0.0 (+0%) | +0.0 (+0%) | +30.0 (+50%) | +0.0 (+0%) | +0.0 (+0%) | - |" in md
     # with host probes on both sides, the line says how the machine itself moved (here: 20% slower host)
-    for r in s.records:
-        r["host_probe"] = {"launch_us": 6.0 if r["decomposition_id"] == "1x4" else 5.0}
+    s.records[:] = [
+        replace(r, host_probe={"launch_us": 6.0 if r.decomposition_id == "1x4" else 5.0}) for r in s.records
+    ]
+    s._judged = None
     stored.data["decompositions"]["1x4"]["runs"] = [
         dict(r, host_probe={"launch_us": 5.0}) for r in stored.data["decompositions"]["1x4"]["runs"]
     ]

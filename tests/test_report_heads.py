@@ -96,7 +96,10 @@ def _suite(tmp_path, make, tiny, times, baseline=True):
     from harness.reporting import report
 
     if baseline:
-        bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", make(BASE, [], repeats=5).run().records, "test"))
+        bl.write(
+            tmp_path / "baselines",
+            bl.from_runs(tiny, "cpu", make(BASE, [], repeats=5).run().records, "test"),
+        )
     return report.build(make(times, [], repeats=5).run().judge())
 
 

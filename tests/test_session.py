@@ -4,6 +4,7 @@ import pytest
 
 from harness import options as opt
 from harness.judging import baseline as bl
+from harness.results.run import Run
 from harness.suite import session as sess
 
 
@@ -77,7 +78,7 @@ def test_budget_stops_before_a_run_that_would_overrun_and_resume_finishes(tmp_pa
         and resumed.left == 0
         and resumed.incomplete is None
     )
-    assert sorted((r["decomposition_id"], r["repeat"]) for r in resumed.records) == [
+    assert sorted((r.decomposition_id, r.repeat) for r in resumed.records) == [
         (d, r) for d in ("1x4", "2x2", "4x1") for r in (1, 2, 3)
     ]
     resumed.update_baselines_for(tiny.name, min_repeats=3)  # a finished session records like any other
@@ -146,7 +147,7 @@ def test_no_extra_runs_against_a_baseline_from_several_machines(tmp_path, tiny, 
                 dict(r, run_id=f"{machine}-{r['run_id']}-{i}", env={"boot_id": machine})
                 for r in fake_runs(tiny, [level])
             ]
-    bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", recs, "test", min_repeats=1))
+    bl.write(tmp_path / "baselines", bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in recs], "test", min_repeats=1))
     calls, said = [], []
     fake_runner({"1x4": [108.0], "2x2": [108.0], "4x1": [108.0]}, calls)
     o = sess.Options(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.inputs import check_inputs, digest
+from harness.results.run import Run
 from harness.spec import SpecError, Workload, changed_fields
 from harness.spec_tokenizer import text_unread
 
@@ -187,7 +188,15 @@ def test_the_report_says_the_data_is_synthetic_in_all_but_length(tmp_path, fake_
     w = workload(tmp_path, "words")
     cases = tuple((w.name, d.id) for d in w.decompositions)
     missing = {w.name: bl.MissingBaseline("no baseline")}
-    data = report.build(Judge({w.name: w}, cases, tuple(fake_runs(w, [100.0] * 3, unk_share=0.97)), missing, "cpu"))
+    data = report.build(
+        Judge(
+            {w.name: w},
+            cases,
+            tuple(Run.from_json(r) for r in fake_runs(w, [100.0] * 3, unk_share=0.97)),
+            missing,
+            "cpu",
+        )
+    )
     (unread,) = data["data_unread"]
     assert unread["workload"] == w.name and unread["unk_share"] == 0.97 and unread["tokenizer"] == "words"
     assert "synthetic in all but length" in unread["line"] and "97% of the tokens" in unread["line"]

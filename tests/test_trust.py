@@ -23,6 +23,7 @@ from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.measuring import loop
 from harness.reporting import report
+from harness.results.run import Run
 from harness.sidebyside import run as il
 from harness.sidebyside.config import ComparisonConfig
 from harness.sidebyside.loop import PROGRESS, Comparison
@@ -136,7 +137,7 @@ def test_a_torn_last_line_of_runs_jsonl_is_remade_on_resume_and_said_in_the_repo
 
 def _stored_baseline(tmp_path, tiny, fake_runs) -> tuple[dict, Path, Path]:
     """A valid baseline of tiny-qwen3 on cpu (its data and where it goes) and a results dir of current runs."""
-    data = bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd")
+    data = bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd")
     current = tmp_path / "current"
     current.mkdir()
     runs = [dict(r, run_id="now-" + r["run_id"], workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [100, 101, 99])]
@@ -570,7 +571,7 @@ def test_a_pytest_session_against_a_broken_baseline_fails_its_workload_before_an
     its workload is one failed item (exit 1), trained for nothing."""
     calls = []
     fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
-    data = bl.from_runs(tiny, "cpu", fake_runs(tiny, [100, 101, 99, 100, 102]), "cmd")
+    data = bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd")
     data["thresholds"]["runtime"] = float("nan")
     path = bl.path_for(perf_project.path / "baselines", "cpu", tiny.name)
     path.parent.mkdir(parents=True)

@@ -236,9 +236,10 @@ def _census(device: str) -> dict:
 
 
 def _runs(*censuses: dict):
+    from harness.results.run import Run
     from harness.results.runs import Runs
 
-    records = [{"decomposition_id": "4x1", "status": "ok", "census": c} for c in censuses]
+    records = [Run.from_json({"decomposition_id": "4x1", "status": "ok", "census": c}) for c in censuses]
     return Runs("s", "tiny-qwen3", tuple(records), 0)
 
 

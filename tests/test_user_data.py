@@ -12,6 +12,7 @@ import pytest
 
 from harness.inputs import check_inputs, data_digest, digest
 from harness.judging import baseline as bl
+from harness.results.run import Run
 from harness.spec import SpecError, Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +119,7 @@ def test_a_folders_digest_ignores_the_cache_files_datasets_writes(tmp_path):
 
 def test_an_edited_jsonl_under_a_recorded_baseline_is_refused_naming_the_data(tmp_path, fake_runs):
     w = mine(tmp_path)
-    bl.write(tmp_path / "baselines", bl.from_runs(w, "cpu", fake_runs(w, [100] * 5), "cmd"))
+    bl.write(tmp_path / "baselines", bl.from_runs(w, "cpu", [Run.from_json(r) for r in fake_runs(w, [100] * 5)], "cmd"))
     assert bl.load(tmp_path / "baselines", "cpu", w).data["workload"]["spec"]["data"]["digest"] == w.data.digest
     shorter = [{"messages": [m | {"content": "w3"} for m in r["messages"]]} for r in CHATS]
     edited = mine(tmp_path, shorter)
@@ -133,7 +134,10 @@ def test_an_edited_jsonl_is_refused_at_collection_not_judged(perf_project, fake_
     data = jsonl(perf_project.path / "chat.jsonl", CHATS)
     (perf_project.path / "workloads" / "mine.toml").write_text(local_toml(data))
     w = Workload.load(perf_project.path / "workloads" / "mine.toml")
-    bl.write(perf_project.path / "baselines", bl.from_runs(w, "cpu", fake_runs(w, [100] * 5), "cmd"))
+    bl.write(
+        perf_project.path / "baselines",
+        bl.from_runs(w, "cpu", [Run.from_json(r) for r in fake_runs(w, [100] * 5)], "cmd"),
+    )
     ok = perf_project.runpytest_subprocess(
         "perftests", "--gpu=cpu", "--workload", "mine", "--collect-only", "-p", "no:cacheprovider"
     )
@@ -155,7 +159,10 @@ def test_an_edited_jsonl_is_refused_at_collection_not_judged(perf_project, fake_
 
 
 def test_a_baseline_of_another_hash_is_refused_before_any_run(perf_project, tiny, fake_runs):
-    bl.write(perf_project.path / "baselines", bl.from_runs(tiny, "cpu", fake_runs(tiny, [100] * 5), "cmd"))
+    bl.write(
+        perf_project.path / "baselines",
+        bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100] * 5)], "cmd"),
+    )
     result = perf_project.runpytest_subprocess("perftests", "--gpu=cpu", "--steps", "6", "--results-dir", "out")
     assert result.ret == 1 and not (perf_project.path / "out" / "runs.jsonl").exists()
     result.stdout.fnmatch_lines(

@@ -164,7 +164,7 @@ class Steps:
             out=lambda s: self.out(f"    {s}"),
         )
         last = made.latest(self.cfg.decomposition)
-        return dict(last) if last is not None else None
+        return last.to_json() if last is not None else None  # the bisection reads the record as written
 
     # ---- interleaved comparison -------------------------------------------------------------------------
     def compare(self, good: Candidate, cand: Candidate) -> Measured:

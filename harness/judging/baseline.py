@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ from harness.files import write_atomic
 from harness.judging.baseline_schema import problem
 from harness.judging.census_diff import normalize
 from harness.judging.thresholds import ALPHA, MEMORY_ABS_MIB, MEMORY_REL
-from harness.record import is_census, median_phases, run_phases
+from harness.record import median_phases
+from harness.results.run import Run, plain
 from harness.spec import Decomposition, Workload, changed_fields
 from harness.values import load_json
 
@@ -191,16 +192,16 @@ def _compact(obj: Any) -> str:
     )
 
 
-def unique_runs(records: list[dict], workload: str) -> list[dict]:
+def unique_runs(records: list[Run], workload: str) -> list[Run]:
     """``records`` with each run once (by ``run_id``, the first kept): one results dir passed twice (``D D/ D/.``), or
     a copy of it, adds no runs, so a repeat minimum cannot be met by repetition. Raises BaselineError for two different
     records of one run id (the machine label, taken from the results dir's name, aside)."""
     seen: dict = {}
     out = []
     for r in records:
-        rid = r.get("run_id")
+        rid = r.run_id or None
         if rid is not None and rid in seen:
-            if {k: v for k, v in r.items() if k != "machine"} != {k: v for k, v in seen[rid].items() if k != "machine"}:
+            if replace(r, machine=None) != replace(seen[rid], machine=None):
                 raise BaselineError(
                     f"refusing to record a baseline for {workload}: run {rid} is recorded twice with different values; "
                     "pass each results dir once and leave out edited copies"
@@ -211,14 +212,16 @@ def unique_runs(records: list[dict], workload: str) -> list[dict]:
     return out
 
 
-def record_problem(r: dict) -> str | None:
+def record_problem(r: Run) -> str | None:
     """Why a run record cannot go into a baseline (a key it is built from missing or of the wrong type), or None."""
-    if not isinstance(r.get("run_id"), str) or not isinstance(r.get("decomposition_id"), str):
+    if not (r.run_id and isinstance(r.run_id, str)) or not (r.decomposition_id and isinstance(r.decomposition_id, str)):
         return "run_id or decomposition_id is not a string"
-    if is_census(r):
-        return None if isinstance(r["census"], dict) else "census is not an object"
-    steps, warm = r.get("step_times_ms"), r.get("warmup_steps")
-    if not (isinstance(steps, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in steps)):
+    if r.is_census:
+        return None
+    if r.detail("census") is not None:
+        return "census is not an object"
+    steps, warm = r.step_times_ms, r.warmup_steps
+    if not (isinstance(steps, tuple) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in steps)):
         return "step_times_ms is not a list of numbers"
     if not (isinstance(warm, int) and not isinstance(warm, bool) and warm >= 0):
         return f"warmup_steps is {warm!r}, not a whole number >= 0"
@@ -226,28 +229,28 @@ def record_problem(r: dict) -> str | None:
 
 
 def check_runs(
-    workload: Workload, records: list[dict], min_repeats: int = MIN_REPEATS, require_all: bool = True
+    workload: Workload, records: list[Run], min_repeats: int = MIN_REPEATS, require_all: bool = True
 ) -> None:
     """Refuse to record a baseline from failed runs or too few repeats (each run counted once). Raises BaselineError."""
-    failed = [r for r in records if r.get("status") != "ok"]
+    failed = [r for r in records if not r.ok]
     if failed:
-        kinds = ", ".join(sorted({f"{r['decomposition_id']}: {r['status']}" for r in failed}))
+        kinds = ", ".join(sorted({f"{r.decomposition_id}: {r.status}" for r in failed}))
         raise BaselineError(
             f"refusing to record a baseline for {workload.name}: {len(failed)} run(s) failed ({kinds}); "
             "fix them and rerun"
         )
-    profiled = [r for r in records if r.get("profile_steps") or r.get("inject_slowdown") or r.get("inject_work")]
+    profiled = [r for r in records if r.profile_steps or r.inject_slowdown or r.inject_work]
     if profiled:
         raise BaselineError(
             f"refusing to record a baseline for {workload.name}: {len(profiled)} run(s) were profiled or had injected "
             "slowdown or work; record from plain runs"
         )
-    records = [r for r in unique_runs(records, workload.name) if not is_census(r)]
-    ran = {r.get("decomposition_id") for r in records}
+    records = [r for r in unique_runs(records, workload.name) if not r.is_census]
+    ran = {r.decomposition_id for r in records}
     for d in workload.decompositions:
         if not require_all and d.id not in ran:
             continue
-        n = sum(1 for r in records if r.get("decomposition_id") == d.id)
+        n = sum(1 for r in records if r.decomposition_id == d.id)
         if n < min_repeats:
             raise BaselineError(
                 f"refusing to record a baseline for {workload.name}: "
@@ -255,54 +258,49 @@ def check_runs(
             )
 
 
-def _run_row(r: dict) -> dict:
+def _run_row(r: Run) -> dict:
     """A timed run as a baseline keeps it: its ids, host and machine, the run keys, its steady step times and phases."""
-    env = r.get("env") or {}
-    row = {
-        "run_id": r["run_id"],
-        "session_id": r.get("session_id"),
-        "host": env.get("hostname"),
-        "machine": env.get("boot_id") or r.get("machine") or r.get("session_id"),
-    }
-    row.update({k: r.get(k) for k in RUN_KEYS})
-    row["steady_step_times_ms"] = [round(x, 3) for x in r["step_times_ms"][r["warmup_steps"] :]]
-    if (ph := run_phases(r)) is not None:
+    row = {"run_id": r.run_id, "session_id": r.session_id, "host": r.hostname, "machine": r.machine_id}
+    row.update({k: plain(getattr(r, k)) for k in RUN_KEYS})
+    row["steady_step_times_ms"] = [round(x, 3) for x in r.steady_step_times_ms]
+    if (ph := r.phase_medians()) is not None:
         row["phases_ms"] = ph
     return row
 
 
-def _decomposition(d: Decomposition, records: list[dict]) -> dict[str, Any] | None:
+def _decomposition(d: Decomposition, records: list[Run]) -> dict[str, Any] | None:
     """The baseline entry of decomposition ``d``: its timed runs, the first one's losses and its census runs whose
     window fit; None where ``records`` hold no run of it."""
-    rs = [r for r in records if r["decomposition_id"] == d.id and not is_census(r)]
-    if not rs and not any(r["decomposition_id"] == d.id for r in records):
+    rs = [r for r in records if r.decomposition_id == d.id and not r.is_census]
+    if not rs and not any(r.decomposition_id == d.id for r in records):
         return None
+    losses = rs[0].losses if rs else None
     entry = {
         "decomposition": d.as_dict(),
         "runs": [_run_row(r) for r in rs],
-        "losses": rs[0].get("losses") if rs else None,
+        "losses": list(losses) if losses is not None else None,
     }
     census = [
         {
-            "run_id": r["run_id"],
-            "machine": (r.get("env") or {}).get("boot_id") or r.get("machine") or r.get("session_id"),
-            "versions": (r.get("env") or {}).get("versions"),
-            "census": r["census"],
-            **{k: r[k] for k in PEAK_KEYS if r.get(k) is not None},
+            "run_id": r.run_id,
+            "machine": r.machine_id,
+            "versions": r.versions,
+            "census": r.census.to_json(),
+            **{k: v for k in PEAK_KEYS if (v := getattr(r, k)) is not None},
         }
         for r in records
-        if r["decomposition_id"] == d.id and is_census(r) and r["census"].get("fits")
+        if r.decomposition_id == d.id and r.census is not None and r.census.fits
     ]
     if census:
         entry["census"] = census
     return entry
 
 
-def _provenance(records: list[dict], decs: dict[str, Any], command: str, note: str) -> dict[str, Any]:
+def _provenance(records: list[Run], decs: dict[str, Any], command: str, note: str) -> dict[str, Any]:
     """Where a measured baseline comes from: the command, its sessions, hosts and machines, and the note (by default,
     over how many sessions and machines it was gathered)."""
-    sessions = sorted({r.get("session_id") for r in records if r.get("session_id")})
-    hosts = sorted({(r.get("env") or {}).get("hostname") for r in records if (r.get("env") or {}).get("hostname")})
+    sessions = sorted({r.session_id for r in records if r.session_id})
+    hosts = sorted({r.hostname for r in records if r.hostname})
     machines = sorted({row["machine"] for d in decs.values() for row in d["runs"] if row["machine"]})
     return {
         "kind": "measured",
@@ -323,7 +321,7 @@ def _provenance(records: list[dict], decs: dict[str, Any], command: str, note: s
 def from_runs(
     workload: Workload,
     gpu: str,
-    records: list[dict],
+    records: list[Run],
     command: str,
     thresholds: dict | None = None,
     note: str = "",
@@ -337,10 +335,10 @@ def from_runs(
     for r in records:
         if (why := record_problem(r)) is not None:
             raise BaselineError(
-                f"refusing to make a baseline of {workload.name} from these runs: run {r.get('run_id')}: {why}; "
+                f"refusing to make a baseline of {workload.name} from these runs: run {r.run_id or None}: {why}; "
                 "leave that run's results dir out or rerun it"
             )
-    bad = sorted({r.get("workload_hash") for r in records} - {workload.hash})
+    bad = sorted({r.workload_hash for r in records} - {workload.hash})
     if bad:
         raise BaselineError(
             f"refusing to record a baseline for {workload.name}: "
@@ -350,12 +348,12 @@ def from_runs(
     for d in workload.decompositions:
         if (entry := _decomposition(d, records)) is not None:
             decs[d.id] = entry
-    timed = [r for r in records if not is_census(r)] or records
+    timed = [r for r in records if not r.is_census] or records
     data = {
         "schema": SCHEMA,
         "gpu": gpu,
         "workload": {"name": workload.name, "hash": workload.hash, "spec": workload.to_dict()},
-        "env": dict(timed[0].get("env") or {}),
+        "env": plain(timed[0].env) or {},
         "provenance": _provenance(records, decs, command, note),
         "thresholds": {**default_thresholds(gpu), **(thresholds or {})},
         "decompositions": decs,
@@ -386,7 +384,7 @@ def record(
     root: str | Path,
     workload: Workload,
     gpu: str,
-    records: list[dict],
+    records: list[Run],
     command: str,
     note: str = "",
     min_repeats: int = MIN_REPEATS,

@@ -27,7 +27,7 @@ from harness.judging.stats import (
     smallest_flagged,
 )
 from harness.judging.thresholds import ALPHA
-from harness.record import is_census
+from harness.results.run import Run
 from harness.spec import Workload
 
 Case = tuple[str, str]  # (workload name, decomposition id)
@@ -59,7 +59,7 @@ def _unusable(kind: str, case: str, err: bl.BaselineError) -> Verdict:
 class Judge:
     workloads: Mapping[str, Workload]
     cases: tuple[Case, ...]  # in workload-file order
-    records: tuple[dict, ...]
+    records: tuple[Run, ...]
     baselines: Mapping[str, bl.Baseline | bl.BaselineError]
     gpu: str = ""
     alpha: float | None = None  # overrides of the baselines' thresholds
@@ -68,19 +68,20 @@ class Judge:
     incomplete: str | None = None  # why some planned runs were not made (--total-budget-minutes); their cases skip
 
     # ---- records -----------------------------------------------------------------------------------
-    def runs(self, workload: str, decomp: str, ok_only: bool = True, census: bool = False) -> list[dict]:
+    def runs(self, workload: str, decomp: str, ok_only: bool = True, census: bool = False) -> list[Run]:
         """The timed runs of a case (``census=True``: its census runs instead, which never enter a timing)."""
         return [
             r
             for r in self.records
-            if r["workload"] == workload
-            and r["decomposition_id"] == decomp
-            and (r["status"] == "ok" or not ok_only)
-            and is_census(r) == census
+            if r.workload == workload
+            and r.decomposition_id == decomp
+            and (r.ok or not ok_only)
+            and r.is_census == census
         ]
 
     def metric(self, workload: str, decomp: str, key: str) -> Sample:
-        return Sample(tuple(r[key] for r in self.runs(workload, decomp) if r.get(key) is not None))
+        """The values of the field ``key`` of a case's timed runs (``step_time_median_ms``, ...) where they have one."""
+        return Sample(tuple(v for r in self.runs(workload, decomp) if (v := getattr(r, key)) is not None))
 
     @property
     def workload_names(self) -> list[str]:
@@ -170,9 +171,7 @@ class Judge:
     def peaks(self, workload: str, decomp: str) -> tuple[float, ...]:
         """The peak reserved bytes of the case's timed runs, else (a census-only session) of its census runs."""
         return self.metric(workload, decomp, "peak_reserved_bytes").values or tuple(
-            r["peak_reserved_bytes"]
-            for r in self.runs(workload, decomp, census=True)
-            if r.get("peak_reserved_bytes") is not None
+            r.peak_reserved_bytes for r in self.runs(workload, decomp, census=True) if r.peak_reserved_bytes is not None
         )
 
     def memory(self, workload: str, decomp: str) -> Verdict:
@@ -226,8 +225,8 @@ class Judge:
         census_only = not any(self.runs(workload, d) for d in self.decomps(workload))
         for d in self.decomps(workload):
             runs = self.runs(workload, d, census=census_only)  # a census-only session compares its census runs' losses
-            if runs and runs[0].get("losses"):
-                losses[d] = runs[0]["losses"]
+            if runs and runs[0].losses:
+                losses[d] = list(runs[0].losses)
         if len(losses) < 2:
             return Verdict("equivalence", workload, "skip", self._fewer_than_two(workload, "ran successfully"))
         return EquivalenceCheck(LOSS_RTOL[self.workloads[workload].train.precision]).decide(workload, losses)
@@ -243,9 +242,9 @@ class Judge:
     def censuses(self, workload: str, decomp: str) -> list[dict]:
         """This session's censuses of a case (from its ok census runs whose window fitted)."""
         return [
-            census_diff.normalize(r["census"])
+            census_diff.normalize(r.census.to_json())
             for r in self.runs(workload, decomp, census=True)
-            if r["census"].get("fits")
+            if r.census is not None and r.census.fits
         ]
 
     @cached_property
@@ -287,9 +286,7 @@ class Judge:
         cur = self.censuses(workload, decomp)
         if not cur:
             unfit = [
-                (r.get("census") or {}).get("reason")
-                for r in self.runs(workload, decomp, census=True)
-                if not (r.get("census") or {}).get("fits")
+                r.census.reason for r in self.runs(workload, decomp, census=True) if r.census and not r.census.fits
             ]
             return Verdict("work", case, "skip", f"no census: {unfit[0]}") if unfit else None
         b = self.baselines[workload]

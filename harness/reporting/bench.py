@@ -34,7 +34,7 @@ REPLAY = ReplayClock()
 def record(benchmark, judge, workload: str, decomp: str) -> None:
     """Replay the case's steady-state step times (all runs) as rounds, and attach extra_info."""
     runs = judge.runs(workload, decomp)
-    steps = [t / 1000.0 for r in runs for t in r["step_times_ms"][r["warmup_steps"] :]]
+    steps = [t / 1000.0 for r in runs for t in r.steady_step_times_ms]
     if not steps:
         return
     benchmark.group = workload
@@ -43,13 +43,13 @@ def record(benchmark, judge, workload: str, decomp: str) -> None:
             "decomposition": decomp,
             "runs": len(runs),
             "unit": "seconds per optimizer step (steady state)",
-            "train_runtime_s": [r["train_runtime_s"] for r in runs],
-            "step_time_median_ms": [r["step_time_median_ms"] for r in runs],
-            "peak_reserved_bytes": [r["peak_reserved_bytes"] for r in runs],
-            "peak_allocated_bytes": [r["peak_allocated_bytes"] for r in runs],
-            "tokens_per_s": [r["tokens_per_s"] for r in runs],
-            "versions": (runs[0].get("env") or {}).get("versions"),
-            "workload_hash": runs[0]["workload_hash"],
+            "train_runtime_s": [r.train_runtime_s for r in runs],
+            "step_time_median_ms": [r.step_time_median_ms for r in runs],
+            "peak_reserved_bytes": [r.peak_reserved_bytes for r in runs],
+            "peak_allocated_bytes": [r.peak_allocated_bytes for r in runs],
+            "tokens_per_s": [r.tokens_per_s for r in runs],
+            "versions": runs[0].versions,
+            "workload_hash": runs[0].workload_hash,
         }
     )
     rounds = REPLAY.load(steps)

@@ -17,7 +17,7 @@ from harness.files import refuse_links, write_atomic
 from harness.judging import baseline as bl
 from harness.judging import census_diff
 from harness.judging.stats import Sample
-from harness.record import PHASES, median_phases, run_phases
+from harness.record import PHASES, median_phases
 from harness.reporting.report_head import BAD_WORKLOAD, head_lines
 from harness.reporting.step_analysis import (
     diagnosis,
@@ -31,6 +31,7 @@ from harness.reporting.step_analysis import (
 from harness.reporting.unread import unread
 from harness.results import formats
 from harness.results.repro import repro
+from harness.results.run import Run, plain
 
 GIB = 2**30
 
@@ -39,9 +40,9 @@ def _rng(s: Sample, fmt: str) -> dict | None:
     return None if not len(s) else {"median": s.median, "min": s.min, "max": s.max, "n": len(s), "cv": s.cv, "fmt": fmt}
 
 
-def _phases(runs: list[dict]) -> dict | None:
+def _phases(runs: list[Run]) -> dict | None:
     """Median over runs of each run's median steady-state phase time (ms per optimizer step)."""
-    return median_phases([run_phases(r) for r in runs])
+    return median_phases([r.phase_medians() for r in runs])
 
 
 def _launch_us(probes: list[dict | None]) -> float | None:
@@ -50,8 +51,8 @@ def _launch_us(probes: list[dict | None]) -> float | None:
     return median(v) if v else None
 
 
-def _gpu_busy(runs: list[dict]) -> float | None:
-    util = [g["util_pct"] for r in runs for g in (r.get("gpu_samples") or [])]
+def _gpu_busy(runs: list[Run]) -> float | None:
+    util = [g["util_pct"] for r in runs for g in (r.gpu_samples or ())]
     return median(util) / 100.0 if util else None
 
 
@@ -79,11 +80,11 @@ def _row(judge, w: str, d: str, v) -> dict:
     """One case's row of report.json: its split, its runs and their measurements, the baseline's, and its runtime
     verdict ``v`` (None when none was given)."""
     runs = judge.runs(w, d, ok_only=False)
-    ok = [r for r in runs if r["status"] == "ok"]
+    ok = [r for r in runs if r.ok]
     wl = judge.workloads[w]
     dec = wl.decomposition(d)
     b = judge.baselines.get(w)
-    kern = [r["profile"]["kernel_ms_per_step"] for r in ok if r.get("profile")]
+    kern = [r.profile["kernel_ms_per_step"] for r in ok if r.profile]
     return {
         "workload": w,
         "decomposition": d,
@@ -94,7 +95,7 @@ def _row(judge, w: str, d: str, v) -> dict:
         "steps": wl.train.max_steps,
         "runs": len(runs),
         "ok": len(ok),
-        "failures": sorted({r["status"] for r in runs if r["status"] != "ok"}),
+        "failures": sorted({r.status for r in runs if not r.ok}),
         "step_time_ms": _rng(judge.metric(w, d, "step_time_median_ms"), ".1f"),
         "train_runtime_s": _rng(judge.metric(w, d, "train_runtime_s"), ".2f"),
         "peak_reserved_gib": _rng(Sample(tuple(x / GIB for x in judge.peaks(w, d))), ".2f"),
@@ -102,7 +103,7 @@ def _row(judge, w: str, d: str, v) -> dict:
         "phases_ms": _phases(ok),
         "gpu_busy": _gpu_busy(ok),
         "kernel_ms_per_step": median(kern) if kern else None,
-        "host_launch_us": _launch_us([r.get("host_probe") for r in ok]),
+        "host_launch_us": _launch_us([r.host_probe for r in ok]),
         "baseline_host_launch_us": _launch_us(b.values(d, "host_probe")) if isinstance(b, bl.Baseline) else None,
         "baseline_step_time_ms": _rng(_baseline_sample(b, d, "step_time_median_ms"), ".1f"),
         "baseline_train_runtime_s": _rng(_baseline_sample(b, d, "train_runtime_s"), ".2f"),
@@ -111,7 +112,7 @@ def _row(judge, w: str, d: str, v) -> dict:
         "ratio": (v.details.get("ratio") if v else None),
         "ratio_lo": (v.details.get("lo") if v else None),
         "ratio_hi": (v.details.get("hi") if v else None),
-        "step_traces_ms": [r["step_times_ms"] for r in ok],
+        "step_traces_ms": [plain(r.step_times_ms) for r in ok],
         "warmup_steps": wl.measure.warmup_steps,
     }
 
@@ -150,11 +151,11 @@ def build(
     verdicts = {v.case: v for v in judge.runtime.values()}
     rows = [_row(judge, w, d, verdicts.get(f"{w}-{d}")) for w, d in judge.cases]
     gpu_name = next(
-        (r["env"]["gpu"] for r in judge.records if (r.get("env") or {}).get("gpu")), judge.gpu
+        (r.env["gpu"] for r in judge.records if r.env and r.env.get("gpu")), judge.gpu
     )  # the full name: its peak
     for row in rows:
         _add_readings(row, judge, gpu_name)
-    env = next((r.get("env") for r in judge.records if r.get("env")), {}) or {}
+    env = next((plain(r.env) for r in judge.records if r.env), {})
     base_versions = {w: b.env.get("versions", {}) for w, b in judge.baselines.items() if isinstance(b, bl.Baseline)}
     return {
         "gpu": judge.gpu,

@@ -15,7 +15,7 @@ def unread(judge) -> list[dict]:
     for name, w in judge.workloads.items():
         if not text_unread(w.model, w.data):
             continue
-        shares = [r["unk_share"] for r in judge.records if r.get("workload") == name and r.get("unk_share") is not None]
+        shares = [r.unk_share for r in judge.records if r.workload == name and r.unk_share is not None]
         share = max(shares) if shares else None
         said = (
             f"{share:.0%} of the tokens the trainer got are <unk>"

@@ -13,6 +13,7 @@ from typing import Any
 # The census's keys that its typed fields hold, with the field of each where the names differ; ``memory`` and
 # ``tokens`` are objects in the record, whose parts are fields here.
 RENAMED = {"attention_backend": "attention", "syncs": "sync_calls", "alloc": "alloc_calls"}
+BACK = {v: k for k, v in RENAMED.items()}
 MEMORY = ("peak_reserved_bytes", "peak_allocated_bytes", "allocated_per_step", "allocated_by_op")
 TOKENS = {"real": "real_tokens", "padded": "padded_tokens"}
 HEAD = ("fits", "device", "logging_steps", "steps", "n")  # written by every census, fitted or not
@@ -77,6 +78,8 @@ class Census:
     python_steps: tuple[int, int] | None = None
     python_reason: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    # the keys of a fitted census that the census read lacked (one written before they existed): left out when written
+    absent: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in MAPS:
@@ -109,11 +112,10 @@ class Census:
         out["steps"] = list(self.steps) if self.steps is not None else None
         if not self.fits:
             return {**out, "reason": self.reason, **self.details}
-        typed = {f.name for f in fields(self)} - {*HEAD, "reason", "details", *MEMORY, *TOKENS.values()}
-        back = {v: k for k, v in RENAMED.items()}
+        typed = {f.name for f in fields(self)} - {*HEAD, "reason", "details", "absent", *MEMORY, *TOKENS.values()}
         for name in sorted(typed):
             value = getattr(self, name)
-            out[back.get(name, name)] = (
+            out[BACK.get(name, name)] = (
                 dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
             )
         if self.python_reason is None:
@@ -123,7 +125,7 @@ class Census:
         out["memory"] = memory if any(v is not None for v in memory.values()) else None
         tokens = {k: getattr(self, f) for k, f in TOKENS.items()}
         out["tokens"] = tokens if any(v is not None for v in tokens.values()) else None
-        return {**out, **self.details}
+        return {**{k: v for k, v in out.items() if k not in self.absent}, **self.details}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Census:
@@ -133,7 +135,9 @@ class Census:
         given["fits"] = bool(given.get("fits"))
         given["device"] = str(given.get("device") or "cpu")
         if given["fits"]:
-            names = {f.name for f in fields(cls)} - {"details", *MEMORY, *TOKENS.values()}
+            names = {f.name for f in fields(cls)} - {"details", "absent", *MEMORY, *TOKENS.values()}
+            written = {*(BACK.get(n, n) for n in names - {*HEAD, "reason"}), "memory", "tokens"}
+            given["absent"] = tuple(sorted(written - set(rest)))
             for key in list(rest):
                 if RENAMED.get(key, key) in names:
                     given[RENAMED.get(key, key)] = rest.pop(key)

@@ -21,6 +21,7 @@ from harness.files import ensure_dir, new_id, results_lock
 from harness.measuring.interpreters import interpreter, same_versions
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.results.run import Run
 from harness.results.suite_report import SuiteReport
 from harness.spec_folder import load_workload
 from harness.suite.compare import judged, run_record, runs_against
@@ -31,8 +32,8 @@ class Rounds:
     """The interleaved runs of one ``ab``: A's and B's records, as written to ``root/a`` and ``root/b``."""
 
     root: Path
-    a: list[dict]
-    b: list[dict]
+    a: list[Run]
+    b: list[Run]
 
 
 def run_rounds(
@@ -85,11 +86,11 @@ def run_rounds(
     )
     slots = schedule(sides, [(w, d) for d in decs], repeats, alternate=True)
     ran = run_slots(slots, timeout_s=run_timeout, gpu=gpu, progress=out)
-    by_side: dict[str, list[dict]] = {"a": [], "b": []}
+    by_side: dict[str, list[Run]] = {"a": [], "b": []}
     for slot, rec in zip(slots, ran.records, strict=False):
         where = slot.side.results_dir / "runs.jsonl"  # what `compare` of the two dirs would read
         machine = rec.get("machine") or f"dir:{where.parent}"
-        by_side[slot.side.name].append({**run_record(rec, str(where)), "machine": machine})
+        by_side[slot.side.name].append(run_record(rec, str(where)).with_machine(machine))
     return Rounds(root, by_side["a"], by_side["b"])
 
 

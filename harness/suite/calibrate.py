@@ -22,6 +22,7 @@ from harness.judging.simulate import min_detectable_slowdown
 from harness.judging.stats import RuntimeCheck
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.results.run import Run
 from harness.spec_folder import load_workload
 
 
@@ -55,13 +56,14 @@ def calibrate(
         FreshSide("S", root, session, inject_slowdown=slowdown),
     ]
     groups: dict[str, dict[str, list[float]]] = {s.name: {d.id: [] for d in w.decompositions} for s in sides}
-    failed: list[dict] = []
+    failed: list[Run] = []
 
     def keep(slot, rec):
-        if rec["status"] != "ok":
-            failed.append(rec)
+        run = Run.from_json(rec)
+        if not run.ok:
+            failed.append(run)
         else:
-            groups[slot.side.name][slot.decomposition.id].append(rec["step_time_median_ms"])
+            groups[slot.side.name][slot.decomposition.id].append(run.step_time_median_ms)
 
     with results_lock(root):  # refused at once beside a session or another command writing there
         run_slots(
@@ -70,7 +72,7 @@ def calibrate(
             gpu=gpu,
             progress=out,
             on_record=keep,
-            stop=lambda _s: f"error: run failed ({failed[0]['status']}); see {failed[0]['log']}" if failed else None,
+            stop=lambda _s: f"error: run failed ({failed[0].status}); see {failed[0].log}" if failed else None,
         )
     if failed:
         return MEASUREMENT_FAILED

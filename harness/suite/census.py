@@ -20,6 +20,7 @@ from harness.judging import census_diff
 from harness.judging.judge import CENSUS_TOLERANCES
 from harness.measuring.loop import FreshSide, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S
+from harness.results.run import Run
 from harness.results.runs import Runs
 from harness.spec_folder import load_workload
 
@@ -108,13 +109,14 @@ def census(
     with results_lock(side.results_dir):  # refused at once beside a session or another command writing there
         ran = run_slots(schedule([side], [(w, d) for d in decs], repeats), timeout_s=run_timeout, gpu=gpu, progress=out)
     by: dict[str, list[dict]] = {}
-    for r in ran.records:
-        if r["status"] == "ok" and r.get("census"):
-            c = census_diff.normalize(r["census"])
-            by.setdefault(r["decomposition_id"], []).append(c)
-            out(f"{w.name}-{r['decomposition_id']} run {r['repeat']}: {summary_line(c)}")
+    runs = tuple(Run.from_json(r) for r in ran.records)
+    for r in runs:
+        if r.ok and r.census is not None:
+            c = census_diff.normalize(r.census.to_json())
+            by.setdefault(r.decomposition_id, []).append(c)
+            out(f"{w.name}-{r.decomposition_id} run {r.repeat}: {summary_line(c)}")
     for d, cs in by.items():
         for line in determinism(cs):
             out(f"{w.name}-{d}: {line}")
-    failed = any(r["status"] != "ok" for r in ran.records)
-    return Runs(session, w.name, tuple(ran.records), MEASUREMENT_FAILED if failed else 0)
+    failed = any(not r.ok for r in runs)
+    return Runs(session, w.name, runs, MEASUREMENT_FAILED if failed else 0)

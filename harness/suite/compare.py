@@ -19,6 +19,7 @@ from harness.judging.judge import Judge, load_baselines
 from harness.record import run_problem
 from harness.reporting import report, session_summary
 from harness.results import formats
+from harness.results.run import Run, plain
 from harness.results.suite_report import SuiteReport
 from harness.spec import Workload, changed_fields
 
@@ -27,16 +28,21 @@ def command_line() -> str:
     return "python -m harness " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def run_record(rec: dict, where: str) -> dict:
+def run_record(rec: dict, where: str) -> Run:
     """A line of runs.jsonl as its readers take it: upgraded to the current format and of the shape they read
     (:func:`harness.record.run_problem`); ValueError, one line naming the line and the run, otherwise."""
     rec = formats.RUN.read(rec, where)
     if (why := run_problem(rec)) is not None:
         raise BadInput(f"{where}: run {str(rec.get('run_id'))[:80]!r}: {why}")
-    return rec
+    return Run.from_json(rec, where)
 
 
-def records(dirs: list[str], skipped: list[str] | None = None, shape: bool = True) -> list[dict]:
+def any_run(rec: dict, where: str) -> Run:
+    """A line of runs.jsonl upgraded to the current format, whatever the shape of its values."""
+    return Run.from_json(rec, where)
+
+
+def records(dirs: list[str], skipped: list[str] | None = None, shape: bool = True) -> list[Run]:
     """Records of the results dirs, each dir once (``D D/ D/.`` is one dir); runs made before boot ids were recorded
     take their dir as their machine. A torn or malformed line, or with ``shape`` a record of the wrong shape
     (:func:`run_record`: a NaN or a string for a step time), is skipped: named in ``skipped`` when given (for the
@@ -48,30 +54,32 @@ def records(dirs: list[str], skipped: list[str] | None = None, shape: bool = Tru
         seen.add(Path(d).resolve())
         if not (Path(d) / "runs.jsonl").exists():
             raise UsageError(f"{d}: no runs.jsonl here; pass a --results-dir of an earlier session")
-        recs, lost = read_records(Path(d) / "runs.jsonl", run_record if shape else formats.RUN.read)
+        recs, lost = read_records(Path(d) / "runs.jsonl", run_record if shape else any_run)
         if skipped is not None:
             skipped += lost
         else:
             for line in lost:
                 print(f"warning: {line}", file=sys.stderr)
-        out += [dict(r, machine=r.get("machine") or f"dir:{d}") for r in recs]
+        out += [r.with_machine(r.machine or f"dir:{d}") for r in recs]
     return out
 
 
-def group(recs: list[dict], where: str) -> dict[str, tuple[Workload, list[dict]]]:
+def group(recs: list[Run], where: str) -> dict[str, tuple[Workload, list[Run]]]:
     """Records by workload name, with the workload rebuilt from the records; one hash per name."""
-    out: dict[str, tuple[Workload, list[dict]]] = {}
+    out: dict[str, tuple[Workload, list[Run]]] = {}
     recorded: dict[
         str, str
     ] = {}  # the hash each run recorded (a harness that hashes differently still agrees with itself)
     for r in recs:
-        spec = r.get("workload_spec")
+        spec = plain(r.workload_spec)
         if spec is None:
-            raise UsageError(f"{where}: run {r.get('run_id')} has no workload_spec; it was written by an older harness")
-        name = r["workload"]
-        if recorded.setdefault(name, r["workload_hash"]) != r["workload_hash"]:
             raise UsageError(
-                f"{where}: {name} was run with two different specs (hash {recorded[name]} and {r['workload_hash']}); "
+                f"{where}: run {r.run_id or None} has no workload_spec; it was written by an older harness"
+            )
+        name = r.workload
+        if recorded.setdefault(name, r.workload_hash) != r.workload_hash:
+            raise UsageError(
+                f"{where}: {name} was run with two different specs (hash {recorded[name]} and {r.workload_hash}); "
                 "pass the results dirs of one spec only"
             )
         if name not in out:
@@ -81,7 +89,7 @@ def group(recs: list[dict], where: str) -> dict[str, tuple[Workload, list[dict]]
 
 
 def judge_of(
-    groups: dict[str, tuple[Workload, list[dict]]],
+    groups: dict[str, tuple[Workload, list[Run]]],
     baselines: dict,
     gpu: str,
     alpha: float | None = None,
@@ -93,7 +101,7 @@ def judge_of(
         (n, d.id)
         for n, w in workloads.items()
         for d in w.decompositions
-        if any(r["decomposition_id"] == d.id for r in groups[n][1])
+        if any(r.decomposition_id == d.id for r in groups[n][1])
     )
     return Judge(
         workloads,
@@ -112,7 +120,7 @@ def _against_file(path: Path, b_dirs: list[str], alpha, threshold, allow_gpu_mis
     name, gpu = path.stem, path.parent.name
     if name not in b:
         raise UsageError(f"{path} is the baseline of {name}, but B has runs of {', '.join(b) or 'nothing'} only")
-    gpus_b = sorted({r["gpu"] for r in b[name][1]})
+    gpus_b = sorted({r.gpu for r in b[name][1]})
     if gpus_b != [gpu] and not allow_gpu_mismatch:
         raise UsageError(
             f"{path} was recorded on {gpu} but B ran on {', '.join(gpus_b)}; "
@@ -139,17 +147,17 @@ def against(
 
 
 def runs_against(
-    recs_a: list[dict],
-    recs_b: list[dict],
+    recs_a: list[Run],
+    recs_b: list[Run],
     source_a: Path,
     alpha: float | None = None,
     threshold: float | None = None,
     allow_gpu_mismatch: bool = False,
 ) -> Judge:
     """B's run records judged against A's: A's ok runs as the baseline (``source_a`` names where they came from)."""
-    ga, gb = group([r for r in recs_a if r["status"] == "ok"], "A"), group(recs_b, "B")
-    gpus_a = {r["gpu"] for _, rs in ga.values() for r in rs}
-    gpus_b = {r["gpu"] for _, rs in gb.values() for r in rs}
+    ga, gb = group([r for r in recs_a if r.ok], "A"), group(recs_b, "B")
+    gpus_a = {r.gpu for _, rs in ga.values() for r in rs}
+    gpus_b = {r.gpu for _, rs in gb.values() for r in rs}
     if gpus_a != gpus_b and not allow_gpu_mismatch:
         raise UsageError(
             f"A ran on {sorted(gpus_a)} but B on {sorted(gpus_b)}; "
@@ -242,9 +250,9 @@ def _write_report(
     else:
         recs = records(results_dirs, skipped)
         groups = group(recs, " + ".join(results_dirs))
-        gpu = recs[0]["gpu"]
+        gpu = recs[0].gpu
         baselines = load_baselines(baselines_dir, gpu, {n: w for n, (w, _) in groups.items()})
-        ids = {r["run_id"] for r in recs}
+        ids = {r.run_id for r in recs}
         for name, base in baselines.items():  # a report of the very runs a baseline was recorded from compares nothing
             if isinstance(base, bl.Baseline) and ids & {
                 r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]
@@ -284,17 +292,17 @@ def baseline_update(
     """Record the runs of RESULTS_DIR(s) as the baseline of ``gpu``; every refusal happens before anything is
     written."""
     recs = records(results_dirs, shape=False)  # a run a baseline cannot hold is refused by name (bl.from_runs)
-    other = sorted({r["gpu"] for r in recs if r["gpu"] != gpu})
-    recs = [r for r in recs if r["gpu"] == gpu]
+    other = sorted({r.gpu for r in recs if r.gpu != gpu})
+    recs = [r for r in recs if r.gpu == gpu]
     if not recs:
         raise UsageError(
             f"no runs on {gpu} in {', '.join(results_dirs)}" + (f" (found {', '.join(other)})" if other else "")
         )
     for r in recs:  # the label is what --gpu said; the env is the device the worker found
-        found = (r.get("env") or {}).get("gpu_short")
+        found = r.gpu_found
         if found is not None and found != gpu:
             raise UsageError(
-                f"refusing to record a {gpu} baseline: run {r.get('run_id')} in {', '.join(results_dirs)} "
+                f"refusing to record a {gpu} baseline: run {r.run_id or None} in {', '.join(results_dirs)} "
                 f"is labelled {gpu} but ran on "
                 f"{found} (its env.gpu_short); record the baseline from runs made on a {gpu} machine"
             )

@@ -32,8 +32,8 @@ def runs_of(path: str | Path) -> dict[tuple[str, str], list[dict]]:
 
     out: dict[tuple[str, str], list[dict]] = {}
     for r in records([str(p)]):
-        if r.get("status", "ok") == "ok" and r.get("decomposition_id"):
-            out.setdefault((r["workload"], r["decomposition_id"]), []).append(r)
+        if r.status in ("ok", "") and r.decomposition_id:  # the cost model reads a run as its JSON
+            out.setdefault((r.workload, r.decomposition_id), []).append(r.to_json())
     if not out:
         raise UsageError(f"{p}: no finished runs in its runs.jsonl")
     return out

@@ -20,8 +20,9 @@ from harness.judging import baseline as bl
 from harness.judging.judge import Judge, load_baselines
 from harness.measuring.loop import FreshSide, Slot, run_slots, schedule
 from harness.measuring.runner import RUN_TIMEOUT_S, parse_faults
-from harness.record import is_census, run_problem
+from harness.record import run_problem
 from harness.results import formats
+from harness.results.run import Run
 from harness.spec import Workload
 
 
@@ -95,7 +96,7 @@ class PerfSession:
     cases: list[tuple[str, str]]  # (workload name, decomposition id), in workload-file order
     progress: Callable[[str], None] = print
     session_id: str = field(default_factory=new_id)
-    records: list[dict] = field(default_factory=list)
+    records: list[Run] = field(default_factory=list)
     executed: bool = False
     looks_used: int = 0
     left: int = 0  # planned runs not started because of --total-budget-minutes
@@ -156,7 +157,7 @@ class PerfSession:
     def _execute(self, pairs, repeats, first_repeat, total, census: bool = False) -> None:
         o = self.options
         cases = [(self.workloads[w], self.workloads[w].decomposition(d)) for w, d in pairs]
-        done = {(r["workload"], r["decomposition_id"], r["repeat"]) for r in self.records if is_census(r) == census}
+        done = {(r.workload, r.decomposition_id, r.repeat) for r in self.records if r.is_census == census}
         slots = [
             s
             for s in schedule([self.side(census)], cases, repeats, order=o.order, first_repeat=first_repeat)
@@ -171,7 +172,7 @@ class PerfSession:
             stop=self._over_budget if o.budget_s is not None else None,
             done=len(self.records),
             total=total,
-            on_record=lambda _slot, rec: self.records.append(rec),
+            on_record=lambda _slot, rec: self.records.append(Run.from_json(rec)),
         )
         self.left = ran.left
 
@@ -191,8 +192,8 @@ class PerfSession:
         The case's slowest run in this session; before its first, the session's slowest run so far;
         before any, the baseline's slowest train_runtime of the case (a run takes at least that); else 0.
         """
-        mine = [r for r in self.records if r["workload"] == workload and r["decomposition_id"] == decomp]
-        walls = [r.get("wall_s") or 0.0 for r in mine or self.records]
+        mine = [r for r in self.records if r.workload == workload and r.decomposition_id == decomp]
+        walls = [r.wall_s or 0.0 for r in mine or self.records]
         if walls:
             return max(walls)
         b = self.baselines.get(workload)
@@ -262,7 +263,7 @@ class PerfSession:
             elif (why := run_problem(r)) is not None:  # what the session's report reads of it
                 skipped.append(f"{path}: run {r.get('run_id')!r}: {why}; skipped")
             else:
-                kept.append(r)
+                kept.append(Run.from_json(r))
         recs = kept
         for (
             line
@@ -274,31 +275,35 @@ class PerfSession:
         if not recs:
             self.progress(f"resume: nothing recorded in {o.results_dir} yet; starting session {self.session_id}")
             return
-        last = recs[-1].get("session_id")
-        theirs = [r for r in recs if r.get("session_id") == last]
+        last = recs[-1].session_id
+        theirs = [r for r in recs if r.session_id == last]
         selected = set(self.cases)
         for r in theirs:
-            w = self.workloads.get(r["workload"])
+            w = self.workloads.get(r.workload)
             diffs = [
                 f"{what} {a!r} != {b!r}"
                 for what, a, b in (
-                    ("gpu", r.get("gpu"), o.gpu),
-                    ("workload hash", r.get("workload_hash"), w.hash if w else None),
-                    ("--inject-slowdown", r.get("inject_slowdown") or 0.0, o.inject_slowdown),
-                    ("--inject-work", r.get("inject_work") or 0, o.inject_work),
-                    ("phases", r.get("phases_enabled", True), o.phases),
-                    ("--profile-steps", r.get("profile_steps") or 0, o.profile_steps),
+                    ("gpu", r.gpu or None, o.gpu),
+                    ("workload hash", r.workload_hash, w.hash if w else None),
+                    ("--inject-slowdown", r.inject_slowdown or 0.0, o.inject_slowdown),
+                    ("--inject-work", r.inject_work or 0, o.inject_work),
+                    (
+                        "phases",
+                        True if r.phases_enabled is None and "phases_enabled" not in r.details else r.phases_enabled,
+                        o.phases,
+                    ),
+                    ("--profile-steps", r.profile_steps or 0, o.profile_steps),
                 )
                 if a != b
             ]
-            if (r["workload"], r["decomposition_id"]) in selected and diffs:
+            if (r.workload, r.decomposition_id) in selected and diffs:
                 raise BadInput(
-                    f"--resume: session {last} in {o.results_dir} ran {r['workload']}-{r['decomposition_id']} "
+                    f"--resume: session {last} in {o.results_dir} ran {r.workload}-{r.decomposition_id} "
                     "with other settings "
                     f"({'; '.join(diffs)}); rerun with its settings, or without --resume in a fresh --results-dir"
                 )
         self.session_id = last
-        self.records = [r for r in theirs if (r["workload"], r["decomposition_id"]) in selected]
+        self.records = [r for r in theirs if (r.workload, r.decomposition_id) in selected]
         self.resumed = len(self.records)
         self.progress(
             f"resume: session {last}, {self.resumed} run(s) already in {o.results_dir} count toward --repeats"
@@ -336,7 +341,7 @@ class PerfSession:
             self.options.baselines_dir,
             w,
             self.options.gpu,
-            [r for r in self.records if r["workload"] == name],
+            [r for r in self.records if r.workload == name],
             self.options.command,
             min_repeats=min_repeats,
         )
