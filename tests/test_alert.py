@@ -302,6 +302,7 @@ def test_an_interleaved_comparisons_report_carries_the_repro_of_its_verdict():
         [],
         SimpleNamespace(outcome="regression", message="x1.03"),
         "w-4x1",
+        SimpleNamespace(phases=None),
     )
     assert made["verdicts"][0]["repro"] == (
         "python -m harness interleave --gpu h200 --workload w --decomposition 4x1 --python-a .tox/pinned/bin/python "

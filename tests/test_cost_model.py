@@ -14,6 +14,7 @@ from harness.commands.cli import main
 from harness.judging import census_diff
 from harness.judging import cost_fit as cf
 from harness.judging import cost_model as cm
+from harness.judging.block_record import Block
 from harness.results.bisection import Bisection
 from harness.suite.runs import runs_of
 
@@ -242,7 +243,7 @@ def test_the_bisect_hook_predicts_a_cpu_change_or_prints_the_reason():
     assert predicted_text(why) == why["reason"] and why["reason"].startswith("no prediction: case timing")
 
 
-def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[dict]:
+def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[Block]:
     """Blocks of an interleaved comparison whose B is ``ratio`` times as slow as A, with a little spread."""
     out, n = [], 0
     for launch in range(1, launches + 1):
@@ -252,21 +253,21 @@ def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[d
                 f = ratio * (1 + 0.005 * (n * 7 % 5 - 2)) if side == "b" else 1.0  # pairs that differ a little
                 steps = [100.0 * f * (1 + 0.004 * ((n + j) % 3 - 1)) for j in range(4)]
                 out.append(
-                    {
-                        "session_id": "s",
-                        "side": side,
-                        "launch": launch,
-                        "pair": n,
-                        "position": pos,
-                        "order": "ab",
-                        "warmup": False,
-                        "k": 4,
-                        "step_times_ms": steps,
-                        "canary_ms": 1.0,
-                        "wall_s": 0.4,
-                        "cpu_s": 0.4,
-                        "other_cpus": 0.0,
-                    }
+                    Block(
+                        session_id="s",
+                        side=side,
+                        launch=launch,
+                        pair=n,
+                        position=pos,
+                        order="ab",
+                        warmup=False,
+                        k=4,
+                        step_times_ms=tuple(steps),
+                        canary_ms=1.0,
+                        wall_s=0.4,
+                        cpu_s=0.4,
+                        other_cpus=0.0,
+                    )
                 )
     return out
 

@@ -4,6 +4,7 @@ Pure statistics (scipy as the oracle), the plan of launches and looks, simulated
 power, the resident worker's plumbing, and CPU end-to-end runs of tiny-qwen3 (marked slow).
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -29,6 +30,7 @@ from harness.judging import pair_estimates as pe
 from harness.judging import paired as pd
 from harness.judging import planning as pn
 from harness.judging import simulate as sim
+from harness.judging.block_record import Block
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.reporting import interleave as rp
@@ -292,13 +294,13 @@ def test_drawn_mds_checks_the_plan_model_against_the_pairs_themselves():
 
 
 def test_the_plan_line_says_when_the_draws_contradict_the_model():
-    p = {"launches": 31, "drawn": {"plan": 0.0428, "as_run": 0.0413, "launches": 16, "pairs_per_launch": 12}}
+    d = budget_plan.Drawn(plan=0.0428, launches=16, pairs_per_launch=12, as_run=0.0413)
     assert "4.28% for the plan, 4.13% for 16 launches of 12 pairs" in rp.drawn_text(
-        p
-    ) and "keep launches=16" in rp.drawn_text(p)
-    p["drawn"]["as_run"] = 0.0505  # the plan gains, as the model says
-    assert "5.05% for 16 launches" in rp.drawn_text(p) and "keep" not in rp.drawn_text(p)
-    assert rp.drawn_text({"launches": 16, "drawn": None}) == ""
+        d, 31
+    ) and "keep launches=16" in rp.drawn_text(d, 31)
+    gains = dataclasses.replace(d, as_run=0.0505)  # the plan gains, as the model says
+    assert "5.05% for 16 launches" in rp.drawn_text(gains, 31) and "keep" not in rp.drawn_text(gains, 31)
+    assert rp.drawn_text(None, 16) == ""
 
 
 def test_launch_components_recover_the_launch_and_pair_noise():
@@ -606,7 +608,7 @@ def test_prestart_takes_the_imports_out_of_every_launch_but_the_first(tmp_path):
     assert sum("(pre-started)" in ln for ln in res.stdout.splitlines()) == 2 and report["verdict"]["unit"] == "launch"
     assert _residents(str(tmp_path)) == []
     # the next launch imports from the ready on, beside the warm-up: a plan counts what a launch's pairs must still hide
-    launch_s, hide_s = budget_plan.prestart_costs(report)
+    launch_s, hide_s = budget_plan.prestart_costs(report["launches"])
     assert report["settings"]["prestart_at"] == "ready" and launch_s > 0 and hide_s >= 0
     assert sum(ln.startswith("pre-start: the 2 later launch(es) were built in") for ln in res.stdout.splitlines()) == 1
     # a run that lost its report is judged from what it kept as the run judged itself
@@ -695,7 +697,7 @@ def test_a_run_killed_before_its_report_is_recovered_from_what_it_kept(tmp_path)
     res = subprocess.run(rec, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert res.returncode in (0, 1), res.stdout + res.stderr
     report = json.loads((out / "report.json").read_text())
-    kept = blocks_mod.pairs_of(read_jsonl(log))
+    kept = blocks_mod.pairs_of([Block.from_json(b) for b in read_jsonl(log)])
     assert (
         report["recovered"]["pairs"] == len(kept) == report["verdict"]["pairs"] >= 4
         and report["recovered"]["launches_made"] == 2
@@ -1143,12 +1145,15 @@ def test_injected_share_is_the_casts_against_the_rest_of_the_step():
     from harness.sidebyside.inject import injected_share
 
     blocks = [
-        {"side": "b", "warmup": False, "inject_ms": 50.0, "step_times_ms": [1040.0, 1060.0]},
-        {"side": "b", "warmup": True, "inject_ms": 500.0, "step_times_ms": [1500.0]},
-        {"side": "a", "warmup": False, "step_times_ms": [1000.0]},
+        Block.from_json(b | {"session_id": "s", "launch": 1})
+        for b in (
+            {"side": "b", "warmup": False, "inject_ms": 50.0, "step_times_ms": [1040.0, 1060.0]},
+            {"side": "b", "warmup": True, "inject_ms": 500.0, "step_times_ms": [1500.0]},
+            {"side": "a", "warmup": False, "step_times_ms": [1000.0]},
+        )
     ]
     assert injected_share(blocks) == {"inject_ms": 50.0, "share": pytest.approx(0.05), "blocks": 1}
-    assert injected_share([b for b in blocks if b["side"] == "a"]) is None
+    assert injected_share([b for b in blocks if b.side == "a"]) is None
 
 
 @pytest.mark.slow
@@ -1279,7 +1284,7 @@ def test_skip_same_versions_makes_no_runs(tmp_path):
     assert not (tmp_path / "out" / "blocks.jsonl").exists()
 
 
-def _blocks(ratio: float, launches: int = 3, pairs: int = 6, k: int = 4, seed: int = 0) -> list[dict]:
+def _blocks(ratio: float, launches: int = 3, pairs: int = 6, k: int = 4, seed: int = 0) -> list[Block]:
     rng = np.random.default_rng(seed)
     out, n = [], 0
     for launch in range(1, launches + 1):
@@ -1327,35 +1332,37 @@ def _blocks(ratio: float, launches: int = 3, pairs: int = 6, k: int = 4, seed: i
                         "other_cpus": 0.1,
                     }
                 )
-    return out
+    return [Block.from_json(b) for b in out]
 
 
 def _micro_rows(
     pair: int, side: str, walls: list[float], per: int, launch: int = 1, inject_ms: float | None = None
-) -> list[dict]:
+) -> list[Block]:
     return [
-        {
-            "session_id": "s",
-            "side": side,
-            "launch": launch,
-            "pair": pair,
-            "position": 1 if side == "a" else 2,
-            "order": "ab",
-            "warmup": False,
-            "unit": u,
-            "units": len(walls),
-            "micro_per_step": per,
-            "k": 1,
-            "step_times_ms": [w],
-            "canary_ms": 1.0 + u,
-            "wall_s": w / 1000,
-            "cpu_s": w / 1000,
-            "global_step": 10 + (u - 1) // per + (u % per == 0),
-            "other_cpus": 0.1 * u,
-            "phases_ms": None,
-            "losses": [2.0] if u % per == 0 else [],
-            **({"inject_ms": inject_ms} if inject_ms is not None else {}),
-        }
+        Block.from_json(
+            {
+                "session_id": "s",
+                "side": side,
+                "launch": launch,
+                "pair": pair,
+                "position": 1 if side == "a" else 2,
+                "order": "ab",
+                "warmup": False,
+                "unit": u,
+                "units": len(walls),
+                "micro_per_step": per,
+                "k": 1,
+                "step_times_ms": [w],
+                "canary_ms": 1.0 + u,
+                "wall_s": w / 1000,
+                "cpu_s": w / 1000,
+                "global_step": 10 + (u - 1) // per + (u % per == 0),
+                "other_cpus": 0.1 * u,
+                "phases_ms": None,
+                "losses": [2.0] if u % per == 0 else [],
+                **({"inject_ms": inject_ms} if inject_ms is not None else {}),
+            }
+        )
         for u, w in enumerate(walls, 1)
     ]
 
@@ -1369,36 +1376,18 @@ def test_micro_grain_units_merge_into_steps_of_each_side():
     a = _micro_rows(1, "a", [10.0, 11.0, 30.0, 12.0, 13.0, 31.0], per=3, inject_ms=None)
     b = _micro_rows(1, "b", [11.0, 12.0, 33.0, 13.0, 14.0, 34.0], per=3, inject_ms=2.0)
     m = merge_units(b)
-    assert m["step_times_ms"] == [56.0, 61.0] and m["k"] == 2 and m["wall_s"] == pytest.approx(0.117)
-    assert (
-        m["inject_ms"] == pytest.approx(6.0)
-        and m["losses"] == [2.0, 2.0]
-        and m["canary_ms"] == 4.5
-        and m["phases_ms"] is None
-    )
-    assert m["other_cpus"] == pytest.approx(0.35) and m["unit"] is None
+    assert m.step_times_ms == (56.0, 61.0) and m.k == 2 and m.wall_s == pytest.approx(0.117)
+    assert m.inject_ms == pytest.approx(6.0) and m.losses == (2.0, 2.0) and m.canary_ms == 4.5 and m.phases_ms is None
+    assert m.other_cpus == pytest.approx(0.35) and m.unit is None
     cut = _micro_rows(2, "a", [10.0] * 6, per=3)[:5] + _micro_rows(2, "b", [10.0] * 6, per=3)
     step = [
-        {
-            "session_id": "s",
-            "side": s,
-            "launch": 1,
-            "pair": 3,
-            "position": 1,
-            "order": "ab",
-            "warmup": False,
-            "k": 1,
-            "step_times_ms": [40.0 if s == "a" else 44.0],
-            "canary_ms": 1.0,
-            "wall_s": 0.04,
-            "cpu_s": 0.04,
-        }
+        Block("s", s, 1, 1, (40.0 if s == "a" else 44.0,), pair=3, position=1, order="ab", canary_ms=1.0, wall_s=0.04)
         for s in "ab"
     ]
     pairs = pairs_of(a + b + cut + step)
-    assert [p["pair"] for p in pairs] == [1, 3]
-    assert pairs[0]["a"]["step_times_ms"] == [51.0, 56.0] and pairs[0]["b"]["step_times_ms"] == [56.0, 61.0]
-    assert pairs[1]["b"]["step_times_ms"] == [44.0]
+    assert [p.pair for p in pairs] == [1, 3]
+    assert pairs[0].a.step_times_ms == (51.0, 56.0) and pairs[0].b.step_times_ms == (56.0, 61.0)
+    assert pairs[1].b.step_times_ms == (44.0,)
     rng = np.random.default_rng(5)
     rows = []
     for i in range(1, 25):
@@ -1407,6 +1396,41 @@ def test_micro_grain_units_merge_into_steps_of_each_side():
         rows += _micro_rows(i, "b", list(108 * np.exp(host + rng.normal(0, 0.005, 4))), per=2, launch=1 + (i - 1) // 8)
     r = analyse(rows, ComparisonSettings(alpha=0.05, threshold=0.02))
     assert r.pairs == 24 and r.k == (2,) and r.verdict.outcome == "regression" and 1.06 < r.verdict.ratio < 1.10
+
+
+def test_a_block_is_written_as_its_line_and_read_back_as_itself(tmp_path):
+    """The loop appends each block as ``Block.to_json`` writes it, the worker's other keys left out; the line reads back
+    (``Block.from_json``) as the block kept, and writes again as the same line."""
+    from types import SimpleNamespace
+
+    from harness.sidebyside.loop import Comparison
+
+    rep = {
+        "k": 2,
+        "step_times_ms": [101.5, 99.0],
+        "canary_ms": 1.2,
+        "started_at": 3.0,
+        "wall_s": 0.2,
+        "cpu_s": 0.2,
+        "global_step": 7,
+        "gpu": {"t_s": 0.1, "sm_clock_mhz": 1980},
+        "losses": [2.5, 2.4],
+        "inject_ms": 4.0,
+        "elsewhere": 1,
+    }
+    switches = {s: {"inject_slowdown": 0.0, "inject_work": 0} for s in "ab"}
+    loop = SimpleNamespace(settings=SimpleNamespace(session_id="i-1"), root=tmp_path, blocks=[], switches=switches)
+    micro = {"pair": 1, "position": 2, "order": "ba", "warmup": False, "unit": 3, "units": 4, "micro_per_step": 2}
+    Comparison.record(loop, "b", 1, rep, 2.5, **micro)
+    Comparison.record(loop, "a", 1, rep, None, pair=None, position=None, order=None, warmup=True, calibration=True)
+    lines = (tmp_path / "blocks.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    assert list(first)[:12] == ["format", "session_id", "side", "launch", *micro, "k"] and "elsewhere" not in first
+    assert first["inject_work"] == 2.5 and first["inject_ms"] == 4.0 and json.loads(lines[1])["calibration"] is True
+    for line, kept in zip(lines, loop.blocks):
+        back = Block.from_json(json.loads(line))
+        assert back == kept and json.dumps({"format": 1, **back.to_json()}, separators=(",", ":")) == line
+    assert kept.calibration and kept.warmup and blocks_mod.gpu_state(loop.blocks) is not None
 
 
 def test_analysis_of_block_records():
@@ -1420,9 +1444,9 @@ def test_analysis_of_block_records():
     assert r.verdict.outcome == "regression" and r.verdict.alpha == 0.025
     assert 1.05 < r.verdict.ratio < 1.11 and r.sigma > 0
     assert set(r.variants) == {"mean", "mean-drop-first", "median", "median-drop-first", "min", "min-drop-first"}
-    assert all(1.02 < p["ratio"] < 1.09 for p in r.resume_penalty.values())  # the injected 5% first-step penalty
-    assert r.canary["pair_corr"] > 0.2 and "reduction" in r.canary  # the canary sees the per-block host speed here
-    assert r.mds["slowdown"] > r.mds["approx_3_6"] > 0 and r.cpu_s_per_pair > 0
+    assert all(1.02 < p.ratio < 1.09 for p in r.resume_penalty.values())  # the injected 5% first-step penalty
+    assert r.canary.covariate.corr > 0.2 and "reduction" in r.canary.to_json()  # the canary sees the host's speed
+    assert r.mds.slowdown > r.mds.approx_3_6 > 0 and r.cpu_s_per_pair > 0
     report = {
         "settings": {
             "workload": "w",
@@ -1455,7 +1479,7 @@ def test_analysis_of_block_records():
         "launches": [{}, {}, {}],
         **r.to_json(),
     }
-    lines = report_lines(report)
+    lines = report_lines(report, r)
     assert (
         lines[0].startswith("estimate: B/A x")
         and "unit: launch, t test over 3 launch Hodges-Lehmann estimates" in lines[0]
@@ -1470,39 +1494,40 @@ def test_analysis_of_block_records():
         and "; 3 launches, sd " in ln
         for ln in lines
     )
-    assert r.mds["unit"] == "launch" and r.mds["units"] == 3
+    assert r.mds.unit == "launch" and r.mds.units == 3
     pooled = analyse(blocks, two_looks.judged_as(unit="pair"))  # the pair as the unit: the pairs' sigma, the F screen
-    assert pooled.verdict.details["unit_rule"] == "pair" and pooled.mds["units"] == 18
-    assert pooled.mds["unit_sd"] == pooled.sigma
+    assert pooled.verdict.details["unit_rule"] == "pair" and pooled.mds.units == 18
+    assert pooled.mds.unit_sd == pooled.sigma
     assert any(
         ln.startswith("launch variance: F(2, 15) = ") and "the launch is the unit whatever" not in ln
-        for ln in report_lines({**report, **pooled.to_json()})
+        for ln in report_lines({**report, **pooled.to_json()}, pooled)
     )
-    assert markdown(report, report_text(report)).startswith("# interleave w-4x1 on cpu\n\n**REGRESSION: B takes ")
+    md = markdown(ComparisonSettings.from_json(report["settings"]), report_text(report, r))
+    assert md.startswith("# interleave w-4x1 on cpu\n\n**REGRESSION: B takes ")
     assert r.gpu_state is None and not any(
         ln.startswith("GPU as each block ended") for ln in lines
     )  # no readings on a CPU
     on_gpu = [
-        dict(
+        dataclasses.replace(
             b,
             gpu={
-                "sm_clock_mhz": 1980 - 100 * (b["launch"] == 2),
+                "sm_clock_mhz": 1980 - 100 * (b.launch == 2),
                 "power_w": 300.0 + i,
-                "temp_c": 40 + b["launch"],
+                "temp_c": 40 + b.launch,
                 "throttle_reasons": 4 if i % 4 == 0 else 1,
             },
         )
         for i, b in enumerate(blocks)
     ]
     g = analyse(on_gpu, two_looks).gpu_state
-    assert g["readings"] == 36 and g["launch_sm_clock_mhz"] == [1980, 1880, 1980] and g["sm_clock_mhz"]["min"] == 1880
-    assert g["temp_c_max"] == 43 and 0 < g["clock_event_share"] < 0.5  # the power cap (4) counts; idle (1) does not
+    assert g.readings == 36 and g.launch_sm_clock_mhz == (1980, 1880, 1980) and g.sm_clock_mhz.min == 1880
+    assert g.temp_c_max == 43 and 0 < g.clock_event_share < 0.5  # the power cap (4) counts; idle (1) does not
     assert any(
         ln.startswith(
             "GPU as each block ended (36 readings): SM clock median 1980 MHz "
             "(min 1880, max 1980; launch medians 1880-1980)"
         )
-        for ln in report_lines({**report, "gpu_state": g})
+        for ln in report_lines(report, dataclasses.replace(r, gpu_state=g))
     )
     aa = analyse(_blocks(1.0, seed=1), ComparisonSettings(alpha=0.05, threshold=0.02))
     assert aa.verdict.outcome in ("pass", "inconclusive")
@@ -1656,19 +1681,28 @@ def test_the_report_says_where_the_step_moved_phase_by_phase():
     from harness.judging.block_metrics import phase_deltas
     from harness.reporting.interleave import where_line
 
-    def block(fwd, bwd):
-        return {
-            "step_times_ms": [100.0, 100.0],
-            "phases_ms": {
+    def block(fwd, bwd, phases=True):
+        return Block(
+            "s",
+            "a",
+            1,
+            2,
+            (100.0, 100.0),
+            phases_ms={
                 "data": [1, 1],
                 "forward": [fwd, fwd],
                 "backward": [bwd, bwd],
                 "optimizer": [5, 5],
                 "other": [10, 10],
-            },
-        }
+            }
+            if phases
+            else None,
+        )
 
-    pairs = [{"a": block(30, 50), "b": block(31, 53 + i)} for i in range(3)]
+    def pair(a, b):
+        return blocks_mod.Pair(1, 1, "ab", a, b)
+
+    pairs = [pair(block(30, 50), block(31, 53 + i)) for i in range(3)]
     ph = phase_deltas(pairs)
     assert (
         ph["pairs"] == 3
@@ -1680,7 +1714,4 @@ def test_the_report_says_where_the_step_moved_phase_by_phase():
     assert line.startswith("where, B less A per step (median over 3 pairs") and line.index(
         "backward +4.00"
     ) < line.index("forward +1.00")
-    assert (
-        phase_deltas([{"a": {"step_times_ms": [1.0], "phases_ms": None}, "b": block(1, 1)}]) is None
-        and where_line(None) is None
-    )
+    assert phase_deltas([pair(block(1, 1, phases=False), block(1, 1))]) is None and where_line(None) is None

@@ -125,19 +125,19 @@ def canary_covariate(d: Sequence[float], c: Sequence[float]) -> CanaryCovariate 
     )
 
 
-def phase_deltas(pairs: Sequence[dict]) -> dict | None:
+def phase_deltas(pairs: Sequence) -> dict | None:
     """Where a step's time moved from A to B: per phase (``phases_ms`` of the blocks), B's ms per step less A's in each
     pair, the median over the pairs, beside A's own median; None when the blocks carry no phases. Descriptive: the
     verdict is on the whole step."""
-    both = [p for p in pairs if all(p[s].get("phases_ms") and p[s].get("step_times_ms") for s in ("a", "b"))]
+    both = [p for p in pairs if all(b.phases_ms and b.step_times_ms for b in (p.a, p.b))]
     if not both:
         return None
 
-    def per_step(block: dict, phase: str) -> float:
-        return sum(block["phases_ms"].get(phase) or [0.0]) / len(block["step_times_ms"])
+    def per_step(block, phase: str) -> float:
+        return sum(block.phases_ms.get(phase) or [0.0]) / len(block.step_times_ms)
 
     return {
         "pairs": len(both),
-        "delta_ms": {ph: median(per_step(p["b"], ph) - per_step(p["a"], ph) for p in both) for ph in PHASES},
-        "a_ms": {ph: median(per_step(p["a"], ph) for p in both) for ph in PHASES},
+        "delta_ms": {ph: median(per_step(p.b, ph) - per_step(p.a, ph) for p in both) for ph in PHASES},
+        "a_ms": {ph: median(per_step(p.a, ph) for p in both) for ph in PHASES},
     }

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from harness.judging import launches as la
-from harness.judging.budget_plan import _build_s, _prestarted, prestart_costs
+from harness.judging.blocks import Analysis, Canary, GpuState, Mds, OtherCpus
+from harness.judging.budget_plan import BudgetPlan, Drawn, _build_s, _prestarted, prestart_costs
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.reporting.interleave_head import head_lines
 
@@ -53,46 +54,45 @@ class ReportText:
 DETAILS = "how this was measured"
 
 
-def report_text(r: dict, extra: tuple[str, ...] = ()) -> ReportText:
-    """The report of a comparison: its head and its details (``extra`` lines appended to them)."""
-    return ReportText(tuple(head_lines(r)), tuple(report_lines(r)) + extra)
+def report_text(r: dict, a: Analysis, plan: BudgetPlan | None = None, extra: tuple[str, ...] = ()) -> ReportText:
+    """The report of a comparison, from its report dict ``r``, its analysis ``a`` and its ``plan``: its head and its
+    details (``extra`` lines appended to them)."""
+    return ReportText(tuple(head_lines(r)), tuple(report_lines(r, a, plan)) + extra)
 
 
-def report_lines(r: dict) -> list[str]:
+def report_lines(r: dict, a: Analysis, plan: BudgetPlan | None = None) -> list[str]:
     """The details: what the verdict rests on and what else was measured, one fact per line."""
     v = r.get("verdict")
     lines = [
-        estimate_line(r, v) if v is not None else None,
-        where_line(r.get("phases")),
-        sigma_line(r),
-        mds_line(r, r["mds"]) if r.get("sigma") is not None else None,
+        estimate_line(r, a, v) if v is not None else None,
+        where_line(a.phases),
+        sigma_line(a),
+        mds_line(a.mds) if a.sigma is not None and a.mds is not None else None,
         launch_line(v),
-        resume_line(r),
-        plan_line(r),
+        resume_line(a),
+        plan_line(plan, a),
         injected_line(r),
-        canary_line(r),
-        gpu_line(r),
-        load_line(r),
-        timing_line(r),
-        prestart_line(r),
+        canary_line(a.canary),
+        gpu_line(a.gpu_state),
+        load_line(a.other_cpus),
+        timing_line(r, a),
+        prestart_line(r.get("launches") or [], a),
     ]
     return [ln for ln in lines if ln is not None]
 
 
-def sigma_line(r: dict) -> str | None:
+def sigma_line(a: Analysis) -> str | None:
     """The per-pair noise of the log ratio, overall and per variant. None without a sigma."""
-    if r.get("sigma") is None:
+    if a.sigma is None:
         return None
     micro = (
-        f", each made of {r['micro_per_step']} single micro-batch turns"
-        if r.get("grain") == "micro" and r.get("micro_per_step")
-        else ""
+        f", each made of {a.micro_per_step} single micro-batch turns" if a.grain == "micro" and a.micro_per_step else ""
     )
     return (
-        f"per-pair sigma of the log ratio: {pct(r['sigma'], 2)} "
-        f"({r['metric']} of {', '.join(map(str, r['k']))} step(s) per block{micro}"
-        f"{', first step dropped' if r['drop_first_step'] else ''}); "
-        + ", ".join(f"{k} {pct(x['sigma'], 2)}" for k, x in r["variants"].items() if x["sigma"] is not None)
+        f"per-pair sigma of the log ratio: {pct(a.sigma, 2)} "
+        f"({a.block_metric} of {', '.join(map(str, a.k or ()))} step(s) per block{micro}"
+        f"{', first step dropped' if a.drop_first_step else ''}); "
+        + ", ".join(f"{k} {pct(x.sigma, 2)}" for k, x in (a.variants or {}).items() if x.sigma is not None)
     )
 
 
@@ -120,16 +120,16 @@ def launch_line(v: dict | None) -> str | None:
     return None
 
 
-def resume_line(r: dict) -> str | None:
+def resume_line(a: Analysis) -> str | None:
     """How much slower a block's first step is than its others, or why that was not measured."""
-    rp = r.get("resume_penalty") or {}
+    rp = a.resume_penalty or {}
     if any(rp.values()):
         return "resume penalty (first step / median of the others, 95% CI): " + "; ".join(
-            f"{x.upper()} x{p['ratio']:.3f} [{p['lo']:.3f}, {p['hi']:.3f}]" for x, p in rp.items() if p
+            f"{x.upper()} x{p.ratio:.3f} [{p.lo:.3f}, {p.hi:.3f}]" for x, p in rp.items() if p
         )
-    if r.get("grain") == "micro":
+    if a.grain == "micro":
         return "resume penalty: not measured (micro grain: every micro-batch follows a wait, on both sides alike)"
-    if r.get("k") == [1]:
+    if a.k == (1,):
         return "resume penalty: not measured (blocks of 1 step: every step is a first step, on both sides alike)"
     return None
 
@@ -146,53 +146,50 @@ def injected_line(r: dict) -> str | None:
     )
 
 
-def canary_line(r: dict) -> str | None:
+def canary_line(c: Canary | None) -> str | None:
     """The host canary against the step times and as a covariate. None without its correlations."""
-    c = r.get("canary") or {}
-    if c.get("pair_corr") is None:
+    if c is None or (cov := c.covariate) is None:
         return None
     return (
-        f"host canary: correlation with the block's step time A {c['corr_a']:+.2f}, B {c['corr_b']:+.2f}; "
+        f"host canary: correlation with the block's step time A {c.corr_a:+.2f}, B {c.corr_b:+.2f}; "
         f"with the pair log ratio "
-        f"{c['pair_corr']:+.2f}; as a covariate sigma {pct(c['sigma_plain'], 2)} -> {pct(c['sigma_adjusted'], 2)} "
-        f"(variance {-c['reduction']:+.0%}), ratio x{c['ratio_plain']:.4f} -> x{c['ratio_adjusted']:.4f}; "
+        f"{cov.corr:+.2f}; as a covariate sigma {pct(cov.sigma_plain, 2)} -> {pct(cov.sigma_adjusted, 2)} "
+        f"(variance {-cov.reduction:+.0%}), ratio x{math.exp(cov.plain):.4f} -> x{math.exp(cov.adjusted):.4f}; "
         "not used by the verdict"
     )
 
 
-def gpu_line(r: dict) -> str | None:
+def gpu_line(g: GpuState | None) -> str | None:
     """The GPU's clocks, power and temperature as each block ended. None without readings."""
-    if not r.get("gpu_state"):
+    if g is None:
         return None
-    g = r["gpu_state"]
-    ls, sm = g["launch_sm_clock_mhz"], g["sm_clock_mhz"]
+    ls, sm = g.launch_sm_clock_mhz, g.sm_clock_mhz
     return (
-        f"GPU as each block ended ({g['readings']} readings): SM clock median {sm['median']:.0f} MHz "
-        f"(min {sm['min']:.0f}, max {sm['max']:.0f}; "
+        f"GPU as each block ended ({g.readings} readings): SM clock median {sm.median:.0f} MHz "
+        f"(min {sm.min:.0f}, max {sm.max:.0f}; "
         f"launch medians {min(ls):.0f}-{max(ls):.0f})"
-        + (f", power median {g['power_w_median']:.0f} W" if g.get("power_w_median") is not None else "")
-        + (f", up to {g['temp_c_max']:.0f} C" if g.get("temp_c_max") is not None else "")
+        + (f", power median {g.power_w_median:.0f} W" if g.power_w_median is not None else "")
+        + (f", up to {g.temp_c_max:.0f} C" if g.temp_c_max is not None else "")
         + (
-            f"; a clock-event reason other than idle (power, thermal, slowdown) in {g['clock_event_share']:.0%} of them"
-            if g.get("clock_event_share") is not None
+            f"; a clock-event reason other than idle (power, thermal, slowdown) in {g.clock_event_share:.0%} of them"
+            if g.clock_event_share is not None
             else ""
         )
     )
 
 
-def load_line(r: dict) -> str | None:
+def load_line(o: OtherCpus | None) -> str | None:
     """The other load on the machine during the blocks. None without it."""
-    if not r.get("other_cpus"):
+    if o is None:
         return None
-    o = r["other_cpus"]
     return (
-        f"other load on this machine during the blocks: median {o['median']:.2f} CPUs busy elsewhere, "
-        f"max {o['max']:.2f}; "
-        f"{o['busy_share']:.0%} of blocks ran beside more than half a busy CPU"
+        f"other load on this machine during the blocks: median {o.median:.2f} CPUs busy elsewhere, "
+        f"max {o.max:.2f}; "
+        f"{o.busy_share:.0%} of blocks ran beside more than half a busy CPU"
     )
 
 
-def timing_line(r: dict) -> str:
+def timing_line(r: dict, a: Analysis) -> str:
     """Where the comparison's wall and CPU time went."""
     t = r["timing"]
     dev = "GPU" if t["device"] == "gpu" else "CPU"
@@ -207,11 +204,11 @@ def timing_line(r: dict) -> str:
             else "worker CPU not known (recovered) "
         )
         + f"(blocks {t['blocks_cpu_s']:.0f} s"
-        + (f", {r['cpu_s_per_pair']:.2f} s per pair)" if r.get("cpu_s_per_pair") else ")")
+        + (f", {a.cpu_s_per_pair:.2f} s per pair)" if a.cpu_s_per_pair else ")")
     )
 
 
-def estimate_line(r: dict, v: dict) -> str:
+def estimate_line(r: dict, a: Analysis, v: dict) -> str:
     """The estimate the verdict rests on, with its unit and test (its α is said once, in the head)."""
     lc = v.get("launch_check") or {}
     if v.get("unit") == "launch" and v.get("unit_rule", "launch") == "launch":
@@ -229,23 +226,23 @@ def estimate_line(r: dict, v: dict) -> str:
     p = f"; p of a slowdown past the threshold {v['p_regression']:.2g}" if v.get("p_regression") is not None else ""
     return (
         f"estimate: B/A x{v['ratio']:.4f} [{v['lo']:.4f}, {v['hi']:.4f}], "
-        f"{v['pairs']} pairs in {len(r.get('launch_sizes') or [])} "
+        f"{v['pairs']} pairs in {len(a.launch_sizes or ())} "
         f"launch(es); {unit}{p}" + (f"; {r['stopped']}" if r.get("stopped") else "")
     )
 
 
-def mds_line(r: dict, m: dict) -> str:
+def mds_line(m: Mds) -> str:
     """The smallest slowdown found 9 times in 10: at this run's own α per look and threshold (what its verdict could
     see), and its resolution at α 0.01 with no threshold (the convention plans are compared at)."""
-    units = "pairs" if m.get("unit", "pair") == "pair" else "launches"
+    units = "pairs" if m.unit == "pair" else "launches"
     one = "pair" if units == "pairs" else "launch"
     return (
-        f"smallest slowdown found with power {m.get('power', 0.9):g}: {pct(m['with_settings'], 2)} "
+        f"smallest slowdown found with power {m.power:g}: {pct(m.with_settings, 2)} "
         "at this run's α and threshold; "
-        f"resolution at α {m.get('alpha', 0.01):g} and no threshold, as plans are compared: {pct(m['slowdown'], 2)} "
-        f"(3.6 sd/sqrt(n) = {pct(m['approx_3_6'], 2)}); {m.get('units', r['pairs'])} {units}, "
-        f"sd {pct(m.get('unit_sd', r['sigma']), 2)} per {one}; "
-        f"{units} for a 3% resolution: {m.get('units_for_3pct', m.get('pairs_for_3pct')) or 'n/a'}"
+        f"resolution at α {m.alpha:g} and no threshold, as plans are compared: {pct(m.slowdown, 2)} "
+        f"(3.6 sd/sqrt(n) = {pct(m.approx_3_6, 2)}); {m.units} {units}, "
+        f"sd {pct(m.unit_sd, 2)} per {one}; "
+        f"{units} for a 3% resolution: {m.units_for_3pct or 'n/a'}"
     )
 
 
@@ -260,15 +257,15 @@ def where_line(ph: dict | None) -> str | None:
     )
 
 
-def prestart_line(r: dict) -> str | None:
+def prestart_line(launches: list[dict], a: Analysis) -> str | None:
     """How long the pre-started launches waited for their imports beyond their build, and from how many pairs a launch
     hides the next one's (:func:`prestart_costs`). None without pre-started launches."""
-    pre, costs = _prestarted(r), prestart_costs(r)
-    if not pre or costs is None or not r.get("wall_s_per_pair"):
+    pre, costs = _prestarted(launches), prestart_costs(launches)
+    if not pre or costs is None or not a.wall_s_per_pair:
         return None
     builds = [_build_s(li) for li in pre]
     waits = [li["startup_s"] - b for li, b in zip(pre, builds)]
-    m = math.ceil(costs[1] / r["wall_s_per_pair"])
+    m = math.ceil(costs[1] / a.wall_s_per_pair)
     hides = f"from about {m} pairs on" if m > 0 else "with its warm-up alone"
     return (
         f"pre-start: the {len(pre)} later launch(es) were built in {fmean(builds):.1f} s "
@@ -277,58 +274,51 @@ def prestart_line(r: dict) -> str | None:
     )
 
 
-def plan_line(r: dict) -> str | None:
-    p = r.get("plan")
-    if not p:
+def plan_line(p: BudgetPlan | None, a: Analysis) -> str | None:
+    """The launches this run's costs and noise call for within its budget (:func:`plan_for`), beside this run's own."""
+    if p is None:
         return None
-    m = r.get("mds") or {}
+    m, n = a.mds, len(a.launch_sizes or ())
     here = (
-        f" (this run: {len(r.get('launch_sizes') or [])} launches "
-        f"of about {round(r['pairs'] / max(len(r.get('launch_sizes') or [1]), 1))} pairs"
-        + (f", {pct(m['slowdown'], 2)}" if m.get("unit") == "launch" and m.get("slowdown") else "")
+        f" (this run: {n} launches of about {round(a.pairs / max(n, 1))} pairs"
+        + (f", {pct(m.slowdown, 2)}" if m is not None and m.unit == "launch" and m.slowdown else "")
         + ")"
     )
-    hide = (
-        f" plus any of the next one's {p['hide_s']:.1f} s of imports its pairs do not hide" if p.get("hide_s") else ""
-    )
+    hide = f" plus any of the next one's {p.hide_s:.1f} s of imports its pairs do not hide" if p.hide_s else ""
+    e = p.at_estimate
     return (
-        f"plan for {p['budget_s'] / 60:g} min at this run's costs "
-        f"(first launch {p['first_s']:.1f} s, later {p['launch_s']:.1f} s{hide}, "
-        f"{p['pair_s']:.2f} s per pair) and noise (pair sd {pct(p['pair_sd'], 2)} as the "
-        f"{'Hodges-Lehmann summary' if p.get('summary') == 'hl' else 'mean'} sees it; "
-        f"launch sd {pct(p['launch_sd'], 2)} by moments, "
-        f"{p.get('level') or 0.9:.0%} upper bound {pct(p.get('launch_sd_planned', p['launch_sd']), 2)}): "
-        f"launches={p['launches']} "
-        f"({p['pairs_per_launch']} pairs each) detects {pct(p.get('mds_at_estimate', p['mds']), 2)} "
+        f"plan for {p.budget_s / 60:g} min at this run's costs "
+        f"(first launch {p.first_s:.1f} s, later {p.launch_s:.1f} s{hide}, "
+        f"{p.pair_s:.2f} s per pair) and noise (pair sd {pct(p.pair_sd, 2)} as the "
+        f"{'Hodges-Lehmann summary' if p.summary == 'hl' else 'mean'} sees it; "
+        f"launch sd {pct(p.launch_sd, 2)} by moments, "
+        f"{p.level or 0.9:.0%} upper bound {pct(p.launch_sd_planned, 2)}): "
+        f"launches={p.launches} "
+        f"({p.pairs_per_launch} pairs each) detects {pct(p.mds_at_estimate, 2)} "
         "at the launch sd measured and "
-        f"{pct(p['mds'], 2)} at its bound (resolutions, as above)"
-        + (
-            f" (for the estimate alone: launches={e['launches']}, {pct(e['mds'], 2)})"
-            if (e := p.get("at_estimate"))
-            else ""
-        )
+        f"{pct(p.mds, 2)} at its bound (resolutions, as above)"
+        + (f" (for the estimate alone: launches={e.launches}, {pct(e.mds, 2)})" if e else "")
         + here
-        + drawn_text(p)
+        + drawn_text(p.drawn, p.launches)
     )
 
 
-def drawn_text(p: dict) -> str:
-    """The plan line's check of its model against the run's own pairs (``plan_for``'s ``drawn``)."""
-    d = p.get("drawn") or {}
-    if d.get("plan") is None:
+def drawn_text(d: Drawn | None, launches: int) -> str:
+    """The plan line's check of its model against the run's own pairs (``plan_for``'s ``drawn``), for a plan of
+    ``launches``."""
+    if d is None or d.plan is None:
         return ""
-    text = f"; drawn from this run's own pairs at the launch sd measured: {pct(d['plan'], 2)} for the plan"
-    if d.get("as_run") is None or d["launches"] == p["launches"]:
+    text = f"; drawn from this run's own pairs at the launch sd measured: {pct(d.plan, 2)} for the plan"
+    if d.as_run is None or d.launches == launches:
         return text
-    text += f", {pct(d['as_run'], 2)} for {d['launches']} launches of {d['pairs_per_launch']} pairs"
-    if d["as_run"] <= d["plan"]:
-        text += f": the plan draws no better than this run's launches here, keep launches={d['launches']}"
+    text += f", {pct(d.as_run, 2)} for {d.launches} launches of {d.pairs_per_launch} pairs"
+    if d.as_run <= d.plan:
+        text += f": the plan draws no better than this run's launches here, keep launches={d.launches}"
     return text
 
 
-def markdown(r: dict, text: ReportText) -> str:
+def markdown(s: ComparisonSettings, text: ReportText) -> str:
     """report.md: the head first, then the sides, the settings and the details under "How this was measured"."""
-    s = ComparisonSettings.from_json(r["settings"])
     pair = (
         s.decomposition
         if (s.decomposition_b or s.decomposition) == s.decomposition

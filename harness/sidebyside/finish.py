@@ -12,12 +12,12 @@ from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
 from harness.exits import REGRESSION as EXIT_REGRESSION
 from harness.files import read_records, refuse_links, report_session, results_lock, write_atomic, write_json_atomic
+from harness.judging.block_record import Block, block_problem
 from harness.judging.blocks import (
     DEFAULT_METRIC,
     SIDES,
     Analysis,
     analyse,
-    block_problem,
     comparison_verdict,
     grouped,
     pairs_of,
@@ -57,7 +57,7 @@ def finish(
     orders: list,
     stopped: str | None,
     launch_records: list[dict],
-    blocks: list[dict],
+    blocks: list[Block],
     groups: list[list[float]],
     verdict: Verdict | None,
     case: str,
@@ -83,7 +83,8 @@ def finish(
     }
     if recovered:
         report["recovered"] = recovered
-    report["plan"] = plan_for(report, groups=groups)
+    plan = plan_for(analysis, launch_records, settings.budget_minutes, groups=groups)
+    report["plan"] = None if plan is None else plan.to_json()
     # the cost model's prediction from a census of each side, beside the measured change (docs/cost-model.md)
     report["prediction"] = interleave_prediction(
         root, settings, (analysis.step_ms_median or {}).get("a"), report["verdict"]
@@ -91,8 +92,8 @@ def finish(
     if verdict is not None and report["prediction"].get("delta_pct") is not None:
         verdict = replace(verdict, details={**verdict.details, "prediction": report["prediction"]})
         report["verdict"] = verdict.to_json()
-    report.update(issue_fields(report, settings, launch_records, verdict, case))
-    text = report_text(report, (beside_line(report["prediction"]),))
+    report.update(issue_fields(report, settings, launch_records, verdict, case, analysis))
+    text = report_text(report, analysis, plan, (beside_line(report["prediction"]),))
     for ln in text.lines():
         out(ln)
     result = ComparisonResult.from_json(
@@ -100,33 +101,38 @@ def finish(
     )
     refuse_links(root / "report.json", root / "report.md")  # both checked before either is written
     write_json_atomic(root / "report.json", result.to_json())
-    write_atomic(root / "report.md", markdown(report, text))
+    write_atomic(root / "report.md", markdown(settings, text))
     return result
 
 
-def timing_of(blocks: list[dict], launch_records: list[dict], wall: float, cpu: float | None) -> dict:
+def timing_of(blocks: list[Block], launch_records: list[dict], wall: float, cpu: float | None) -> dict:
     """The report's ``timing``: the wall and CPU seconds of the run, its launches and its blocks, and its device. A
     launch that warmed both sides at once counts its warm-up wall once."""
     cuda = any(li["ready"][s].get("cuda") for li in launch_records for s in SIDES)
     apart = {
         li["launch"]: li["warmup_s"] for li in launch_records if li.get("warm_apart") and li.get("warmup_s") is not None
     }
-    warm_blocks = sum(b["wall_s"] for b in blocks if b["warmup"] and b["launch"] not in apart)
+    warm_blocks = sum(b.wall_s for b in blocks if b.warmup and b.launch not in apart)
     warm_wall = warm_blocks + sum(apart.values())  # at once: its wall, once
     return {
         "wall_s": wall,
         "startup_s": sum(li["startup_s"] for li in launch_records),
         "close_s": sum(li.get("close_s", 0) for li in launch_records),
-        "blocks_wall_s": sum(b["wall_s"] for b in blocks if not b["warmup"]) + warm_wall,
+        "blocks_wall_s": sum(b.wall_s for b in blocks if not b.warmup) + warm_wall,
         "warmup_blocks_wall_s": warm_wall,
         "workers_cpu_s": cpu,
-        "blocks_cpu_s": sum(b["cpu_s"] for b in blocks),
+        "blocks_cpu_s": sum(b.cpu_s for b in blocks),
         "device": "gpu" if cuda else "cpu",
     }
 
 
 def issue_fields(
-    report: dict, settings: ComparisonSettings, launch_records: list[dict], verdict: Verdict | None, case: str
+    report: dict,
+    settings: ComparisonSettings,
+    launch_records: list[dict],
+    verdict: Verdict | None,
+    case: str,
+    analysis: Analysis,
 ) -> dict:
     """What the regression-issue script reads from any report (.github/scripts/regression-issues.sh): the GPU, the
     run id, the versions of side b and the verdicts, each with the command that reproduces it."""
@@ -146,7 +152,7 @@ def issue_fields(
                 "message": verdict.message,
                 "repro": repro("interleaved", case, settings.gpu, settings.python_a, settings.python_b),
                 **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
-                **({"where": w} if (w := where_line(report.get("phases"))) else {}),
+                **({"where": w} if (w := where_line(analysis.phases)) else {}),
             }
         ],
     )
@@ -195,9 +201,9 @@ def _recover(root: Path, out: Callable[[str], None]) -> ComparisonResult:
     groups = grouped(pairs_of(blocks), s.block_metric, s.drop_first_step)
     n_pairs, ended = (
         sum(map(len, groups)),
-        max((b["started_at"] + b["wall_s"] for b in blocks), default=kept.t_start),
+        max((b.started_at + b.wall_s for b in blocks), default=kept.t_start),
     )
-    made = max((b["launch"] for b in blocks), default=0)
+    made = max((b.launch for b in blocks), default=0)
     recovered = {
         "pairs": n_pairs,
         "launches_made": made,
@@ -291,16 +297,16 @@ def read_progress(path: Path) -> Kept:
     return Kept(prog["case"], prog["t_start"], ComparisonSettings.from_json(settings), prog["orders"], launches)
 
 
-def read_blocks(path: Path, session: str) -> tuple[list[dict], list[str]]:
+def read_blocks(path: Path, session: str) -> tuple[list[Block], list[str]]:
     """The blocks of ``session`` in a ``blocks.jsonl``, and one line per line left out, naming the file and line: a torn
-    or malformed line, or a record of the wrong shape (:func:`harness.judging.blocks.block_problem`)."""
+    or malformed line, or a record of the wrong shape (:func:`harness.judging.block_record.block_problem`)."""
     blocks, skipped = read_records(path, formats.BLOCK.read)
     keep = []
     for b in blocks:
         if b.get("session_id") != session:
             continue
         if (why := block_problem(b)) is None:
-            keep.append(b)
+            keep.append(Block.from_json(b))
         else:
             skipped.append(f"{path}: the block of pair {b.get('pair')!r}, side {b.get('side')!r}: {why}; left out")
     return keep, skipped

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from statistics import fmean, median
 
+from harness.judging.block_record import Block
 from harness.judging.blocks import pairs_of
 
 CALIBRATION_PROBE_CASTS = 4.0  # units (or casts) per LoRA forward that calibrate_injection tries first
@@ -88,14 +89,14 @@ def _at_target(curve: list[tuple[float, float]], target: float) -> float:
     return max(0.0, x0 + (target - y0) * (x1 - x0) / (y1 - y0))
 
 
-def injected_share(blocks: list[dict]) -> dict | None:
+def injected_share(blocks: list[Block]) -> dict | None:
     """The sized injection as its own clock saw it over the measured blocks of B: the median of ``inject_ms`` / (the
     block's mean step - ``inject_ms``), the nominal slowdown to set beside the measured one; None without the clock. At
     the micro grain a block is B's side of a pair, its units merged into steps (:func:`pairs_of`)."""
-    if any(x.get("unit") is not None for x in blocks):
-        blocks = [p["b"] for p in pairs_of(blocks)]
-    b = [x for x in blocks if x["side"] == "b" and not x["warmup"] and x.get("inject_ms") is not None]
+    if any(x.unit is not None for x in blocks):
+        blocks = [p.b for p in pairs_of(blocks)]
+    b = [x for x in blocks if x.side == "b" and not x.warmup and x.inject_ms is not None]
     if not b:
         return None
-    shares = [x["inject_ms"] / max(fmean(x["step_times_ms"]) - x["inject_ms"], 1e-9) for x in b]
-    return {"inject_ms": median(x["inject_ms"] for x in b), "share": median(shares), "blocks": len(b)}
+    shares = [x.inject_ms / max(fmean(x.step_times_ms) - x.inject_ms, 1e-9) for x in b]
+    return {"inject_ms": median(x.inject_ms for x in b), "share": median(shares), "blocks": len(b)}

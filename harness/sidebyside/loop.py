@@ -18,6 +18,7 @@ from statistics import fmean
 from harness.files import append_jsonl, write_json_atomic
 from harness.judging import block_metrics as bm
 from harness.judging import paired as pd
+from harness.judging.block_record import Block
 from harness.judging.blocks import merge_units
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.stats import sd
@@ -55,7 +56,7 @@ class Comparison:
 
     def __post_init__(self) -> None:
         self.progress = Progress()
-        self.blocks: list[dict] = []
+        self.blocks: list[Block] = []
         self.calibration: dict | None = None
         self.amount = {"a": 0.0 if self.settings.inject_work_b_percent else None, "b": None}  # sized: A's hook at 0
 
@@ -74,34 +75,23 @@ class Comparison:
             ),
         )
 
-    def record(self, side: str, launch: int, rep: dict, amount: float | None = None, **where) -> dict:
-        """Append one block of ``side`` to ``blocks.jsonl`` and keep it."""
-        rec = {
-            "session_id": self.settings.session_id,
-            "side": side,
-            "launch": launch,
-            **where,
-            "k": rep["k"],
-            "step_times_ms": rep["step_times_ms"],
-            "canary_ms": rep["canary_ms"],
-            "started_at": rep["started_at"],
-            "wall_s": rep["wall_s"],
-            "cpu_s": rep["cpu_s"],
-            "global_step": rep["global_step"],
-            "other_cpus": rep.get("other_cpus"),
-            "steal_cpus": rep.get("steal_cpus"),
-            "gpu": rep.get("gpu"),
-            "phases_ms": rep.get("phases_ms"),
-            "losses": rep.get("losses"),
-            **self.switches[side],
-        }
-        if amount is not None:
-            rec["inject_work"] = amount
-        if rep.get("inject_ms") is not None:
-            rec["inject_ms"] = rep["inject_ms"]
-        append_jsonl(self.root / "blocks.jsonl", formats.BLOCK.stamp(rec))
-        self.blocks.append(rec)
-        return rec
+    def record(self, side: str, launch: int, rep: dict, amount: float | None = None, **where) -> Block:
+        """Append one block of ``side`` (``rep``, the worker's report of it) to ``blocks.jsonl`` and keep it."""
+        switches = self.switches[side]
+        block = Block.from_json(
+            {
+                **rep,
+                **where,
+                "session_id": self.settings.session_id,
+                "side": side,
+                "launch": launch,
+                "inject_slowdown": switches["inject_slowdown"],
+                "inject_work": switches["inject_work"] if amount is None else amount,
+            }
+        )
+        append_jsonl(self.root / "blocks.jsonl", formats.BLOCK.stamp(block.to_json()))
+        self.blocks.append(block)
+        return block
 
     # ---- the loop ----------------------------------------------------------------------------------------
     def run(self) -> Progress:
@@ -207,7 +197,7 @@ class Comparison:
     def pair(self, workers: dict, launch: int, i: int) -> bool:
         """Pair ``i`` (0-based); True when a look made the verdict conclusive."""
         p, t = self.progress, time.time()
-        rows: dict[str, list[dict]] = {s: [] for s in SIDES}
+        rows: dict[str, list[Block]] = {s: [] for s in SIDES}
         for turn in self.plan.turns(i):
             s = turn.side
             rep = (
@@ -222,8 +212,7 @@ class Comparison:
         p.add(
             launch,
             math.log(
-                bm.block_metric(got["b"]["step_times_ms"], how, drop)
-                / bm.block_metric(got["a"]["step_times_ms"], how, drop)
+                bm.block_metric(got["b"].step_times_ms, how, drop) / bm.block_metric(got["a"].step_times_ms, how, drop)
             ),
         )
         n, looks = i + 1, self.plan.schedule.looks

@@ -234,7 +234,7 @@ def _run(r: Resolved, root: Path, hooks: Hooks, given_workload: bool, out: Calla
         with sigterm_as_interrupt():
             p = comparison.run()
     except WorkerDied as exc:
-        if exc.oom and not any(not b["warmup"] for b in comparison.blocks) and r.same_split:
+        if exc.oom and not any(not b.warmup for b in comparison.blocks) and r.same_split:
             return fresh_fallback(
                 exc,
                 settings=comparison.settings,

@@ -41,6 +41,7 @@ sys.path[:0] = [str(HERE.parents[2]), str(HERE.parent)]
 import raw  # noqa: E402
 
 from harness.judging import cost_path, critical_path  # noqa: E402
+from harness.judging.block_record import Block  # noqa: E402
 from harness.judging.blocks import pairs_of  # noqa: E402
 
 COVERED: list[bool] = []  # per prediction: does its interval cover the measured change
@@ -87,7 +88,10 @@ def measured_pairs(blocks: list) -> tuple[float, float, int]:
     """(A's median step, the median pair's B/A change in percent, pairs) of an interleaved comparison's blocks; a pair
     of the micro grain (1x4: the sides take turns at single micro-batches) is merged into steps as the verdict merges
     it (:func:`harness.judging.blocks.pairs_of`)."""
-    pairs = [{s: statistics.median(p[s]["step_times_ms"]) for s in "ab"} for p in pairs_of(blocks)]
+    pairs = [
+        {s: statistics.median(p.side(s).step_times_ms) for s in "ab"}
+        for p in pairs_of([Block.from_json(b) for b in blocks])
+    ]
     step_a = statistics.median(p["a"] for p in pairs)
     return step_a, 100 * (math.exp(statistics.median(math.log(p["b"] / p["a"]) for p in pairs)) - 1), len(pairs)
 

@@ -26,6 +26,7 @@ import raw  # noqa: E402
 from harness.judging import blocks as bk  # noqa: E402
 from harness.judging import cost_fit as cf  # noqa: E402
 from harness.judging import cost_model as cm  # noqa: E402
+from harness.judging.block_record import Block  # noqa: E402
 from harness.judging.pair_estimates import rank_estimate  # noqa: E402
 
 EV = HERE.parent
@@ -68,7 +69,7 @@ def baseline_splits():
 def hl(comparisons):
     """Hodges-Lehmann estimate and 90% interval of B/A over all pairs (median of each block) of the comparisons (each a
     list of blocks), pooled over their launches."""
-    d = [x for blocks in comparisons for g in bk.grouped(bk.pairs_of(blocks)) for x in g]
+    d = [x for blocks in comparisons for g in bk.grouped(bk.pairs_of([Block.from_json(b) for b in blocks])) for x in g]
     r = rank_estimate(d, 0.05)
     return r.ratio, r.lo, r.hi, r.se, len(d)
 
