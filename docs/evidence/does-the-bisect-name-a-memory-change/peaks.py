@@ -16,6 +16,7 @@ import raw  # noqa: E402
 
 from harness.bisect.report import predicted_text  # noqa: E402
 from harness.bisect.search import predicted_cost  # noqa: E402
+from harness.bisect.steps import CensusProbe  # noqa: E402
 
 GIB = 2**30
 
@@ -43,10 +44,10 @@ def main(path: Path) -> None:
         print(f"  {ch['last_good']} -> {ch['first_bad']}: {'; '.join(ch['memory'])}")
         print(f"    predicted as recorded: {predicted_text(ch['predicted'])}")
         a, b = by_label[ch["last_good"]], by_label[ch["first_bad"]]
-        now = predicted_cost({"census": a["census"], "step_ms": a["step_time_median_ms"]}, {"census": b["census"]})
+        now = predicted_cost(CensusProbe(a["census"], a["step_time_median_ms"], ""), CensusProbe(b["census"], None, ""))
         print(f"    predicted now: {predicted_text(now, note=True)}")
         bare = [{k: v for k, v in r["census"].items() if k != "host_probe"} for r in (a, b)]
-        unread = predicted_cost({"census": bare[0], "step_ms": a["step_time_median_ms"]}, {"census": bare[1]})
+        unread = predicted_cost(CensusProbe(bare[0], a["step_time_median_ms"], ""), CensusProbe(bare[1], None, ""))
         print(f"    without the host probes: {predicted_text(unread)}")
     for r in runs:
         t = r["census"]["timeline"]
