@@ -25,7 +25,8 @@ for _name in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
 # Spread over CPUs (-n), the self-tests go out by file (a module's fixtures, such as the census runs and the built
 # wheel, are then made once), the files that take longest first: each worker takes the next file as it frees up, and
 # the workers end together instead of one of them running a long file alone at the end. The files are listed by their
-# time on a 2-core machine (pytest --durations); the others follow in collection order.
+# time on a 2-core machine (pytest --durations); the others follow in collection order. In each file its slow tests go
+# first: a worker takes its next file when two tests of the current one are left, and those should be short ones.
 LONGEST_FIRST = (
     "tests/test_first_night.py",  # the newcomer's walk-through
     "tests/test_interleave.py",
@@ -45,7 +46,9 @@ LONGEST_FIRST = (
 
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: in-file order kept
+    items.sort(  # stable: the collection order kept otherwise
+        key=lambda item: (rank.get(item.nodeid.split("::", 1)[0], len(rank)), item.get_closest_marker("slow") is None)
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
