@@ -22,16 +22,45 @@ for _name in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
     os.environ.pop(_name)
 
 
-# The longest self-tests start first: spread over CPUs (-n), the workers then end together instead of one of them
-# running the newcomer's walk-through alone at the end. pytest-xdist hands the tests out in this order.
+# Spread over CPUs (-n), the self-tests go out by file (a module's fixtures, such as the census runs and the built
+# wheel, are then made once), the files that take longest first: each worker takes the next file as it frees up, and
+# the workers end together instead of one of them running a long file alone at the end. The files are listed by their
+# time on a 2-core machine (pytest --durations); the others follow in collection order. In each file its slow tests go
+# first: a worker takes its next file when two tests of the current one are left, and those should be short ones.
 LONGEST_FIRST = (
-    "tests/test_first_night.py::test_a_newcomers_walkthrough_from_the_readme_to_a_green_first_night",
-    "tests/test_api.py::test_the_api_pages_example_runs_as_written",
+    "tests/test_first_night.py",  # the newcomer's walk-through
+    "tests/test_interleave.py",
+    "tests/test_api.py",  # the API page's example
+    "tests/test_bisect.py",
+    "tests/test_stats_simulation.py",
+    "tests/test_census.py",
+    "tests/test_install.py",
+    "tests/test_dashboard.py",
+    "tests/test_simulate_nights.py",
+    "tests/test_perf_cpu.py",
+    "tests/test_loaders.py",
+    "tests/test_pr_check.py",
+    "tests/test_user_data.py",
 )
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: item.nodeid not in LONGEST_FIRST)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(  # stable: the collection order kept otherwise
+        key=lambda item: (rank.get(item.nodeid.split("::", 1)[0], len(rank)), item.get_closest_marker("slow") is None)
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """-n's default distribution (--dist load) by file, in the order above, instead of in chunks of consecutive
+    tests, which would give one worker the first quarter of the tests, the longest files among them."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False  # the order above, not the number of tests in a file
+    return LoadFileScheduling(config, log)
 
 
 @pytest.fixture

@@ -616,6 +616,7 @@ def run_bisect(tmp_path, wheels, *extra) -> dict:
     return Bisection.read(tmp_path / "results")  # the report as the bisect wrote it, read back into its type
 
 
+@pytest.mark.slow
 def test_the_census_names_the_release_that_added_work_and_a_range_without_says_so(tmp_path):
     wheels = lorafx_wheels(tmp_path / "wheels")
     res = run_bisect(tmp_path, wheels, "--good", "lorafx==1.0", "--bad", "lorafx==1.7", "--census-only")

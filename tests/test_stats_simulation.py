@@ -92,3 +92,19 @@ def test_machine_to_machine_variation_needs_the_machine_as_unit():
     assert edge.any_regression <= ALPHA + mc_error(ALPHA, TRIALS)
     assert edge5.any_regression <= ALPHA + mc_error(ALPHA, TRIALS)
     assert slow5[1.5].regression > slow5[1.25].regression
+
+
+def test_hodges_lehmann_from_counts_is_the_one_of_the_walsh_averages():
+    """The drawn launches' Hodges-Lehmann from how often each value was drawn is exactly the one of their Walsh
+    averages, with ties, odd and even numbers of pairs, and a value drawn by none."""
+    import numpy as np
+
+    from harness.judging import simulate as sim
+
+    rng = np.random.default_rng(7)
+    for k, n in ((1, 1), (2, 2), (3, 7), (6, 8), (12, 51), (12, 64), (40, 9)):
+        y = np.round(rng.normal(0.0, 0.03, k), 2)  # rounded: many equal means
+        y = np.concatenate([y, -y])
+        drawn = rng.integers(0, len(y), (20, 3, n))
+        counts = np.stack([[np.bincount(r, minlength=len(y)) for r in launch] for launch in drawn])
+        assert np.array_equal(sim.hl_counts(y, counts), sim.hl_rows(y[drawn])), (k, n)

@@ -243,6 +243,30 @@ def hl_rows(x: np.ndarray) -> np.ndarray:
     return np.concatenate(out).reshape(x.shape[:-1])
 
 
+def hl_counts(y: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """:func:`hl_rows` of rows drawn from the values ``y``, each row given by how many times it holds each value
+    (``counts``, rows x len(y), every row of the same length n): the weighted median of the len(y)(len(y)+1)/2 means
+    (y_a + y_b) / 2, a <= b, each weighted by the number of Walsh averages it stands for (c_a c_b, or c_a(c_a+1)/2 for
+    a = b). The same numbers as :func:`hl_rows` (the middle one, or the mean of the middle two, of the n(n+1)/2 Walsh
+    averages), without making them: the work grows with len(y)² instead of n²."""
+    a, b = np.triu_indices(len(y))
+    means = (y[a] + y[b]) / 2
+    order = np.argsort(means, kind="stable")
+    a, b, means = a[order], b[order], means[order]
+    flat = counts.reshape(-1, len(y)).astype(np.int64)
+    n = int(flat[0].sum()) if len(flat) else 0
+    total = n * (n + 1) // 2
+    lo, hi = (total - 1) // 2, total // 2  # the middle Walsh average's place, or the middle two's
+    step = max(1, 4_000_000 // len(a))
+    out = []
+    for r in range(0, len(flat), step):
+        c = flat[r : r + step]
+        w = np.where(a == b, c[:, a] * (c[:, a] + 1) // 2, c[:, a] * c[:, b])
+        cum = np.cumsum(w, axis=-1)
+        out.append((means[np.argmax(cum > lo, axis=-1)] + means[np.argmax(cum > hi, axis=-1)]) / 2)
+    return np.concatenate(out).reshape(counts.shape[:-1])
+
+
 def drawn_summaries(
     groups, launches: int, pairs: int, launch_sd: float, summary: str = "hl", reps: int = DRAWS, seed: int = 0
 ) -> np.ndarray:
@@ -254,8 +278,15 @@ def drawn_summaries(
     y = np.asarray(launch_residuals(groups, summary), dtype=float)
     y = np.concatenate([y, -y])
     rng = np.random.default_rng(seed)
-    x = y[rng.integers(0, len(y), (reps, launches, pairs))]
-    s = hl_rows(x) if summary == "hl" else x.mean(axis=-1)
+    drawn = rng.integers(0, len(y), (reps, launches, pairs))
+    if summary != "hl":
+        s = y[drawn].mean(axis=-1)
+    elif len(y) < pairs:  # fewer values than pairs: the Walsh averages from how often each value was drawn
+        rows = drawn.reshape(-1, pairs) + len(y) * np.arange(reps * launches)[:, None]
+        counts = np.bincount(rows.ravel(), minlength=reps * launches * len(y)).reshape(reps, launches, len(y))
+        s = hl_counts(y, counts)
+    else:
+        s = hl_rows(y[drawn])
     if launch_sd > 0:
         s = s + rng.normal(0.0, launch_sd, (reps, launches))
     return s
