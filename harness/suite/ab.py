@@ -24,7 +24,7 @@ from harness.measuring.runner import RUN_TIMEOUT_S
 from harness.results.run import Run
 from harness.results.suite_report import SuiteReport
 from harness.spec_folder import load_workload
-from harness.suite.compare import judged, run_record, runs_against
+from harness.suite.compare import in_dir, judged, run_record, runs_against
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,8 @@ def run_rounds(
     ran = run_slots(slots, timeout_s=run_timeout, gpu=gpu, progress=out)
     by_side: dict[str, list[Run]] = {"a": [], "b": []}
     for slot, rec in zip(slots, ran.records, strict=False):
-        where = slot.side.results_dir / "runs.jsonl"  # what `compare` of the two dirs would read
-        machine = rec.get("machine") or f"dir:{where.parent}"
-        by_side[slot.side.name].append(run_record(rec, str(where)).with_machine(machine))
+        d = slot.side.results_dir  # as `compare` of the two dirs would read it
+        by_side[slot.side.name].append(in_dir(run_record(rec, f"{d}/runs.jsonl"), d))
     return Rounds(root, by_side["a"], by_side["b"])
 
 

@@ -42,6 +42,12 @@ def any_run(rec: dict, where: str) -> Run:
     return Run.from_json(rec, where)
 
 
+def in_dir(run: Run, d: str | Path) -> Run:
+    """``run`` as read from results dir ``d``: a run made before boot ids were recorded takes its dir as its
+    machine."""
+    return run.with_machine(run.machine or f"dir:{d}")
+
+
 def records(dirs: list[str], skipped: list[str] | None = None, shape: bool = True) -> list[Run]:
     """Records of the results dirs, each dir once (``D D/ D/.`` is one dir); runs made before boot ids were recorded
     take their dir as their machine. A torn or malformed line, or with ``shape`` a record of the wrong shape
@@ -60,7 +66,7 @@ def records(dirs: list[str], skipped: list[str] | None = None, shape: bool = Tru
         else:
             for line in lost:
                 print(f"warning: {line}", file=sys.stderr)
-        out += [r.with_machine(r.machine or f"dir:{d}") for r in recs]
+        out += [in_dir(r, d) for r in recs]
     return out
 
 
