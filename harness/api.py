@@ -6,14 +6,25 @@ object, never the files.
 
 * :func:`run_case`: timed runs of one case, each a fresh worker process -> :class:`~harness.results.runs.Runs`
 * :func:`census`: census runs (the work per optimizer step) -> :class:`~harness.results.runs.Runs`
-* :func:`side_by_side`: A against B interleaved on this machine -> :class:`~harness.results.comparison.ComparisonResult`
-* :func:`judge`: results dirs against the stored baselines, or against other results dirs ->
+* :func:`ab`: one workload under two Python environments, fresh-process runs interleaved, B judged against A ->
   :class:`~harness.results.suite_report.SuiteReport`
+* :func:`side_by_side`: A against B interleaved on this machine -> :class:`~harness.results.comparison.ComparisonResult`
+* :func:`judge`: results dirs against the stored baselines, or against other results dirs, the report and its plots
+  written -> :class:`~harness.results.suite_report.SuiteReport`
+* :func:`compare`: results dirs B against A (results dirs or a baseline file), printed ->
+  :class:`~harness.results.suite_report.SuiteReport`
+* :func:`update_baseline`: recorded runs stored as a GPU's baseline -> the exit code, 0
+* :func:`recover`: an interleaved comparison that stopped before its report, judged from what it kept ->
+  :class:`~harness.results.comparison.ComparisonResult`
 * :func:`advise`: the fastest split of the effective batch here -> :class:`~harness.results.advice.Advice`
 * :func:`confirm`: a suite report's runtime regressions re-measured side by side -> the confirmed
   :class:`~harness.results.suite_report.SuiteReport`
 * :func:`bisect`: the release (or commit) that changed a case's work or time ->
   :class:`~harness.results.bisection.Bisection`
+
+Each takes its settings as one config (:mod:`harness.configs`, :class:`ComparisonConfig`, :class:`BisectConfig`), which
+the commands build from their options; ``run_case``, ``census``, ``judge`` and ``advise`` also take the common
+settings as arguments, for a short script.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from harness import knobs
 from harness.bisect.config import BisectConfig
+from harness.configs import ABConfig, AdviseConfig, BaselineConfig, CensusConfig, JudgeConfig
 from harness.errors import BadInput, UsageError
 from harness.files import ensure_dir, new_id, results_lock
 from harness.measuring import env
@@ -48,23 +60,35 @@ from harness.suite import compare as _compare
 
 P = ParamSpec("P")
 R = TypeVar("R")
+C = TypeVar("C")
 
 __all__ = [
+    "ABConfig",
     "Advice",
+    "AdviseConfig",
+    "BaselineConfig",
     "Bisection",
     "BisectConfig",
+    "CensusConfig",
     "ComparisonConfig",
     "ComparisonResult",
+    "JudgeConfig",
     "Runs",
     "SuiteReport",
+    "ab",
     "advise",
     "bisect",
     "census",
+    "compare",
     "confirm",
     "judge",
+    "recover",
     "run_case",
     "side_by_side",
+    "update_baseline",
 ]
+
+CONFIGS = (CensusConfig, ABConfig, AdviseConfig, JudgeConfig, BaselineConfig, ComparisonConfig, BisectConfig)
 
 
 def _check_repeats(repeats: int) -> None:
@@ -73,7 +97,7 @@ def _check_repeats(repeats: int) -> None:
         raise BadInput(f"repeats must be at least 1 (timed runs per decomposition), got {repeats!r}")
 
 
-def _folder(config: ComparisonConfig | BisectConfig, key: str) -> str:
+def _folder(config: Any, key: str) -> str:
     """A config's folder ``key`` (``workloads_dir``, ``results_dir``) where it is its default, resolved in the project
     (:func:`~harness.spec_folder.in_project`); a folder it was given stays as given."""
     given: str = getattr(config, key)
@@ -136,6 +160,12 @@ def _checked(fn: Callable[P, R]) -> Callable[P, R]:
             if arg in hints and not _matches(value, hints[arg]):
                 got = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:57]}..."
                 raise UsageError(f"api.{name}: {arg} must be {_noun(hints[arg])}, got {got}")
+        given = list(bound.arguments.values())
+        if given and isinstance(given[0], CONFIGS) and (more := [a for a in list(bound.arguments)[1:] if a != "out"]):
+            raise UsageError(
+                f"api.{name}: pass the {type(given[0]).__name__} alone (and out), or the arguments without it; "
+                f"got it with {', '.join(more)}"
+            )
         return fn(*args, **kwargs)
 
     return call
@@ -174,7 +204,7 @@ def run_case(
 
 @_checked
 def census(
-    workload: str,
+    workload: str | CensusConfig,
     decompositions: Sequence[str] | None = None,
     *,
     python: str | None = None,
@@ -185,18 +215,67 @@ def census(
     results_dir: str | Path | None = None,
     out: Callable[[str], None] = print,
 ) -> Runs:
-    """Census runs of ``workload`` (all its splits, or ``decompositions``) under ``python`` (default: this
-    interpreter)."""
+    """Census runs as ``workload``, a :class:`~harness.configs.CensusConfig`, says; or of the workload named so (all
+    its splits, or ``decompositions``) under ``python`` (default: this interpreter)."""
+    config = (
+        workload
+        if isinstance(workload, CensusConfig)
+        else _short(
+            CensusConfig,
+            workload=workload,
+            decompositions=tuple(decompositions or ()),
+            python=python,
+            gpu=gpu,
+            repeats=repeats,
+            steps=steps,
+            workloads_dir=workloads_dir,
+            results_dir=results_dir,
+        )
+    )
     return _census.census(
-        gpu=here(gpu),
-        workload=workload,
-        decompositions=list(decompositions) if decompositions else None,
-        repeats=repeats,
-        python=python,
-        steps=steps,
-        workloads_dir=in_project(workloads_dir, "workloads"),
-        results_dir=in_project(results_dir, "perf-results/census"),
-        run_timeout=RUN_TIMEOUT_S,
+        gpu=here(config.gpu),
+        workload=config.workload,
+        decompositions=list(config.decompositions) or None,
+        repeats=config.repeats,
+        python=config.python,
+        inject_work=config.inject_work,
+        steps=config.steps,
+        workloads_dir=_folder(config, "workloads_dir"),
+        results_dir=_folder(config, "results_dir"),
+        run_timeout=config.run_timeout,
+        out=out,
+    )
+
+
+def _short(kind: Callable[..., C], **given: Any) -> C:
+    """The config ``kind`` of a short call's arguments: one left None keeps the config's default, a path is its
+    text."""
+    return kind(**{k: str(v) if isinstance(v, Path) else v for k, v in given.items() if v is not None})
+
+
+@_checked
+def ab(config: ABConfig, *, out: Callable[[str], None] = print) -> SuiteReport:
+    """``config.workload`` under ``config.python_a`` and ``config.python_b``, fresh-process runs interleaved on this
+    machine (:class:`~harness.configs.ABConfig`), then B judged against A; the report is written to
+    ``config.results_dir``. An empty report when ``skip_same_versions`` found nothing to compare."""
+    from harness.suite.ab import ab as run
+
+    return run(
+        gpu=here(config.gpu),
+        workload=config.workload,
+        python_a=config.python_a,
+        python_b=config.python_b,
+        decompositions=list(config.decompositions) or None,
+        repeats=config.repeats,
+        steps=config.steps,
+        workloads_dir=_folder(config, "workloads_dir"),
+        results_dir=_folder(config, "results_dir"),
+        run_timeout=config.run_timeout,
+        inject_slowdown_b=config.inject_slowdown_b,
+        inject_work_b=config.inject_work_b,
+        skip_same_versions=config.skip_same_versions,
+        alpha=config.alpha,
+        threshold=config.threshold,
         out=out,
     )
 
@@ -220,7 +299,7 @@ def side_by_side(config: ComparisonConfig, *, out: Callable[[str], None] = print
 
 @_checked
 def judge(
-    results_dirs: Sequence[str | Path],
+    results_dirs: Sequence[str | Path] | JudgeConfig,
     *,
     against: Sequence[str | Path] | None = None,
     baselines_dir: str | Path | None = None,
@@ -228,18 +307,76 @@ def judge(
     out: Callable[[str], None] = print,
 ) -> SuiteReport:
     """The runs of ``results_dirs`` judged against the stored baselines of ``baselines_dir`` (or against the runs of the
-    results dirs ``against``); the report is also written to ``out_dir`` (default: the first results dir)."""
-    dirs = [str(d) for d in results_dirs]
-    if not dirs:
-        raise UsageError("api.judge: results_dirs is empty; pass the results dir(s) to judge")
-    if against:
-        return _compare.compare([str(d) for d in against], dirs, out_dir=out_dir or dirs[0], out=out)
+    results dirs ``against``), or as a :class:`~harness.configs.JudgeConfig` says; the report and its plots are written
+    to ``out_dir`` (default: the first results dir)."""
+    if isinstance(results_dirs, JudgeConfig):
+        config = results_dirs
+    else:
+        if not results_dirs:
+            raise UsageError("api.judge: results_dirs is empty; pass the results dir(s) to judge")
+        config = _short(
+            JudgeConfig,
+            results_dirs=tuple(map(str, results_dirs)),
+            against=tuple(map(str, against or ())),
+            baselines_dir=baselines_dir,
+            out_dir=out_dir,
+        )
+    if config.markdown:
+        raise UsageError("api.judge writes report.md into out_dir; markdown is for api.compare")
     return _compare.write_report(
-        dirs,
-        baselines_dir=str(in_project(baselines_dir, "baselines")),
-        out_dir=None if out_dir is None else str(out_dir),
+        list(config.results_dirs),
+        baseline=list(config.against) or None,
+        baselines_dir=_folder(config, "baselines_dir"),
+        out_dir=config.out_dir,
+        alpha=config.alpha,
+        threshold=config.threshold,
+        allow_gpu_mismatch=config.allow_gpu_mismatch,
         out=out,
     )
+
+
+@_checked
+def compare(config: JudgeConfig, *, out: Callable[[str], None] = print) -> SuiteReport:
+    """The runs of ``config.results_dirs`` (B) judged against ``config.against`` (A: results dirs or a baseline file),
+    printed; the report is written to ``config.out_dir`` and ``config.markdown`` where they are set."""
+    if not config.against:
+        raise UsageError("api.compare: against is empty; pass the results dir(s) or the baseline file to compare with")
+    return _compare.compare(
+        list(config.against),
+        list(config.results_dirs),
+        alpha=config.alpha,
+        threshold=config.threshold,
+        markdown=config.markdown,
+        allow_gpu_mismatch=config.allow_gpu_mismatch,
+        out_dir=config.out_dir,
+        out=out,
+    )
+
+
+@_checked
+def update_baseline(config: BaselineConfig, *, out: Callable[[str], None] = print) -> int:
+    """The runs of ``config.results_dirs`` on ``config.gpu`` stored as its baseline in ``config.baselines_dir``
+    (:class:`~harness.configs.BaselineConfig`); each refusal is raised before anything is written. Returns 0."""
+    gpu = env.detect_gpu() if config.gpu.lower() == "auto" else config.gpu.lower()  # runs made elsewhere: any label
+    return _compare.baseline_update(
+        list(config.results_dirs),
+        gpu=gpu,
+        workload=list(config.workloads) or None,
+        baselines_dir=_folder(config, "baselines_dir"),
+        min_repeats=config.min_repeats,
+        note=config.note,
+        out=out,
+    )
+
+
+@_checked
+def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> ComparisonResult:
+    """The interleaved comparison of ``results_dir`` that stopped before its report (the machine lost, a kill -9, a
+    job's timeout), judged from the blocks and launches it kept; its report is written there, never over the run's
+    own."""
+    from harness.sidebyside.run import recover as judge_kept
+
+    return judge_kept(results_dir, out=out)
 
 
 @_checked
@@ -262,7 +399,7 @@ def bisect(config: BisectConfig, *, out: Callable[[str], None] = print) -> Bisec
 
 @_checked
 def advise(
-    workload: str,
+    workload: str | AdviseConfig,
     *,
     gpu: str = "auto",
     budget_minutes: float = 10.0,
@@ -271,15 +408,39 @@ def advise(
     out: Callable[[str], None] = print,
 ) -> Advice:
     """Which split of ``workload``'s effective batch is fastest on this machine, within ``budget_minutes`` of device
-    time."""
+    time; or as ``workload``, an :class:`~harness.configs.AdviseConfig`, says."""
     from harness.workflows.advise import advise as run
 
+    config = (
+        workload
+        if isinstance(workload, AdviseConfig)
+        else _short(
+            AdviseConfig,
+            workload=workload,
+            gpu=gpu,
+            budget_minutes=budget_minutes,
+            workloads_dir=workloads_dir,
+            results_dir=results_dir,
+        )
+    )
     return run(
-        gpu=here(gpu),
-        workload=workload,
-        budget_minutes=budget_minutes,
-        workloads_dir=in_project(workloads_dir, "workloads"),
-        results_dir=in_project(results_dir, "perf-results/advise"),
+        gpu=here(config.gpu),
+        workload=config.workload,
+        effective=config.effective,
+        budget_minutes=config.budget_minutes,
+        probe_steps=config.probe_steps,
+        block_seconds=config.block_seconds,
+        pairs=config.pairs,
+        launches=config.launches,
+        alpha=config.alpha,
+        threshold=config.threshold,
+        census=config.census,
+        screen=config.screen,
+        cpus=list(config.cpus) or None,
+        memory_limit_micro=config.memory_limit_micro,
+        workloads_dir=_folder(config, "workloads_dir"),
+        results_dir=_folder(config, "results_dir"),
+        run_timeout=config.run_timeout,
         out=out,
     )
 

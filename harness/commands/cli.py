@@ -22,40 +22,45 @@ from harness.options_results import ALERT, HISTORY, INIT, STORE, STORE_ADD, STOR
 
 
 def _cmd_baseline_update(a) -> int:
-    from harness.suite.compare import baseline_update
+    from harness import api
 
-    a = opt.here(a, this_machine=False)
-    return baseline_update(
-        a.results_dirs,
-        gpu=a.gpu,
-        workload=a.workload,
+    a = opt.folders(a)  # the API resolves --gpu
+    config = api.BaselineConfig(
+        tuple(a.results_dirs),
+        a.gpu,
+        workloads=tuple(a.workload or ()),
         baselines_dir=a.baselines_dir,
         min_repeats=a.min_repeats,
         note=a.note,
     )
+    return api.update_baseline(config)
 
 
-def _cmd_compare(a) -> int:
-    from harness.suite.compare import compare
+def _judged(a, results_dirs: list[str], against: list[str] | None, **where):
+    """The :class:`~harness.configs.JudgeConfig` of ``compare``'s and ``report``'s options."""
+    from harness import api
 
-    return compare(
-        a.a, a.b, alpha=a.alpha, threshold=a.threshold, markdown=a.markdown, allow_gpu_mismatch=a.allow_gpu_mismatch
-    ).exit_code
-
-
-def _cmd_report(a) -> int:
-    from harness.suite.compare import write_report
-
-    a = opt.here(a)
-    return write_report(
-        a.results_dirs,
-        baseline=a.baseline,
-        baselines_dir=a.baselines_dir,
-        out_dir=a.out,
+    return api.JudgeConfig(
+        tuple(results_dirs),
+        tuple(against or ()),
         alpha=a.alpha,
         threshold=a.threshold,
         allow_gpu_mismatch=a.allow_gpu_mismatch,
-    ).exit_code
+        **where,
+    )
+
+
+def _cmd_compare(a) -> int:
+    from harness import api
+
+    return api.compare(_judged(a, a.b, a.a, markdown=a.markdown)).exit_code
+
+
+def _cmd_report(a) -> int:
+    from harness import api
+
+    a = opt.folders(a)
+    return api.judge(_judged(a, a.results_dirs, a.baseline, baselines_dir=a.baselines_dir, out_dir=a.out)).exit_code
 
 
 def _cmd_doctor(a) -> int:

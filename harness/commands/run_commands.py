@@ -7,33 +7,37 @@ from __future__ import annotations
 
 from harness import options as opt
 from harness.errors import UsageError
-from harness.judging.thresholds import ALPHA, INTERLEAVED
 from harness.options_comparison import AB, ADVISE, CONFIRM, INTERLEAVE, comparison_config
 
 
 def _cmd_advise(a) -> int:
-    from harness.workflows.advise import advise
+    from harness import api
 
-    a = opt.here(a)
-    return advise(
-        gpu=a.gpu,
-        workload=a.workload,
+    a = opt.folders(a)  # the API resolves --gpu
+    config = api.AdviseConfig(
+        a.workload,
+        a.gpu,
         effective=a.effective,
         budget_minutes=a.total_budget_minutes,
         probe_steps=a.probe_steps,
         block_seconds=a.block_seconds,
         pairs=a.pairs,
         launches=a.launches,
-        alpha=a.alpha if a.alpha is not None else ALPHA,
-        threshold=a.threshold if a.threshold is not None else INTERLEAVED,
         census=not a.no_census,
         screen=a.screen,
-        cpus=a.cpus,
+        cpus=tuple(a.cpus or ()),
         memory_limit_micro=a.memory_limit_micro,
         workloads_dir=a.workloads_dir,
         results_dir=a.results_dir,
         run_timeout=a.run_timeout,
-    ).exit_code
+        **_set(a, "alpha", "threshold"),  # unset: the advice's defaults
+    )
+    return api.advise(config).exit_code
+
+
+def _set(a, *dests: str) -> dict:
+    """The options among ``dests`` that were given, by dest; one left unset keeps the config's default."""
+    return {d: getattr(a, d) for d in dests if getattr(a, d) is not None}
 
 
 def _cmd_confirm(a) -> int:
@@ -88,43 +92,45 @@ def _cmd_calibrate(a) -> int:
 
 
 def _cmd_ab(a) -> int:
-    from harness.suite.ab import ab
+    from harness import api
 
-    a = opt.here(a)
-    return ab(
-        gpu=a.gpu,
-        workload=a.workload,
+    a = opt.folders(a)  # the API resolves --gpu
+    config = api.ABConfig(
+        a.workload,
+        a.python_b,
         python_a=a.python_a,
-        python_b=a.python_b,
-        decompositions=a.decomposition,
+        decompositions=tuple(a.decomposition or ()),
+        gpu=a.gpu,
         repeats=a.repeats,
         steps=a.steps,
-        workloads_dir=a.workloads_dir,
-        results_dir=a.results_dir,
-        run_timeout=a.run_timeout,
-        inject_slowdown_b=a.inject_slowdown_b,
-        skip_same_versions=a.skip_same_versions,
         alpha=a.alpha,
         threshold=a.threshold,
-    ).exit_code
+        skip_same_versions=a.skip_same_versions,
+        inject_slowdown_b=a.inject_slowdown_b,
+        run_timeout=a.run_timeout,
+        workloads_dir=a.workloads_dir,
+        results_dir=a.results_dir,
+    )
+    return api.ab(config).exit_code
 
 
 def _cmd_census(a) -> int:
-    from harness.suite.census import census
+    from harness import api
 
-    a = opt.here(a)
-    return census(
-        gpu=a.gpu,
-        workload=a.workload,
-        decompositions=a.decomposition,
-        repeats=a.repeats,
+    a = opt.folders(a)  # the API resolves --gpu
+    config = api.CensusConfig(
+        a.workload,
+        tuple(a.decomposition or ()),
         python=a.python,
-        inject_work=a.inject_work,
+        gpu=a.gpu,
+        repeats=a.repeats,
         steps=a.steps,
+        inject_work=a.inject_work,
+        run_timeout=a.run_timeout,
         workloads_dir=a.workloads_dir,
         results_dir=a.results_dir,
-        run_timeout=a.run_timeout,
-    ).exit_code
+    )
+    return api.census(config).exit_code
 
 
 def _cmd_interleave(a) -> int:
@@ -135,9 +141,9 @@ def _cmd_interleave(a) -> int:
 
 
 def _cmd_recover(a) -> int:
-    from harness.sidebyside.run import recover
+    from harness import api
 
-    return recover(a.results_dir).exit_code
+    return api.recover(a.results_dir).exit_code
 
 
 def add_parsers(sub) -> None:
