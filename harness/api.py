@@ -22,9 +22,9 @@ object, never the files.
 * :func:`bisect`: the release (or commit) that changed a case's work or time ->
   :class:`~harness.results.bisection.Bisection`
 
-Each takes its settings as one config (:mod:`harness.configs`, :class:`ComparisonConfig`, :class:`BisectConfig`), which
-the commands build from their options; ``run_case``, ``census``, ``judge`` and ``advise`` also take the common
-settings as arguments, for a short script.
+The commands build each call's settings from their options as one config (:mod:`harness.configs`,
+:class:`ComparisonConfig`, :class:`BisectConfig`); ``census``, ``judge`` and ``advise`` also take the common settings
+as arguments, as ``run_case`` does, for a short script; ``recover`` takes its results dir alone.
 """
 
 from __future__ import annotations
