@@ -7,6 +7,8 @@ import pytest
 
 from harness.judging import baseline as bl
 from harness.reporting import plots, report, step_analysis
+from harness.results.report_row import RowCensus
+from harness.results.suite_report import ReportData
 
 
 def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
@@ -29,6 +31,7 @@ def test_report_files_summary_and_plots(tmp_path, tiny, make, monkeypatch):
     assert summary.read_text().startswith("earlier step\n## LoRA fine-tuning performance")
     js = json.loads((tmp_path / "out" / "report.json").read_text())
     assert {v["outcome"] for v in js["verdicts"] if v["kind"] == "runtime"} == {"regression"}
+    assert ReportData.read(tmp_path / "out") == data  # report.json reads back as the report that wrote it
     # what is drawn: bars at the medians, the change and verdict over each case, one trace per run
     figs = {name: make(data) for name, make in plots.FIGURES.items()}
     ax = figs["step_times.png"].axes[0]
@@ -62,8 +65,8 @@ def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
     s.records[:] = _with_phases(s.records, lambda st: st - 40)
     s._judged = None  # the session's judge of its records as they were before
     data = report.build(s.judge())
-    row = next(r for r in data["rows"] if r["decomposition"] == "1x4")
-    assert row["where"].startswith(
+    row = next(r for r in data.rows if r.decomposition == "1x4")
+    assert row.where.startswith(
         "median step +30.0 ms; backward +30.0 ms (+50%)"
     )  # report.json: the issue script quotes it
     (top, *rest) = step_analysis.where(row)
@@ -89,15 +92,31 @@ def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
         dict(r, host_probe={"launch_us": 5.0}) for r in stored.data["decompositions"]["1x4"]["runs"]
     ]
     probed = report.build(replace(s.judge(), baselines={tiny.name: stored}))
-    row = next(r for r in probed["rows"] if r["decomposition"] == "1x4")
-    assert step_analysis.probe_moved(row) == pytest.approx(0.2) and row["where"].endswith(
+    row = next(r for r in probed.rows if r.decomposition == "1x4")
+    assert step_analysis.probe_moved(row) == pytest.approx(0.2) and row.where.endswith(
         "; host launch probe +20% vs baseline"
     )
     assert "| +0.0 (+0%) | +20% |" in report.markdown(probed)
     assert (
-        step_analysis.probe_moved(next(r for r in probed["rows"] if r["decomposition"] == "2x2")) is None
+        step_analysis.probe_moved(next(r for r in probed.rows if r.decomposition == "2x2")) is None
     )  # no probe in the baseline's 2x2 runs
     # a session without phase timings (--no-phases): no section, no line
     plain = report.build(make(base, [], repeats=5).run().judge())
-    assert all(step_analysis.where(r) == [] for r in plain["rows"])
+    assert all(step_analysis.where(r) == [] for r in plain.rows)
     assert "Where the step time moved" not in report.markdown(plain)
+
+
+def test_a_diagnosis_says_what_limits_the_step_and_writes_only_what_it_found(tiny):
+    """GPU busy from the census's kernel time, launches per sample and MFU against the GPU's peak; on a GPU the table
+    does not know, the MFU is said to be unknown, and the JSON keeps only the parts it found."""
+    census = RowCensus(ops=5000.0, kernels=1000.0, kernel_ms=90.0)
+    d = step_analysis.diagnosis(census, 100.0, tiny, "NVIDIA H100 80GB HBM3")
+    assert d.bound == "GPU-bound" and d.peak_flops_of and d.mfu is not None
+    text = step_analysis.diagnosis_text(d)
+    assert text.startswith("GPU busy 90% (90 ms of kernels in a 100 ms step): GPU-bound") and "MFU " in text
+    unknown = step_analysis.diagnosis(census, 100.0, tiny, "a machine of its own")
+    assert unknown.peak_flops_of is None and "MFU unknown" in step_analysis.diagnosis_text(unknown)
+    assert "peak_flops_of" in unknown.to_json() and "mfu" not in unknown.to_json()
+    cpu = step_analysis.diagnosis(RowCensus(ops=5000.0, kernels=0.0), None, tiny, "cpu")
+    assert cpu.gpu_busy is None and step_analysis.diagnosis_text(cpu) == "5,000 aten ops per step"
+    assert set(cpu.to_json()) == {"step_ms", "kernel_ms", "kernels", "ops", "flops_per_step", "peak_flops_of"}

@@ -197,13 +197,13 @@ def test_the_report_says_the_data_is_synthetic_in_all_but_length(tmp_path, fake_
             "cpu",
         )
     )
-    (unread,) = data["data_unread"]
+    (unread,) = data.data_unread
     assert unread["workload"] == w.name and unread["unk_share"] == 0.97 and unread["tokenizer"] == "words"
     assert "synthetic in all but length" in unread["line"] and "97% of the tokens" in unread["line"]
     report.write(data, tmp_path / "out")
     assert f"**data:** {unread['line']}" in (tmp_path / "out" / "report.md").read_text()
     assert json.loads((tmp_path / "out" / "report.json").read_text())["data_unread"][0]["unk_share"] == 0.97
-    unknown = report.build(Judge({w.name: w}, cases, (), missing, "cpu"))["data_unread"][0]
+    unknown = report.build(Judge({w.name: w}, cases, (), missing, "cpu")).data_unread[0]
     assert unknown["unk_share"] is None and "share of <unk> tokens is not known" in unknown["line"]
     b = workload(tmp_path)
-    assert report.build(Judge({b.name: b}, cases, (), missing, "cpu"))["data_unread"] == []
+    assert report.build(Judge({b.name: b}, cases, (), missing, "cpu")).data_unread == ()

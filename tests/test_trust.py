@@ -130,8 +130,8 @@ def test_a_torn_last_line_of_runs_jsonl_is_remade_on_resume_and_said_in_the_repo
     data = report.build(s.judge(), s.session_id, notes=tuple(s.notes))
     said = f"{runs}:6: a torn last line"
     assert any(line.startswith("note: --resume: ") and said in line for line in report.terminal_lines(data))
-    assert said in report.markdown(data) and said in json.dumps(data)
-    assert len(read_jsonl(runs)) == 6 == sum(r["runs"] for r in data["rows"])  # nothing glued onto the torn line
+    assert said in report.markdown(data) and said in json.dumps(data.to_json())
+    assert len(read_jsonl(runs)) == 6 == sum(r.runs for r in data.rows)  # nothing glued onto the torn line
     assert runs.read_text().count("\n") == 7
 
 

@@ -322,3 +322,48 @@ def test_an_advices_comparisons_are_verdicts():
     assert made.recommended == "4x1" and made.failed == ("2x2",) and made.compared["1x4"].interval == (1.2, 1.4)
     assert made.compared["1x4"].details == {"block_steps": 4} and made.compared["2x2"].ratio is None
     assert made.to_json() == {**raw, "format": formats.ADVICE.version}
+
+
+def test_a_suite_reports_rows_are_typed_and_its_json_comes_back():
+    """report.json's rows are ReportRows (spreads, work verdict, diagnosis and census as typed parts), its verdicts
+    Verdicts, its machine a ReportEnv; the JSON comes back as it was read, a key it does not type included."""
+    from dataclasses import fields
+
+    from harness.results.report_row import Diagnosis, ReportRow, Spread
+    from harness.results.suite_report import ReportData, ReportEnv
+
+    spread = {"median": 130.0, "min": 128.7, "max": 131.3, "n": 5, "cv": 0.01, "fmt": ".1f"}
+    row = dict.fromkeys(f.name for f in fields(ReportRow))  # every key, in order; those not set below are null
+    row.update(workload="tiny-qwen3", decomposition="1x4", micro_batch=1, grad_accum=4, world_size=1)
+    row.update(effective_batch=4, steps=8, runs=5, ok=4, failures=["timeout"], step_time_ms=spread)
+    row.update(phases_ms={"data": 1.0}, verdict="regression", ratio=1.3, ratio_lo=1.29, ratio_hi=1.31)
+    row.update(step_traces_ms=[[130.0, 131.0]], warmup_steps=2, work={"outcome": "changed", "lines": ["ops +1"]})
+    # the diagnosis's head, then what it found: peak_flops_of is written with the FLOPs, even when unknown
+    row["diagnosis"] = {"step_ms": 130.0, "kernel_ms": None, "kernels": None, "ops": 10.0}
+    row["diagnosis"].update(flops_per_step=1e9, peak_flops_of=None)
+    row["census"] = {"ops": 10.0, "kernels": None, "kernel_ms": None, "cpu_op_ms": 3.0, "python_calls": None}
+    row["census"].update(syncs=None, alloc=None, attention_backend="math", steps=[3, 4])
+    raw = {
+        "gpu": "cpu",
+        "session_id": "s1",
+        "command": "pytest perftests",
+        "inject_slowdown": 0.0,
+        "rows": [row],
+        "incomplete": None,
+        "notes": [],
+        "data_unread": [],
+        "verdicts": [{"kind": "runtime", "case": "tiny-qwen3-1x4", "outcome": "regression", "message": "slower"}],
+        "recorded": None,
+        "env": dict.fromkeys(f.name for f in fields(ReportEnv)),
+        "versions": {"torch": "2.5"},
+        "baseline_versions": {"tiny-qwen3": {"torch": "2.4"}},
+        "confirm": {"cases": []},
+    }
+    made = ReportData.from_json(raw)
+    (r,) = made.rows
+    assert isinstance(r, ReportRow) and r.case == "tiny-qwen3-1x4" and r.step_time_ms == Spread(**spread)
+    assert r.step_time_ms.text() == "130.0 [128.7-131.3]" and r.failures == ("timeout",) and r.work.lines == ("ops +1",)
+    assert isinstance(r.diagnosis, Diagnosis) and r.diagnosis.mfu is None and r.census.steps == (3, 4)
+    assert made.verdicts[0].failed and made.env.gpu is None and made.extra == {"confirm": {"cases": []}}
+    assert made.to_json() == {"format": formats.SUITE_REPORT.version, **raw}
+    assert ReportData.from_json(json.loads(json.dumps(made.to_json()))) == made

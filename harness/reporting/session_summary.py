@@ -54,7 +54,7 @@ def terminal_summary(tr, session) -> None:
     try:
         from harness.reporting import plots
 
-        paths += plots.write_all(data, o.results_dir) if data["rows"] else []  # none: every workload was broken
+        paths += plots.write_all(data, o.results_dir) if data.rows else []  # none: every workload was broken
     except ImportError as exc:  # matplotlib is an optional extra
         tr.write_line(f"plots skipped: {exc}")
     tr.section("perf summary")

@@ -6,16 +6,19 @@ whether a change matters.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.judging import flops, peak_flops
 from harness.record import PHASES
+from harness.results.report_row import Diagnosis, ReportRow, RowCensus
 
 
-def where(row: dict) -> list[tuple[str, float, float]]:
+def where(row: ReportRow) -> list[tuple[str, float, float]]:
     """Where the step time moved against the baseline: (phase, change in ms, relative change) per phase,
     largest absolute change first; empty when this session or the baseline has no phase timings.
     Descriptive (medians of medians), not a test: it points at the phase to look at, the verdict says whether it
     matters."""
-    cur, base = row.get("phases_ms"), row.get("baseline_phases_ms")
+    cur, base = row.phases_ms, row.baseline_phases_ms
     if not cur or not base:
         return []
     out = [
@@ -26,10 +29,10 @@ def where(row: dict) -> list[tuple[str, float, float]]:
     return sorted(out, key=lambda x: -abs(x[1]))
 
 
-def step_moved(row: dict) -> float | None:
+def step_moved(row: ReportRow) -> float | None:
     """Median step time minus the baseline's (ms): the total that :func:`where` splits into phases."""
-    cur, base = row.get("step_time_ms"), row.get("baseline_step_time_ms")
-    return cur["median"] - base["median"] if cur and base else None
+    cur, base = row.step_time_ms, row.baseline_step_time_ms
+    return cur.median - base.median if cur and base else None
 
 
 def moved_text(d: float, r: float, unit: str = "") -> str:
@@ -37,15 +40,15 @@ def moved_text(d: float, r: float, unit: str = "") -> str:
     return f"{d:+.1f}{unit}" + (f" ({r:+.0%})" if r == r else "")
 
 
-def probe_moved(row: dict) -> float | None:
+def probe_moved(row: ReportRow) -> float | None:
     """Relative change of the host probe's launch time (``host_probe.launch_us``, medians) against the
     baseline's runs: +0.12 means this machine's host issues tiny ops 12% slower. None without both.
     Descriptive: a step time that moved with it points at the machine rather than the code."""
-    cur, base = row.get("host_launch_us"), row.get("baseline_host_launch_us")
+    cur, base = row.host_launch_us, row.baseline_host_launch_us
     return cur / base - 1 if cur and base else None
 
 
-def where_text(row: dict, top: int | None = None) -> str:
+def where_text(row: ReportRow, top: int | None = None) -> str:
     """The step's move as one line: the median step, the ``top`` phases that moved most, the host launch probe."""
     step = step_moved(row)
     head = f"median step {step:+.1f} ms; " if step is not None else ""
@@ -54,25 +57,22 @@ def where_text(row: dict, top: int | None = None) -> str:
     return head + ", ".join(f"{p} {moved_text(d, r, ' ms')}" for p, d, r in where(row)[:top]) + tail
 
 
-def diagnosis(census: dict, step_ms: float | None, workload, gpu: str) -> dict:
+def diagnosis(census: RowCensus, step_ms: float | None, workload, gpu: str) -> Diagnosis:
     """What limits the step, from a census and the median step time: GPU busy fraction (kernel time / step
     time), kernel launches per sample, host time per launch (step time / launches), host-bound (GPU busy
     below 50%) or GPU-bound (80% or more), and MFU from LoRA-correct FLOPs against ``gpu``'s peak (its full name, or a
     short name of one model: :mod:`harness.judging.peak_flops`; none for a GPU the table does not know)."""
-    out: dict = {
-        "step_ms": step_ms,
-        "kernel_ms": census.get("kernel_ms"),
-        "kernels": census.get("kernels"),
-        "ops": census.get("ops"),
-    }
+    kernels, kernel_ms = census.kernels, census.kernel_ms
+    out = Diagnosis(step_ms=step_ms, kernel_ms=kernel_ms, kernels=kernels, ops=census.ops)
     samples = workload.effective_batch
-    if census.get("kernels"):
-        out["launches_per_sample"] = census["kernels"] / samples
-    if step_ms and census.get("kernel_ms"):
-        busy = census["kernel_ms"] / step_ms
-        out.update(
+    if kernels:
+        out = replace(out, launches_per_sample=kernels / samples)
+    if step_ms and kernel_ms:
+        busy = kernel_ms / step_ms
+        out = replace(
+            out,
             gpu_busy=busy,
-            host_us_per_launch=step_ms * 1000 / census["kernels"],
+            host_us_per_launch=step_ms * 1000 / kernels,
             bound="host-bound" if busy < 0.5 else "GPU-bound" if busy >= 0.8 else "mixed",
         )
     try:
@@ -84,34 +84,31 @@ def diagnosis(census: dict, step_ms: float | None, workload, gpu: str) -> dict:
             workload.train.gradient_checkpointing,
             workload.train.max_length,
         )
-        out["flops_per_step"] = fpt * samples * workload.train.max_length
+        out = replace(out, flops_per_step=fpt * samples * workload.train.max_length)
         known = peak_flops.peak(gpu)
-        out["peak_flops_of"] = known[0] if known else None
+        out = replace(out, peak_flops_of=known[0] if known else None)
         if step_ms and known:
-            out["mfu"] = flops.mfu(out["flops_per_step"], step_ms / 1000, known[1])
+            out = replace(out, mfu=flops.mfu(out.flops_per_step, step_ms / 1000, known[1]))
     except (KeyError, ValueError, TypeError):
         pass
     return out
 
 
-def diagnosis_text(d: dict) -> str:
+def diagnosis_text(d: Diagnosis) -> str:
     """A :func:`diagnosis` as one line of its known parts."""
     parts = []
-    if d.get("gpu_busy") is not None:
+    if d.gpu_busy is not None:
         parts.append(
-            f"GPU busy {d['gpu_busy']:.0%} ({d['kernel_ms']:.0f} ms of kernels in a {d['step_ms']:.0f} ms step): "
-            f"{d['bound']}"
+            f"GPU busy {d.gpu_busy:.0%} ({d.kernel_ms:.0f} ms of kernels in a {d.step_ms:.0f} ms step): {d.bound}"
         )
-    if d.get("launches_per_sample") is not None:
-        parts.append(f"{d['launches_per_sample']:,.0f} kernel launches per sample")
-    if d.get("host_us_per_launch") is not None:
-        parts.append(f"{d['host_us_per_launch']:.1f} us of step per launch")
-    if d.get("ops"):
-        parts.append(f"{d['ops']:,.0f} aten ops per step")
-    if d.get("mfu") is not None:
-        parts.append(f"MFU {d['mfu']:.1%} (LoRA-correct FLOPs)")
-    elif (
-        d.get("flops_per_step") and d.get("gpu_busy") is not None and d.get("peak_flops_of") is None
-    ):  # a GPU the table lacks
+    if d.launches_per_sample is not None:
+        parts.append(f"{d.launches_per_sample:,.0f} kernel launches per sample")
+    if d.host_us_per_launch is not None:
+        parts.append(f"{d.host_us_per_launch:.1f} us of step per launch")
+    if d.ops:
+        parts.append(f"{d.ops:,.0f} aten ops per step")
+    if d.mfu is not None:
+        parts.append(f"MFU {d.mfu:.1%} (LoRA-correct FLOPs)")
+    elif d.flops_per_step and d.gpu_busy is not None and d.peak_flops_of is None:  # a GPU the table lacks
         parts.append("MFU unknown (no peak FLOPS known for this GPU)")
     return "; ".join(parts)

@@ -222,7 +222,7 @@ def judged(
         write_atomic(markdown, report.markdown(data))
     if out_dir:
         out("wrote " + ", ".join(map(str, report.write(data, out_dir))))
-    return SuiteReport.of(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)
+    return SuiteReport.of(data.content(), exit_code=1 if any(v.failed for v in judge.all()) else 0)
 
 
 def write_report(results_dirs: list[str], *, out_dir: str | None = None, **judging) -> SuiteReport:
@@ -282,7 +282,7 @@ def _write_report(
     out("\n".join(report.terminal_lines(data)))
     out("wrote " + ", ".join(map(str, paths)))
     # docs/exit-codes.md: 1 on a regression or a failed check
-    return SuiteReport.of(data, exit_code=1 if any(v.failed for v in judge.all()) else 0)
+    return SuiteReport.of(data.content(), exit_code=1 if any(v.failed for v in judge.all()) else 0)
 
 
 def baseline_update(

@@ -105,6 +105,7 @@ def toml_lines(w: Workload, rec: str, gpu: str, note: str) -> str:
 
 def report_lines(r: Findings, w: Workload) -> list[str]:
     from harness.reporting.step_analysis import diagnosis, diagnosis_text
+    from harness.results.report_row import RowCensus
 
     a = r.answer
     rec = a.recommended
@@ -134,7 +135,7 @@ def report_lines(r: Findings, w: Workload) -> list[str]:
         diag = ""
         if p.census:
             m = int(s.split("x")[0])
-            diag = diagnosis_text(diagnosis(p.census, p.probe_ms, w.with_splits(m), r.gpu))
+            diag = diagnosis_text(diagnosis(RowCensus.from_json(p.census), p.probe_ms, w.with_splits(m), r.gpu))
         lines.append(f"{s:<7} {fits:<9} {probe_ms:>9} {step:>12} {peak:>9} {vs:>34}  {diag}")
     lines.append(
         f"(m x 1 ms: median step of the probe, one micro-batch per step; est. step ms: a whole m x G step from it, see "
