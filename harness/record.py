@@ -73,6 +73,22 @@ class RunRecord(TypedDict, total=False):
     machine: str
 
 
+def case_census(records: list[dict], workload: str, decomposition: str) -> dict | None:
+    """The newest finished census run of a case whose window fitted, or None (the workflows' scripts read their
+    runs.jsonl lines with it)."""
+    return next(
+        (
+            r
+            for r in reversed(records)
+            if r.get("workload") == workload
+            and r.get("decomposition_id") == decomposition
+            and r.get("status") == "ok"
+            and (r.get("census") or {}).get("fits")
+        ),
+        None,
+    )
+
+
 # What the readers of runs.jsonl take of a record, with the shape they need (harness.values); a record that does not
 # fit is left out and named by the reader (run_problem), as a torn line is.
 RUN_SHAPE = Obj(
