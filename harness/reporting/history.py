@@ -74,7 +74,10 @@ def record_problem(rec: dict) -> str | None:
     for key in ("env", "census"):
         if rec.get(key) is not None and not isinstance(rec[key], dict):
             return f"{key} is {rec[key]!r}, not an object"
-    run = Run.from_json(rec)
+    try:
+        run = Run.from_json(rec)
+    except (TypeError, ValueError) as exc:  # a census whose parts are of the wrong type (steps a number, say)
+        return f"unreadable ({type(exc).__name__}: {str(exc)[:100]})"
     if not isinstance(run.versions or {}, dict):
         return "env.versions is not an object"
     v = run.step_time_median_ms
