@@ -1,8 +1,9 @@
 """The run record: one JSON object per run in ``<results-dir>/runs.jsonl``, typed here and described
 key by key in ``docs/measurement.md`` (a test keeps the two in step).
 
-Records stay plain dicts on disk and in memory (old results dirs load unchanged); :class:`RunRecord`
-names every key and its type, so readers and type checkers agree on the layout.
+Records are plain JSON objects on disk (old results dirs load unchanged); :class:`RunRecord` names every key and its
+type, so that the runner and the readers agree on the layout. Readers hold a record as its
+:class:`harness.results.run.Run`, once :func:`run_problem` has checked its shape.
 """
 
 from __future__ import annotations
@@ -72,13 +73,9 @@ class RunRecord(TypedDict, total=False):
     machine: str
 
 
-def is_census(rec: dict) -> bool:
-    """A census run: it counted the work of its steps under the profiler and ended early; never a timed run."""
-    return rec.get("census") is not None
-
-
 def case_census(records: list[dict], workload: str, decomposition: str) -> dict | None:
-    """The newest finished census run of a case whose window fitted, or None."""
+    """The newest finished census run of a case whose window fitted, or None (the workflows' scripts read their
+    runs.jsonl lines with it)."""
     return next(
         (
             r
@@ -123,15 +120,9 @@ def run_problem(rec: dict) -> str | None:
     return mismatch(rec, RUN_SHAPE)
 
 
-def run_phases(rec: dict) -> dict[str, float] | None:
-    """One run's median steady-state time per phase (ms per optimizer step), or None without phase timings."""
-    ph, w = rec.get("phases_ms") or {}, rec.get("warmup_steps") or 0
-    steady_ph = {p: ph[p][w:] for p in PHASES if ph.get(p)}
-    return {p: round(median(v), 3) for p, v in steady_ph.items() if v} or None
-
-
 def median_phases(rows: list[dict[str, float] | None]) -> dict[str, float] | None:
-    """Median over runs of each phase, from :func:`run_phases` rows; None for no rows."""
+    """Median over runs of each phase, from rows of one run's medians (:meth:`harness.results.run.Run.phase_medians`);
+    None for no rows."""
     rows = [r for r in rows if r]
     return {p: median(r[p] for r in rows if p in r) for p in rows[0]} if rows else None
 
@@ -159,21 +150,4 @@ def parse_time(s: str | None) -> datetime | None:
             return parse(s)
         except ValueError:
             continue
-    return None
-
-
-def exclusion(rec: dict) -> str | None:
-    """Why a run is not a point of a timing series, or None for a plain timed run."""
-    if is_census(rec):
-        return "census"
-    if rec.get("status") != "ok":
-        return f"failed ({rec.get('status')})"
-    if rec.get("inject_slowdown") or rec.get("inject_work"):
-        return "injected slowdown or work"
-    if rec.get("profile_steps"):
-        return "profiled"
-    if rec.get("phases_enabled") is False:
-        return "phases off"
-    if not rec.get("step_time_median_ms"):
-        return "no step time"
     return None

@@ -19,7 +19,7 @@ def test_record_and_load_round_trip(tmp_path, tiny, fake_runs):
     )
     b = bl.load(tmp_path, "cpu", tiny)
     assert b.path == path and not b.imported and b.values("2x2", "step_time_median_ms") == [100, 101, 99, 100, 102]
-    assert b.thresholds["runtime"] == 0.10  # the cpu default
+    assert b.thresholds.runtime == 0.10  # the cpu default
     assert "[100, 100, 100" in path.read_text()  # number lists stay on one line
 
 
@@ -84,7 +84,7 @@ def test_a_baseline_nested_too_deep_or_with_a_huge_integer_is_one_line_naming_it
 def test_refuses_another_gpu_and_another_hash(tmp_path, tiny, fake_runs):
     data = bl.from_runs(tiny, "l4", [Run.from_json(r) for r in fake_runs(tiny, [100] * 5, gpu="l4")], "cmd")
     (tmp_path / "cpu").mkdir()
-    (tmp_path / "cpu" / "tiny-qwen3.json").write_text(json.dumps(data))
+    (tmp_path / "cpu" / "tiny-qwen3.json").write_text(json.dumps(data.to_json()))
     with pytest.raises(bl.BaselineError, match="was recorded on 'l4', not 'cpu'"):
         bl.load(tmp_path, "cpu", tiny)
     bl.write(tmp_path, bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100] * 5)], "cmd"))
@@ -169,7 +169,7 @@ def test_committed_h200_baseline_matches_the_workload_and_tells_the_order():
     assert not b.imported and b.runtime_metric("4x1") == "step_time_median_ms"
     assert all(len(b.values(d, "step_time_median_ms")) >= bl.MIN_REPEATS for d in ("1x4", "2x2", "4x1"))
     assert (
-        len(b.data["provenance"]["sessions"]) > 1 and len(b.data["provenance"]["machines"]) == 5
+        len(b.data.provenance.sessions or ()) > 1 and len(b.data.provenance.machines or ()) == 5
     )  # several leases, and it says so
     recs = [
         {
@@ -203,7 +203,7 @@ def test_runs_are_grouped_by_machine(tmp_path, tiny, fake_runs):
         r["run_id"] = f"r{i}"
     b = bl.Baseline(tmp_path, bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in recs], "cmd"))
     assert b.grouped("1x4", "step_time_median_ms") == [[100, 101, 99], [100, 102]]
-    assert b.data["provenance"]["machines"] == ["boot-a", "boot-b"]
+    assert b.data.provenance.machines == ("boot-a", "boot-b")
     same = bl.Baseline(
         tmp_path,
         bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd"),

@@ -199,3 +199,12 @@ def test_short_and_flat_series_have_no_change_point():
     assert (
         changepoints.robust_sigma([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]) > 0
     )  # a single step: sigma from the plain sd, not 0
+
+
+def test_a_record_of_a_newer_format_or_a_census_of_the_wrong_shape_is_named_not_read():
+    """The page reads each record as a Run; one it cannot read so is left out with one line saying why."""
+    rec = {"gpu": "cpu", "workload": "w", "decomposition_id": "1x4", "status": "ok", "step_time_median_ms": 1.0}
+    assert hist.record_problem(rec) is None
+    assert "newer than this harness reads" in hist.record_problem(dict(rec, format=99))
+    assert hist.record_problem(dict(rec, census={"fits": True, "steps": 5})).startswith("unreadable (TypeError")
+    assert "census count" in hist.record_problem(dict(rec, census={"fits": True, "ops": float("nan")}))

@@ -88,9 +88,10 @@ def test_report_says_which_phase_moved(tmp_path, tiny, make, monkeypatch):
         replace(r, host_probe={"launch_us": 6.0 if r.decomposition_id == "1x4" else 5.0}) for r in s.records
     ]
     s._judged = None
-    stored.data["decompositions"]["1x4"]["runs"] = [
-        dict(r, host_probe={"launch_us": 5.0}) for r in stored.data["decompositions"]["1x4"]["runs"]
-    ]
+    entry = stored.data.decompositions["1x4"]
+    probed_runs = tuple(replace(r, host_probe={"launch_us": 5.0}) for r in entry.runs)
+    decompositions = {**stored.data.decompositions, "1x4": replace(entry, runs=probed_runs)}
+    stored = replace(stored, data=replace(stored.data, decompositions=decompositions))
     probed = report.build(replace(s.judge(), baselines={tiny.name: stored}))
     row = next(r for r in probed.rows if r.decomposition == "1x4")
     assert step_analysis.probe_moved(row) == pytest.approx(0.2) and row.where.endswith(

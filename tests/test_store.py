@@ -546,6 +546,7 @@ def test_a_census_s_tokens_and_memory_reach_the_store_and_its_census_alerts(base
 
 
 def test_the_store_keeps_a_census_run_s_tokens_and_memory():
+    from harness.results.run import Run
     from harness.store.summary import case_entry
 
     census = {
@@ -556,11 +557,12 @@ def test_the_store_keeps_a_census_run_s_tokens_and_memory():
         "tokens": {"real": 2048.0, "padded": 2048.0},
         "memory": {
             "peak_reserved_bytes": 4_487_905_280,
+            "peak_allocated_bytes": 4_012_345_344,
             "allocated_per_step": 123_456,
             "allocated_by_op": {"aten::mm": 100_000},
         },
     }
-    run = {"run_id": "c1", "workload": "w", "decomposition_id": "4x1", "status": "ok", "census": census}
+    run = Run.from_json({"run_id": "c1", "workload": "w", "decomposition_id": "4x1", "status": "ok", "census": census})
     kept = case_entry("w", "4x1", [run], None, {id(run): "dir"}).census
     assert kept.tokens == census["tokens"] and kept.memory == census["memory"]
 

@@ -136,8 +136,9 @@ def test_a_torn_last_line_of_runs_jsonl_is_remade_on_resume_and_said_in_the_repo
 
 
 def _stored_baseline(tmp_path, tiny, fake_runs) -> tuple[dict, Path, Path]:
-    """A valid baseline of tiny-qwen3 on cpu (its data and where it goes) and a results dir of current runs."""
-    data = bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd")
+    """A valid baseline of tiny-qwen3 on cpu (its file's JSON and where it goes) and a results dir of current runs."""
+    runs = [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])]
+    data = bl.from_runs(tiny, "cpu", runs, "cmd").to_json()
     current = tmp_path / "current"
     current.mkdir()
     runs = [dict(r, run_id="now-" + r["run_id"], workload_spec=tiny.to_dict()) for r in fake_runs(tiny, [100, 101, 99])]
@@ -571,7 +572,8 @@ def test_a_pytest_session_against_a_broken_baseline_fails_its_workload_before_an
     its workload is one failed item (exit 1), trained for nothing."""
     calls = []
     fake_runner({"1x4": [100.0], "2x2": [80.0], "4x1": [90.0]}, calls)
-    data = bl.from_runs(tiny, "cpu", [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])], "cmd")
+    runs = [Run.from_json(r) for r in fake_runs(tiny, [100, 101, 99, 100, 102])]
+    data = bl.from_runs(tiny, "cpu", runs, "cmd").to_json()
     data["thresholds"]["runtime"] = float("nan")
     path = bl.path_for(perf_project.path / "baselines", "cpu", tiny.name)
     path.parent.mkdir(parents=True)

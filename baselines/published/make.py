@@ -92,7 +92,7 @@ def main() -> None:
             "thresholds": dict(bl.DEFAULT_THRESHOLDS),
             "decompositions": decs,
         }
-        print(bl.write(ROOT / "baselines", data))
+        print(bl.write_json(bl.path_for(ROOT / "baselines", gpu, w.name), data))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,19 @@ from harness.judging.baseline_schema import problem
 from harness.judging.census_diff import normalize
 from harness.judging.thresholds import ALPHA, MEMORY_ABS_MIB, MEMORY_REL
 from harness.record import median_phases
+from harness.results.baseline import (
+    SCHEMA,
+    BaselineCensus,
+    BaselineDecomposition,
+    BaselineFile,
+    BaselineRun,
+    BaselineWorkload,
+    Provenance,
+)
 from harness.results.run import Run, plain
 from harness.spec import Decomposition, Workload, changed_fields
 from harness.values import load_json
 
-SCHEMA = 1
 RUN_KEYS = (
     "step_time_median_ms",
     "train_runtime_s",
@@ -55,6 +64,24 @@ def default_thresholds(gpu: str) -> dict[str, float]:
     return {**DEFAULT_THRESHOLDS, **GPU_DEFAULTS.get(gpu, {})}
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds a baseline is judged with: ``alpha`` (the level of its tests), ``runtime`` (the practical
+    threshold of a runtime regression, 0.05 is +5%), ``memory_rel`` and ``memory_abs_mib`` (of a memory regression:
+    both must be exceeded) and ``kernel_time`` (of the census's GPU kernel time per step)."""
+
+    alpha: float
+    runtime: float
+    memory_rel: float
+    memory_abs_mib: float
+    kernel_time: float
+
+    @classmethod
+    def of(cls, gpu: str, stored: Mapping[str, float] | None = None) -> Thresholds:
+        """The defaults of ``gpu`` with the ones a baseline file sets (its ``thresholds``, checked by the loader)."""
+        return cls(**{**default_thresholds(gpu), **(stored or {})})
+
+
 class BaselineError(Exception):
     """A baseline cannot be used. ``str(err)`` is one line: what is wrong and what to do."""
 
@@ -74,43 +101,55 @@ def path_for(root: str | Path, gpu: str, workload: str) -> Path:
 
 @dataclass(frozen=True)
 class Baseline:
+    """A stored baseline (``data``, read from ``path``), or one made of other runs for a comparison."""
+
     path: Path
-    data: dict[str, Any]
+    data: BaselineFile
 
     @property
     def gpu(self) -> str:
-        return self.data["gpu"]
+        return self.data.gpu
 
     @property
     def imported(self) -> bool:
-        return self.data["provenance"].get("kind") == "imported"
+        return self.data.provenance.kind == "imported"
 
     @property
-    def thresholds(self) -> dict[str, float]:
-        return {**default_thresholds(self.gpu), **self.data.get("thresholds", {})}
+    def thresholds(self) -> Thresholds:
+        return Thresholds.of(self.gpu, self.data.thresholds)
 
     @property
     def env(self) -> dict:
-        return self.data.get("env") or {}
+        return plain(self.data.env) or {}
 
     def decompositions(self) -> list[str]:
-        return list(self.data["decompositions"])
+        return list(self.data.decompositions)
+
+    def _entry(self, decomp: str) -> BaselineDecomposition:
+        """The entry of ``decomp``; an empty one where the baseline has none."""
+        return self.data.decompositions.get(decomp) or BaselineDecomposition()
+
+    def run_ids(self) -> set[str]:
+        """The ids of the timed runs the baseline was recorded from."""
+        return {r.run_id for d in self.data.decompositions.values() for r in d.runs if r.run_id is not None}
 
     def phases(self, decomp: str) -> dict[str, float] | None:
         """Median over the baseline's runs of each phase (ms per optimizer step); None if no run recorded phases."""
-        return median_phases([r.get("phases_ms") for r in self.data["decompositions"].get(decomp, {}).get("runs", [])])
+        return median_phases([plain(r.phases_ms) for r in self._entry(decomp).runs])
 
-    def values(self, decomp: str, key: str, census: bool = False) -> list[float]:
-        """The timed runs' values of ``key``, or (``census``) the census runs' (their peak memory, say)."""
-        runs = self.data["decompositions"].get(decomp, {}).get("census" if census else "runs", [])
-        return [r[key] for r in runs if r.get(key) is not None]
+    def values(self, decomp: str, key: str, census: bool = False) -> list[Any]:
+        """The timed runs' values of the field ``key`` (``step_time_median_ms``, ...), or (``census``) the census
+        runs' (their peak memory, say)."""
+        entry = self._entry(decomp)
+        runs: tuple[BaselineRun | BaselineCensus, ...] = (entry.census or ()) if census else entry.runs
+        return [v for r in runs if (v := getattr(r, key)) is not None]
 
     def grouped(self, decomp: str, key: str) -> list[list[float]]:
         """``values`` split by the machine each run was made on (one group when the baseline records none)."""
         out: dict[str | None, list[float]] = {}
-        for r in self.data["decompositions"].get(decomp, {}).get("runs", []):
-            if r.get(key) is not None:
-                out.setdefault(r.get("machine"), []).append(r[key])
+        for r in self._entry(decomp).runs:
+            if (v := getattr(r, key)) is not None:
+                out.setdefault(r.machine, []).append(v)
         return list(out.values())
 
     def runtime_metric(self, decomp: str) -> str:
@@ -119,21 +158,19 @@ class Baseline:
 
     def census(self, decomp: str) -> list[dict]:
         """The censuses recorded for ``decomp`` (one per census run), each with its ``machine``."""
-        return [
-            dict(normalize(c["census"]), machine=c.get("machine"))
-            for c in self.data["decompositions"].get(decomp, {}).get("census", [])
-        ]
+        return [dict(normalize(plain(c.census)) or {}, machine=c.machine) for c in self._entry(decomp).census or ()]
 
     def census_grouped(self, decomp: str, key: str) -> list[list[float]]:
         """A census value (e.g. ``kernel_ms``) of each census run, grouped by machine."""
         out: dict[str | None, list[float]] = {}
-        for c in self.census(decomp):
-            if c.get(key) is not None:
-                out.setdefault(c["machine"], []).append(c[key])
+        for c in self._entry(decomp).census or ():
+            if (v := (normalize(plain(c.census)) or {}).get(key)) is not None:
+                out.setdefault(c.machine, []).append(v)
         return list(out.values())
 
-    def losses(self, decomp: str) -> list[float] | None:
-        return self.data["decompositions"].get(decomp, {}).get("losses")
+    def losses(self, decomp: str) -> list[float | None] | None:
+        losses = self._entry(decomp).losses
+        return list(losses) if losses is not None else None
 
 
 def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
@@ -163,20 +200,21 @@ def load(root: str | Path, gpu: str, workload: Workload) -> Baseline:
         raise BadBaseline(
             f"baseline {path}: {why}; correct it, restore it from git or record a new one with --update-baselines"
         )
-    if data["gpu"] != gpu:
+    base = BaselineFile.from_json(data)
+    if base.gpu != gpu:
         raise BadBaseline(
-            f"baseline {path} was recorded on {data['gpu']!r}, not {gpu!r}; "
-            f"move it to baselines/{data['gpu']}/ or record one on {gpu}"
+            f"baseline {path} was recorded on {base.gpu!r}, not {gpu!r}; "
+            f"move it to baselines/{base.gpu}/ or record one on {gpu}"
         )
-    if data["workload"].get("hash") != workload.hash:
-        diff = changed_fields(data["workload"].get("spec", {}), workload.to_dict())
+    if base.workload.hash != workload.hash:
+        diff = changed_fields(plain(base.workload.spec) or {}, workload.to_dict())
         raise BaselineError(
             f"baseline {path} is for another version of {workload.name} "
-            f"(hash {data['workload'].get('hash')} != {workload.hash}): "
+            f"(hash {base.workload.hash} != {workload.hash}): "
             f"{'; '.join(diff) or 'fields unknown'}; rerun with the baseline's settings or record a new baseline "
             f"with `{record}`"
         )
-    return Baseline(path, data)
+    return Baseline(path, base)
 
 
 def _compact(obj: Any) -> str:
@@ -258,64 +296,64 @@ def check_runs(
             )
 
 
-def _run_row(r: Run) -> dict:
+def _run_row(r: Run) -> BaselineRun:
     """A timed run as a baseline keeps it: its ids, host and machine, the run keys, its steady step times and phases."""
-    row = {"run_id": r.run_id, "session_id": r.session_id, "host": r.hostname, "machine": r.machine_id}
-    row.update({k: plain(getattr(r, k)) for k in RUN_KEYS})
-    row["steady_step_times_ms"] = [round(x, 3) for x in r.steady_step_times_ms]
-    if (ph := r.phase_medians()) is not None:
-        row["phases_ms"] = ph
-    return row
+    return BaselineRun(
+        run_id=r.run_id,
+        session_id=r.session_id,
+        host=r.hostname,
+        machine=r.machine_id,
+        **{k: plain(getattr(r, k)) for k in RUN_KEYS},
+        steady_step_times_ms=tuple(round(x, 3) for x in r.steady_step_times_ms),
+        phases_ms=r.phase_medians(),
+    )
 
 
-def _decomposition(d: Decomposition, records: list[Run]) -> dict[str, Any] | None:
+def _decomposition(d: Decomposition, records: list[Run]) -> BaselineDecomposition | None:
     """The baseline entry of decomposition ``d``: its timed runs, the first one's losses and its census runs whose
     window fit; None where ``records`` hold no run of it."""
     rs = [r for r in records if r.decomposition_id == d.id and not r.is_census]
     if not rs and not any(r.decomposition_id == d.id for r in records):
         return None
-    losses = rs[0].losses if rs else None
-    entry = {
-        "decomposition": d.as_dict(),
-        "runs": [_run_row(r) for r in rs],
-        "losses": list(losses) if losses is not None else None,
-    }
-    census = [
-        {
-            "run_id": r.run_id,
-            "machine": r.machine_id,
-            "versions": r.versions,
-            "census": r.census.to_json(),
-            **{k: v for k in PEAK_KEYS if (v := getattr(r, k)) is not None},
-        }
+    census = tuple(
+        BaselineCensus(
+            run_id=r.run_id,
+            machine=r.machine_id,
+            versions=r.versions,
+            census=r.census.to_json(),
+            **{k: getattr(r, k) for k in PEAK_KEYS},
+        )
         for r in records
         if r.decomposition_id == d.id and r.census is not None and r.census.fits
-    ]
-    if census:
-        entry["census"] = census
-    return entry
+    )
+    return BaselineDecomposition(
+        decomposition=d.as_dict(),
+        runs=tuple(_run_row(r) for r in rs),
+        losses=rs[0].losses if rs else None,
+        census=census or None,
+    )
 
 
-def _provenance(records: list[Run], decs: dict[str, Any], command: str, note: str) -> dict[str, Any]:
+def _provenance(records: list[Run], decs: Mapping[str, BaselineDecomposition], command: str, note: str) -> Provenance:
     """Where a measured baseline comes from: the command, its sessions, hosts and machines, and the note (by default,
     over how many sessions and machines it was gathered)."""
     sessions = sorted({r.session_id for r in records if r.session_id})
     hosts = sorted({r.hostname for r in records if r.hostname})
-    machines = sorted({row["machine"] for d in decs.values() for row in d["runs"] if row["machine"]})
-    return {
-        "kind": "measured",
-        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "command": command,
-        "sessions": sessions,
-        "hosts": hosts,
-        "machines": machines,
-        "note": note
+    machines = sorted({row.machine for d in decs.values() for row in d.runs if row.machine})
+    return Provenance(
+        kind="measured",
+        recorded_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        command=command,
+        sessions=tuple(sessions),
+        hosts=tuple(hosts),
+        machines=tuple(machines),
+        note=note
         or (
             f"gathered over {len(sessions)} sessions on {len(hosts)} machine(s) of this kind"
             if len(sessions) > 1
             else ""
         ),
-    }
+    )
 
 
 def from_runs(
@@ -327,7 +365,7 @@ def from_runs(
     note: str = "",
     min_repeats: int = MIN_REPEATS,
     require_all: bool = True,
-) -> dict[str, Any]:
+) -> BaselineFile:
     """Baseline data from the ok runs of ``workload`` (one hash), each run once. Raises BaselineError on a refusal, also
     for a run whose values a baseline cannot hold (a NaN or negative step time)."""
     check_runs(workload, records, min_repeats, require_all)
@@ -344,21 +382,21 @@ def from_runs(
             f"refusing to record a baseline for {workload.name}: "
             f"runs of another spec (hash {', '.join(map(str, bad))}) are mixed in"
         )
-    decs: dict[str, Any] = {}
+    decs: dict[str, BaselineDecomposition] = {}
     for d in workload.decompositions:
         if (entry := _decomposition(d, records)) is not None:
             decs[d.id] = entry
     timed = [r for r in records if not r.is_census] or records
-    data = {
-        "schema": SCHEMA,
-        "gpu": gpu,
-        "workload": {"name": workload.name, "hash": workload.hash, "spec": workload.to_dict()},
-        "env": plain(timed[0].env) or {},
-        "provenance": _provenance(records, decs, command, note),
-        "thresholds": {**default_thresholds(gpu), **(thresholds or {})},
-        "decompositions": decs,
-    }
-    if (why := problem(data, need_runs=False)) is not None:
+    data = BaselineFile(
+        schema=SCHEMA,
+        gpu=gpu,
+        workload=BaselineWorkload(name=workload.name, hash=workload.hash, spec=workload.to_dict()),
+        env=plain(timed[0].env) or {},
+        provenance=_provenance(records, decs, command, note),
+        thresholds={**default_thresholds(gpu), **(thresholds or {})},
+        decompositions=decs,
+    )
+    if (why := problem(data.to_json(), need_runs=False)) is not None:
         raise BaselineError(
             f"refusing to make a baseline of {workload.name} from these runs: {why}; "
             "leave that run's results dir out or rerun it"
@@ -366,8 +404,12 @@ def from_runs(
     return data
 
 
-def write(root: str | Path, data: dict[str, Any]) -> Path:
-    path = path_for(root, data["gpu"], data["workload"]["name"])
+def write(root: str | Path, data: BaselineFile) -> Path:
+    return write_json(path_for(root, data.gpu, data.workload.name), data.to_json())
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    """A baseline's JSON written as it is given (an imported baseline's, made by hand), in the baselines' layout."""
     write_atomic(path, _compact(data))
     return path
 
@@ -389,11 +431,12 @@ def record(
     note: str = "",
     min_repeats: int = MIN_REPEATS,
 ) -> tuple[Path, dict | None, dict]:
-    """Write the baseline of ``workload`` on ``gpu`` from ``records``; return (path, old data or None, new data).
+    """Write the baseline of ``workload`` on ``gpu`` from ``records``; return (path, the old file's JSON or None, the
+    new one's), for the before/after table.
 
     Raises BaselineError, writing nothing, on a refusal."""
     data = from_runs(workload, gpu, records, command, note=note, min_repeats=min_repeats)
     path = path_for(root, gpu, workload.name)
     old = read_any(path)
     write(root, data)
-    return path, old, data
+    return path, old, data.to_json()

@@ -9,7 +9,7 @@ a session that makes more runs builds a new judge for its next look.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -90,13 +90,13 @@ class Judge:
     def decomps(self, workload: str) -> list[str]:
         return [d for w, d in self.cases if w == workload]
 
-    def thresholds(self, b: bl.Baseline) -> dict[str, float]:
+    def thresholds(self, b: bl.Baseline) -> bl.Thresholds:
         """The baseline's thresholds with this judge's overrides."""
-        t = dict(b.thresholds)
+        t = b.thresholds
         if self.alpha is not None:
-            t["alpha"] = self.alpha
+            t = replace(t, alpha=self.alpha)
         if self.threshold is not None:
-            t["runtime"] = self.threshold
+            t = replace(t, runtime=self.threshold)
         return t
 
     # ---- before any run ----------------------------------------------------------------------------
@@ -109,11 +109,11 @@ class Judge:
             if not isinstance(b, bl.Baseline):
                 continue
             t = self.thresholds(b)
-            alpha = t["alpha"] / max(1, len(self.cases)) / self.looks  # Holm's first step: the strictest
+            alpha = t.alpha / max(1, len(self.cases)) / self.looks  # Holm's first step: the strictest
             groups = {d: g for d in self.decomps(w) if len(g := b.grouped(d, b.runtime_metric(d))) >= 2}
             if groups:
-                flagged = {d: smallest_flagged(g, alpha, t["runtime"]) for d, g in groups.items()}
-                k = len(b.data.get("provenance", {}).get("machines") or []) or "several"
+                flagged = {d: smallest_flagged(g, alpha, t.runtime) for d, g in groups.items()}
+                k = len(b.data.provenance.machines or ()) or "several"
                 # the interval assumes this session's mean is as noisy as a baseline machine's mean:
                 # as many runs as its fullest machine
                 enough = max(len(m) for g in groups.values() for m in g)
@@ -163,7 +163,7 @@ class Judge:
                 continue
             t = self.thresholds(b)
             metrics[case] = "train_runtime" if key == "train_runtime_s" else "steady-state median step time"
-            groups.setdefault((t["alpha"], t["runtime"]), {})[case] = (base, cur)
+            groups.setdefault((t.alpha, t.runtime), {})[case] = (base, cur)
         for (alpha, thr), cases in groups.items():
             out.update(RuntimeCheck(alpha, thr).decide(cases, metrics, looks=self.looks))
         return out
@@ -198,7 +198,7 @@ class Judge:
                 else f"baseline {b.path} has no peak memory for {decomp}",
             )
         t = self.thresholds(b)
-        return MemoryCheck(t["memory_rel"], int(t["memory_abs_mib"] * 2**20)).decide(case, base, cur)
+        return MemoryCheck(t.memory_rel, int(t.memory_abs_mib * 2**20)).decide(case, base, cur)
 
     def ordering(self, workload: str) -> list[Verdict]:
         b = self.baselines[workload]
@@ -218,7 +218,7 @@ class Judge:
                     self._fewer_than_two(workload, "with runs in both the baseline and this session"),
                 )
             ]
-        return OrderingCheck(self.thresholds(b)["alpha"]).decide(workload, base, cur)
+        return OrderingCheck(self.thresholds(b).alpha).decide(workload, base, cur)
 
     def equivalence(self, workload: str) -> Verdict:
         losses = {}
@@ -261,8 +261,8 @@ class Judge:
             cur = [c["kernel_ms"] for c in self.censuses(w, d) if c.get("kernel_ms")]
             if groups and cur and sum(map(len, groups)) + len(cur) >= 4:
                 t = self.thresholds(b)
-                est[f"{w}-{d}"] = (estimate(groups, cur, t["alpha"]), groups)
-                thr[f"{w}-{d}"], alpha[f"{w}-{d}"] = t["kernel_time"], t["alpha"]
+                est[f"{w}-{d}"] = (estimate(groups, cur, t.alpha), groups)
+                thr[f"{w}-{d}"], alpha[f"{w}-{d}"] = t.kernel_time, t.alpha
         names = list(est)
         a = min(alpha.values(), default=ALPHA)
         flagged = dict(zip(names, holm([est[c][0].p_above(1 + thr[c]) for c in names], a)))
@@ -303,6 +303,7 @@ class Judge:
         v = census_diff.verdict(base[0], cur[0], CENSUS_TOLERANCES)
         details: dict = {"lines": v.lines, "counts": v.outcome}
         kt = census_diff.time_line(v.diff)
+        flagged = False  # the kernel time flagged above its threshold
         if case in self._kernel_time:
             e, flagged, smallest, thr = self._kernel_time[case]
             kt = (
@@ -327,7 +328,7 @@ class Judge:
             return Verdict("work", case, "skip", text, details)
         if v.outcome == "changed":
             return Verdict("work", case, "changed", f"WORK CHANGED: {text}", details)
-        if details.get("kernel_flagged"):
+        if flagged:
             return Verdict("work", case, "regression", f"REGRESSION: {text}", details)
         return Verdict("work", case, "pass", f"pass: {text}", details)
 

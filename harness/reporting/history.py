@@ -8,7 +8,7 @@ Series. One per GPU x workload x decomposition (x track, when the results dirs a
 ``TRACK=DIR``, e.g. the nightly's ``pinned`` and ``latest`` environments, whose sessions alternate on one
 runner). A point is a session (``session_id``, placed at its first run's ``started_at``): the median
 of its runs' ``step_time_median_ms``, with the runs' min-max as its interval. Timed runs only: census
-runs (:func:`harness.record.is_census`) make the census series instead, and runs that were not plain
+runs (:attr:`harness.results.run.Run.is_census`) make the census series instead, and runs that were not plain
 measurements (an injected slowdown or work, profiled, phases off) or did not finish are left out and
 counted. The workload spec (its hash) is tracked like a library version: a series keeps its name across
 spec changes, and the change is marked. Each kept change point comes with the versions on either side.
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from statistics import median
 
 from harness.judging.census_diff import normalize
 from harness.judging.changepoints import ALPHA, MIN_SIZE, PENALTY_K, ChangePoint, detect
-from harness.record import exclusion, is_census, parse_time
+from harness.record import parse_time
 from harness.reporting.history_data import (
     SPEC,
     History,
@@ -37,6 +37,8 @@ from harness.reporting.history_data import (
     VersionStep,
     finite,
 )
+from harness.results import formats
+from harness.results.run import Run, plain
 from harness.spec import changed_fields
 
 TRACKED = ("python", "torch", "transformers", "trl", "peft", "accelerate", "datasets")
@@ -56,9 +58,13 @@ def _positive(x) -> bool:
 
 
 def record_problem(rec: dict) -> str | None:
-    """Why a run record cannot be read into the history (a key it needs missing or of the wrong type, a step time that
-    is not finite and positive), or None. The reader leaves such a record out and names it, instead of failing the
-    page."""
+    """Why a run record cannot be read into the history (a format newer than this harness reads, a key it needs
+    missing or of the wrong type, a step time that is not finite and positive), or None. The reader leaves such a record
+    out and names it, instead of failing the page."""
+    try:
+        formats.RUN.read(rec)
+    except formats.FormatError as exc:
+        return str(exc).removeprefix(f"{formats.RUN.name}: ")
     for key in ("gpu", "workload", "decomposition_id"):
         if not isinstance(rec.get(key), str):
             return f"{key} is {rec.get(key)!r}, not a string"
@@ -68,48 +74,72 @@ def record_problem(rec: dict) -> str | None:
     for key in ("env", "census"):
         if rec.get(key) is not None and not isinstance(rec[key], dict):
             return f"{key} is {rec[key]!r}, not an object"
-    if not isinstance((rec.get("env") or {}).get("versions") or {}, dict):
+    try:
+        run = Run.from_json(rec)
+    except (TypeError, ValueError) as exc:  # a census whose parts are of the wrong type (steps a number, say)
+        return f"unreadable ({type(exc).__name__}: {str(exc)[:100]})"
+    if not isinstance(run.versions or {}, dict):
         return "env.versions is not an object"
-    v = rec.get("step_time_median_ms")
-    if rec.get("status") == "ok" and not is_census(rec) and v is not None and not _positive(v):
+    v = run.step_time_median_ms
+    if run.ok and not run.is_census and v is not None and not _positive(v):
         return f"step_time_median_ms is {v!r}, not a finite positive number"
-    counts = [(rec.get("census") or {}).get(k) for k in ("ops", "kernels", "python_calls")]
+    counts = (run.census.ops, run.census.kernels, run.census.python_calls) if run.census else ()
     if any(c is not None and not (isinstance(c, (int, float)) and math.isfinite(c)) for c in counts):
         return "a census count (ops, kernels, python_calls) is not a finite number"
     return None
 
 
-def machine(rec: dict) -> str:
+@dataclass(frozen=True)
+class _Read:
+    """A run as the history reads it: the run, the results dir (or stored session) it was read from, the track of
+    that dir, and its session (its session id, or its results dir for runs without one)."""
+
+    run: Run
+    dir: str
+    track: str
+
+    @property
+    def sid(self) -> str:
+        return self.run.session_id or f"dir:{self.dir}"
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """The series it belongs to: GPU x workload x decomposition x track."""
+        return (self.run.gpu, self.run.workload, self.run.decomposition_id, self.track)
+
+
+def machine(run: Run) -> str:
     """The machine a run was made on: its boot id (first 8 characters), else the results dir (older runs)."""
-    boot = (rec.get("env") or {}).get("boot_id")
-    return boot[:8] if boot else rec.get("machine") or "unknown"
+    boot = run.boot_id
+    return boot[:8] if boot else run.machine or "unknown"
 
 
-def _versions(recs: list[dict]) -> dict[str, str]:
+def _versions(runs: list[Run]) -> dict[str, str]:
     """Tracked versions of a session's runs (several values of one library joined by ' | '), and the workload hash."""
     out = {}
     for lib in TRACKED:
-        vals = sorted({str(((r.get("env") or {}).get("versions") or {}).get(lib)) for r in recs} - {"None"})
+        vals = sorted({str((r.versions or {}).get(lib)) for r in runs} - {"None"})
         if vals:
             out[lib] = " | ".join(vals)
     for key in ENV_TRACKED:
-        if vals := sorted({str((r.get("env") or {}).get(key)) for r in recs} - {"None"}):
+        if vals := sorted({str((r.env or {}).get(key)) for r in runs} - {"None"}):
             out[key] = " | ".join(vals)
-    out[SPEC] = " | ".join(sorted({r.get("workload_hash") or "?" for r in recs}))
+    out[SPEC] = " | ".join(sorted({r.workload_hash or "?" for r in runs}))
     return out
 
 
-def _session(sid: str, recs: list[dict], start: str, kind: str, **figures) -> Point:
+def _session(sid: str, reads: list[_Read], start: str, kind: str, **figures) -> Point:
+    runs = [r.run for r in reads]
     return Point(
         session_id=sid,
         kind=kind,
         started_at=start,
-        dirs=tuple(sorted({r["_dir"] for r in recs})),
-        machines=tuple(sorted({machine(r) for r in recs})),
-        versions=_versions(recs),
-        commit=" | ".join(sorted({str(c) for r in recs if (c := (r.get("env") or {}).get("harness"))})),
-        spec=next((r.get("workload_spec") for r in recs if r.get("workload_spec")), None),
-        runs=len(recs),
+        dirs=tuple(sorted({r.dir for r in reads})),
+        machines=tuple(sorted({machine(r) for r in runs})),
+        versions=_versions(runs),
+        commit=" | ".join(sorted({str(c) for r in runs if (c := (r.env or {}).get("harness"))})),
+        spec=next((plain(r.workload_spec) for r in runs if r.workload_spec), None),
+        runs=len(runs),
         **figures,
     )
 
@@ -134,33 +164,37 @@ def _med(v: list) -> float | None:
     return median(v) if v else None
 
 
-def _session_starts(recs: list[dict]) -> tuple[dict[str, datetime | None], dict[str, str]]:
-    """Each session's start (its earliest run's ``started_at``, parsed and as written); sets every record's ``_sid``
-    (its session id, or its results dir for runs without one)."""
+def _session_starts(reads: list[_Read]) -> tuple[dict[str, datetime | None], dict[str, str]]:
+    """Each session's start (its earliest run's ``started_at``, parsed and as written)."""
     starts: dict[str, datetime | None] = {}
     start_text: dict[str, str] = {}
-    for r in recs:
-        sid, t = r.get("session_id") or f"dir:{r['_dir']}", parse_time(r.get("started_at"))
-        r["_sid"] = sid
+    for r in reads:
+        sid, t = r.sid, parse_time(r.run.started_at)
         if sid not in start_text or (t and (starts[sid] is None or t < starts[sid])):
-            starts[sid], start_text[sid] = t, r.get("started_at") or ""
+            starts[sid], start_text[sid] = t, r.run.started_at or ""
     return starts, start_text
 
 
-def _timeline(mine: list[dict], order: Callable[[str], tuple], start_text: dict[str, str]) -> list[Point]:
+def _fitted_census(run: Run) -> bool:
+    """A census run whose profiled window fitted: a point of the census series."""
+    return run.census is not None and run.census.fits
+
+
+def _timeline(mine: list[_Read], order: Callable[[str], tuple], start_text: dict[str, str]) -> list[Point]:
     """The sessions of one series in time order, a timing point and a census point for each session that has such runs,
     numbered by ``x``."""
-    by_sid: dict[str, list[dict]] = {}
+    by_sid: dict[str, list[_Read]] = {}
     for r in mine:
-        by_sid.setdefault(r["_sid"], []).append(r)
+        by_sid.setdefault(r.sid, []).append(r)
     timeline = []
     for sid in sorted(by_sid, key=order):
         rs = by_sid[sid]
-        timed = [r for r in rs if exclusion(r) is None]
-        cens = [r for r in rs if is_census(r) and (r["census"] or {}).get("fits", True)]
+        timed = [r for r in rs if r.run.exclusion() is None]
+        cens = [r for r in rs if _fitted_census(r.run)]
         if timed:
-            v = [r["step_time_median_ms"] for r in timed]
-            peaks = (r["peak_reserved_bytes"] for r in timed if _positive(r.get("peak_reserved_bytes")))
+            v = [r.run.step_time_median_ms for r in timed]
+            peaks = (p for r in timed if _positive(p := r.run.peak_reserved_bytes))
+            verdicts = (r.run.detail("verdict") for r in timed)  # a stored session's runs carry their case's verdict
             timeline.append(
                 _session(
                     sid,
@@ -170,13 +204,13 @@ def _timeline(mine: list[dict], order: Callable[[str], tuple], start_text: dict[
                     median_ms=median(v),
                     min_ms=min(v),
                     max_ms=max(v),
-                    failed=sum(1 for r in rs if not is_census(r) and r.get("status") != "ok"),
+                    failed=sum(1 for r in rs if not r.run.is_census and not r.run.ok),
                     peak_bytes=max(peaks, default=None),
-                    verdict=next((r["verdict"] for r in timed if isinstance(r.get("verdict"), str)), None),
+                    verdict=next((v for v in verdicts if isinstance(v, str)), None),
                 )
             )
         if cens:
-            cs = [normalize(r["census"]) for r in cens]
+            cs = [normalize(r.run.census.to_json()) for r in cens if r.run.census is not None]
             counts = {k: _med([c.get(k) for c in cs]) for k in ("ops", "kernels", "python_calls", "kernel_ms")}
             timeline.append(_session(sid, cens, start_text[sid], "census", **counts))
     return [replace(s, x=x) for x, s in enumerate(timeline)]
@@ -248,26 +282,28 @@ def _series(key: tuple[str, str, str, str], timeline: list[Point], k: float, alp
     )
 
 
+def _run(rec: Run | Mapping) -> Run:
+    """A run as the history reads it; a record still in its JSON (a results dir's line, a stored session's run, checked
+    by :func:`record_problem`) is read into its :class:`Run` here."""
+    return rec if isinstance(rec, Run) else Run.from_json(dict(rec))
+
+
 def build(
-    dirs: Sequence[tuple[str, str, list[dict]]],
+    dirs: Sequence[tuple[str, str, Sequence[Run | Mapping]]],
     *,
     k: float = PENALTY_K,
     alpha: float = ALPHA,
     command: str = "",
     skipped: Sequence[str] = (),
 ) -> History:
-    """The history data (``history.json``, and the page's data) from ``(track, results dir, records)`` triples;
+    """The history data (``history.json``, and the page's data) from ``(track, results dir, runs)`` triples;
     ``skipped``: one line per record or file the reader left out (:func:`record_problem`, a torn line), said on the
     page."""
-    recs = [dict(r, _dir=d, _track=t) for t, d, rs in dirs for r in rs]
-    starts, start_text = _session_starts(recs)
-    excluded = Counter(x for r in recs if (x := exclusion(r)) and x != "census")
+    reads = [_Read(_run(r), d, t) for t, d, rs in dirs for r in rs]
+    starts, start_text = _session_starts(reads)
+    excluded = Counter(x for r in reads if (x := r.run.exclusion()) and x != "census")
     keys = sorted(
-        {
-            (r["gpu"], r["workload"], r["decomposition_id"], r["_track"])
-            for r in recs
-            if exclusion(r) is None or (is_census(r) and (r["census"] or {}).get("fits", True))
-        },
+        {r.key for r in reads if r.run.exclusion() is None or _fitted_census(r.run)},
         key=lambda k: (k[0] == "cpu", *k),
     )  # GPUs first
 
@@ -275,9 +311,9 @@ def build(
         t = starts[sid]
         return (t.timestamp() if t else float("-inf"), sid)
 
-    by_key: dict[tuple, list[dict]] = {}
-    for r in recs:
-        by_key.setdefault((r["gpu"], r["workload"], r["decomposition_id"], r["_track"]), []).append(r)
+    by_key: dict[tuple, list[_Read]] = {}
+    for r in reads:
+        by_key.setdefault(r.key, []).append(r)
     series = []
     for key in keys:
         if timeline := _timeline(by_key[key], order, start_text):

@@ -19,7 +19,10 @@ from statistics import median
 from harness.errors import BadInput
 from harness.files import NOT_STORED, read_jsonl
 from harness.judging.census_diff import normalize
-from harness.record import exclusion, is_census, run_phases, run_problem
+from harness.record import run_problem
+from harness.results import formats
+from harness.results.census import Census as RunCensus
+from harness.results.run import Run, plain
 from harness.store.check import CENSUS, RUN, non_finite
 from harness.store.record import SCHEMA, dumps
 from harness.store.session import (
@@ -62,46 +65,57 @@ ENV_KEYS = {
 }  # the environment's fields taken from the runs' env, by the env's key
 
 
-def _steady_us(rec: dict) -> list[int] | None:
+def _steady_us(run: Run) -> tuple[int, ...] | None:
     """The steady step times of a run (warm-up steps left out), in whole microseconds."""
-    steps = rec.get("step_times_ms")
-    if not steps:
+    if not run.step_times_ms:
         return None
-    return [round(x * 1000) for x in steps[rec.get("warmup_steps") or 0 :] if x is not None]
+    return tuple(round(x * 1000) for x in run.steady_step_times_ms if x is not None)
 
 
-def _machine(rec: dict, where: str) -> str:
-    boot = (rec.get("env") or {}).get("boot_id")
-    return boot[:8] if boot else rec.get("machine") or f"dir:{where}"
+def _machine(run: Run, where: str) -> str:
+    boot = run.boot_id
+    return boot[:8] if boot else run.machine or f"dir:{where}"
 
 
-def run_entry(rec: dict, where: str) -> StoredRun:
+def _census(run: Run) -> RunCensus | None:
+    """A census run's census in the shape recorded today (:func:`harness.judging.census_diff.normalize`)."""
+    return RunCensus.from_json(normalize(run.census.to_json())) if run.census is not None else None
+
+
+def _counts(c: RunCensus) -> CensusCounts:
+    """A census run's own counts per optimizer step."""
+    return CensusCounts(
+        fits=c.fits,
+        ops=c.ops,
+        kernels=c.kernels,
+        python_calls=c.python_calls,
+        kernel_ms=c.kernel_ms,
+        cpu_op_ms=c.cpu_op_ms,
+    )
+
+
+def run_entry(run: Run, where: str) -> StoredRun:
     """One run, compact: its outcome and headline figures, what made it other than a plain timed run, its steady
     steps."""
-    flags = {k: rec[k] for k, plain in RUN_FLAGS.items() if rec.get(k) is not None and rec[k] != plain}
-    status = rec.get("status")
-    prof = rec.get("profile") or {}
-    census = None
-    if is_census(rec):
-        c = normalize(rec["census"]) or {}
-        census = CensusCounts.from_json(c)
+    flags = {k: v for k, plain in RUN_FLAGS.items() if (v := getattr(run, k)) is not None and v != plain}
+    census = _census(run)
     return StoredRun(
-        run_id=rec.get("run_id"),
-        repeat=rec.get("repeat"),
-        status=status,
-        machine=_machine(rec, where),
-        median_ms=rec.get("step_time_median_ms"),
-        train_runtime_s=rec.get("train_runtime_s"),
-        tokens_per_s=rec.get("tokens_per_s"),
-        peak_reserved_bytes=rec.get("peak_reserved_bytes"),
-        peak_allocated_bytes=rec.get("peak_allocated_bytes"),
-        warmup_steps=rec.get("warmup_steps"),
-        phases_ms=run_phases(rec),
-        steady_us=None if (steps := _steady_us(rec)) is None else tuple(steps),
+        run_id=run.run_id or None,
+        repeat=run.repeat,
+        status=run.status or None,
+        machine=_machine(run, where),
+        median_ms=run.step_time_median_ms,
+        train_runtime_s=run.train_runtime_s,
+        tokens_per_s=run.tokens_per_s,
+        peak_reserved_bytes=run.peak_reserved_bytes,
+        peak_allocated_bytes=run.peak_allocated_bytes,
+        warmup_steps=run.warmup_steps,
+        phases_ms=run.phase_medians(),
+        steady_us=_steady_us(run),
         flags=RunFlags(**flags) if flags else None,
-        error=str(rec.get("error") or "")[:MESSAGE_CHARS] if status not in (None, "ok") else None,
-        census=census,
-        kernel_ms=prof.get("kernel_ms_per_step"),
+        error=str(run.error or "")[:MESSAGE_CHARS] if not run.ok and run.status else None,
+        census=_counts(census) if census is not None else None,
+        kernel_ms=(run.profile or {}).get("kernel_ms_per_step"),
     )
 
 
@@ -112,9 +126,12 @@ def unstorable(rec: dict, where: str) -> str | None:
     if (why := run_problem(rec)) is not None:
         return why
     try:
-        entry = run_entry(rec, where).to_json()
-        census = normalize(rec["census"]) if is_census(rec) else None
-    except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
+        run = Run.from_json(rec, where)
+        if run.detail("census") is not None:
+            raise TypeError("census is not an object")
+        entry = run_entry(run, where).to_json()
+        census = c.to_json() if (c := _census(run)) is not None else None
+    except (formats.FormatError, ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
         return f"unreadable ({type(exc).__name__}: {str(exc)[:100]})"
     kept = {k: v for k, v in (census or {}).items() if k in CENSUS_KEYS}  # what case_entry keeps of it
     return non_finite(entry) or non_finite(census, "census") or mismatch(entry, RUN) or mismatch(kept, CENSUS, "census")
@@ -132,21 +149,21 @@ def _baseline(row: dict | None) -> Baseline | None:
     return Baseline(**kept) if kept else None
 
 
-def case_entry(workload: str, decomposition: str, runs: list[dict], row: dict | None, where: dict[int, str]) -> Case:
+def case_entry(workload: str, decomposition: str, runs: list[Run], row: dict | None, where: dict[int, str]) -> Case:
     """One workload x decomposition of a session: its runs and their summaries, its census, the suite's verdict row."""
     entries = [run_entry(r, where[id(r)]) for r in runs]
-    timed = [e for r, e in zip(runs, entries) if exclusion(r) is None]
-    ok = [e for r, e in zip(runs, entries) if e.status == "ok" and not is_census(r)]
-    cens = [normalize(r["census"]) for r in runs if is_census(r) and (r["census"] or {}).get("fits", True)]
-    census = Census.from_json({k: v for k in CENSUS_KEYS if (v := cens[0].get(k)) is not None}) if cens else None
-    kms = [c.get("kernel_ms") for c in cens] if cens else [e.kernel_ms for e in ok]
+    timed = [e for r, e in zip(runs, entries) if r.exclusion() is None]
+    ok = [e for r, e in zip(runs, entries) if e.status == "ok" and not r.is_census]
+    cens = [c for r in runs if r.census_fits and (c := _census(r)) is not None]
+    census = Census.from_json(cens[0].to_json()) if cens else None  # the store's census: the record's keys it keeps
+    kms = [c.kernel_ms for c in cens] if cens else [e.kernel_ms for e in ok]
     kms = [k for k in kms if k is not None]
     first = runs[0]
     return Case(
         workload=workload,
         decomposition=decomposition,
-        workload_hash=first.get("workload_hash"),
-        split=first.get("decomposition"),
+        workload_hash=first.workload_hash,
+        split=plain(first.decomposition),
         runs=tuple(entries),
         step_time_ms=_summary([e.median_ms for e in timed]),
         peak_reserved_bytes=max((e.peak_reserved_bytes for e in ok if e.peak_reserved_bytes), default=None),
@@ -164,10 +181,10 @@ def _joined(values: Iterable) -> str | None:
     return " | ".join(vals) or None
 
 
-def environment(runs: list[dict], *, runner: str, image: str, harness: str, where: dict[int, str]) -> Environment:
+def environment(runs: list[Run], *, runner: str, image: str, harness: str, where: dict[int, str]) -> Environment:
     """What the session ran on (several values of one field, on a resumed session's machines, joined by `` | ``)."""
-    envs = [r.get("env") or {} for r in runs]
-    versions = [e.get("versions") or {} for e in envs]
+    envs = [plain(r.env) or {} for r in runs]
+    versions = [r.versions or {} for r in runs]
     from_env = {name: _joined(e.get(key) for e in envs) for name, key in ENV_KEYS.items()}
     return Environment(
         **from_env,
@@ -180,10 +197,10 @@ def environment(runs: list[dict], *, runner: str, image: str, harness: str, wher
     )
 
 
-def versions_of(runs: list[dict]) -> dict[str, str]:
+def versions_of(runs: list[Run]) -> dict[str, str]:
     """Every library version the runs recorded (several values joined by `` | ``)."""
-    libs = sorted({k for r in runs for k in ((r.get("env") or {}).get("versions") or {})})
-    out = {lib: _joined(((r.get("env") or {}).get("versions") or {}).get(lib) for r in runs) for lib in libs}
+    libs = sorted({k for r in runs for k in (r.versions or {})})
+    out = {lib: _joined((r.versions or {}).get(lib) for r in runs) for lib in libs}
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -210,7 +227,7 @@ def verdicts_of(reports: list[tuple[str, dict]]) -> list[StoredVerdict]:
 
 def session_record(
     sid: str,
-    runs: list[dict],
+    runs: list[Run],
     reports: list[tuple[str, dict]],
     *,
     track: str,
@@ -226,20 +243,18 @@ def session_record(
         for row in rep.get("rows") or []
         if isinstance(row, dict)
     }
-    cases: dict[tuple[str, str], list[dict]] = {}
+    cases: dict[tuple[str, str], list[Run]] = {}
     for r in runs:
-        cases.setdefault((r.get("workload") or "?", r.get("decomposition_id") or "?"), []).append(r)
-    starts = sorted(r["started_at"] for r in runs if r.get("started_at"))
+        cases.setdefault((r.workload or "?", r.decomposition_id or "?"), []).append(r)
+    starts = sorted(r.started_at for r in runs if r.started_at)
     specs = {
-        r["workload_hash"]: Workload(name=r.get("workload"), spec=r.get("workload_spec"))
-        for r in runs
-        if r.get("workload_hash")
+        r.workload_hash: Workload(name=r.workload or None, spec=plain(r.workload_spec)) for r in runs if r.workload_hash
     }
     return Session(
         schema=SCHEMA,
         session_id=sid,
         started_at=starts[0] if starts else None,
-        gpu=runs[0].get("gpu") or "unknown",
+        gpu=runs[0].gpu or "unknown",
         track=track,
         runner=runner,
         environment=environment(runs, runner=runner, image=image, harness=harness, where=where),
@@ -352,23 +367,24 @@ def records_of(
     root = Path(results_dir)
     if not root.is_dir():
         raise BadInput(f"{root}: not a directory; pass a results dir (the --results-dir of a session)")
-    runs, where = [], {}
+    runs: list[Run] = []
+    where: dict[int, str] = {}  # each run's results dir, by the run's id()
     for f in (f for f in _found(root, "runs.jsonl") if not _not_stored(f, root)):
         rel = f.parent.relative_to(root).as_posix()
-        for r in read_jsonl(f):
-            if (why := unstorable(r, rel)) is not None:  # the session is stored without it
-                print(f"warning: {f}: run {r.get('run_id')}: {why}; left out of the stored session")
+        for rec in read_jsonl(f):
+            if (why := unstorable(rec, rel)) is not None:  # the session is stored without it
+                print(f"warning: {f}: run {rec.get('run_id')}: {why}; left out of the stored session")
                 continue
-            runs.append(r)
+            runs.append(r := Run.from_json(rec))
             where[id(r)] = root.name if rel == "." else f"{root.name}/{rel}"
     if not runs:
         raise BadInput(
             f"{root}: no runs.jsonl with a run here or below; pass the --results-dir of a session that made runs"
         )
-    sessions: dict[str, list[dict]] = {}
+    sessions: dict[str, list[Run]] = {}
     for r in runs:
-        sessions.setdefault(r.get("session_id") or f"dir-{where[id(r)]}", []).append(r)
-    main = max(sessions, key=lambda s: (sum(1 for r in sessions[s] if exclusion(r) is None), len(sessions[s]), s))
+        sessions.setdefault(r.session_id or f"dir-{where[id(r)]}", []).append(r)
+    main = max(sessions, key=lambda s: (sum(1 for r in sessions[s] if r.exclusion() is None), len(sessions[s]), s))
     reports: dict[str, list] = {s: [] for s in sessions}
     for source, rep in _reports(root):
         reports[rep.get("session_id") if rep.get("session_id") in sessions else main].append((source, rep))

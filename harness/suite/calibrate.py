@@ -17,7 +17,7 @@ from statistics import variance
 from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED
 from harness.files import ensure_dir, new_id, results_lock
-from harness.judging.baseline import default_thresholds
+from harness.judging.baseline import Thresholds
 from harness.judging.simulate import min_detectable_slowdown
 from harness.judging.stats import RuntimeCheck
 from harness.measuring.loop import FreshSide, run_slots, schedule
@@ -48,7 +48,7 @@ def calibrate(
     if repeats < 2:
         raise BadInput(f"--repeats must be at least 2 (a CV needs two runs per group), got {repeats}")
     w = load_workload(workloads_dir, workload, steps)
-    t = default_thresholds(gpu)
+    t = Thresholds.of(gpu)
     root, session = ensure_dir(results_dir), new_id("calibrate")
     sides = [
         FreshSide("A", root, session),
@@ -76,15 +76,15 @@ def calibrate(
         )
     if failed:
         return MEASUREMENT_FAILED
-    chk = RuntimeCheck(t["alpha"], t["runtime"])
+    chk = RuntimeCheck(t.alpha, t.runtime)
     aa = chk.decide({d: (groups["A"][d], groups["A'"][d]) for d in groups["A"]})
     inj = chk.decide({d: (groups["A"][d], groups["S"][d]) for d in groups["A"]})
-    out(f"calibration of {w.name} on {gpu}: {repeats} runs per group, alpha {t['alpha']}, threshold {t['runtime']:.0%}")
+    out(f"calibration of {w.name} on {gpu}: {repeats} runs per group, alpha {t.alpha}, threshold {t.runtime:.0%}")
     cvs = []
     for d in groups["A"]:
         cv = pooled_log_cv(groups["A"][d], groups["A'"][d])
         cvs.append(cv)
-        mds = min_detectable_slowdown(cv, repeats, repeats, t["alpha"], t["runtime"], cases=len(groups["A"]))
+        mds = min_detectable_slowdown(cv, repeats, repeats, t.alpha, t.runtime, cases=len(groups["A"]))
         out(
             f"  {d}: run-to-run CV {cv:.2%}; A/A {aa[d].outcome} ({aa[d].details['ratio']:.3f}); "
             f"injected {slowdown:.0%}: {inj[d].outcome} (realised x{inj[d].details['ratio']:.3f}); "
@@ -93,7 +93,7 @@ def calibrate(
     worst = max(cvs)
     out(
         f"minimum detectable slowdown at {repeats} vs {repeats} runs, power 0.9, Holm over {len(cvs)}: "
-        f"{min_detectable_slowdown(worst, repeats, repeats, t['alpha'], t['runtime'], cases=len(cvs)):.1%} "
+        f"{min_detectable_slowdown(worst, repeats, repeats, t.alpha, t.runtime, cases=len(cvs)):.1%} "
         f"(worst CV {worst:.2%})"
     )
     return 0

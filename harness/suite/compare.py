@@ -260,9 +260,7 @@ def _write_report(
         baselines = load_baselines(baselines_dir, gpu, {n: w for n, (w, _) in groups.items()})
         ids = {r.run_id for r in recs}
         for name, base in baselines.items():  # a report of the very runs a baseline was recorded from compares nothing
-            if isinstance(base, bl.Baseline) and ids & {
-                r["run_id"] for d in base.decompositions() for r in base.data["decompositions"][d]["runs"]
-            }:
+            if isinstance(base, bl.Baseline) and ids & base.run_ids():
                 baselines[name] = bl.MissingBaseline(
                     f"these runs of {name} are its baseline ({base.path}); not compared with themselves"
                 )
@@ -324,8 +322,8 @@ def baseline_update(
         ensure_dir(Path(baselines_dir) / gpu, "--baselines-dir"), "rerun this one when it has ended"
     ):  # two updates of one GPU's baselines: one at a time
         for data in datas:
-            path = bl.path_for(baselines_dir, gpu, data["workload"]["name"])
-            staged.append((path, bl.read_any(path), data))
+            path = bl.path_for(baselines_dir, gpu, data.workload.name)
+            staged.append((path, bl.read_any(path), data.to_json()))
             bl.write(baselines_dir, data)
     out("\n".join(session_summary.baseline_table(staged)))
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.judging import cost_path
 from harness.judging.comparison_settings import ComparisonSettings
+from harness.results.baseline import BaselineFile
 
 
 def runs_of(path: str | Path) -> dict[tuple[str, str], list[dict]]:
@@ -17,12 +18,11 @@ def runs_of(path: str | Path) -> dict[tuple[str, str], list[dict]]:
     p = Path(path)
     if p.is_file():
         try:
-            data = json.loads(p.read_text())
-            name = data["workload"]["name"]
-            return {
-                (name, k): [dict(r, census=None, decomposition=v["decomposition"]) for r in v["runs"]]
-                + [dict(c, step_time_median_ms=None, decomposition=v["decomposition"]) for c in v.get("census") or []]
-                for k, v in data["decompositions"].items()
+            data = BaselineFile.from_json(json.loads(p.read_text()))
+            return {  # the cost model reads a run as its JSON
+                (data.workload.name, k): [dict(r.to_json(), census=None, decomposition=v.decomposition) for r in v.runs]
+                + [dict(c.to_json(), step_time_median_ms=None, decomposition=v.decomposition) for c in v.census or ()]
+                for k, v in data.decompositions.items()
             }
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
             raise UsageError(
