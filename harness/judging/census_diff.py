@@ -23,10 +23,8 @@ from harness.judging.config_diff import config_changes
 from harness.judging.stats import MemoryCheck
 from harness.results.census import Census
 
-COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
 GROUPS = ("syncs", "alloc")  # dicts of per-step counters
 NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
-GROUP_FIELDS = {"syncs": "sync_calls", "alloc": "alloc_calls"}  # the Census field of each group
 TOKENS = ("real", "padded")  # the keys of a census's "tokens": per-step tokens without and with the padding
 LABELS = {
     "ops": "aten ops",
@@ -238,7 +236,10 @@ def with_memory(c: dict | None, rec: dict) -> dict | None:
 def _memory_changes(base: Census, cur: Census) -> list[Change]:
     """The peaks of memory that moved beyond the memory verdict's tolerance; a side without one (CPU) is no change."""
     check = MemoryCheck()
-    peaks = ((k, getattr(base, k), getattr(cur, k)) for k in MEMORY)
+    peaks = (
+        ("peak_reserved_bytes", base.peak_reserved_bytes, cur.peak_reserved_bytes),
+        ("peak_allocated_bytes", base.peak_allocated_bytes, cur.peak_allocated_bytes),
+    )
     return [Change(k, b, c) for k, b, c in peaks if b is not None and c is not None and check.changed(b, c)]
 
 
@@ -270,18 +271,16 @@ def diff(base: Census | Mapping | None, cur: Census | Mapping | None, tolerances
     if b.device != c.device:
         why = f"devices differ ({b.device} -> {c.device}): censuses of different devices do not compare"
         return CensusDiff(missing=[why], config=config)
-    counters = {}
-    for key in COUNTERS:
-        if _differs(getattr(b, key), getattr(c, key), _tolerance(tolerances, key)):
-            counters[key] = Change(key, getattr(b, key), getattr(c, key))
-    ops, kernels = (
-        _named_changes(getattr(b, by_name), getattr(c, by_name), _tolerance(tolerances, key))
-        for key, by_name in NAMED.items()
+    scalars = (
+        ("ops", b.ops, c.ops),
+        ("kernels", b.kernels, c.kernels),
+        ("python_calls", b.python_calls, c.python_calls),
     )
-    syncs, alloc = (
-        _named_changes(getattr(b, calls), getattr(c, calls), _tolerance(tolerances, key))
-        for key, calls in GROUP_FIELDS.items()
-    )
+    counters = {k: Change(k, x, y) for k, x, y in scalars if _differs(x, y, _tolerance(tolerances, k))}
+    ops = _named_changes(b.ops_by_name, c.ops_by_name, _tolerance(tolerances, "ops"))
+    kernels = _named_changes(b.kernels_by_name, c.kernels_by_name, _tolerance(tolerances, "kernels"))
+    syncs = _named_changes(b.sync_calls, c.sync_calls, _tolerance(tolerances, "syncs"))
+    alloc = _named_changes(b.alloc_calls, c.alloc_calls, _tolerance(tolerances, "alloc"))
     on_device = b.kernel_ms is not None or c.kernel_ms is not None
     (tb, by_b), (tc, by_c) = (_times(x, on_device) for x in (b, c))
     rel = (tc / tb - 1.0) if tb and tc is not None else None
