@@ -513,7 +513,7 @@ def test_lora_flops_per_token_by_hand():
     p_layers, p_head = 2 * 196_608, 128 * 2048
     p_lora = 2 * 8 * ((128 + 128) + 2 * (128 + 64) + (128 + 128) + 2 * (128 + 384) + (384 + 128))
     parts = flops.lora_flops_parts(TINY, 8, "all-linear", checkpointing=True)
-    assert parts["p_base"] == p_layers + p_head and parts["p_lora"] == p_lora == 38_912
+    assert parts.p_base == p_layers + p_head and parts.p_lora == p_lora == 38_912
     fwd, bwd, rec = (
         2 * (p_layers + p_head) + 2 * p_lora,
         2 * (p_layers + p_head) + 4 * p_lora,
@@ -524,10 +524,12 @@ def test_lora_flops_per_token_by_hand():
     attn = 4 * 2 * 128 * 4 * 32  # 4 * layers * seq * heads * head_dim
     assert flops.lora_flops_per_token(TINY, 8, "all-linear", True, seq_len=128) == fwd + bwd + rec + 4 * attn
     # Only q and v adapted: P_lora = 2 layers * 8 * ((128 + 128) + (128 + 64)).
-    assert flops.lora_flops_parts(TINY, 8, ["q_proj", "v_proj"], False)["p_lora"] == 2 * 8 * (256 + 192)
-    assert flops.lora_flops_parts(TINY, 8, r".*\.(q_proj|v_proj)", False)["p_lora"] == 2 * 8 * (256 + 192)
+    assert flops.lora_flops_parts(TINY, 8, ["q_proj", "v_proj"], False).p_lora == 2 * 8 * (256 + 192)
+    assert flops.lora_flops_parts(TINY, 8, r".*\.(q_proj|v_proj)", False).p_lora == 2 * 8 * (256 + 192)
     with pytest.raises(ValueError, match="dense decoders only"):
         flops.lora_flops_per_token({**TINY, "num_experts": 8}, 8)
+    with pytest.raises(ValueError, match="has no intermediate_size"):
+        flops.lora_flops_per_token({k: v for k, v in TINY.items() if k != "intermediate_size"}, 8)
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from harness.commands.cli import main
 from harness.judging import census_diff
 from harness.judging import cost_fit as cf
 from harness.judging import cost_model as cm
-from harness.judging.block_record import Block
 from harness.results.bisection import Bisection
+from harness.results.block import Block
 from harness.suite.runs import runs_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,10 +30,10 @@ from harness.judging import pair_estimates as pe
 from harness.judging import paired as pd
 from harness.judging import planning as pn
 from harness.judging import simulate as sim
-from harness.judging.block_record import Block
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.reporting import interleave as rp
+from harness.results.block import Block
 from harness.sidebyside import run as il
 from harness.sidebyside.launchers import warm_cpus
 from harness.sidebyside.loop import PROGRESS

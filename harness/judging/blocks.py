@@ -17,8 +17,8 @@ from harness.judging import launches as la
 from harness.judging import paired as pd
 from harness.judging import planning as pn
 from harness.judging import stats
-from harness.judging.block_record import SIDES, Block, GpuReading
 from harness.judging.comparison_settings import ComparisonSettings
+from harness.results.block import SIDES, Block
 from harness.results.verdict import FIELDS, Verdict
 
 DEFAULT_METRIC = "median"  # of the block's step times, as a run is summarised by the median of its steps
@@ -147,27 +147,27 @@ def gpu_state(blocks: Sequence[Block], session: str | None = None) -> GpuState |
     power, temperature, and the share of readings with a clock-event reason other than idle or application clocks
     (power cap, thermal, hardware slowdown). None without readings (a CPU run, no NVML,
     blocks recorded without them)."""
-    xs = [
-        b
+    read = [
+        (b.launch, g)
         for b in blocks
         if not b.warmup
         and not b.calibration
-        and b.gpu
         and (session is None or b.session_id == session)
-        and b.gpu.get("sm_clock_mhz") is not None
+        and (g := b.reading) is not None
+        and g.sm_clock_mhz is not None
     ]
-    if not xs:
+    if not read:
         return None
-    readings = [GpuReading.from_json(b.gpu) for b in xs]
+    readings = [g for _, g in read]
     sm = [g.sm_clock_mhz for g in readings]
     per: dict[int, list[float]] = {}
-    for b, g in zip(xs, readings):
-        per.setdefault(b.launch, []).append(g.sm_clock_mhz)
+    for launch, g in read:
+        per.setdefault(launch, []).append(g.sm_clock_mhz)
     power = [g.power_w for g in readings if g.power_w is not None]
     temp = [g.temp_c for g in readings if g.temp_c is not None]
     events = [g.throttle_reasons & ~CLOCK_EVENT_ROUTINE for g in readings if g.throttle_reasons is not None]
     return GpuState(
-        len(xs),
+        len(read),
         SmClock(median(sm), min(sm), max(sm)),
         tuple(median(per[n]) for n in sorted(per)),
         median(power) if power else None,
@@ -249,17 +249,17 @@ def _canary(pairs: list[Pair], d: list[float], block_metric: str, drop_first_ste
     block."""
     if not all(p.side(s).canary_ms for p in pairs for s in SIDES):
         return None
-    corr = {
-        s: bm.correlation(
+    corr_a, corr_b = (
+        bm.correlation(
             [math.log(p.side(s).canary_ms) for p in pairs],
             [math.log(bm.block_metric(p.side(s).step_times_ms, block_metric, drop_first_step)) for p in pairs],
         )
         for s in SIDES
-    }
+    )
     c = [math.log(p.b.canary_ms / p.a.canary_ms) for p in pairs]
     return Canary(
-        corr["a"],
-        corr["b"],
+        corr_a,
+        corr_b,
         bm.canary_covariate(d, c),
         {s: median(p.side(s).canary_ms for p in pairs) for s in SIDES},
     )

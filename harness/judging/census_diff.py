@@ -15,13 +15,14 @@ This module imports nothing outside the standard library, so the pytest parent c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.judging.config_diff import config_changes
 from harness.judging.stats import MemoryCheck
+from harness.results.census import Census
 
-COUNTERS = ("ops", "kernels", "python_calls")  # scalar per-step counters
 GROUPS = ("syncs", "alloc")  # dicts of per-step counters
 NAMED = {"ops": "ops_by_name", "kernels": "kernels_by_name"}
 TOKENS = ("real", "padded")  # the keys of a census's "tokens": per-step tokens without and with the padding
@@ -115,6 +116,45 @@ def is_annotation(name: str) -> bool:
     return "#" in name and not re.search(r"[(<: ]", name)
 
 
+def _annotations(by_name: Mapping[str, float] | None) -> dict[str, float]:
+    """The GPU user annotations among counts or times by kernel name."""
+    return {k: v for k, v in (by_name or {}).items() if is_annotation(k)}
+
+
+def _without(by_name: Mapping[str, float] | None, names: Mapping[str, float]) -> dict[str, float]:
+    return {k: v for k, v in (by_name or {}).items() if k not in names}
+
+
+def as_census(c: Census | Mapping[str, Any] | None) -> Census | None:
+    """A census typed: a :class:`Census` as it is, a run record's ``census`` object read (one written without ``fits``
+    is taken to fit, as before the key was written); None for none."""
+    if c is None or isinstance(c, Census):
+        return c
+    if not c:
+        return None
+    return Census.from_json(c if "fits" in c else {**c, "fits": True})
+
+
+def normalized(c: Census | Mapping[str, Any] | None) -> Census | None:
+    """The census typed (:func:`as_census`) with no GPU user annotations among its kernels, as :func:`normalize`
+    leaves a record's census."""
+    c = as_census(c)
+    ann_k = _annotations(c.kernels_by_name if c is not None else None)
+    if c is None or not ann_k:
+        return c
+    ann_t = _annotations(c.kernel_ms_by_name)
+    out = replace(
+        c, kernels_by_name=_without(c.kernels_by_name, ann_k), kernels=round((c.kernels or 0) - sum(ann_k.values()), 4)
+    )
+    if c.kernel_ms is None:
+        return out
+    return replace(
+        out,
+        kernel_ms_by_name=_without(c.kernel_ms_by_name, ann_t),
+        kernel_ms=round(c.kernel_ms - sum(ann_t.values()), 4),
+    )
+
+
 def normalize(c: dict | None) -> dict | None:
     """A census in the shape ``harness.measuring.census`` records today, whenever it was recorded: ``tokens`` is
     there (None where the census did not count them, recorded before it did), so is ``memory``, and no GPU user
@@ -128,19 +168,15 @@ def normalize(c: dict | None) -> dict | None:
         c = {**c, "tokens": None}
     if "memory" not in c:
         c = {**c, "memory": None}
-    if not c.get("kernels_by_name"):
+    typed = as_census(c)
+    clean = normalized(typed)
+    if typed is None or clean is None or clean is typed:
         return c
-    ann_k = {k: v for k, v in c["kernels_by_name"].items() if is_annotation(k)}
-    if not ann_k:
-        return c
-    ann_t = {k: v for k, v in (c.get("kernel_ms_by_name") or {}).items() if is_annotation(k)}
-    out = dict(c)
-    out["kernels_by_name"] = {k: v for k, v in c["kernels_by_name"].items() if k not in ann_k}
-    out["kernels"] = round(c["kernels"] - sum(ann_k.values()), 4)
-    if c.get("kernel_ms") is not None:
-        out["kernel_ms_by_name"] = {k: v for k, v in (c.get("kernel_ms_by_name") or {}).items() if k not in ann_t}
-        out["kernel_ms"] = round(c["kernel_ms"] - sum(ann_t.values()), 4)
-    out["annotations"] = {"count": ann_k, "ms": ann_t}
+    # the typed census's counts written back where the record keeps them, and what was taken out beside them
+    out = {**c, "kernels_by_name": dict(clean.kernels_by_name or {}), "kernels": clean.kernels}
+    if typed.kernel_ms is not None:
+        out |= {"kernel_ms_by_name": dict(clean.kernel_ms_by_name or {}), "kernel_ms": clean.kernel_ms}
+    out["annotations"] = {"count": _annotations(typed.kernels_by_name), "ms": _annotations(typed.kernel_ms_by_name)}
     return out
 
 
@@ -163,7 +199,7 @@ def _differs(a: float | None, b: float | None, tol: tuple[float, float]) -> bool
     return abs(b - a) > allowed
 
 
-def _named_changes(base: dict | None, cur: dict | None, tol) -> list[Change]:
+def _named_changes(base: Mapping[str, float] | None, cur: Mapping[str, float] | None, tol) -> list[Change]:
     base, cur = base or {}, cur or {}
     out = [
         Change(k, base.get(k), cur.get(k)) for k in set(base) | set(cur) if _differs(base.get(k, 0), cur.get(k, 0), tol)
@@ -171,15 +207,15 @@ def _named_changes(base: dict | None, cur: dict | None, tol) -> list[Change]:
     return sorted(out, key=lambda c: (-abs(c.delta), c.name))
 
 
-def _tokens(c: dict) -> dict | None:
+def _tokens(c: Census) -> dict | None:
     """A census's tokens per step, ``{"real", "padded"}``; None where it did not count both."""
-    t = c.get("tokens")
-    if not isinstance(t, dict) or any(not isinstance(t.get(k), (int, float)) for k in TOKENS):
+    counts = (c.real_tokens, c.padded_tokens)
+    if any(not isinstance(x, (int, float)) for x in counts):
         return None
-    return {k: t[k] for k in TOKENS}
+    return dict(zip(TOKENS, counts))
 
 
-def _token_change(base: dict, cur: dict, tol) -> tuple[dict, dict] | None:
+def _token_change(base: Census, cur: Census, tol) -> tuple[dict, dict] | None:
     """``(base, cur)`` token counts when either differs beyond ``tol``;
     None when they agree or a side did not count them."""
     tb, tc = _tokens(base), _tokens(cur)
@@ -197,72 +233,73 @@ def with_memory(c: dict | None, rec: dict) -> dict | None:
     return {**c, "memory": {**(c.get("memory") or {}), **{k: rec.get(k) for k in MEMORY}}}
 
 
-def _memory_changes(base: dict, cur: dict) -> list[Change]:
+def _memory_changes(base: Census, cur: Census) -> list[Change]:
     """The peaks of memory that moved beyond the memory verdict's tolerance; a side without one (CPU) is no change."""
-    mb, mc = base.get("memory") or {}, cur.get("memory") or {}
     check = MemoryCheck()
-    return [
-        Change(k, mb[k], mc[k])
-        for k in MEMORY
-        if mb.get(k) is not None and mc.get(k) is not None and check.changed(mb[k], mc[k])
-    ]
+    peaks = (
+        ("peak_reserved_bytes", base.peak_reserved_bytes, cur.peak_reserved_bytes),
+        ("peak_allocated_bytes", base.peak_allocated_bytes, cur.peak_allocated_bytes),
+    )
+    return [Change(k, b, c) for k, b, c in peaks if b is not None and c is not None and check.changed(b, c)]
 
 
-def _usable(c: dict | None) -> str | None:
-    if not c:
+def _usable(c: Census | None) -> str | None:
+    if c is None:
         return "no census"
-    if not c.get("fits", True):
-        return c.get("reason") or "window does not fit"
+    if not c.fits:
+        return c.reason or "window does not fit"
     return None
 
 
+def _times(c: Census, on_device: bool) -> tuple[float | None, Mapping[str, float] | None]:
+    """The census's time per step and its time by name: its kernels' on a device, else its aten ops' self CPU time."""
+    return (c.kernel_ms, c.kernel_ms_by_name) if on_device else (c.cpu_op_ms, c.cpu_op_ms_by_name)
+
+
 # ---- diff ---------------------------------------------------------------------------------------
-def diff(base: dict | None, cur: dict | None, tolerances=None) -> CensusDiff:
-    """Compare census ``cur`` with ``base`` (both as the worker records them). ``tolerances``: None (exact,
-    the default), a number (absolute, per optimizer step, for every counter), or a dict by family
+def diff(base: Census | Mapping | None, cur: Census | Mapping | None, tolerances=None) -> CensusDiff:
+    """Compare census ``cur`` with ``base`` (each a :class:`Census`, or as the worker records it). ``tolerances``: None
+    (exact, the default), a number (absolute, per optimizer step, for every counter), or a dict by family
     (``ops``, ``kernels``, ``python_calls``, ``syncs``, ``alloc``, ``tokens``, ``default``) of numbers or ``"N%"``.
     Tokens compare only where both sides counted them: a census without them is not a change; so do the peaks of memory,
     within the memory verdict's tolerance (:meth:`harness.judging.stats.MemoryCheck.changed`)."""
-    base, cur = normalize(base), normalize(cur)
-    missing = [f"{side}: {why}" for side, c in (("base", base), ("current", cur)) if (why := _usable(c))]
-    config = config_changes((base or {}).get("config"), (cur or {}).get("config"))
-    if not missing and base.get("device") != cur.get("device"):
-        missing = [
-            f"devices differ ({base.get('device')} -> {cur.get('device')}): "
-            "censuses of different devices do not compare"
-        ]
-    if missing:
+    b, c = normalized(base), normalized(cur)
+    missing = [f"{side}: {why}" for side, x in (("base", b), ("current", c)) if (why := _usable(x))]
+    config = config_changes(*(None if x is None else x.details.get("config") for x in (b, c)))
+    if b is None or c is None or missing:
         return CensusDiff(missing=missing, config=config)
-    counters = {}
-    for key in COUNTERS:
-        if _differs(base.get(key), cur.get(key), _tolerance(tolerances, key)):
-            counters[key] = Change(key, base.get(key), cur.get(key))
-    named = {
-        key: _named_changes(base.get(field_), cur.get(field_), _tolerance(tolerances, key))
-        for key, field_ in NAMED.items()
-    }
-    groups = {key: _named_changes(base.get(key), cur.get(key), _tolerance(tolerances, key)) for key in GROUPS}
-    time_key = "kernel_ms" if base.get("kernel_ms") is not None or cur.get("kernel_ms") is not None else "cpu_op_ms"
-    tb, tc = base.get(time_key), cur.get(time_key)
+    if b.device != c.device:
+        why = f"devices differ ({b.device} -> {c.device}): censuses of different devices do not compare"
+        return CensusDiff(missing=[why], config=config)
+    scalars = (
+        ("ops", b.ops, c.ops),
+        ("kernels", b.kernels, c.kernels),
+        ("python_calls", b.python_calls, c.python_calls),
+    )
+    counters = {k: Change(k, x, y) for k, x, y in scalars if _differs(x, y, _tolerance(tolerances, k))}
+    ops = _named_changes(b.ops_by_name, c.ops_by_name, _tolerance(tolerances, "ops"))
+    kernels = _named_changes(b.kernels_by_name, c.kernels_by_name, _tolerance(tolerances, "kernels"))
+    syncs = _named_changes(b.sync_calls, c.sync_calls, _tolerance(tolerances, "syncs"))
+    alloc = _named_changes(b.alloc_calls, c.alloc_calls, _tolerance(tolerances, "alloc"))
+    on_device = b.kernel_ms is not None or c.kernel_ms is not None
+    (tb, by_b), (tc, by_c) = (_times(x, on_device) for x in (b, c))
     rel = (tc / tb - 1.0) if tb and tc is not None else None
-    time = _named_changes(base.get(f"{time_key}_by_name"), cur.get(f"{time_key}_by_name"), (0.0, 0.0))
-    time = sorted(time, key=lambda c: (-abs(c.delta), c.name))
-    ab, ac = base.get("attention_backend"), cur.get("attention_backend")
-    ob, oc = ((c.get("memory") or {}).get("allocated_by_op") for c in (base, cur))
+    time = sorted(_named_changes(by_b, by_c, (0.0, 0.0)), key=lambda x: (-abs(x.delta), x.name))
+    ob, oc = b.allocated_by_op, c.allocated_by_op
     allocations = _named_changes(ob, oc, (0.0, 0.0)) if ob is not None and oc is not None else []
     return CensusDiff(
         counters=counters,
-        ops=named["ops"],
-        kernels=named["kernels"],
-        syncs=groups["syncs"],
-        alloc=groups["alloc"],
-        time_key=time_key,
+        ops=ops,
+        kernels=kernels,
+        syncs=syncs,
+        alloc=alloc,
+        time_key="kernel_ms" if on_device else "cpu_op_ms",
         time_total=(tb, tc, rel),
         time=time,
-        memory=_memory_changes(base, cur),
+        memory=_memory_changes(b, c),
         allocations=allocations,
-        attention=(ab, ac) if ab != ac else None,
-        tokens=_token_change(base, cur, _tolerance(tolerances, "tokens")),
+        attention=(b.attention, c.attention) if b.attention != c.attention else None,
+        tokens=_token_change(b, c, _tolerance(tolerances, "tokens")),
         config=config,
     )
 
@@ -315,18 +352,19 @@ def _names(changes: list[Change], top: int = TOP) -> str:
     return shown + (f", ... ({len(changes) - top} more)" if len(changes) > top else "")
 
 
-def lines(d: CensusDiff, base: dict | None = None, cur: dict | None = None) -> list[str]:
+def lines(d: CensusDiff, base: Census | Mapping | None = None, cur: Census | Mapping | None = None) -> list[str]:
     """Short human lines, one per changed family, e.g.
     ``aten ops per optimizer step 5,120 -> 5,232 (+112): aten::_to_copy +112, aten::to +112``.
     ``base``/``cur`` (the censuses) fill in totals for families whose total is equal but whose names moved."""
     out = list(d.missing)
+    base_c = as_census(base)
     for key in ("ops", "kernels"):
         total = d.counters.get(key)
         changes = getattr(d, key)
         if total is None and not changes:
             continue
         if total is None:
-            b = (base or {}).get(key)
+            b = getattr(base_c, key) if base_c is not None else None
             head = f"{LABELS[key]} per optimizer step {num(b)} (total unchanged)"
         else:
             head = f"{LABELS[key]} per optimizer step {num(total.base)} -> {num(total.cur)} ({signed(total.delta)})"
@@ -369,7 +407,7 @@ def time_line(d: CensusDiff) -> str | None:
     )
 
 
-def verdict(base: dict | None, cur: dict | None, tolerances=None) -> CensusVerdict:
+def verdict(base: Census | Mapping | None, cur: Census | Mapping | None, tolerances=None) -> CensusVerdict:
     """Judge the counts (not the times): ``pass`` when every counter, the tokens and the attention backend are
     equal within ``tolerances`` (default: exact), ``changed`` with the lines otherwise, ``unknown`` when a side has
     no usable census. Config changes and moves of peak memory are listed in the lines but do not make the outcome

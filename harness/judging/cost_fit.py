@@ -21,6 +21,7 @@ from statistics import median, stdev
 
 from harness.errors import BadInput
 from harness.judging.cost_model import EQUAL, Case, Mix, Work, change, simplex
+from harness.results.run import Run
 
 CHI2_95 = 3.84  # the 95% point of chi-square with 1 degree of freedom: a profile-likelihood interval
 MEDIAN_SE = 1.2533  # the standard error of a sample median is about this times sd / sqrt(n) (normal data)
@@ -151,23 +152,22 @@ def reference(splits: Sequence[SplitCase]) -> SplitCase:
     return min(splits, key=lambda s: (s.work.micro_batches, s.split))
 
 
-def split_cases(runs_by_split: Mapping[str, Sequence[Mapping]]) -> list[SplitCase]:
-    """Split cases from run records grouped by split id: census runs give the work (the first usable census), timed runs
-    (no census) the step times; a split with either missing is left out."""
+def split_cases(runs_by_split: Mapping[str, Sequence[Run | Mapping]]) -> list[SplitCase]:
+    """Split cases from runs (each a :class:`Run`, or its record) grouped by split id: census runs give the work (the
+    first usable census), timed runs (no census) the step times; a split with either missing is left out. A record
+    without a status (a baseline's run) is taken to have finished."""
     out = []
-    for split, runs in runs_by_split.items():
-        censuses = [
-            r["census"]
-            for r in runs
-            if r.get("census") and r["census"].get("fits") and r["census"].get("ops") is not None
-        ]
+    for split, records in runs_by_split.items():
+        runs = [r if isinstance(r, Run) else Run.from_json(r) for r in records]
+        censuses = [r.census for r in runs if r.census is not None and r.census.fits and r.census.ops is not None]
         steps = [
-            float(r["step_time_median_ms"])
+            float(r.step_time_median_ms)
             for r in runs
-            if not r.get("census") and r.get("status", "ok") == "ok" and r.get("step_time_median_ms")
+            if r.census is None and r.status in ("", "ok") and r.step_time_median_ms
         ]
         if censuses and steps:
-            g = (r.get("decomposition") or {}).get("grad_accum") if (r := runs[0]) else None
+            d = runs[0].decomposition
+            g = d.get("grad_accum") if isinstance(d, Mapping) else None
             out.append(SplitCase(split, Work.of(censuses[0], g), tuple(steps)))
     return sorted(out, key=lambda s: (s.work.micro_batches, s.split))
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from harness.errors import BadInput
 from harness.judging.critical_path import device_too_long
+from harness.results.census import Census
 
 COUNTS = ("python_calls", "ops", "kernels")  # the host work, in the order of a Mix's shares
 SPANS = "the interval spans the host path's change to the device path's"  # where the census does not explain a step
@@ -51,22 +52,22 @@ class Work:
             )
 
     @classmethod
-    def of(cls, census: Mapping, micro_batches: int | None = None) -> Work:
-        """The work of a census as the worker records it (``ops``, ``kernels``, ``python_calls``, ``kernel_ms``; a CPU
-        census has no kernels); G from ``micro_batches`` or the census's resolved ``gradient_accumulation_steps``."""
-        from harness.judging.census_diff import normalize
+    def of(cls, census: Census | Mapping, micro_batches: int | None = None) -> Work:
+        """The work of a census (a :class:`Census`, or as the worker records it: ``ops``, ``kernels``,
+        ``python_calls``, ``kernel_ms``; a CPU census has no kernels); G from ``micro_batches`` or the census's resolved
+        ``gradient_accumulation_steps``."""
+        from harness.judging.census_diff import normalized
 
-        c = normalize(dict(census)) or {}
-        if not c.get("fits", True) or c.get("ops") is None:
-            raise BadInput(
-                f"census: no usable counts ({c.get('reason') or 'no ops counted'}); run a census whose window fits"
-            )
-        g = micro_batches or ((c.get("config") or {}).get("args") or {}).get("gradient_accumulation_steps") or 1
+        c = normalized(census)
+        if c is None or not c.fits or c.ops is None:
+            why = (c.reason if c is not None else None) or "no ops counted"
+            raise BadInput(f"census: no usable counts ({why}); run a census whose window fits")
+        g = micro_batches or ((c.details.get("config") or {}).get("args") or {}).get("gradient_accumulation_steps") or 1
         return cls(
-            python_calls=float(c.get("python_calls") or 0.0),
-            ops=float(c["ops"]),
-            kernels=float(c.get("kernels") or 0.0),
-            kernel_ms=float(c.get("kernel_ms") or 0.0),
+            python_calls=float(c.python_calls or 0.0),
+            ops=float(c.ops),
+            kernels=float(c.kernels or 0.0),
+            kernel_ms=float(c.kernel_ms or 0.0),
             micro_batches=int(g),
         )
 
@@ -99,7 +100,7 @@ class Delta:
             raise BadInput("census diff: every change must be a finite number")
 
     @classmethod
-    def between(cls, base: Mapping, cur: Mapping) -> Delta:
+    def between(cls, base: Census | Mapping, cur: Census | Mapping) -> Delta:
         """``cur - base`` of two censuses of one case."""
         a, b = Work.of(base), Work.of(cur)
         return cls(**{k: getattr(b, k) - getattr(a, k) for k in (*COUNTS, "kernel_ms")})
@@ -328,7 +329,7 @@ def unexplained(case: Case) -> str | None:
     return None if why is None else f"the census does not explain the timed step: {why}; {SPANS}"
 
 
-def predict(case_census: Mapping, case_timing, diff, calibration=None) -> Prediction:
+def predict(case_census: Census | Mapping, case_timing, diff, calibration=None) -> Prediction:
     """The predicted change of a case's step time for a census diff.
 
     ``case_census``: the case's census (as recorded); ``case_timing``: its step time in ms, or a mapping with
@@ -342,7 +343,9 @@ def predict(case_census: Mapping, case_timing, diff, calibration=None) -> Predic
         raise BadInput("case timing: no step_ms; pass the case's median step time in ms")
     idle = timing.get("idle_ms")
     case = Case(Work.of(case_census), float(step), tuple(idle) if idle is not None else None)
-    if isinstance(diff, Mapping) and "ops" in diff and ("fits" in diff or "ops_by_name" in diff):
+    if isinstance(diff, Census) or (
+        isinstance(diff, Mapping) and "ops" in diff and ("fits" in diff or "ops_by_name" in diff)
+    ):
         d = Delta.between(case_census, diff)
     else:
         d = Delta.of(diff)

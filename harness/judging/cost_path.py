@@ -53,6 +53,7 @@ from harness.judging.critical_path import (
     unexplained,
 )
 from harness.judging.trace_speed import TRACE_COST, device_readings, device_speed, speed_by, trace_note, uncounted
+from harness.results.census import Census
 
 # The relative error allowed on a change beyond the spans the model computes; how often the intervals it makes cover
 # the measured change is on the cost model's evidence page (docs/cost-model.md, Calibration).
@@ -125,7 +126,9 @@ def _mixes(calibration) -> tuple:
     return (calibration.best, *calibration.feasible) if calibration is not None else (cm.EQUAL, *cm.simplex(0.05))
 
 
-def _count_ratios(census_a: Mapping, census_b: Mapping, calibration) -> tuple[float, float, float] | None:
+def _count_ratios(
+    census_a: Census | Mapping, census_b: Census | Mapping, calibration
+) -> tuple[float, float, float] | None:
     """B's host work as a multiple of A's by the counts: (best mix, lowest and highest of the mixes allowed); None
     where A's census counts no host work."""
     wa, wb = cm.Work.of(census_a), cm.Work.of(census_b)
@@ -145,7 +148,9 @@ def _as_host(t: Timeline, host_ms: float) -> Timeline:
     return t.scaled(host_ms / t.host_ms) if t.host_ms > 0 else t.plus(host_ms=host_ms)
 
 
-def predict_timelines(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None) -> PathPrediction:
+def predict_timelines(
+    census_a: Census | Mapping, census_b: Census | Mapping, step_ms_a: float, calibration=None
+) -> PathPrediction:
     """B's step from its own timeline, at A's host scale (module docstring)."""
     ta, tb = Timeline.of(census_a), Timeline.of(census_b)
     best, r_lo, r_hi = _count_ratios(census_a, census_b, calibration) or (tb.host_ms / ta.host_ms,) * 3
@@ -235,13 +240,13 @@ def _placed(a: Timeline, d: cm.Delta, r: float, at: int | None, placement: str, 
     return simulate(b, placement).step_ms / base_ms - 1
 
 
-def predict_placed(census_a: Mapping, step_ms_a: float, diff, calibration=None) -> PathPrediction:
+def predict_placed(census_a: Census | Mapping, step_ms_a: float, diff, calibration=None) -> PathPrediction:
     """A change without B's timeline: ``diff`` (:meth:`cost_model.Delta.of`'s inputs, or B's census) placed in A's
     timeline (module docstring)."""
     ta = Timeline.of(census_a)
     d = (
         cm.Delta.between(census_a, diff)
-        if isinstance(diff, Mapping) and "ops" in diff and "fits" in diff
+        if isinstance(diff, Census) or (isinstance(diff, Mapping) and "ops" in diff and "fits" in diff)
         else cm.Delta.of(diff)
     )
     wa = cm.Work.of(census_a)
@@ -293,7 +298,9 @@ def predict_placed(census_a: Mapping, step_ms_a: float, diff, calibration=None) 
     )
 
 
-def predict_pair(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibration=None, idle_ms=None) -> dict:
+def predict_pair(
+    census_a: Census | Mapping, census_b: Census | Mapping, step_ms_a: float, calibration=None, idle_ms=None
+) -> dict:
     """The prediction record of B against A with the model that can give it (module docstring): ``model`` says which."""
     if Timeline.of(census_a) is not None and Timeline.of(census_b) is not None:
         return predict_timelines(census_a, census_b, step_ms_a, calibration).record()
@@ -306,7 +313,7 @@ def predict_pair(census_a: Mapping, census_b: Mapping, step_ms_a: float, calibra
     return p.record() | {"model": TWO_PATH, "note": note}
 
 
-def timeline_line(census: Mapping, step_ms: float) -> str | None:
+def timeline_line(census: Census | Mapping, step_ms: float) -> str | None:
     """One line of a case's timeline at its timed step: syncs, host and device time, the host scale and where the host
     waits; None where the census carries no timeline."""
     t = Timeline.of(census)
@@ -319,8 +326,7 @@ def timeline_line(census: Mapping, step_ms: float) -> str | None:
         for r in exposed_at(t, run)
         if r["exposed_ms"] > 0
     ]
-    steps = [s.get("busy_ms") for s in (census.get("timeline") or {}).get("steps") or [] if isinstance(s, Mapping)]
-    steps = [b for b in steps if isinstance(b, (int, float))]
+    steps = t.step_busy_ms
     per_step = f", {min(steps):.1f} to {max(steps):.1f} ms in its {len(steps)} steps" if len(steps) > 1 else ""
     reason = unexplained(t, step_ms)
     return (
@@ -351,7 +357,9 @@ def pair_line(rec: Mapping) -> str:
     )
 
 
-def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_a, verdict: Mapping | None) -> dict:
+def beside_measured(
+    census_a: Census | Mapping | None, census_b: Census | Mapping | None, step_ms_a, verdict: Mapping | None
+) -> dict:
     """:func:`cost_model.beside_measured` with the model that can give the prediction (``model``): the critical path
     where A's census carries a timeline, else the two-path model."""
     if not census_a or not census_b or Timeline.of(census_a) is None:
@@ -360,7 +368,7 @@ def beside_measured(census_a: Mapping | None, census_b: Mapping | None, step_ms_
     return pair_record(census_a, census_b, step_ms_a) | cm.measured(verdict)
 
 
-def pair_record(census_a: Mapping, census_b: Mapping, step_ms_a) -> dict:
+def pair_record(census_a: Census | Mapping, census_b: Census | Mapping, step_ms_a) -> dict:
     """:func:`predict_pair`'s record, or ``{"reason": "no prediction: ..."}`` (one line) where the censuses or the step
     cannot be used; never raises for them (as :func:`cost_model.prediction_record`)."""
     try:

@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from harness.errors import BadInput
+from harness.judging.census_diff import as_census
+from harness.results.census import Census
 
 REPEATS = 3
 PLACEMENTS = ("early", "late")
@@ -60,6 +63,14 @@ class Segment:
     device_at: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
+        # the segment as its fields are typed, whichever JSON numbers or arrays it was read from
+        object.__setattr__(self, "host_ms", float(self.host_ms))
+        object.__setattr__(self, "device_ms", {str(k): float(v) for k, v in self.device_ms.items()})
+        if self.waits is not None:
+            object.__setattr__(self, "waits", tuple(map(str, self.waits)))
+        object.__setattr__(self, "wait_ms", float(self.wait_ms))
+        object.__setattr__(self, "ops", float(self.ops))
+        object.__setattr__(self, "device_at", {str(k): tuple(map(float, v)) for k, v in self.device_at.items()})
         values = [
             self.host_ms,
             self.wait_ms,
@@ -71,41 +82,47 @@ class Segment:
         if not all(math.isfinite(v) and v >= 0 for v in values):
             raise BadInput(f"timeline segment: host, device and wait times must be finite and >= 0, got {values}")
 
+    @classmethod
+    def from_json(cls, s: Mapping[str, Any]) -> Segment:
+        """A segment of a census's ``timeline`` as :mod:`harness.measuring.timeline` writes it: its keys are the
+        fields; one it lacks, or holds null, is at its default."""
+        return cls(**{f.name: s[f.name] for f in fields(cls) if s.get(f.name) is not None})
+
 
 @dataclass(frozen=True)
 class Timeline:
     """The segments of a window of ``n`` optimizer steps; ``busy_ms``: the time per step the device was busy in the
-    window (the union of its work's intervals over every stream), where the census records it."""
+    window (the union of its work's intervals over every stream), where the census records it; ``aten_ms``: the host's
+    time inside the outermost aten ops of the window, and ``step_busy_ms``: the device's busy time in each step of it,
+    where the census records them."""
 
     segments: tuple[Segment, ...]
     n: int = 1
     busy_ms: float | None = None
+    aten_ms: float | None = None
+    step_busy_ms: tuple[float, ...] = ()
 
     def __post_init__(self):
         if self.n < 1 or not self.segments:
             raise BadInput("timeline: needs at least one segment and n >= 1 steps")
 
     @classmethod
-    def of(cls, census: Mapping) -> Timeline | None:
-        """The timeline a census carries, or None (an older census, or one whose trace could not be read)."""
-        t = (census or {}).get("timeline")
+    def of(cls, census: Census | Mapping | None) -> Timeline | None:
+        """The timeline a census carries (a :class:`Census`, or as the worker records it), or None (an older census, or
+        one whose trace could not be read)."""
+        c = as_census(census)
+        t = c.details.get("timeline") if c is not None else None
         if not isinstance(t, Mapping) or not t.get("segments"):
             return None
-        segs = tuple(
-            Segment(
-                float(s["host_ms"]),
-                {str(k): float(v) for k, v in (s.get("device_ms") or {}).items()},
-                s.get("sync"),
-                s.get("at"),
-                tuple(map(str, s["waits"])) if s.get("waits") is not None else None,
-                float(s.get("wait_ms") or 0.0),
-                float(s.get("ops") or 0.0),
-                {str(k): tuple(map(float, v)) for k, v in (s.get("device_at") or {}).items()},
-            )
-            for s in t["segments"]
+        busy, aten = t.get("device_busy_ms"), t.get("aten_ms")
+        steps = [s.get("busy_ms") for s in t.get("steps") or [] if isinstance(s, Mapping)]
+        return cls(
+            tuple(map(Segment.from_json, t["segments"])),
+            int(t.get("n") or 1),
+            float(busy) if isinstance(busy, (int, float)) else None,
+            aten if isinstance(aten, (int, float)) else None,
+            tuple(b for b in steps if isinstance(b, (int, float))),
         )
-        busy = t.get("device_busy_ms")
-        return cls(segs, int(t.get("n") or 1), float(busy) if isinstance(busy, (int, float)) else None)
 
     @property
     def host_ms(self) -> float:
@@ -305,8 +322,8 @@ def exposed_at(t: Timeline, run: Run, top: int = 3) -> list[dict]:
     for s, e in zip(t.segments, run.exposed_ms):
         if s.sync is not None:
             by.setdefault((s.at or "?", s.sync), []).append(e)
-    rows = [
+    ranked = sorted(by.items(), key=lambda kv: (-round(sum(kv[1]), 3), kv[0][0]))
+    return [
         {"at": at, "sync": sync, "count": round(len(v) / t.n, 3), "exposed_ms": round(sum(v), 3)}
-        for (at, sync), v in by.items()
+        for (at, sync), v in ranked[:top]
     ]
-    return sorted(rows, key=lambda r: (-r["exposed_ms"], r["at"]))[:top]

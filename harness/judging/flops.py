@@ -5,17 +5,68 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
 
 from harness.errors import BadInput
 
+EXPERTS = ("num_experts", "num_local_experts")  # a mixture-of-experts config sets one of these
 
-def _linears(cfg: dict) -> list[tuple[str, int, int]]:
+
+@dataclass(frozen=True)
+class Decoder:
+    """What the count reads of a dense Llama/Qwen-style decoder's model config (its ``config.json`` keys): the hidden
+    and MLP sizes, the layers, the vocabulary, the query heads, and the key/value heads and the head size where the
+    config sets them (else as many as the query heads, and the hidden size split among them)."""
+
+    hidden_size: int
+    num_attention_heads: int
+    intermediate_size: int
+    num_hidden_layers: int
+    vocab_size: int
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+
+    @classmethod
+    def of(cls, cfg: Mapping[str, Any]) -> Decoder:
+        """The decoder of a model config; :class:`BadInput` for a mixture of experts or a config without a size."""
+        if any(cfg.get(k) for k in EXPERTS):
+            raise BadInput("lora_flops_per_token counts dense decoders only; this config has experts")
+        given = {f.name: cfg[f.name] for f in fields(cls) if cfg.get(f.name) is not None}
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.name not in given]
+        if missing:
+            raise BadInput(f"lora_flops_per_token: the model config has no {', '.join(missing)}; pass a decoder's")
+        return cls(**given)
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def head_size(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+
+@dataclass(frozen=True)
+class LoraFlops:
+    """FLOPs per token of one LoRA training step by part (:func:`lora_flops_parts`): the base and LoRA weights counted
+    (``p_base``, ``p_lora``), the forward, the backward and the checkpointing's recompute, and their ``total``."""
+
+    p_base: float
+    p_lora: float
+    forward: float
+    backward: float
+    recompute: float
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward + self.recompute
+
+
+def _linears(m: Decoder) -> list[tuple[str, int, int]]:
     """``(name, in, out)`` of the Linear layers of one decoder layer of a dense Llama/Qwen-style model."""
-    h = cfg["hidden_size"]
-    heads = cfg["num_attention_heads"]
-    kv = cfg.get("num_key_value_heads") or heads
-    d = cfg.get("head_dim") or h // heads
-    inter = cfg["intermediate_size"]
+    h, heads, kv, d, inter = m.hidden_size, m.num_attention_heads, m.kv_heads, m.head_size, m.intermediate_size
     return [
         ("self_attn.q_proj", h, heads * d),
         ("self_attn.k_proj", h, kv * d),
@@ -36,8 +87,8 @@ def _targeted(name: str, target_modules) -> bool:
 
 
 def lora_flops_parts(
-    model_cfg: dict, r: int, target_modules, checkpointing: bool, seq_len: int = 0
-) -> dict[str, float]:
+    model_cfg: Mapping[str, Any], r: int, target_modules, checkpointing: bool, seq_len: int = 0
+) -> LoraFlops:
     """FLOPs per token of one training step of LoRA on a dense decoder (Llama/Qwen family), by part.
 
     Counted (2 FLOPs per multiply-add): the matmuls of every Linear layer (``P_base`` weights: the 7
@@ -50,36 +101,26 @@ def lora_flops_parts(
     attention gradients (``2 attn``); checkpointing recomputes the decoder layers' forward once
     (``2 P_layers + 2 P_lora + attn``, without the LM head).
     """
-    if model_cfg.get("num_experts") or model_cfg.get("num_local_experts"):
-        raise BadInput("lora_flops_per_token counts dense decoders only; this config has experts")
-    layers = model_cfg["num_hidden_layers"]
-    lin = _linears(model_cfg)
+    m = Decoder.of(model_cfg)
+    layers = m.num_hidden_layers
+    lin = _linears(m)
     p_layers = layers * sum(i * o for _, i, o in lin)
-    p_head = model_cfg["hidden_size"] * model_cfg["vocab_size"]
+    p_head = m.hidden_size * m.vocab_size
     p_lora = layers * sum(r * (i + o) for n, i, o in lin if _targeted(n, target_modules))
-    heads = model_cfg["num_attention_heads"]
-    d = model_cfg.get("head_dim") or model_cfg["hidden_size"] // heads
-    attn = 4.0 * layers * seq_len * heads * d
+    attn = 4.0 * layers * seq_len * m.num_attention_heads * m.head_size
     p_base = p_layers + p_head
     fwd = 2.0 * p_base + 2.0 * p_lora + attn
     bwd = 2.0 * p_base + 4.0 * p_lora + 2.0 * attn
     rec = (2.0 * p_layers + 2.0 * p_lora + attn) if checkpointing else 0.0
-    return {
-        "p_base": p_base,
-        "p_lora": p_lora,
-        "forward": fwd,
-        "backward": bwd,
-        "recompute": rec,
-        "total": fwd + bwd + rec,
-    }
+    return LoraFlops(p_base, p_lora, fwd, bwd, rec)
 
 
 def lora_flops_per_token(
-    model_cfg: dict, r: int, target_modules="all-linear", checkpointing: bool = True, seq_len: int = 0
+    model_cfg: Mapping[str, Any], r: int, target_modules="all-linear", checkpointing: bool = True, seq_len: int = 0
 ) -> float:
     """Training FLOPs per token of LoRA, LoRA-correct (no weight gradients of frozen weights); see
     :func:`lora_flops_parts`."""
-    return lora_flops_parts(model_cfg, r, target_modules, checkpointing, seq_len)["total"]
+    return lora_flops_parts(model_cfg, r, target_modules, checkpointing, seq_len).total
 
 
 def mfu(flops_per_step: float, step_time_s: float, peak_flops: float) -> float | None:

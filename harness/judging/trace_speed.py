@@ -17,8 +17,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.judging.census_diff import is_annotation
+from harness.judging.census_diff import as_census, is_annotation
 from harness.judging.critical_path import Timeline
+from harness.results.census import Census
 
 # two censuses whose yardsticks of host speed differ by less than this share are taken as traced on hosts alike
 PROBES_ALIKE = 0.1
@@ -36,15 +37,17 @@ DEVICE_SCATTER = 0.1
 DEVICE_COVER = 0.25  # the least share of A's kernel time those kernels must cover to be a yardstick
 
 
-def _aten_us_per_op(census: Mapping) -> float | None:
+def _aten_us_per_op(census: Census | Mapping | None) -> float | None:
     """The host's time per aten op inside the outermost aten ops of the traced window (``timeline.aten_ms`` over the
     timeline's ops, per step), or None (a census recorded before the timeline carried it)."""
-    t, aten = Timeline.of(census), ((census or {}).get("timeline") or {}).get("aten_ms")
-    ops = sum(s.ops for s in t.segments) / t.n if t is not None else 0.0
-    return 1000 * aten / ops if isinstance(aten, (int, float)) and aten > 0 and ops > 0 else None
+    t = Timeline.of(census)
+    if t is None or t.aten_ms is None:
+        return None
+    ops = sum(s.ops for s in t.segments) / t.n
+    return 1000 * t.aten_ms / ops if t.aten_ms > 0 and ops > 0 else None
 
 
-def speed_by(census_a: Mapping, census_b: Mapping) -> tuple[float, str] | None:
+def speed_by(census_a: Census | Mapping, census_b: Census | Mapping) -> tuple[float, str] | None:
     """(B's host time per unit of work over A's while each census was traced, the yardstick that says so), by the first
     yardstick both censuses carry: the host's time per aten op in the traced window itself (``aten``: host work between
     ops does not enter it), the probe taken next to the window (``window_probe``), the probe taken before training
@@ -52,14 +55,15 @@ def speed_by(census_a: Mapping, census_b: Mapping) -> tuple[float, str] | None:
     aten = [_aten_us_per_op(c) for c in (census_a, census_b)]
     if all(aten):
         return aten[1] / aten[0], "aten"
+    read = [as_census(c) for c in (census_a, census_b)]
     for key in ("window_probe", "host_probe"):
-        probes = [(c.get(key) or {}).get("launch_us") for c in (census_a, census_b)]
+        probes = [(c.details.get(key) or {}).get("launch_us") if c is not None else None for c in read]
         if all(isinstance(p, (int, float)) and p > 0 for p in probes):
             return probes[1] / probes[0], key
     return None
 
 
-def host_speed(census_a: Mapping, census_b: Mapping) -> float | None:
+def host_speed(census_a: Census | Mapping, census_b: Census | Mapping) -> float | None:
     """How much faster A's host ran than B's when each census was traced (:func:`speed_by`), or None."""
     found = speed_by(census_a, census_b)
     return found[0] if found else None
@@ -90,22 +94,25 @@ class DeviceSpeed:
         return self.scatter <= DEVICE_SCATTER
 
 
-def device_speed(census_a: Mapping, census_b: Mapping) -> DeviceSpeed | None:
+def device_speed(census_a: Census | Mapping | None, census_b: Census | Mapping | None) -> DeviceSpeed | None:
     """B's kernel time over A's for the kernels both censuses run equally often (``kernels_by_name``, within 0.5%) and
     time (``kernel_ms_by_name``, the longest of each), a yardstick of the GPU's speed while each was traced as the time
     per aten op is of the host's; None where the censuses count other tokens per step (each kernel does other work),
     or those kernels cover less than ``DEVICE_COVER`` of A's kernel time."""
-    ta, tb = ((c or {}).get("tokens") for c in (census_a, census_b))
-    if ta and tb and ta != tb:
+    a, b = as_census(census_a), as_census(census_b)
+    if a is None or b is None:
         return None
-    ka, kb = ((c or {}).get("kernel_ms_by_name") or {} for c in (census_a, census_b))
-    na, nb = ((c or {}).get("kernels_by_name") or {} for c in (census_a, census_b))
+    ta, tb = ((c.real_tokens, c.padded_tokens) for c in (a, b))
+    if ta != (None, None) and tb != (None, None) and ta != tb:
+        return None
+    ka, kb = (c.kernel_ms_by_name or {} for c in (a, b))
+    na, nb = (c.kernels_by_name or {} for c in (a, b))
 
     def same_count(k: str) -> bool:
         return na.get(k, 0) > 0 and abs(nb.get(k, 0) - na[k]) <= 0.005 * na[k]
 
     same = [k for k, ms in ka.items() if ms > 0 and kb.get(k, 0) > 0 and same_count(k) and not is_annotation(k)]
-    total_a = float((census_a or {}).get("kernel_ms") or 0.0)
+    total_a = float(a.kernel_ms or 0.0)
     a_ms = sum(ka[k] for k in same)
     if not same or total_a <= 0 or a_ms < DEVICE_COVER * total_a:
         return None

@@ -12,7 +12,6 @@ from harness.errors import BadInput
 from harness.exits import MEASUREMENT_FAILED as EXIT_WORKER_DIED  # noqa: F401  (interleave returns it)
 from harness.exits import REGRESSION as EXIT_REGRESSION
 from harness.files import read_records, refuse_links, report_session, results_lock, write_atomic, write_json_atomic
-from harness.judging.block_record import Block, block_problem
 from harness.judging.blocks import (
     DEFAULT_METRIC,
     SIDES,
@@ -27,6 +26,7 @@ from harness.judging.comparison_settings import ComparisonSettings, settings_pro
 from harness.judging.cost_model import beside_line
 from harness.reporting.interleave import markdown, report_text, where_line
 from harness.results import formats
+from harness.results.block import Block, block_problem
 from harness.results.comparison import ComparisonResult
 from harness.results.repro import repro
 from harness.results.verdict import Verdict
@@ -299,7 +299,7 @@ def read_progress(path: Path) -> Kept:
 
 def read_blocks(path: Path, session: str) -> tuple[list[Block], list[str]]:
     """The blocks of ``session`` in a ``blocks.jsonl``, and one line per line left out, naming the file and line: a torn
-    or malformed line, or a record of the wrong shape (:func:`harness.judging.block_record.block_problem`)."""
+    or malformed line, or a record of the wrong shape (:func:`harness.results.block.block_problem`)."""
     blocks, skipped = read_records(path, formats.BLOCK.read)
     keep = []
     for b in blocks:

@@ -9,8 +9,8 @@ import math
 from collections.abc import Callable
 from statistics import fmean, median
 
-from harness.judging.block_record import Block
 from harness.judging.blocks import pairs_of
+from harness.results.block import Block
 
 CALIBRATION_PROBE_CASTS = 4.0  # units (or casts) per LoRA forward that calibrate_injection tries first
 CALIBRATION_ROUNDS = 2  # rounds per probe: the injection's own clock needs few

@@ -18,13 +18,13 @@ from statistics import fmean
 from harness.files import append_jsonl, write_json_atomic
 from harness.judging import block_metrics as bm
 from harness.judging import paired as pd
-from harness.judging.block_record import Block
 from harness.judging.blocks import merge_units
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.stats import sd
 from harness.judging.stopping import Progress, StopRule
 from harness.reporting.interleave import calibration_text, pct
 from harness.results import formats
+from harness.results.block import Block
 from harness.sidebyside import inject
 from harness.sidebyside.launchers import SIDES, Plain, each
 from harness.sidebyside.plan import ComparisonPlan

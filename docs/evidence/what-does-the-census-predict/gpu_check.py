@@ -41,8 +41,8 @@ sys.path[:0] = [str(HERE.parents[2]), str(HERE.parent)]
 import raw  # noqa: E402
 
 from harness.judging import cost_path, critical_path  # noqa: E402
-from harness.judging.block_record import Block  # noqa: E402
 from harness.judging.blocks import pairs_of  # noqa: E402
+from harness.results.block import Block  # noqa: E402
 
 COVERED: list[bool] = []  # per prediction: does its interval cover the measured change
 ROWS: list[tuple] = []  # per qwen comparison: (change, split, the verdict's change or None, median pair's, p)

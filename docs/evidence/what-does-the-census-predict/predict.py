@@ -26,8 +26,8 @@ import raw  # noqa: E402
 from harness.judging import blocks as bk  # noqa: E402
 from harness.judging import cost_fit as cf  # noqa: E402
 from harness.judging import cost_model as cm  # noqa: E402
-from harness.judging.block_record import Block  # noqa: E402
 from harness.judging.pair_estimates import rank_estimate  # noqa: E402
+from harness.results.block import Block  # noqa: E402
 
 EV = HERE.parent
 LAYERS = 28  # decoder layers of qwen3-1.7b-lora (workloads/qwen3-1.7b-lora.toml); tiny-qwen3 has 2

@@ -1,4 +1,5 @@
-"""One block of an interleaved comparison as ``blocks.jsonl`` keeps it: one line per block, appended as it is measured.
+"""One block of an interleaved comparison as ``blocks.jsonl`` keeps it: one line per block, appended as it is measured
+(``harness.sidebyside``) and read back by the analysis (``harness.judging.blocks``).
 
 :class:`Block` is the record; :func:`block_problem` checks a line, :meth:`Block.from_json` reads it (of any version, the
 keys a line lacks at their defaults) and :meth:`Block.to_json` writes one.
@@ -14,15 +15,15 @@ from typing import Any
 SIDES = ("a", "b")
 
 
-def _finite(x, lo: float = float("-inf")) -> bool:
+def _finite(x: object, lo: float = float("-inf")) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > lo
 
 
-def _whole(x, lo: int = 0) -> bool:
+def _whole(x: object, lo: int = 0) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= lo
 
 
-def _phases(ph) -> bool:
+def _phases(ph: object) -> bool:
     """A block's ``phases_ms``: per phase, a list of its per-step times (finite);
     where in the step B's time moved reads it."""
     return (
@@ -32,7 +33,7 @@ def _phases(ph) -> bool:
     )
 
 
-def block_problem(r: dict) -> str | None:
+def block_problem(r: Mapping[str, Any]) -> str | None:
     """Why a block record cannot be judged (a key the analysis reads missing, of the wrong type or not finite), or None.
     Readers of a stored ``blocks.jsonl`` (``recover``) leave such a record out and name it, instead of a traceback."""
     steps = r.get("step_times_ms")
@@ -161,6 +162,11 @@ class Block:
             inject_work=r.get("inject_work"),
             inject_ms=r.get("inject_ms"),
         )
+
+    @property
+    def reading(self) -> GpuReading | None:
+        """The GPU's reading as the block ended, as the analysis reads it; None without one (a CPU run, no NVML)."""
+        return None if self.gpu is None else GpuReading.from_json(self.gpu)
 
     def where(self) -> dict[str, Any]:
         """Where in the comparison the block ran, as the line says it: its pair and position, and its unit at the micro
