@@ -69,12 +69,12 @@ def trainer_ids(w: Workload, tmp_path) -> tuple[list[list[int]], object, float |
     share, built as the worker builds them, without training."""
     import torch
 
-    from harness.measuring.worker import build_trainer
+    from harness.measuring.worker import Timing, WorkerRequest, build_trainer
 
-    req = {"workload": w.to_dict(), "decomposition": w.decompositions[-1].id, "force_cpu": True, "phases": False}
+    req = WorkerRequest(w.to_dict(), w.decompositions[-1].id, force_cpu=True, phases=False)
     threads = torch.get_num_threads()
     try:
-        built = build_trainer(req, {}, str(tmp_path / "out"), sampler=False)
+        built = build_trainer(req, Timing(), str(tmp_path / "out"), sampler=False)
     finally:
         torch.set_num_threads(threads)  # the worker sets train.cpu_threads for its process
     ds = built.trainer.train_dataset

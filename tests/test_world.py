@@ -37,12 +37,8 @@ def test_merging_ranks_blames_the_rank_that_failed_first(tmp_path):
     _rank(tmp_path, 0, **ok, peak_reserved_bytes=5)
     _rank(tmp_path, 1, **{**ok, "losses": [4.0, 3.0]}, peak_reserved_bytes=7)
     rec = merge_ranks(tmp_path / "o.json", 2, log)
-    assert (
-        rec["status"] == "ok"
-        and rec["peak_reserved_bytes"] == 7
-        and rec["losses"] == [3.0, 2.0]
-        and len(rec["ranks"]) == 2
-    )
+    assert rec.status == "ok" and rec.peak_reserved_bytes == 7 and rec.losses == (3.0, 2.0)
+    assert [x["rank"] for x in rec.detail("ranks")] == [0, 1] and rec.detail("world_size") == 2
     # rank 1 crashed; rank 0 then lost its peer: rank 1 is blamed
     _rank(
         tmp_path,
@@ -53,7 +49,7 @@ def test_merging_ranks_blames_the_rank_that_failed_first(tmp_path):
     _rank(tmp_path, 1, status="error", error="RuntimeError: injected crash")
     rec = merge_ranks(tmp_path / "o.json", 2, log)
     assert (
-        rec["status"] == "error" and rec["failed_rank"] == 1 and rec["error"] == "rank 1: RuntimeError: injected crash"
+        rec.status == "error" and rec.detail("failed_rank") == 1 and rec.error == "rank 1: RuntimeError: injected crash"
     )
     # rank 1 killed by a signal (no result), rank 0 stopped by torchrun: torchrun's summary names the signal
     (tmp_path / "o.json.rank1").unlink()
@@ -63,16 +59,16 @@ def test_merging_ranks_blames_the_rank_that_failed_first(tmp_path):
     )
     rec = merge_ranks(tmp_path / "o.json", 2, log)
     assert (
-        rec["status"] == "crash" and rec["failed_rank"] == 1 and rec["error"] == "rank 1: killed by SIGKILL (torchrun)"
+        rec.status == "crash" and rec.detail("failed_rank") == 1 and rec.error == "rank 1: killed by SIGKILL (torchrun)"
     )
     # torchrun stopped rank 0 before it wrote its error: no rank wrote anything, the summary alone still names rank 1
     (tmp_path / "o.json.rank0").unlink()
     log.write_text("  rank      : 0 (local_rank: 0)\n  exitcode  : -15 (pid: 6)\n" + log.read_text())
     rec = merge_ranks(tmp_path / "o.json", 2, log)
     assert (
-        rec["status"] == "crash" and rec["failed_rank"] == 1 and rec["error"] == "rank 1: killed by SIGKILL (torchrun)"
+        rec.status == "crash" and rec.detail("failed_rank") == 1 and rec.error == "rank 1: killed by SIGKILL (torchrun)"
     )
-    assert [x["error"] for x in rec["ranks"]] == ["killed by SIGTERM (torchrun)", "killed by SIGKILL (torchrun)"]
+    assert [x["error"] for x in rec.detail("ranks")] == ["killed by SIGTERM (torchrun)", "killed by SIGKILL (torchrun)"]
 
 
 @pytest.mark.slow

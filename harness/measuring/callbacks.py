@@ -70,6 +70,17 @@ class _Step:
     loss: torch.Tensor | None = None
 
 
+@dataclass(frozen=True)
+class Steps:
+    """What a recorder measured over its steps, one item a step: the step's time, loss (None before the first
+    ``training_step``) and real tokens; ``phases_ms``: each phase's time per step, None with phases off."""
+
+    step_times_ms: list[float]
+    losses: list[float | None]
+    tokens_per_step: list[int]
+    phases_ms: dict[str, list[float]] | None
+
+
 class Recorder:
     """Collects per-step marks during training and turns them into the record's lists at the end."""
 
@@ -144,32 +155,32 @@ class Recorder:
         self._t_prev = time.perf_counter()
 
     # -- results --
-    def drain(self) -> dict:
+    def drain(self) -> Steps:
         """:meth:`finish` for the steps recorded since the last drain, which are then forgotten (a resident worker's
         block)."""
         out = self.finish()
         self.steps, self.step_times_ms = [], []
         return out
 
-    def finish(self) -> dict:
+    def finish(self) -> Steps:
         self.clock.resolve()
-        n = len(self.steps)
-        out = {
-            "step_times_ms": self.step_times_ms,
-            "losses": [None if s.loss is None else float(s.loss) for s in self.steps],
-            "tokens_per_step": [s.tokens for s in self.steps],
-        }
-        if not self.phases:
-            out["phases_ms"] = None
-            return out
-        ph = {p: [0.0] * n for p in PHASES}
-        for i, s in enumerate(self.steps):
-            ph["data"][i] = s.data_ms
-            for name in ("forward", "backward", "optimizer"):
-                ph[name][i] = sum(self.clock.elapsed_ms(a, b) for a, b in getattr(s, name))
-            ph["other"][i] = self.step_times_ms[i] - sum(ph[p][i] for p in PHASES[:-1])
-        out["phases_ms"] = ph
-        return out
+        return Steps(
+            self.step_times_ms,
+            [None if s.loss is None else float(s.loss) for s in self.steps],
+            [s.tokens for s in self.steps],
+            self._phases_ms() if self.phases else None,
+        )
+
+    def _phases_ms(self) -> dict[str, list[float]]:
+        """Each phase's time per step; ``other`` is the step's time that the phases before it did not take."""
+        rows = []
+        for s, step_ms in zip(self.steps, self.step_times_ms):
+            timed = {"data": s.data_ms} | {
+                name: sum(self.clock.elapsed_ms(a, b) for a, b in getattr(s, name))
+                for name in ("forward", "backward", "optimizer")
+            }
+            rows.append(timed | {"other": step_ms - sum(timed.values())})
+        return {p: [row[p] for row in rows] for p in PHASES}
 
 
 def _parse_fault(text: str | None):

@@ -31,6 +31,7 @@ import math
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 import torch
 from transformers import TrainerCallback
@@ -40,6 +41,7 @@ from harness.measuring import census_memory
 from harness.measuring.census_counts import summarize
 from harness.measuring.probe import host_probe
 from harness.measuring.timeline import STEP_MARK
+from harness.results.census import Census
 
 # Arguments that name this run rather than configure it.
 VOLATILE_ARGS = (
@@ -168,13 +170,30 @@ class PythonCalls:
         return self.count
 
 
+@dataclass
+class _Marks:
+    """What a census read at its windows' edges: the host probe, the counters and token totals at the op window's start
+    (``0``) and end (``1``), its wall time, and the Python calls of the window after it with their wall time."""
+
+    probe: dict | None = None
+    counters0: dict | None = None
+    counters1: dict | None = None
+    tokens0: dict | None = None
+    tokens1: dict | None = None
+    t0: float = 0.0
+    t1: float = 0.0
+    wall_ms: float = 0.0
+    python_calls: int | None = None
+    python_wall_ms: float | None = None
+
+
 class CensusCallback(TrainerCallback):
     """Counts the work of ``n`` optimizer steps after the warm-up (module docstring). ``counters``: extra
-    ``name -> callable() -> int`` read at the window's edges; their per-step deltas land in
-    ``result["counters"]``. ``tokens``: a callable that returns the running totals ``{"real": int, "padded": int}``
+    ``name -> callable() -> int`` read at the window's edges; their per-step deltas land in the census's ``counters``
+    (:meth:`counter`). ``tokens``: a callable that returns the running totals ``{"real": int, "padded": int}``
     of the tokens fetched so far (``token_totals`` of :class:`harness.measuring.callbacks.Recorder`), read at the same
-    edges; their per-step deltas land in ``result["tokens"]`` (None without it). ``result`` is set at
-    ``on_train_end``."""
+    edges; their per-step deltas land in the census's ``tokens`` (None without it). ``result``, the
+    :class:`~harness.results.census.Census`, is set at ``on_train_end``."""
 
     def __init__(
         self,
@@ -195,8 +214,9 @@ class CensusCallback(TrainerCallback):
         self.prof = None
         self.profiled = False
         self.py: PythonCalls | None = None
-        self._marks: dict = {}
-        self.result: dict | None = None
+        self._marks = _Marks()
+        self.counters_per_step: dict[str, float] = {}  # a fitted window's counters, per step
+        self.result: Census | None = None
 
     def _sync(self) -> None:
         if self.cuda:
@@ -224,39 +244,47 @@ class CensusCallback(TrainerCallback):
             acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
             self._sync()
             # the host's speed next to the traced window, where the run's own probe is read after the model's build
-            self._marks["probe"] = host_probe(
+            self._marks.probe = host_probe(
                 torch.device("cuda", torch.cuda.current_device()) if self.cuda else torch.device("cpu")
             )
-            self._marks["counters0"] = {k: f() for k, f in self.counters.items()}
-            self._marks["tokens0"] = dict(self.tokens()) if self.tokens else None
+            self._marks.counters0 = {k: f() for k, f in self.counters.items()}
+            self._marks.tokens0 = dict(self.tokens()) if self.tokens else None
             self.prof = profile(
                 activities=acts, profile_memory=True
             )  # its memory events are kept apart from the counts
             self.prof.start()
-            self._marks["t0"] = time.perf_counter()
+            self._marks.t0 = time.perf_counter()
         elif step == start + n and self.prof is not None and not self.profiled:
             self._sync()
-            self._marks["wall_ms"] = (time.perf_counter() - self._marks["t0"]) * 1000.0
+            self._marks.wall_ms = (time.perf_counter() - self._marks.t0) * 1000.0
             self.prof.stop()
             self.profiled = True
-            self._marks["counters1"] = {k: f() for k, f in self.counters.items()}
-            self._marks["tokens1"] = dict(self.tokens()) if self.tokens else None
+            self._marks.counters1 = {k: f() for k, f in self.counters.items()}
+            self._marks.tokens1 = dict(self.tokens()) if self.tokens else None
             if self.python_calls and p["python_fits"]:
                 self.py = PythonCalls()
-                self._marks["t1"] = time.perf_counter()
+                self._marks.t1 = time.perf_counter()
                 self.py.start()
-        elif step == start + 2 * n and self.py is not None and "python_calls" not in self._marks:
-            self._marks["python_calls"] = self.py.stop()
-            self._marks["python_wall_ms"] = (time.perf_counter() - self._marks["t1"]) * 1000.0
+        elif step == start + 2 * n and self.py is not None and self._marks.python_calls is None:
+            self._marks.python_calls = self.py.stop()
+            self._marks.python_wall_ms = (time.perf_counter() - self._marks.t1) * 1000.0
         if self.stop and step >= start + (2 * n if self.python_calls and p["python_fits"] else n):
             control.should_training_stop = True
 
     def on_train_end(self, args, state, control, **kwargs):
-        if self.py is not None and "python_calls" not in self._marks:  # training ended inside the window
+        if self.py is not None and self._marks.python_calls is None:  # training ended inside the window
             self.py.stop()
         self.result = self.finish()
 
-    def finish(self) -> dict:
+    def counter(self, name: str) -> float | None:
+        """The per-step delta of the counter ``name`` over a fitted window; None without one."""
+        return self.counters_per_step.get(name)
+
+    def finish(self) -> Census:
+        return Census.from_json(self._written())
+
+    def _written(self) -> dict:
+        """The census as the run record holds it (``docs/measurement.md``, "Census")."""
         p = self.plan or {}
         start, n = p.get("start"), p.get("n")
         head = {
@@ -274,36 +302,47 @@ class CensusCallback(TrainerCallback):
                 "config": self.config,
             }
         mem, events = census_memory.split(self.prof.profiler.kineto_results.events())
-        out = {**head, **summarize(events, n, self.cuda)}
-        out["memory"] = {**census_memory.peaks(self.cuda), **census_memory.allocations(mem, events, n, self.cuda)}
+        counts = summarize(events, n, self.cuda)
+        reserved, allocated = census_memory.peaks(self.cuda)
         self.prof = None
-        c0, c1 = self._marks["counters0"], self._marks["counters1"]
-        out["counters"] = {k: round((c1[k] - c0[k]) / n, 4) for k in c0}
-        t0, t1 = self._marks["tokens0"], self._marks["tokens1"]
-        out["tokens"] = {k: round((t1[k] - t0[k]) / n, 4) for k in t0} if t0 is not None else None
-        if t0 is not None:
-            out["window"]["tokens"] = {k: t1[k] - t0[k] for k in t0}
-        if "python_calls" in self._marks:
-            out.update(
-                python_calls=round(self._marks["python_calls"] / n, 4),
-                python_method=self.py.method,
-                python_steps=[start + n + 1, start + 2 * n],
-            )
-            out["window"]["python_calls"] = self._marks["python_calls"]
+        m = self._marks
+        self.counters_per_step = {k: round((m.counters1[k] - m.counters0[k]) / n, 4) for k in m.counters0}
+        window = dict(counts["window"])
+        tokens = None
+        if m.tokens0 is not None:
+            tokens = {k: round((m.tokens1[k] - m.tokens0[k]) / n, 4) for k in m.tokens0}
+            window |= {"tokens": {k: m.tokens1[k] - m.tokens0[k] for k in m.tokens0}}
+        if m.python_calls is not None:
+            python = {
+                "python_calls": round(m.python_calls / n, 4),
+                "python_method": self.py.method,
+                "python_steps": [start + n + 1, start + 2 * n],
+            }
+            window |= {"python_calls": m.python_calls}
         else:
-            out.update(
-                python_calls=None,
-                python_method=None,
-                python_steps=None,
-                python_reason=p.get("python_reason")
+            python = {
+                "python_calls": None,
+                "python_method": None,
+                "python_steps": None,
+                "python_reason": p.get("python_reason")
                 or ("not counted" if not self.python_calls else "window did not complete"),
-            )
-        out["overhead"] = {
-            "profiled_ms": round(self._marks["wall_ms"] / n, 2),
-            "python_counted_ms": round(self._marks["python_wall_ms"] / n, 2)
-            if "python_wall_ms" in self._marks
-            else None,
+            }
+        return {
+            **head,
+            **counts,
+            "window": window,
+            "memory": {
+                "peak_reserved_bytes": reserved,
+                "peak_allocated_bytes": allocated,
+                **census_memory.allocations(mem, events, n, self.cuda),
+            },
+            "counters": self.counters_per_step,
+            "tokens": tokens,
+            **python,
+            "overhead": {
+                "profiled_ms": round(m.wall_ms / n, 2),
+                "python_counted_ms": round(m.python_wall_ms / n, 2) if m.python_wall_ms is not None else None,
+            },
+            "window_probe": m.probe,
+            "config": self.config,
         }
-        out["window_probe"] = self._marks.get("probe")
-        out["config"] = self.config
-        return out

@@ -69,9 +69,8 @@ def allocations(mem: list, events: list, n: int, cuda: bool) -> dict:
     }
 
 
-def peaks(cuda: bool) -> dict:
-    """The run's peak reserved and allocated device bytes so far (None on the CPU: no device memory)."""
-    return {
-        "peak_reserved_bytes": torch.cuda.max_memory_reserved() if cuda else None,
-        "peak_allocated_bytes": torch.cuda.max_memory_allocated() if cuda else None,
-    }
+def peaks(cuda: bool) -> tuple[int | None, int | None]:
+    """The run's peak (reserved, allocated) device bytes so far (None on the CPU: no device memory)."""
+    if not cuda:
+        return None, None
+    return torch.cuda.max_memory_reserved(), torch.cuda.max_memory_allocated()

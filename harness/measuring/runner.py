@@ -18,15 +18,16 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from harness import knobs
 from harness.exits import Terminated
 from harness.files import append_jsonl, make_dir, new_id, refuse_link, write_json_atomic
 from harness.measuring import lifeline
-from harness.measuring.worker import EXIT_OK
+from harness.measuring.worker import EXIT_OK, Timing
 from harness.results import formats
+from harness.results.run import Run
 from harness.spec import Decomposition, Workload
 
 STDERR_TAIL = 3000
@@ -172,76 +173,96 @@ def run_one(req: RunRequest, results_dir: Path, session_id: str, timeout_s: floa
                     p.unlink(missing_ok=True)
             raise
     wall = time.time() - started
-    record = _header(req, run_id, session_id, gpu, started, wall, code)
     world = req.decomposition.world_size
-    result = {} if timed_out else (_read_result(res_path) if world == 1 else merge_ranks(res_path, world, log_path))
+    result = None if timed_out else (_read_result(res_path) if world == 1 else merge_ranks(res_path, world, log_path))
     if timed_out:
-        record.update(status="timeout", error=f"no result after the {timeout_s:g} s timeout; killed the process group")
-    elif result:
-        record.update(result)
-        if record["status"] == "ok" and code != EXIT_OK:  # a result that says ok from a process that then failed
-            record.update(status="crash", error=f"worker wrote an ok result but exited with code {code}")
+        result = Run(status="timeout", error=f"no result after the {timeout_s:g} s timeout; killed the process group")
+    elif result is not None:
+        if result.ok and code != EXIT_OK:  # a result that says ok from a process that then failed
+            result = replace(result, status="crash", error=f"worker wrote an ok result but exited with code {code}")
     elif code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        record.update(status="crash", signal=name, error=f"worker killed by {name}")
+        result = Run(status="crash", signal=name, error=f"worker killed by {name}")
     else:
-        record.update(status="crash", error=f"worker exited with code {code} and wrote no result")
-    if record["status"] != "ok":
-        record["stderr_tail"] = log_tail(log_path)
-    record["log"] = str(log_path)
-    record = formats.RUN.stamp(record)
+        result = Run(status="crash", error=f"worker exited with code {code} and wrote no result")
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))
+    record = _headed(result, req, run_id, session_id, gpu, started_at, wall, code)
+    if not record.ok:
+        record = replace(record, stderr_tail=log_tail(log_path))
+    record = replace(record, log=str(log_path))
     if req.series:
-        record["series"] = [formats.RUN.stamp(r) for r in _series_records(req, record)]
-        for r in record["series"]:
-            append_jsonl(results_dir / "runs.jsonl", r)
+        done = record.detail("series") or []
+        record = replace(record, details={k: v for k, v in record.details.items() if k != "series"})
+        items = _series_records(req, record, [Run.from_json(r) for r in done])
+        for r in items:
+            append_jsonl(results_dir / "runs.jsonl", r.to_json())
+        written = record.to_json() | {"series": [r.to_json() for r in items]}
     else:
-        append_jsonl(results_dir / "runs.jsonl", record)
+        written = record.to_json()
+        append_jsonl(results_dir / "runs.jsonl", written)
     for p in (req_path, res_path, *(Path(f"{res_path}.rank{r}") for r in range(world))):
         p.unlink(missing_ok=True)
-    return record
+    return written
 
 
-def _header(req: RunRequest, run_id: str, session_id: str, gpu: str, started: float, wall: float, code: int) -> dict:
-    return {
-        "run_id": run_id,
-        "session_id": session_id,
-        "workload": req.workload.name,
-        "workload_hash": req.workload.hash,
-        "workload_spec": req.workload.to_dict(),
-        "decomposition": req.decomposition.as_dict(),
-        "decomposition_id": req.decomposition.id,
-        "repeat": req.repeat,
-        "gpu": gpu,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "wall_s": wall,
-        "phases_enabled": req.phases,
-        "inject_slowdown": req.inject_slowdown,
-        "inject_work": req.inject_work,
-        "profile_steps": req.profile_steps,
-        "exit_code": code,
-    }
+def _headed(
+    result: Run,
+    req: RunRequest,
+    run_id: str,
+    session_id: str | None,
+    gpu: str,
+    started_at: str | None,
+    wall: float,
+    code: int | None,
+) -> Run:
+    """``result`` under the header of its run: who ran what, when, for how long, with which switches."""
+    return replace(
+        result,
+        run_id=run_id,
+        session_id=session_id,
+        workload=req.workload.name,
+        workload_hash=req.workload.hash,
+        workload_spec=req.workload.to_dict(),
+        decomposition=req.decomposition.as_dict(),
+        decomposition_id=req.decomposition.id,
+        repeat=req.repeat,
+        gpu=gpu,
+        started_at=started_at,
+        wall_s=wall,
+        phases_enabled=req.phases,
+        inject_slowdown=req.inject_slowdown,
+        inject_work=req.inject_work,
+        profile_steps=req.profile_steps,
+        exit_code=code,
+    )
 
 
-def _series_records(req: RunRequest, record: dict) -> list[dict]:
-    """One record per item of a series run (``run_id`` of the process plus ``-i``): the item's own result, or, for an
-    item that a crash or timeout of the process kept from finishing, that status and error. ``wall_s`` is the item's own
-    time."""
-    done = record.pop("series", None) or []
+def _series_records(req: RunRequest, record: Run, done: list[Run]) -> list[Run]:
+    """One record per item of a series run (``run_id`` of the process plus ``-i``): the item's own result (``done``),
+    or, for an item that a crash or timeout of the process kept from finishing, that status and error. ``wall_s`` is the
+    item's own time."""
     out = []
     for i, item in enumerate(req.series):
-        rec = _header(
-            item, f"{record['run_id']}-{i}", record["session_id"], record["gpu"], time.time(), 0.0, record["exit_code"]
-        )
-        rec.update(started_at=record["started_at"], series_of=record["run_id"], log=record["log"])
         if i < len(done):
-            rec.update(done[i])
-            rec["wall_s"] = (done[i].get("timing_s") or {}).get("item_s", 0.0)
+            result = done[i]
+            wall = Timing.from_json(result.detail("timing_s")).item_s or 0.0
         else:
-            rec.update(
-                status=record["status"] if record["status"] != "ok" else "crash",
-                error=f"not finished: the probe process ended first ({record.get('error', 'no result for this item')})",
+            result = Run(
+                status=record.status if not record.ok else "crash",
+                error=f"not finished: the probe process ended first ({record.error or 'no result for this item'})",
             )
-        out.append(rec)
+            wall = 0.0
+        rec = _headed(
+            result,
+            item,
+            f"{record.run_id}-{i}",
+            record.session_id,
+            record.gpu,
+            record.started_at,
+            wall,
+            record.exit_code,
+        )
+        out.append(replace(rec, log=record.log, details={**rec.details, "series_of": record.run_id}))
     return out
 
 
@@ -259,33 +280,36 @@ def worker_command(req: RunRequest, req_path: Path, res_path: Path) -> list[str]
     return [*launcher, "-m", "harness.measuring.worker", str(req_path), str(res_path)]
 
 
-def _read_result(path: Path) -> dict:
+def _read_result(path: Path) -> Run | None:
+    """The result a worker (or a rank of a job) wrote; None where it wrote none that can be read."""
     try:
-        return json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, json.JSONDecodeError):
-        return {}
+        return Run.from_json(json.loads(path.read_text()), str(path)) if path.exists() else None
+    except (OSError, json.JSONDecodeError, formats.FormatError):
+        return None
 
 
 _PEER_ERROR = re.compile(r"by peer|gloo|nccl|ProcessGroup|Broken pipe|Connection (reset|closed|refused)", re.I)
 _RANK_EXIT = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*exitcode\s*:\s*(-?\d+)")
 
 
-def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
-    """The record of a job of ``world`` ranks: rank 0's result, with every rank's step times, peak memory, losses and
-    status under ``ranks``; peak memory is the largest of any rank (the per-GPU figure the memory verdict reads), losses
-    the mean over ranks per step (each rank trains its share of the batch). A failed rank makes the job fail: status and
-    error name the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log, also
-    when no rank wrote anything (torchrun stopped rank 0 before it could write its own error)."""
-    ranks = [_read_result(Path(f"{res_path}.rank{r}")) for r in range(world)]
-    exits = {int(r): int(c) for r, c in _RANK_EXIT.findall(log_tail(log_path, 20000))}  # torchrun's failure summary
-    if not any(ranks) and not exits:  # nothing to merge: the caller says the job wrote no result
-        return {}
-    per_rank = []
-    for r, res in enumerate(ranks):
-        status = res.get("status") or "crash"
-        error = res.get("error")
-        if not res:
-            code = exits.get(r)
+@dataclass(frozen=True)
+class RankResult:
+    """One rank of a job as its record's ``ranks`` lists it: its status and error, step times, peak memory and
+    losses."""
+
+    rank: int
+    status: str
+    error: str | None
+    step_times_ms: tuple[float, ...] | None
+    peak_reserved_bytes: int | None
+    peak_allocated_bytes: int | None
+    losses: tuple[float | None, ...] | None
+
+    @classmethod
+    def of(cls, rank: int, res: Run | None, code: int | None) -> RankResult:
+        """The rank's part of its result ``res``, or, for a rank that wrote none, what torchrun said of its exit code
+        (``code``, None where it said nothing)."""
+        if res is None:
             name = (
                 signal.Signals(-code).name
                 if code is not None and code < 0 and -code in signal.Signals._value2member_map_
@@ -293,45 +317,64 @@ def merge_ranks(res_path: Path, world: int, log_path: Path) -> dict:
             )
             error = (
                 f"killed by {name}" if name else f"exited with code {code}" if code is not None else "wrote no result"
-            ) + " (torchrun)"
-        per_rank.append(
-            {
-                "rank": r,
-                "status": status,
-                "error": error,
-                "step_times_ms": res.get("step_times_ms"),
-                "peak_reserved_bytes": res.get("peak_reserved_bytes"),
-                "peak_allocated_bytes": res.get("peak_allocated_bytes"),
-                "losses": res.get("losses"),
-            }
+            )
+            return cls(rank, "crash", error + " (torchrun)", None, None, None, None)
+        return cls(
+            rank,
+            res.status or "crash",
+            res.error,
+            res.step_times_ms,
+            res.peak_reserved_bytes,
+            res.peak_allocated_bytes,
+            res.losses,
         )
+
+
+def _set(run: Run, **values) -> Run:
+    """``run`` with typed ``values``; one that is not None is no longer written as null (``details``)."""
+    kept = {k: v for k, v in run.details.items() if k not in values or values[k] is None}
+    return replace(run, **values, details=kept)
+
+
+def merge_ranks(res_path: Path, world: int, log_path: Path) -> Run | None:
+    """The record of a job of ``world`` ranks: rank 0's result, with every rank's step times, peak memory, losses and
+    status under ``ranks``; peak memory is the largest of any rank (the per-GPU figure the memory verdict reads), losses
+    the mean over ranks per step (each rank trains its share of the batch). A failed rank makes the job fail: status and
+    error name the rank; a rank that wrote nothing (killed by a signal) is found in torchrun's summary in the log, also
+    when no rank wrote anything (torchrun stopped rank 0 before it could write its own error). None where there is
+    nothing to merge."""
+    ranks = [_read_result(Path(f"{res_path}.rank{r}")) for r in range(world)]
+    exits = {int(r): int(c) for r, c in _RANK_EXIT.findall(log_tail(log_path, 20000))}  # torchrun's failure summary
+    if not any(ranks) and not exits:  # nothing to merge: the caller says the job wrote no result
+        return None
+    per_rank = [RankResult.of(r, res, exits.get(r)) for r, res in enumerate(ranks)]
     # When one rank fails the others fail after it: a peer's collective breaks (gloo/NCCL "connection reset by peer"),
     # or torchrun stops them with SIGTERM. Blame, in this order: a rank with an error of its own; a rank killed by a
     # signal other than torchrun's SIGTERM; torchrun's "first observed failure"; the first rank that failed.
-    bad = [x for x in per_rank if x["status"] != "ok"]
-    own = [x for x in bad if x["error"] and "(torchrun)" not in x["error"] and not _PEER_ERROR.search(x["error"])]
+    bad = [x for x in per_rank if x.status != "ok"]
+    own = [x for x in bad if x.error and "(torchrun)" not in x.error and not _PEER_ERROR.search(x.error)]
     killed = [
-        x
-        for x in bad
-        if x["error"] and x["error"].startswith("killed by ") and not x["error"].startswith("killed by SIGTERM")
+        x for x in bad if x.error and x.error.startswith("killed by ") and not x.error.startswith("killed by SIGTERM")
     ]
     log = log_tail(log_path, 20000)
     root = _RANK_EXIT.search(log[log.rfind("Root Cause") :]) if "Root Cause" in log else None
     by_root = [per_rank[int(root.group(1))]] if root and int(root.group(1)) < world else []
     culprit = next(iter(own + killed + by_root + bad), None)
-    out = dict(ranks[0]) if ranks[0] else {"status": "crash"}
-    out["ranks"] = per_rank
-    out["world_size"] = world
+    out = ranks[0] or Run(status="crash")
+    out = replace(out, details={**out.details, "ranks": [asdict(x) for x in per_rank], "world_size": world})
     if culprit is not None:
-        out.update(
-            status=culprit["status"], error=f"rank {culprit['rank']}: {culprit['error']}", failed_rank=culprit["rank"]
+        return replace(
+            out,
+            status=culprit.status,
+            error=f"rank {culprit.rank}: {culprit.error}",
+            details={**out.details, "failed_rank": culprit.rank},
         )
-        return out
-    peaks = [x["peak_reserved_bytes"] for x in per_rank if x["peak_reserved_bytes"] is not None]
-    out["peak_reserved_bytes"] = max(peaks) if peaks else None
-    allocs = [x["peak_allocated_bytes"] for x in per_rank if x["peak_allocated_bytes"] is not None]
-    out["peak_allocated_bytes"] = max(allocs) if allocs else None
-    losses = [x["losses"] for x in per_rank if x["losses"]]
+    peaks = [x.peak_reserved_bytes for x in per_rank if x.peak_reserved_bytes is not None]
+    allocs = [x.peak_allocated_bytes for x in per_rank if x.peak_allocated_bytes is not None]
+    out = _set(
+        out, peak_reserved_bytes=max(peaks) if peaks else None, peak_allocated_bytes=max(allocs) if allocs else None
+    )
+    losses = [x.losses for x in per_rank if x.losses]
     if losses and all(len(x) == len(losses[0]) for x in losses):
-        out["losses"] = [sum(v) / len(v) for v in zip(*losses)]
+        out = _set(out, losses=tuple(sum(v) / len(v) for v in zip(*losses)))
     return out

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from harness.judging.critical_path import LAUNCH_EDGES
 
@@ -35,6 +37,33 @@ ENCLOSING_SCAN = 200  # host ops looked back from a sync for the one it was call
 
 def _r(x: float) -> float:
     return round(x, 4)
+
+
+@dataclass
+class _Segment:
+    """The host's and the device's work between two of the loop thread's blocking calls (the last one ends the window):
+    the host's time and its aten ops, the device time launched in it per stream, the call that ends it (``sync``), the
+    op it was made in (``at``), what it waited for (``waits``) and how long, and, per stream, the device time of the
+    launches by where in the segment they were made (``device_at``, the bins of ``LAUNCH_EDGES``)."""
+
+    host_ms: float = 0.0
+    ops: int = 0
+    device_ms: dict[str, float] = field(default_factory=Counter)
+    sync: str | None = None
+    at: Any = None
+    waits: Any = None
+    wait_ms: float = 0.0
+    device_at: dict[str, list[float]] = field(default_factory=dict)
+
+    def rounded(self) -> _Segment:
+        """The segment with its times rounded as written, its streams in order."""
+        return replace(
+            self,
+            host_ms=_r(self.host_ms),
+            wait_ms=_r(self.wait_ms),
+            device_ms={k: _r(v) for k, v in sorted(self.device_ms.items())},
+            device_at={k: [_r(x) for x in v] for k, v in sorted(self.device_at.items())},
+        )
 
 
 def _launch_bin(at: int, start: int, end: int) -> int:
@@ -173,46 +202,34 @@ def _segments(syncs: list, runtime: list, ops: list, mine: list, device: dict, t
     """The segments between ``syncs`` (the loop thread's blocking calls; ``mine``, its ops), with the launches
     (``runtime``) and ``ops`` of every thread placed by their start."""
     bounds = [s[0] for s in syncs]
-    segs = [
-        {"host_ms": 0.0, "ops": 0, "device_ms": Counter(), "sync": s[2], "at": None, "waits": None, "wait_ms": 0.0}
-        for s in [*syncs, (0, 0, None)]
-    ]
+    segs = [_Segment(sync=s[2]) for s in [*syncs, (0, 0, None)]]
     spans = list(zip([t0, *(s[1] for s in syncs)], [*bounds, t_end]))  # each segment's host time: start, end
-    bins: list[dict] = [{} for _ in segs]
     starts = [o[0] for o in mine]
     launched = [(r[0], device[r[3]][0]) for r in runtime if r[3] in device]
     prev = t0
     for seg, s in zip(segs, syncs):
-        seg.update(
-            host_ms=(s[0] - prev) / 1e6,
-            wait_ms=(s[1] - s[0]) / 1e6,
-            at=_enclosing(s, mine, starts),
-            waits=_waits(s, launched, device),
-        )
+        seg.host_ms, seg.wait_ms = (s[0] - prev) / 1e6, (s[1] - s[0]) / 1e6
+        seg.at, seg.waits = _enclosing(s, mine, starts), _waits(s, launched, device)
         prev = s[1]
-    segs[-1]["host_ms"] = max(t_end - prev, 0) / 1e6
+    segs[-1].host_ms = max(t_end - prev, 0) / 1e6
     for (
         r
     ) in runtime:  # a launch belongs to the segment it is made in; a blocking copy's own copy, to the segment it ends
         if r[3] in device:
             stream, dur = device[r[3]][:2]
             i = bisect_left(bounds, r[0])
-            segs[i]["device_ms"][stream] += dur / 1e6
-            bins[i].setdefault(stream, [0.0] * (len(LAUNCH_EDGES) - 1))[_launch_bin(r[0], *spans[i])] += dur / 1e6
+            segs[i].device_ms[stream] += dur / 1e6
+            segs[i].device_at.setdefault(stream, [0.0] * (len(LAUNCH_EDGES) - 1))[_launch_bin(r[0], *spans[i])] += (
+                dur / 1e6
+            )
     for o in ops:
         if o[2].startswith("aten::") and t0 <= o[0] <= t_end:
-            segs[bisect_right(bounds, o[0])]["ops"] += 1
-    for seg, by in zip(segs, bins):
-        seg.update(
-            host_ms=_r(seg["host_ms"]),
-            wait_ms=_r(seg["wait_ms"]),
-            device_ms={k: _r(v) for k, v in sorted(seg["device_ms"].items())},
-            device_at={k: [_r(x) for x in v] for k, v in sorted(by.items())},
-        )
+            segs[bisect_right(bounds, o[0])].ops += 1
+    segs = [seg.rounded() for seg in segs]
     per = {
-        "host_ms": sum(s["host_ms"] for s in segs) / n,
-        "device_ms": sum(sum(s["device_ms"].values()) for s in segs) / n,
-        "wait_ms": sum(s["wait_ms"] for s in segs) / n,
+        "host_ms": sum(s.host_ms for s in segs) / n,
+        "device_ms": sum(sum(s.device_ms.values()) for s in segs) / n,
+        "wait_ms": sum(s.wait_ms for s in segs) / n,
         "syncs": len(syncs) / n,
     }
-    return {"n": n, **{k: round(v, 3) for k, v in per.items()}, "segments": segs}
+    return {"n": n, **{k: round(v, 3) for k, v in per.items()}, "segments": [asdict(seg) for seg in segs]}

@@ -13,16 +13,109 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from statistics import median
 from typing import Any
 
 from harness import knobs
 from harness.errors import BadInput
 from harness.files import write_json_atomic
+from harness.results.run import Run
 
 EXIT_OK, EXIT_OOM, EXIT_ERROR = 0, 3, 4
+
+
+@dataclass
+class Timing:
+    """The seconds a worker took to start and set up and (``train_s``) to train, the record's ``timing_s``: each is
+    set once taken; a stage not reached is left out."""
+
+    startup_s: float | None = None  # from the launch to the worker's first line
+    preload_s: float | None = None  # a pre-started resident worker's imports, before it was told to go
+    held_s: float | None = None  # then its wait for the go
+    import_s: float | None = None
+    model_build_s: float | None = None
+    probe_s: float | None = None
+    data_build_s: float | None = None
+    trainer_setup_s: float | None = None
+    train_s: float | None = None
+    item_s: float | None = None  # an item of a series: the whole item
+    worker_total_s: float | None = None
+
+    def to_json(self) -> dict[str, float]:
+        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, float] | None) -> Timing:
+        return cls(**(data or {}))
+
+
+@dataclass(frozen=True)
+class InjectFired:
+    """The test-only injected work of a run (the record's ``inject_work_fired``): the calls that fired, the LoRA layers
+    and casts per call it was set up with, its kind, and, in a census run, its calls and (device kinds) the reads that
+    queued device work, per step."""
+
+    calls: int
+    layers: int
+    casts_per_call: float
+    kind: str
+    per_step: float | None = None
+    queued_per_step: float | None = None
+
+
+def finished(**measured: Any) -> Run:
+    """The worker's part of the record of a finished training: ``measured`` holds every key it writes, a None value
+    written as null; the keys that :class:`Run` does not type go to its ``details``."""
+    typed = {f.name for f in fields(Run)}
+    return Run(
+        status="ok",
+        **{k: v for k, v in measured.items() if k in typed and v is not None},
+        details={k: v for k, v in measured.items() if k not in typed or v is None},
+    )
+
+
+def failed(status: str, message: str, trace: str) -> Run:
+    """The worker's part of the record of a training that failed with ``status`` (``oom`` or ``error``)."""
+    return Run(status=status, error=message, details={"traceback": trace})
+
+
+@dataclass(frozen=True)
+class WorkerRequest:
+    """What a worker is asked to run, as the runner (``RunRequest.as_item``) or a resident worker's parent writes it:
+    the workload (its ``for_worker`` dict), the decomposition's id and the measurement switches; ``timed_steps``: a
+    probe's timed steps after the warm-up; ``series``: the items of a series run, each with its own switches. A
+    resident worker's also says its CPUs (``cpus``, ``hold_cpus``, ``warm_cpus``) and whether it is pre-started
+    (``hold``)."""
+
+    workload: dict
+    decomposition: str
+    phases: bool = True
+    inject_slowdown: float = 0.0
+    inject_work: float = 0
+    inject_kind: str | None = None
+    fault: str | None = None
+    profile_steps: int = 0
+    census: bool = False
+    timed_steps: int = 0
+    force_cpu: bool = False
+    sample_interval_s: float = 0.5
+    launched_at: float | None = None
+    series: tuple[dict, ...] = ()
+    cpus: list[int] | None = None
+    hold: bool = False
+    hold_cpus: list[int] | None = None
+    warm_cpus: list[int] | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> WorkerRequest:
+        """The request of a request file; None values take the defaults."""
+        return cls(**{k: v for k, v in data.items() if v is not None})
+
+    def items(self) -> list[WorkerRequest]:
+        """The requests of a series' items: this one's switches, overridden by each item's."""
+        return [replace(self, series=(), **item) for item in self.series]
 
 
 @dataclass
@@ -56,8 +149,8 @@ def preload() -> float:
 
 
 def build_trainer(
-    req: dict,
-    timing: dict,
+    req: WorkerRequest,
+    timing: Timing,
     outdir: str,
     *,
     measure: Callable | None = None,
@@ -90,9 +183,9 @@ def build_trainer(
     from harness.measuring.gpu_monitors import GpuSampler, KernelProfiler, SamplerCallback
     from harness.spec import Workload
 
-    timing["import_s"] = time.perf_counter() - t
-    w = Workload.from_dict(req["workload"])
-    dec = w.decomposition(req["decomposition"])
+    timing.import_s = time.perf_counter() - t
+    w = Workload.from_dict(req.workload)
+    dec = w.decomposition(req.decomposition)
     cuda, device, rank = _device(w, dec, req)
 
     tokenizer, model, probe, dataset = _build_inputs(w, device, timing)
@@ -100,15 +193,15 @@ def build_trainer(
     t = time.perf_counter()
     recorder = Recorder(
         CudaClock() if cuda else HostClock(),
-        phases=req.get("phases", True),
-        slowdown=float(req.get("inject_slowdown") or 0.0),
-        fault=rank_fault(req.get("fault"), rank),
+        phases=req.phases,
+        slowdown=float(req.inject_slowdown),
+        fault=rank_fault(req.fault, rank),
     )
-    sampler = GpuSampler(req.get("sample_interval_s", 0.5)) if sampler and cuda and not req.get("census") else None
+    sampler = GpuSampler(req.sample_interval_s) if sampler and cuda and not req.census else None
     trainer_cls = type("InstrumentedSFTTrainer", (InstrumentedMixin, SFTTrainer), {"recorder": recorder})
-    if max_steps is None and req.get("census"):  # a workload too short for the census windows: the census run goes on
+    if max_steps is None and req.census:  # a workload too short for the census windows: the census run goes on
         max_steps = census_max_steps(
-            w.measure.warmup_steps + int(req.get("timed_steps") or 0), w.train.logging_steps, w.train.max_steps
+            w.measure.warmup_steps + int(req.timed_steps), w.train.logging_steps, w.train.max_steps
         )
     args = build.sft_config(w if max_steps is None else w.with_overrides(max_steps=max_steps), dec, outdir, device)
     trainer = trainer_cls(
@@ -119,18 +212,16 @@ def build_trainer(
         trainer.add_callback(SamplerCallback(sampler))
     if recorder.phases:
         attach_forward_hooks(trainer.model, recorder)
-    profiler = (
-        KernelProfiler(w.measure.warmup_steps, int(req["profile_steps"])) if cuda and req.get("profile_steps") else None
-    )
+    profiler = KernelProfiler(w.measure.warmup_steps, int(req.profile_steps)) if cuda and req.profile_steps else None
     if profiler is not None:
         trainer.add_callback(profiler)
     census, inject = _census_and_inject(trainer, w, req)
     unk = build.unk_share(trainer.train_dataset, tokenizer) if w.data.source != "synthetic" else None
-    timing["trainer_setup_s"] = time.perf_counter() - t
+    timing.trainer_setup_s = time.perf_counter() - t
     return Built(w, dec, cuda, trainer, recorder, sampler, profiler, census, inject, probe, unk)
 
 
-def _build_inputs(w, device, timing: dict) -> tuple[Any, Any, dict, Any]:
+def _build_inputs(w, device, timing: Timing) -> tuple[Any, Any, dict, Any]:
     """(tokenizer, model, host probe, dataset) of workload ``w`` on ``device``; ``timing`` gets the time of each."""
     from harness.measuring import build
     from harness.measuring.probe import host_probe
@@ -138,17 +229,17 @@ def _build_inputs(w, device, timing: dict) -> tuple[Any, Any, dict, Any]:
     t = time.perf_counter()
     tokenizer = build.build_tokenizer(w)
     model = build.build_model(w, device)
-    timing["model_build_s"] = time.perf_counter() - t
+    timing.model_build_s = time.perf_counter() - t
     t = time.perf_counter()
     probe = host_probe(device)
-    timing["probe_s"] = time.perf_counter() - t
+    timing.probe_s = time.perf_counter() - t
     t = time.perf_counter()
     dataset = build.build_dataset(w, tokenizer)
-    timing["data_build_s"] = time.perf_counter() - t
+    timing.data_build_s = time.perf_counter() - t
     return tokenizer, model, probe, dataset
 
 
-def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
+def _device(w, dec, req: WorkerRequest) -> tuple[bool, Any, int]:
     """(cuda, device, rank) of this process; checks that the decomposition's world size is this job's and that the
     precision fits the device, and sets the CPU threads of a CPU workload."""
     import torch
@@ -159,7 +250,7 @@ def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
             f"{w.name} {dec.id}: world_size {dec.world_size} needs {dec.world_size} processes, "
             f"this one is 1 of {world} (the runner starts world sizes > 1 with torchrun)"
         )
-    cuda = torch.cuda.is_available() and not req.get("force_cpu")
+    cuda = torch.cuda.is_available() and not req.force_cpu
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if cuda and world > 1:
         torch.cuda.set_device(local)
@@ -171,23 +262,23 @@ def _device(w, dec, req: dict) -> tuple[bool, Any, int]:
     return cuda, device, rank
 
 
-def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
+def _census_and_inject(trainer, w, req: WorkerRequest) -> tuple[Any, Any]:
     """(census, inject) of a request, attached to ``trainer``: the census (:mod:`harness.measuring.census`) counts the
     work of steady steps, then ends the run; inject_work is test-only extra work
     (:mod:`harness.measuring.injected_work`). Either is None when not asked for."""
     census = inject = None
-    if req.get("census") or req.get("inject_work"):
+    if req.census or req.inject_work:
         from harness.measuring.census import CensusCallback
         from harness.measuring.injected_work import InjectWork
 
         # the environment's: test-only (InjectWork)
-        kind = knobs.INJECT_KIND.get() or req.get("inject_kind") or "casts"
-        inject = InjectWork(trainer.model, float(req["inject_work"]), kind=kind) if req.get("inject_work") else None
-        if req.get("census"):
+        kind = knobs.INJECT_KIND.get() or req.inject_kind or "casts"
+        inject = InjectWork(trainer.model, float(req.inject_work), kind=kind) if req.inject_work else None
+        if req.census:
             # with timed_steps (the advisor's probes) the census window opens after the timed steps, which stay
             # unprofiled
             census = CensusCallback(
-                w.measure.warmup_steps + int(req.get("timed_steps") or 0),
+                w.measure.warmup_steps + int(req.timed_steps),
                 {"inject_work": lambda: inject.fired, "inject_queued": lambda: inject.queued} if inject else None,
                 stop=True,
                 tokens=lambda: trainer.recorder.token_totals,
@@ -196,64 +287,68 @@ def _census_and_inject(trainer, w, req: dict) -> tuple[Any, Any]:
     return census, inject
 
 
-def train(req: dict, timing: dict) -> dict:
+def train(req: WorkerRequest, timing: Timing) -> Run:
+    """Build and train the request's trainer; the worker's part of the record of the finished training."""
     with tempfile.TemporaryDirectory(prefix="harness-run-") as outdir:
         b = build_trainer(req, timing, outdir)
         t = time.perf_counter()
         out = b.trainer.train()
-        timing["train_s"] = time.perf_counter() - t
+        timing.train_s = time.perf_counter() - t
     from harness.measuring.census_memory import peaks  # torch is imported (and timed in import_s) by build_trainer
     from harness.measuring.env import worker_env
 
-    w, cuda, recorder, sampler, profiler, census, inject = (
-        b.workload,
-        b.cuda,
-        b.recorder,
-        b.sampler,
-        b.profiler,
-        b.census,
-        b.inject,
-    )
-    measured = recorder.finish()
+    w, census, inject = b.workload, b.census, b.inject
+    measured = b.recorder.finish()
     warm = w.measure.warmup_steps
-    end = warm + int(req["timed_steps"]) if req.get("timed_steps") else None  # the steps before a probe's census window
-    steady = measured["step_times_ms"][warm:end]
-    tokens = measured.pop("tokens_per_step")[warm:end]
-    return {
-        "status": "ok",
-        "train_runtime_s": float(out.metrics["train_runtime"]),
-        "train_loss": float(out.metrics.get("train_loss", float("nan"))),
-        "step_times_ms": measured["step_times_ms"],
-        "warmup_steps": warm,
-        "step_time_median_ms": median(steady) if steady else None,
-        "phases_ms": measured["phases_ms"],
-        "losses": measured["losses"],
-        "tokens_per_s": (sum(tokens) / (sum(steady) / 1000.0)) if steady and sum(steady) > 0 else None,
-        **peaks(cuda),
-        "gpu_samples": sampler.samples if sampler is not None and sampler.available else None,
-        "profile": profiler.result if profiler is not None else None,
-        "host_probe": b.probe,
-        "env": worker_env(b.trainer.model),
-        # the census carries the host probe of the process that traced it: its host time is read at that host's speed
-        "census": census.result | {"host_probe": b.probe} if census is not None and census.result else None,
-        "data_digest": w.data.digest,  # local data: the content trained on (build.check_digest compared it); else None
-        "unk_share": b.unk_share,
-        "inject_work_fired": {
-            "calls": inject.fired,
-            "layers": inject.layers,
-            "casts_per_call": inject.n,
-            "kind": inject.kind,
-            "per_step": ((census.result or {}).get("counters") or {}).get("inject_work") if census else None,
+    end = warm + int(req.timed_steps) if req.timed_steps else None  # the steps before a probe's census window
+    steady = measured.step_times_ms[warm:end]
+    tokens = measured.tokens_per_step[warm:end]
+    # the census carries the host probe of the process that traced it: its host time is read at that host's speed
+    counted = census.result if census is not None else None
+    counted = replace(counted, details={**counted.details, "host_probe": b.probe}) if counted is not None else None
+    fired = (
+        InjectFired(
+            inject.fired,
+            inject.layers,
+            inject.n,
+            inject.kind,
+            per_step=census.counter("inject_work") if census else None,
             # device kinds: the reads per step that queued device work (each n microseconds of it)
-            "queued_per_step": ((census.result or {}).get("counters") or {}).get("inject_queued") if census else None,
-        }
+            queued_per_step=census.counter("inject_queued") if census else None,
+        )
         if inject is not None
-        else None,
-    }
+        else None
+    )
+    reserved, allocated = peaks(b.cuda)
+    return finished(
+        train_runtime_s=float(out.metrics["train_runtime"]),
+        train_loss=float(out.metrics.get("train_loss", float("nan"))),
+        step_times_ms=measured.step_times_ms,
+        warmup_steps=warm,
+        step_time_median_ms=median(steady) if steady else None,
+        phases_ms=measured.phases_ms,
+        losses=measured.losses,
+        tokens_per_s=(sum(tokens) / (sum(steady) / 1000.0)) if steady and sum(steady) > 0 else None,
+        peak_reserved_bytes=reserved,
+        peak_allocated_bytes=allocated,
+        gpu_samples=b.sampler.samples if b.sampler is not None and b.sampler.available else None,
+        profile=b.profiler.result if b.profiler is not None else None,
+        host_probe=b.probe,
+        env=worker_env(b.trainer.model),
+        census=counted,
+        data_digest=w.data.digest,  # local data: the content trained on (build.check_digest compared it); else None
+        unk_share=b.unk_share,
+        inject_work_fired=asdict(fired) if fired is not None else None,
+    )
 
 
-def train_series(req: dict, result_path: str) -> dict:
-    """Several short runs in this one process, one per item of ``req["series"]`` (each item's keys override the
+def with_timing(result: Run, timing: Timing) -> Run:
+    """``result`` with the worker's times (``timing_s``)."""
+    return replace(result, details={**result.details, "timing_s": timing.to_json()})
+
+
+def train_series(req: WorkerRequest, result_path: str) -> Run:
+    """Several short runs in this one process, one per item of ``req.series`` (each item's keys override the
     request's): the advisor's fit probes, which then pay the imports (most of a worker's start-up) once instead of once
     per split. An item that fails (out of memory above all) is recorded with its status and message, its memory is
     released, and the next item runs; the peak-memory counters restart for every item. The result, with every item
@@ -261,25 +356,23 @@ def train_series(req: dict, result_path: str) -> dict:
     import gc
 
     items: list[dict] = []
-    for item in req["series"]:
-        sub = {k: v for k, v in req.items() if k != "series"} | item
-        timing: dict = {}
+    for sub in req.items():
+        timing = Timing()
         t = time.time()
         try:
             res = train(sub, timing)
         except Exception as exc:
-            status, message = classify(exc)
-            res = {"status": status, "error": message, "traceback": traceback.format_exc()[-2000:]}
-        timing["item_s"] = time.time() - t
-        res["timing_s"] = timing  # the runner heads each item's record with its request (workload, decomposition)
-        items.append(res)
+            res = failed(*classify(exc), traceback.format_exc()[-2000:])
+        timing.item_s = time.time() - t
+        # the runner heads each item's record with its request (workload, decomposition)
+        items.append(with_timing(res, timing).to_json())
         gc.collect()
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
-        write_json_atomic(result_path, {"status": "ok", "series": items, "partial": True})
-    return {"status": "ok", "series": items}
+        write_json_atomic(result_path, Run(status="ok", details={"series": items, "partial": True}).to_json())
+    return Run(status="ok", details={"series": items})
 
 
 def rank_fault(fault: str | None, rank: int) -> str | None:
@@ -316,21 +409,21 @@ def main(argv: list[str]) -> int:
     t_main = time.time()
     request_path, result_path = argv
     with open(request_path) as fh:
-        req = json.load(fh)
-    timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
+        req = WorkerRequest.from_json(json.load(fh))
+    timing = Timing(startup_s=t_main - req.launched_at if req.launched_at else None)
     try:
-        result = train_series(req, result_path) if req.get("series") else train(req, timing)
+        result = train_series(req, result_path) if req.series else train(req, timing)
         code = EXIT_OK
     except Exception as exc:  # classified here; the runner records it
         status, message = classify(exc)
-        result = {"status": status, "error": message, "traceback": traceback.format_exc()[-4000:]}
+        result = failed(status, message, traceback.format_exc()[-4000:])
         print(("does not fit: " if status == "oom" else "error: ") + message, file=sys.stderr)
         code = EXIT_OOM if status == "oom" else EXIT_ERROR
-    timing["worker_total_s"] = time.time() - t_main
-    result["timing_s"] = timing
+    timing.worker_total_s = time.time() - t_main
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    result["rank"] = rank
-    write_json_atomic(result_path_of(result_path, rank, world), result)
+    result = with_timing(result, timing)
+    result = replace(result, details={**result.details, "rank": rank})
+    write_json_atomic(result_path_of(result_path, rank, world), result.to_json())
     return code
 
 

@@ -26,6 +26,39 @@ MAPS = (  # the fields that break a count down by name
     "cpu_op_ms_by_name",
     "allocated_by_op",
 )
+# The keys in the order the census writes them; a key not listed here goes after them, in the order it was read.
+ORDER = (
+    *HEAD,
+    "reason",
+    "ops",
+    "ops_by_name",
+    "kernels",
+    "kernels_by_name",
+    "launch_calls",
+    "syncs",
+    "alloc",
+    "kernel_ms",
+    "kernel_ms_by_name",
+    "comm_kernel_ms",
+    "cpu_op_ms",
+    "cpu_op_ms_by_name",
+    "attention_backend",
+    "attention_names",
+    "timeline",
+    "window",
+    "memory",
+    "counters",
+    "tokens",
+    "python_calls",
+    "python_method",
+    "python_steps",
+    "python_reason",
+    "overhead",
+    "window_probe",
+    "config",
+    "host_probe",
+)
+_RANK = {k: i for i, k in enumerate(ORDER)}
 SYNCHRONIZING = "ynchronize"  # cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize
 
 
@@ -107,7 +140,12 @@ class Census:
         return None if self.alloc_calls is None else self.alloc_calls.get("cudaMalloc", 0)
 
     def to_json(self) -> dict:
-        """The census as a run record holds it."""
+        """The census as a run record holds it, its keys in the census's order."""
+        out = self._written()
+        extra = [k for k in out if k not in _RANK]
+        return {k: out[k] for k in sorted(out, key=lambda k: _RANK[k] if k in _RANK else len(ORDER) + extra.index(k))}
+
+    def _written(self) -> dict:
         out: dict[str, Any] = {k: getattr(self, k) for k in HEAD}
         out["steps"] = list(self.steps) if self.steps is not None else None
         if not self.fits:

@@ -15,11 +15,15 @@ import sys
 import tempfile
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 from harness.errors import BadInput
 from harness.measuring.resident.channel import Channel, pin
 from harness.measuring.resident.launch import STABLE_MALLOC
 from harness.spec_sections import MAX_STEPS
+
+if TYPE_CHECKING:
+    from harness.measuring.worker import Timing, WorkerRequest
 
 UNBOUNDED_STEPS = MAX_STEPS  # max_steps of a resident trainer: it stops on command, never by itself
 
@@ -30,26 +34,26 @@ def _torch_threads() -> int | None:
     return torch.get_num_threads() if torch is not None else None
 
 
-def _hold(req: dict, chan: Channel, timing: dict, t_main: float) -> float | None:
+def _hold(req: WorkerRequest, chan: Channel, timing: Timing, t_main: float) -> float | None:
     """A pre-started worker: import on the hold CPUs while the previous launch runs, report ``held`` and wait for "go".
     The time its build starts from (the "go"); None when it is to exit without building (stop, or the parent gone).
     A broken pipe (the parent gone while it reported) is the caller's to handle."""
     from harness.measuring.worker import preload
 
-    if req.get("hold_cpus"):
-        pin(req["hold_cpus"])
-    timing["preload_s"] = preload()
-    chan.send({"event": "held", "preload_s": timing["preload_s"]})
+    if req.hold_cpus:
+        pin(req.hold_cpus)
+    timing.preload_s = loaded = preload()
+    chan.send({"event": "held", "preload_s": loaded})
     msg = chan.recv()
     if msg is None or msg.get("cmd") == "stop":  # the parent is gone, or needs no further launch
         return None
     if msg.get("cmd") != "go":
         raise BadInput(f"resident worker: unknown command {msg!r} while held; expected go or stop")
-    timing["held_s"] = time.time() - t_main - timing["preload_s"]
+    timing.held_s = time.time() - t_main - loaded
     return time.time()
 
 
-def _train(req: dict, chan: Channel, timing: dict, t_main: float) -> int:
+def _train(req: WorkerRequest, chan: Channel, timing: Timing, t_main: float) -> int:
     """Build the trainer with a :class:`~harness.measuring.resident.gate.BlockGate` as its measuring callback and train
     until the parent stops it; report ``stopped``."""
     from harness.measuring.worker import build_trainer
@@ -59,14 +63,14 @@ def _train(req: dict, chan: Channel, timing: dict, t_main: float) -> int:
     def gate(recorder):
         from harness.measuring.resident.gate import BlockGate
 
-        gates.append(BlockGate(recorder, chan, req.get("cpus")))
+        gates.append(BlockGate(recorder, chan, req.cpus))
         return gates[0]
 
     with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
         built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
         gates[0].inject = built.inject
         gates[0].info = {
-            "timing_s": timing,
+            "timing_s": timing.to_json(),
             "host_probe": built.probe,
             "cuda": built.cuda,
             "cpus": sorted(os.sched_getaffinity(0)),
@@ -81,27 +85,25 @@ def _train(req: dict, chan: Channel, timing: dict, t_main: float) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from harness.measuring.worker import EXIT_ERROR, EXIT_OOM, classify
+    from harness.measuring.worker import EXIT_ERROR, EXIT_OOM, Timing, WorkerRequest, classify
 
     t_main = time.time()
     request_path, cmd_fd, rep_fd = argv
     with open(request_path) as fh:
-        req = json.load(fh)
+        req = WorkerRequest.from_json(json.load(fh))
     chan = Channel(int(cmd_fd), int(rep_fd))
-    timing = {"startup_s": t_main - req["launched_at"]} if req.get("launched_at") else {}
-    if req.get("hold"):  # pre-started: import on other CPUs while the previous launch runs, then wait for "go"
+    timing = Timing(startup_s=t_main - req.launched_at if req.launched_at else None)
+    if req.hold:  # pre-started: import on other CPUs while the previous launch runs, then wait for "go"
         try:
             t_main = _hold(req, chan, timing, t_main)
         except BrokenPipeError:
             return EXIT_ERROR
         if t_main is None:
             return 0
-    if req.get(
-        "warm_cpus"
-    ):  # warm apart: build and warm up on CPUs of its own, beside the other side; "pin" moves it home
-        pin(req["warm_cpus"])
-    elif req.get("cpus"):  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
-        pin(req["cpus"])
+    if req.warm_cpus:  # warm apart: build and warm up on CPUs of its own, beside the other side; "pin" moves it home
+        pin(req.warm_cpus)
+    elif req.cpus:  # pinned: both sides on the same CPU(s), so that neither gets a faster or a quieter core
+        pin(req.cpus)
     try:
         return _train(req, chan, timing, t_main)
     except BrokenPipeError:  # the parent is gone: nobody to tell

@@ -12,7 +12,7 @@ import time
 import torch
 
 from harness.errors import BadInput
-from harness.measuring.callbacks import CudaClock, MeasureCallback
+from harness.measuring.callbacks import CudaClock, MeasureCallback, Steps
 from harness.measuring.gpu_monitors import GpuSampler
 from harness.measuring.resident.channel import Channel, canary, host_cpu_times, pin
 
@@ -73,11 +73,8 @@ class BlockGate(MeasureCallback):
             other = max(0.0, (host[0] - self._host0[0] - cpu) / wall)
             steal = (host[1] - self._host0[1]) / wall
         if self.micro:  # a unit of micro-batches: its own synchronized wall time; the recorder's steps span the waits
-            got = {
-                "step_times_ms": [wall * 1000.0],
-                "phases_ms": None,
-                "losses": self.rec.drain()["losses"] if step_end else [],
-            }
+            losses = self.rec.drain().losses if step_end else []
+            got = Steps(step_times_ms=[wall * 1000.0], losses=losses, tokens_per_step=[], phases_ms=None)
         else:
             got = self.rec.drain()
         self.blocks += 1
@@ -86,7 +83,7 @@ class BlockGate(MeasureCallback):
                 "event": "block",
                 "k": self._k,
                 "gpu": self._gpu(),
-                "step_times_ms": got["step_times_ms"],
+                "step_times_ms": got.step_times_ms,
                 "canary_ms": self._canary,
                 "wall_s": wall,
                 "cpu_s": cpu,
@@ -94,8 +91,8 @@ class BlockGate(MeasureCallback):
                 "global_step": state.global_step,
                 "other_cpus": other,
                 "steal_cpus": steal,
-                "phases_ms": got["phases_ms"],
-                "losses": got["losses"],
+                "phases_ms": got.phases_ms,
+                "losses": got.losses,
             }
             | (
                 {"inject_ms": (self.inject.spent_s - self._inject0) * 1000.0 / self._k}
