@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import os
 import tempfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,21 @@ NOT_ARCHITECTURE = frozenset(
         "_attn_implementation_autoset",
     }
 )
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A model's resolved architecture: its ``model_type``, every architecture key of its config (``config``), those
+    that differ from the config class's defaults (``hashed``, what a workload's hash holds) and, once resolved for a
+    workload (:func:`resolve`), where it was read from (``source``: ``"model"`` or ``"given"``)."""
+
+    model_type: str
+    config: dict[str, Any]
+    hashed: dict[str, Any]
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 class ArchitectureError(BadInput):
@@ -136,8 +152,8 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def normalise(model_type: str, config: dict[str, Any], strict: bool = True) -> dict[str, Any]:
-    """``{"model_type", "config" (every architecture key), "hashed" (those that differ from the defaults)}``; raises
+def normalise(model_type: str, config: dict[str, Any], strict: bool = True) -> Architecture:
+    """The :class:`Architecture` of ``config`` (``source`` unset); raises
     ArchitectureError for an unknown model type, a value transformers refuses or, when ``strict`` (keys written in a
     workload, not a model's own config.json), an unknown key."""
     path = _cache_file([model_type, config, strict])
@@ -157,12 +173,14 @@ def normalise(model_type: str, config: dict[str, Any], strict: bool = True) -> d
                 pass
     if "error" in out:
         raise ArchitectureError(out["error"])
-    check_sizes(out["config"], "model.config." if strict else "the model's config.json: ")
-    return out
+    arch = Architecture(**out)
+    check_sizes(arch.config, "model.config." if strict else "the model's config.json: ")
+    return arch
 
 
 def _normalise(model_type: str, config: dict[str, Any], strict: bool) -> dict[str, Any]:
-    """The uncached :func:`normalise`, its error as ``{"error": line}`` (cached like a result)."""
+    """The uncached :func:`normalise` as the cache keeps it (the fields of :class:`Architecture`), its error as
+    ``{"error": line}`` (cached like a result)."""
     import inspect
 
     from transformers import AutoConfig
@@ -252,7 +270,7 @@ def _hub_answers(endpoint: str) -> bool:
         return False
 
 
-def of_model(raw: dict[str, Any]) -> dict[str, Any]:
+def of_model(raw: dict[str, Any]) -> Architecture:
     """:func:`normalise` of a model's own ``config.json`` (its keys are not checked: a model may carry extra ones)."""
     if not isinstance(raw.get("model_type"), str):
         raise ArchitectureError("the model's config.json names no model_type")
@@ -261,7 +279,7 @@ def of_model(raw: dict[str, Any]) -> dict[str, Any]:
 
 def resolve(
     model_type: str | None, config: dict[str, Any], init: str, hub_id: str | None, revision: str | None
-) -> dict[str, Any]:
+) -> Architecture:
     """The architecture of a workload's ``[model]``: :func:`normalise` plus ``source``, ``"model"`` where it was read
     from the model's own config (a local folder or the Hugging Face cache; the hub itself only when nothing else can
     say), ``"given"`` where it is ``[model.config]`` (random weights, or a pretrained model not reachable from here:
@@ -272,7 +290,7 @@ def resolve(
                 "model.model_type is missing: init = 'random' builds the architecture from model.model_type "
                 "and [model.config] (e.g. model_type = 'qwen3')"
             )
-        return dict(normalise(model_type, config), source="given")
+        return replace(normalise(model_type, config), source="given")
     raw = config_json(hub_id, revision, network=not config)
     if raw is None:
         if not config:
@@ -286,24 +304,24 @@ def resolve(
                 f"model.model_type is missing: {hub_id!r} cannot be read from here, so [model.config] needs "
                 "model.model_type (e.g. 'qwen3')"
             )
-        return dict(normalise(model_type, config), source="given")
+        return replace(normalise(model_type, config), source="given")
     theirs = of_model(raw)
     check_against(model_type, config, theirs, hub_id)
-    return dict(theirs, source="model")
+    return replace(theirs, source="model")
 
 
-def check_against(model_type: str | None, config: dict[str, Any], theirs: dict[str, Any], hub_id: str | None) -> None:
+def check_against(model_type: str | None, config: dict[str, Any], theirs: Architecture, hub_id: str | None) -> None:
     """Refuse, in one line, a ``model.model_type`` or ``[model.config]`` that is not the model's own architecture."""
-    if model_type and model_type != theirs["model_type"]:
+    if model_type and model_type != theirs.model_type:
         raise ArchitectureError(
-            f"model.model_type = {model_type!r} but {hub_id!r} is a {theirs['model_type']!r} model: "
-            f"set model_type = {theirs['model_type']!r} or leave it out"
+            f"model.model_type = {model_type!r} but {hub_id!r} is a {theirs.model_type!r} model: "
+            f"set model_type = {theirs.model_type!r} or leave it out"
         )
     if config:
-        mine = normalise(theirs["model_type"], config)
-        if mine["config"] != theirs["config"]:
+        mine = normalise(theirs.model_type, config)
+        if mine.config != theirs.config:
             raise ArchitectureError(
                 f"[model.config] is not the architecture of {hub_id!r}: "
-                f"{differences(mine['config'], theirs['config'])}; "
+                f"{differences(mine.config, theirs.config)}; "
                 "copy the model's values or leave [model.config] out"
             )

@@ -17,7 +17,7 @@ import difflib
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from harness.errors import BadInput
@@ -26,14 +26,8 @@ FILE = "nightly.toml"
 FORMAT = 1
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a runner label suffix, a workload name: nothing a shell would expand
 SPLIT = re.compile(r"[1-9][0-9]*x[1-9][0-9]*")
-KEYS = {
-    "": {"format", "gpus", "workloads", "ab", "budgets", "gpu", "pr", "alerts"},
-    "ab": {"workload", "decompositions", "budget_minutes"},
-    "budgets": {"bisect_minutes", "confirm_minutes"},
-    "gpu.*": {"workloads"},
-    "pr": {"label", "accept_label", "decompositions", "budget_minutes"},
-    "alerts": {"webhook", "webhook_env"},
-}
+BUDGETS = {"bisect_minutes", "confirm_minutes"}  # the keys of [budgets]
+GPU_KEYS = {"workloads"}  # the keys of a [gpu.NAME] table
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # an environment variable's name
 
 
@@ -127,6 +121,70 @@ class Alerts:
             )
 
 
+def _keys(cls) -> set[str]:
+    """The keys of a table read into ``cls``: its fields, less the file it came from."""
+    return {f.name for f in fields(cls)} - {"where"}
+
+
+@dataclass(frozen=True)
+class Tables:
+    """``nightly.toml`` as read, before its values are checked: the format, the GPUs and workloads as given, and each
+    table (empty where the file has none)."""
+
+    format: object = FORMAT
+    gpus: object = None
+    workloads: object = None
+    ab: dict = field(default_factory=dict)
+    budgets: dict = field(default_factory=dict)
+    gpu: dict = field(default_factory=dict)
+    pr: dict = field(default_factory=dict)
+    alerts: dict = field(default_factory=dict)
+    where: str = FILE
+
+    def __post_init__(self):
+        if self.format != FORMAT:
+            raise NightlyError(
+                f"{self.where}: format {self.format!r} is not one this suite reads ({FORMAT}); update the suite"
+            )
+        if self.gpus is None or self.workloads is None:
+            raise NightlyError(
+                f"{self.where}: needs gpus (the GPU runners, by label suffix) and workloads (the workloads they run)"
+            )
+        tables = (
+            ("ab", self.ab),
+            ("budgets", self.budgets),
+            ("gpu", self.gpu),
+            ("pr", self.pr),
+            ("alerts", self.alerts),
+        )
+        for name, table in tables:
+            if not isinstance(table, dict):
+                raise NightlyError(f"{self.where}: {name} must be a table ([{name}])")
+
+    @classmethod
+    def of(cls, data: dict, where: str) -> Tables:
+        """The tables of ``data`` (its top-level keys checked first: unknown ones named)."""
+        _check_keys(data, _keys(cls), "", where)
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data}, where=where)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A manual run's inputs (the workflow_dispatch form), each stripped; None where left empty."""
+
+    gpus: str | None = None
+    workloads: str | None = None
+    ab_workload: str | None = None
+    ab_decompositions: str | None = None
+    ab_budget: str | None = None
+    bisect_budget: str | None = None
+
+    @classmethod
+    def of(cls, inputs: dict | None) -> Inputs:
+        got = {k: str(v).strip() for k, v in (inputs or {}).items() if v is not None and str(v).strip()}
+        return cls(**{f.name: got.get(f.name) for f in fields(cls)})
+
+
 @dataclass(frozen=True)
 class Nightly:
     """What the scheduled night runs; the defaults are the ones the project's measurements chose (docs/nightly.md)."""
@@ -166,40 +224,33 @@ class Nightly:
 
     def with_inputs(self, inputs: dict) -> Nightly:
         """This night's settings: a manual run's non-empty inputs (the workflow_dispatch form) over the file's."""
-        got = {k: str(v).strip() for k, v in (inputs or {}).items() if v is not None and str(v).strip()}
-        n = self
-        if "gpus" in got:
+        i, n = Inputs.of(inputs), self
+        if i.gpus is not None:
             try:
-                gpus = json.loads(got["gpus"])
+                gpus = json.loads(i.gpus)
             except json.JSONDecodeError:
                 gpus = None
             if not isinstance(gpus, list):
-                raise NightlyError(f'the gpus input must be a JSON list such as ["l4", "h200"], got {got["gpus"]!r}')
+                raise NightlyError(f'the gpus input must be a JSON list such as ["l4", "h200"], got {i.gpus!r}')
             n = replace(n, gpus=tuple(gpus), where="the gpus input")
-        if "workloads" in got:
-            n = replace(n, workloads=_names(got["workloads"].split(), "the workloads input"), per_gpu={})
-        ab = {"workload": "ab_workload", "decompositions": "ab_decompositions", "budget_minutes": "ab_budget"}
-        asked = {k: got[i] for k, i in ab.items() if i in got}
-        if asked:
-            base = (
-                {
-                    "workload": n.ab.workload,
-                    "decompositions": n.ab.decompositions,
-                    "budget_minutes": n.ab.budget_minutes,
-                }
-                if n.ab
-                else {}
-            )
-            base.update(asked)
-            if "decompositions" in asked:
-                base["decompositions"] = tuple(asked["decompositions"].split())
-            if "budget_minutes" in asked:
-                base["budget_minutes"] = _number(asked["budget_minutes"], "the ab_budget input")
-            if "workload" not in base:
+        if i.workloads is not None:
+            n = replace(n, workloads=_names(i.workloads.split(), "the workloads input"), per_gpu={})
+        if i.ab_workload or i.ab_decompositions or i.ab_budget:
+            budget = _number(i.ab_budget, "the ab_budget input") if i.ab_budget else None
+            workload = i.ab_workload or (n.ab.workload if n.ab else None)
+            if workload is None:
                 raise NightlyError("the A/B inputs need ab_workload: nightly.toml has no [ab] table")
-            n = replace(n, ab=AB(**base, where="the A/B inputs"))
-        if "bisect_budget" in got:
-            n = replace(n, bisect_minutes=_number(got["bisect_budget"], "the bisect_budget input"))
+            base = n.ab or AB(workload, where="the A/B inputs")
+            ab = replace(
+                base,
+                workload=workload,
+                decompositions=tuple(i.ab_decompositions.split()) if i.ab_decompositions else base.decompositions,
+                budget_minutes=base.budget_minutes if budget is None else budget,
+                where="the A/B inputs",
+            )
+            n = replace(n, ab=ab)
+        if i.bisect_budget is not None:
+            n = replace(n, bisect_minutes=_number(i.bisect_budget, "the bisect_budget input"))
         return n
 
     def environment(self, gpu: str) -> dict[str, str]:
@@ -227,8 +278,7 @@ def _text(minutes: float) -> str:
     return str(int(minutes)) if float(minutes).is_integer() else str(minutes)
 
 
-def _check_keys(table: dict, section: str, where: str) -> None:
-    known = KEYS["gpu.*" if section.startswith("gpu.") else section]
+def _check_keys(table: dict, known: set[str], section: str, where: str) -> None:
     prefix = f"{section}." if section else ""
     for key in table:
         if key not in known:
@@ -240,50 +290,35 @@ def _check_keys(table: dict, section: str, where: str) -> None:
 def parse(data: dict, where: str = FILE) -> Nightly:
     """The settings from ``nightly.toml``'s tables, every key checked (unknown ones named, with the nearest known
     one)."""
-    _check_keys(data, "", where)
-    if data.get("format", FORMAT) != FORMAT:
-        raise NightlyError(
-            f"{where}: format {data.get('format')!r} is not one this suite reads ({FORMAT}); update the suite"
-        )
-    if "gpus" not in data or "workloads" not in data:
-        raise NightlyError(
-            f"{where}: needs gpus (the GPU runners, by label suffix) and workloads (the workloads they run)"
-        )
-    tables = {k: data.get(k, {}) for k in ("ab", "budgets", "gpu", "pr", "alerts")}
-    for k, t in tables.items():
-        if not isinstance(t, dict):
-            raise NightlyError(f"{where}: {k} must be a table ([{k}])")
-    _check_keys(tables["ab"], "ab", where)
-    _check_keys(tables["budgets"], "budgets", where)
-    _check_keys(tables["pr"], "pr", where)
-    if any(isinstance(v, str) and "://" in v for v in tables["alerts"].values()):
+    t = Tables.of(data, where)
+    _check_keys(t.ab, _keys(AB), "ab", where)
+    _check_keys(t.budgets, BUDGETS, "budgets", where)
+    _check_keys(t.pr, _keys(PR), "pr", where)
+    if any(isinstance(v, str) and "://" in v for v in t.alerts.values()):
         raise NightlyError(
             f"{where}: [alerts] holds a URL: the webhook's URL is a secret, never in this file; keep it in a "
             "repository secret and name the environment variable that holds it in alerts.webhook_env, e.g. "
             "PERF_WEBHOOK_URL"
         )
-    _check_keys(tables["alerts"], "alerts", where)
-    for g, t in tables["gpu"].items():
-        if not isinstance(t, dict):
+    _check_keys(t.alerts, _keys(Alerts), "alerts", where)
+    for g, table in t.gpu.items():
+        if not isinstance(table, dict):
             raise NightlyError(f"{where}: gpu.{g} must be a table ([gpu.{g}])")
-        _check_keys(t, f"gpu.{g}", where)
-    ab = AB(**tables["ab"], where=where) if tables["ab"] else None
+        _check_keys(table, GPU_KEYS, f"gpu.{g}", where)
+    ab = AB(**t.ab, where=where) if t.ab else None
     pr = PR(
-        **{
-            **({"decompositions": ab.decompositions, "budget_minutes": ab.budget_minutes} if ab else {}),
-            **tables["pr"],
-        },
+        **{**({"decompositions": ab.decompositions, "budget_minutes": ab.budget_minutes} if ab else {}), **t.pr},
         where=where,
     )
     return Nightly(
-        gpus=data["gpus"],
-        workloads=data["workloads"],
+        gpus=t.gpus,
+        workloads=t.workloads,
         ab=ab,
-        **tables["budgets"],
-        per_gpu={g: t.get("workloads", data["workloads"]) for g, t in tables["gpu"].items()},
+        **t.budgets,
+        per_gpu={g: table.get("workloads", t.workloads) for g, table in t.gpu.items()},
         where=where,
         pr=pr,
-        alerts=Alerts(**tables["alerts"], where=where),
+        alerts=Alerts(**t.alerts, where=where),
     )
 
 

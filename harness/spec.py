@@ -108,6 +108,8 @@ class Workload:
     root: str = dataclasses.field(default="", compare=False, repr=False)
 
     def __post_init__(self):
+        if isinstance(self.devices, list):  # as a TOML file gives it
+            object.__setattr__(self, "devices", tuple(self.devices))
         check_fields(self, "")
         _check(len(self.name) <= MAX_NAME, f"name has {len(self.name):,} characters; give at most {MAX_NAME}")
         for d in self.devices:
@@ -140,7 +142,7 @@ class Workload:
             "(TRL keeps it in bf16, which fp16 loss scaling refuses): "
             "use precision 'bf16' with [quantization]",
         )
-        spec_tokenizer.check_fits(self.model, self.data, self.architecture()["config"].get("vocab_size"))
+        spec_tokenizer.check_fits(self.model, self.data, self.model.architecture().config.get("vocab_size"))
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -172,23 +174,20 @@ class Workload:
         _check(isinstance(batch, dict), f"{where}: [batch] must be a table with 'effective' and 'decompositions'")
         for key in sorted(set(batch) - {"effective", "decompositions"}):
             raise SpecError(f"{where}: unknown field {key!r} in [batch]; known: decompositions, effective")
-        data["effective_batch"] = batch.get("effective")
-        decs = batch.get("decompositions")
+        effective, decs = batch.get("effective"), batch.get("decompositions")
         _check(
             isinstance(decs, list), f"{where}: batch.decompositions must be a list such as ['1x4', '2x2'], got {decs!r}"
         )
         try:
-            data["decompositions"] = tuple(
+            decompositions = tuple(
                 Decomposition.parse(d) if isinstance(d, str) else build_section(Decomposition, d, where, "batch")
                 for d in decs
             )
         except SpecError as exc:
             line = str(exc)
             raise SpecError(line if line.startswith(f"{where}: ") else f"{where}: {line}") from None
-        if isinstance(data.get("devices"), list):
-            data["devices"] = tuple(data["devices"])
         try:
-            return cls(**data)
+            return cls(**data, effective_batch=effective, decompositions=decompositions)
         except SpecError as exc:
             raise SpecError(f"{where}: {exc}") from None
 
@@ -232,28 +231,36 @@ class Workload:
         return spec_tokenizer.resolved(self.model, self.data)
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        del out["root"]
-        spec_tokenizer.store(self.model, self.data, out["model"])
-        out["decompositions"] = [d.id for d in self.decompositions]
-        out["batch"] = {"effective": out.pop("effective_batch"), "decompositions": out.pop("decompositions")}
-        out["devices"] = list(self.devices)
-        if out["quantization"] is None:  # no [quantization] table: plain LoRA
-            del out["quantization"]
-        for key in ("digest", "revision"):  # no local data file, no pinned hub revision
-            if out["data"][key] is None:
-                del out["data"][key]
-        return out
+        """The workload as its file's tables (a stored spec): ``[batch]`` of the effective batch and the decompositions'
+        ids, no ``[quantization]`` table for plain LoRA, no data.digest or data.revision where unset."""
+        return self._tables(self.data.id)
 
     def for_worker(self) -> dict[str, Any]:
         """The workload as a worker process gets it (:meth:`to_dict`), its local data's path resolved against its
         project (:attr:`root`), whatever the worker's current directory."""
-        out = self.to_dict()
-        if self.data.source == "local":
-            from harness.inputs import local_path
+        if self.data.source != "local":
+            return self.to_dict()
+        from harness.inputs import local_path
 
-            out["data"]["id"] = str(local_path(self.data.id, self.root))
-        return out
+        return self._tables(str(local_path(self.data.id, self.root)))
+
+    def _tables(self, data_id: str | None) -> dict[str, Any]:
+        """:meth:`to_dict`, its data.id ``data_id``."""
+        data = {
+            k: v for k, v in dataclasses.asdict(self.data).items() if v is not None or k not in ("digest", "revision")
+        }
+        return {
+            "name": self.name,
+            "model": spec_tokenizer.stored(self.model, self.data),
+            "train": dataclasses.asdict(self.train),
+            "data": data | {"id": data_id},
+            "lora": dataclasses.asdict(self.lora),
+            "measure": dataclasses.asdict(self.measure),
+            **({} if self.quantization is None else {"quantization": dataclasses.asdict(self.quantization)}),
+            "description": self.description,
+            "devices": list(self.devices),
+            "batch": {"effective": self.effective_batch, "decompositions": [d.id for d in self.decompositions]},
+        }
 
     def with_overrides(self, *, max_steps: int | None = None) -> Workload:
         """A copy with ``--steps`` applied. The hash changes with it, so baselines stay comparable only at equal
@@ -295,17 +302,17 @@ class Workload:
 
     # ---- identity -----------------------------------------------------------------------------
     def architecture(self) -> dict[str, Any]:
-        """The model's resolved architecture: ``model_type``, ``config`` (every key) and ``hashed`` (see
-        harness/architecture.py)."""
-        return self.model.architecture()
+        """The model's resolved architecture as JSON: ``model_type``, ``config`` (every key), ``hashed`` and ``source``
+        (:class:`harness.architecture.Architecture`, which :meth:`ModelSpec.architecture` gives)."""
+        return self.model.architecture().to_json()
 
     def timing_fields(self) -> dict[str, Any]:
         """Flattened ``section.field -> value`` of everything that affects timing: the model as its resolved
         architecture, the tokenizer as :func:`harness.spec_tokenizer.identity`."""
-        arch = self.architecture()
+        arch = self.model.architecture()
         out = {k: v for k, v in flatten(self.to_dict()).items() if not _excluded(k)}
-        out["model.model_type"] = arch["model_type"]
-        out.update(flatten(arch["hashed"], "model.config."))
+        out["model.model_type"] = arch.model_type
+        out.update(flatten(arch.hashed, "model.config."))
         out["model.tokenizer"] = spec_tokenizer.identity(self.model, self.data)
         return out
 

@@ -27,18 +27,39 @@ class SpecError(BadInput):
     """A workload file or override is invalid. ``str(err)`` is one line for the user."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Rules:
+    """A field's rules: ``low``/``below`` (a range), ``high`` (the largest value taken), ``gt0``, ``choices``,
+    ``pattern``, ``nonempty``; ``what`` (the words of the error) and ``key`` (the name the file uses, where it
+    differs)."""
+
+    low: float | None = None
+    below: float | None = None
+    high: int | None = None
+    gt0: bool = False
+    choices: tuple | None = None
+    pattern: str | None = None
+    nonempty: bool = False
+    what: str | None = None
+    key: str | None = None
+
+    @staticmethod
+    def of(f: dataclasses.Field) -> Rules:
+        """The rules of field ``f`` (none for a field declared without :func:`opt` or :func:`req`)."""
+        return f.metadata.get("rules") or Rules()
+
+
 def opt(default: Any, **rules: Any) -> Any:
-    """A field with a default and its rules: ``low``/``below`` (a range), ``high`` (the largest value taken), ``gt0``,
-    ``choices``, ``pattern``, ``nonempty``; ``what`` (the words of the error) and ``key`` (the name the file uses,
-    where it differs)."""
+    """A field with a default and its :class:`Rules`."""
+    metadata = {"rules": Rules(**rules)}
     if isinstance(default, (dict, list)):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=rules)
-    return dataclasses.field(default=default, metadata=rules)
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def req(**rules: Any) -> Any:
-    """A required field and its rules."""
-    return dataclasses.field(metadata=rules)
+    """A required field and its :class:`Rules`."""
+    return dataclasses.field(metadata={"rules": Rules(**rules)})
 
 
 @functools.cache
@@ -78,22 +99,22 @@ def _noun(tp: Any) -> str:
     return _NOUNS.get(origin or tp, getattr(tp, "__name__", str(tp)))
 
 
-def describe(tp: Any, rules: dict[str, Any]) -> str:
+def describe(tp: Any, rules: Rules) -> str:
     """What a field must be, in words: ``a positive integer``, ``one of 'none', 'all'``, ``a number in [0, 1)``."""
-    if "what" in rules:
-        return rules["what"]
-    if "choices" in rules:
-        return "one of " + ", ".join(repr(c) for c in rules["choices"])
+    if rules.what is not None:
+        return rules.what
+    if rules.choices is not None:
+        return "one of " + ", ".join(repr(c) for c in rules.choices)
     kinds = [t for t in _options(tp) if t is not type(None)]
     noun = " or ".join(_noun(t) for t in kinds)
-    low, below = rules.get("low"), rules.get("below")
+    low, below = rules.low, rules.below
     if low is not None and below is not None:
         noun = f"{noun} in [{low}, {below})"
     elif low == 1 and kinds == [int]:
         noun = "a positive integer"
     elif low is not None:
         noun = f"{noun} >= {low}"
-    if rules.get("gt0"):
+    if rules.gt0:
         noun = noun.replace("a number", "a positive number")
     if type(None) in _options(tp):
         noun += " (or left out)"
@@ -124,21 +145,17 @@ def out_of_range(value: Any, key: str = "") -> str | None:
     return first_bad(value, _out_of_range, key)
 
 
-def _fails_rules(value: Any, rules: dict[str, Any]) -> bool:
+def _fails_rules(value: Any, rules: Rules) -> bool:
     if value is None:
         return False
-    if "choices" in rules:
-        return value not in rules["choices"]
+    if rules.choices is not None:
+        return value not in rules.choices
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        low, below = rules.get("low"), rules.get("below")
-        return (
-            (low is not None and value < low)
-            or (below is not None and value >= below)
-            or (rules.get("gt0", False) and value <= 0)
-        )
-    if isinstance(value, str) and "pattern" in rules:
-        return re.fullmatch(rules["pattern"], value) is None
-    if isinstance(value, (str, list, tuple)) and rules.get("nonempty"):
+        low, below = rules.low, rules.below
+        return (low is not None and value < low) or (below is not None and value >= below) or (rules.gt0 and value <= 0)
+    if isinstance(value, str) and rules.pattern is not None:
+        return re.fullmatch(rules.pattern, value) is None
+    if isinstance(value, (str, list, tuple)) and rules.nonempty:
         return len(value) == 0
     return False
 
@@ -148,13 +165,13 @@ def check_fields(obj: Any, section: str) -> None:
     ``section.key``."""
     hints = _hints(type(obj))
     for f in dataclasses.fields(obj):
-        value, tp = getattr(obj, f.name), hints[f.name]
-        key = f.metadata.get("key") or (f"{section}.{f.name}" if section else f.name)
+        value, tp, rules = getattr(obj, f.name), hints[f.name], Rules.of(f)
+        key = rules.key or (f"{section}.{f.name}" if section else f.name)
         if (why := out_of_range(value, key)) is not None:
             raise SpecError(f"{why}; give a finite value in range")
-        if not _matches(value, tp) or _fails_rules(value, dict(f.metadata)):
-            raise SpecError(f"{key} must be {describe(tp, dict(f.metadata))}, got {value!r}")
-        if (high := f.metadata.get("high")) is not None and value is not None and value > high:
+        if not _matches(value, tp) or _fails_rules(value, rules):
+            raise SpecError(f"{key} must be {describe(tp, rules)}, got {value!r}")
+        if (high := rules.high) is not None and value is not None and value > high:
             raise SpecError(f"{key} = {value} is beyond its largest value, {high:,}; give at most {high:,}")
         if float in _options(tp) and int not in _options(tp) and isinstance(value, int):
             object.__setattr__(obj, f.name, float(value))  # frozen dataclass: normalise 0 to 0.0 once, here

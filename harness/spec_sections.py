@@ -10,10 +10,13 @@ from __future__ import annotations
 import importlib.util
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.spec_fields import SpecError, check_fields, opt, req
 from harness.spec_tokenizer import MODEL_TOKENIZER, folder_of
+
+if TYPE_CHECKING:
+    from harness.architecture import Architecture
 
 PRECISIONS = ("fp16", "bf16", "fp32")
 INITS = ("random", "pretrained")
@@ -80,7 +83,7 @@ class ModelSpec:
         """model.tokenizer where it names a folder (neither a built-in tokenizer nor 'model'), else None."""
         return folder_of(self.tokenizer)
 
-    def architecture(self) -> dict[str, Any]:
+    def architecture(self) -> Architecture:
         """The resolved architecture (:func:`harness.architecture.resolve`), cached per model table."""
         import json
 
@@ -99,10 +102,10 @@ class ModelSpec:
             raise SpecError(str(exc)) from None
 
 
-_CACHE: dict[tuple, dict[str, Any]] = {}
+_CACHE: dict[tuple, Architecture] = {}
 
 
-def _resolved(key: tuple) -> dict[str, Any]:
+def _resolved(key: tuple) -> Architecture:
     import json
 
     from harness.architecture import resolve

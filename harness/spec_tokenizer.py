@@ -69,16 +69,16 @@ def text_unread(model, data) -> bool:
     return data.source != "synthetic" and resolved(model, data) == "words"
 
 
-def store(model, data, table: dict) -> None:
-    """``table``, the ``[model]`` of a stored spec (Workload.to_dict), names its tokenizer, the default too, except
-    where it is left out and is the former one: a stored spec without it ran that one (:func:`as_run`). No digest
-    without a tokenizer folder."""
-    if model.tokenizer is None and not hashed(model, data):
-        del table["tokenizer"]
-    else:
-        table["tokenizer"] = resolved(model, data)
-    if table["tokenizer_digest"] is None:
-        del table["tokenizer_digest"]
+def stored(model, data) -> dict[str, Any]:
+    """The ``[model]`` table of a stored spec (Workload.to_dict): it names its tokenizer, the default too, except where
+    it is left out and is the former one: a stored spec without it ran that one (:func:`as_run`). No digest without a
+    tokenizer folder."""
+    named = model.tokenizer is not None or hashed(model, data)
+    return {
+        k: resolved(model, data) if k == "tokenizer" else v
+        for k, v in dataclasses.asdict(model).items()
+        if (k != "tokenizer" or named) and (k != "tokenizer_digest" or v is not None)
+    }
 
 
 def as_run(spec: Any) -> Any:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from processes import live_processes
 
+from harness.results.run import Run
 from harness.spec import Workload
 from harness.workflows.advise import block_steps_for, pairs_for, recommend, split_verdict
 from harness.workflows.advise_probe import Drift, Probe, estimate_step
@@ -78,6 +79,7 @@ def test_the_answer_separated_tied_open_and_only_accumulation():
 def test_a_split_estimated_from_its_micro_batch_probe_and_the_pairs_that_fit_the_budget():
     # m x 1 probe: 2 warm-up steps, 3 timed steps (then census steps, slower, which the estimate must not read)
     rec = {
+        "status": "ok",
         "step_time_median_ms": 100.0,
         "warmup_steps": 2,
         "phases_ms": {
@@ -88,9 +90,11 @@ def test_a_split_estimated_from_its_micro_batch_probe_and_the_pairs_that_fit_the
             "other": [13] * 6,
         },
     }
-    assert estimate_step(rec, 1, 3) == pytest.approx(100.0)
-    assert estimate_step(rec, 4, 3) == pytest.approx(4 * 82 + 18)  # the per-micro-batch part 4 times, the rest once
-    assert estimate_step({"step_time_median_ms": 100.0}, 4, 3) == pytest.approx(400.0)  # no phases: 4 whole steps
+    run = Run.from_json(rec)
+    assert estimate_step(run, 1, 3) == pytest.approx(100.0)
+    assert estimate_step(run, 4, 3) == pytest.approx(4 * 82 + 18)  # the per-micro-batch part 4 times, the rest once
+    no_phases = Run.from_json({"step_time_median_ms": 100.0})
+    assert estimate_step(no_phases, 4, 3) == pytest.approx(400.0)  # no phases: 4 whole steps
     assert (
         pairs_for(172.0, 1, 3155.0, 2, 200) == 35
         and pairs_for(1000.0, 1, 100.0, 2, 200) == 200

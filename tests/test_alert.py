@@ -297,10 +297,10 @@ def test_an_interleaved_comparisons_report_carries_the_repro_of_its_verdict():
         python_b="/opt/b/python",
     )
     made = issue_fields(
-        {"settings": settings.to_json(), "verdict": {"outcome": "regression"}},
+        None,
         settings,
         [],
-        SimpleNamespace(outcome="regression", message="x1.03"),
+        SimpleNamespace(outcome="regression", message="x1.03", details={}),
         "w-4x1",
         SimpleNamespace(phases=None),
     )

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from harness.judging.comparison_settings import ComparisonSettings, settings_problem, upgraded
 from harness.sidebyside.config import ComparisonConfig
+from harness.sidebyside.launchers import Sides
 from harness.sidebyside.run import settings_of
 from harness.spec import Workload
 
@@ -13,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _settings() -> ComparisonSettings:
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
-    decs = {"a": w.decomposition("4x1"), "b": w.decomposition("4x1")}
+    decs = Sides(w.decomposition("4x1"), w.decomposition("4x1"))
     cfg = ComparisonConfig(workload=w.name, decomposition="4x1", gpu="cpu").resolved(1, True, available=[0, 1])
-    return settings_of(cfg, w, decs, {"a": "pa", "b": "pb"}, 7, (40, 80), "interleave-x")
+    return settings_of(cfg, w, decs, Sides("pa", "pb"), 7, (40, 80), "interleave-x")
 
 
 def test_settings_are_written_and_read_back_as_themselves():

@@ -274,17 +274,19 @@ def interleave_blocks(ratio: float, launches: int = 3, pairs: int = 4) -> list[B
 
 def finish_interleave(root: Path, ratio: float) -> dict:
     from harness.judging.blocks import comparison_verdict, grouped, pairs_of
+    from harness.results.progress import Launch
     from harness.sidebyside.config import ComparisonConfig
     from harness.sidebyside.finish import finish
+    from harness.sidebyside.launchers import Sides
     from harness.sidebyside.run import settings_of
     from harness.spec import Workload
 
     w = Workload.load(ROOT / "workloads" / "tiny-qwen3.toml")
-    decs = {"a": w.decomposition("4x1"), "b": w.decomposition("4x1")}
-    cfg = ComparisonConfig(workload=w.name, decomposition="4x1", gpu="cpu").resolved(decs["a"].grad_accum, True)
-    s = settings_of(cfg, w, decs, {"a": "pa", "b": "pb"}, 1, (12,), "s")
+    decs = Sides(w.decomposition("4x1"), w.decomposition("4x1"))
+    cfg = ComparisonConfig(workload=w.name, decomposition="4x1", gpu="cpu").resolved(decs.a.grad_accum, True)
+    s = settings_of(cfg, w, decs, Sides("pa", "pb"), 1, (12,), "s")
     blocks = interleave_blocks(ratio)
-    launches = [{"launch": i, "ready": {"a": {}, "b": {}}, "startup_s": 1.0} for i in (1, 2, 3)]
+    launches = [Launch(i, 1.0, {"a": {}, "b": {}}) for i in (1, 2, 3)]
     groups = grouped(pairs_of(blocks))
     finish(
         root,

@@ -35,7 +35,7 @@ from harness.judging.simulate import PairNoise, simulate_interleave
 from harness.reporting import interleave as rp
 from harness.results.block import Block
 from harness.sidebyside import run as il
-from harness.sidebyside.launchers import warm_cpus
+from harness.sidebyside.launchers import Switches, warm_cpus
 from harness.sidebyside.loop import PROGRESS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1079,16 +1079,18 @@ def test_calibration_by_the_injections_own_clock_finds_the_amount_for_the_target
 
     a, b = _CastWorker(4.0, seed=1), _CastWorker(4.0, seed=2)
     seen = []
-    cal = calibrate_injection({"a": a, "b": b}, 3, target, lambda side, rep, amt: seen.append((side, amt)))
+
+    def record(side, rep, amt):
+        seen.append((side, amt))
+        return Block.from_json(rep | {"side": side, "launch": 1})
+
+    cal = calibrate_injection({"a": a, "b": b}, 3, target, record)
     # the curve is piecewise linear, so three probes land near it whatever the CPU's speed did to the blocks
-    assert (
-        cal["casts"] == pytest.approx(casts, rel=0.08) and cal["clock"] == "own"
-    )  # the steps' own 3% jitter is not shared
-    assert len(cal["probes"]) == CALIBRATION_PROBES and cal["probes"][0]["casts"] == 4.0
+    assert cal.casts == pytest.approx(casts, rel=0.08) and cal.clock == "own"  # the steps' own 3% jitter is not shared
+    assert len(cal.probes) == CALIBRATION_PROBES and cal.probes[0].casts == 4.0
     assert len(seen) == 2 * CALIBRATION_PROBES * CALIBRATION_ROUNDS and set(a.asked) == {0.0}  # A's hook never casts
-    assert abs(cal["probes"][-1]["share"] - target) < abs(cal["probes"][0]["share"] - target) or cal["probes"][0][
-        "share"
-    ] == pytest.approx(target)
+    first, last = cal.probes[0].share, cal.probes[-1].share
+    assert abs(last - target) < abs(first - target) or first == pytest.approx(target)
 
 
 @pytest.mark.parametrize("kind", ["host", "casts"])
@@ -1418,7 +1420,7 @@ def test_a_block_is_written_as_its_line_and_read_back_as_itself(tmp_path):
         "inject_ms": 4.0,
         "elsewhere": 1,
     }
-    switches = {s: {"inject_slowdown": 0.0, "inject_work": 0} for s in "ab"}
+    switches = {s: Switches(0.0, 0) for s in "ab"}
     loop = SimpleNamespace(settings=SimpleNamespace(session_id="i-1"), root=tmp_path, blocks=[], switches=switches)
     micro = {"pair": 1, "position": 2, "order": "ba", "warmup": False, "unit": 3, "units": 4, "micro_per_step": 2}
     Comparison.record(loop, "b", 1, rep, 2.5, **micro)

@@ -26,6 +26,7 @@ from harness.reporting import report
 from harness.results.run import Run
 from harness.sidebyside import run as il
 from harness.sidebyside.config import ComparisonConfig
+from harness.sidebyside.launchers import Sides
 from harness.sidebyside.loop import PROGRESS, Comparison
 from harness.spec import SpecError, Workload
 from harness.store import record as rec_mod
@@ -271,7 +272,7 @@ def _interleave_dir(root: Path) -> str:
         unit="pair",
     )
     d = w.decomposition("4x1")
-    settings = il.settings_of(cfg, w, {"a": d, "b": d}, {"a": sys.executable, "b": sys.executable}, 1, (6,))
+    settings = il.settings_of(cfg, w, Sides(d, d), Sides(sys.executable, sys.executable), 1, (6,))
     sid = settings.session_id
     launch = {"launch": 1, "startup_s": 1.0, "ready": {s: {"cuda": False} for s in "ab"}}
     root.mkdir()

@@ -4,8 +4,8 @@ comparison that stopped before its report (:func:`recover`) or a stored one judg
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from harness.errors import BadInput
@@ -28,6 +28,7 @@ from harness.reporting.interleave import markdown, report_text, where_line
 from harness.results import formats
 from harness.results.block import Block, block_problem
 from harness.results.comparison import ComparisonResult
+from harness.results.progress import Kept, Launch
 from harness.results.repro import repro
 from harness.results.verdict import Verdict
 from harness.sidebyside.inject import injected_share
@@ -56,7 +57,7 @@ def finish(
     settings: ComparisonSettings,
     orders: list,
     stopped: str | None,
-    launch_records: list[dict],
+    launch_records: list[Launch],
     blocks: list[Block],
     groups: list[list[float]],
     verdict: Verdict | None,
@@ -65,35 +66,35 @@ def finish(
     cpu: float | None,
     calibrated: bool,
     out: Callable[[str], None],
-    recovered: dict | None = None,
+    recovered: Recovered | None = None,
 ) -> ComparisonResult:
     """The report of a comparison, from what it measured: its ``verdict``, stated as given (the one
     :func:`~harness.judging.blocks.comparison_verdict` decided, the cost model's prediction added to it), the analysis
     beside it, the timing and the plan; printed, written to report.json and report.md, and returned."""
     analysis = analyse(blocks, settings, verdict)
+    launches = [li.to_json() for li in launch_records]
+    plan = plan_for(analysis, launches, settings.budget_minutes, groups=groups)
+    # the cost model's prediction from a census of each side, beside the measured change (docs/cost-model.md)
+    prediction = interleave_prediction(
+        root, settings, (analysis.step_ms_median or {}).get("a"), None if verdict is None else verdict.to_json()
+    )
+    if verdict is not None and prediction.get("delta_pct") is not None:
+        verdict = replace(verdict, details={**verdict.details, "prediction": prediction})
     report = {
         "settings": settings.to_json(),
         "orders": orders,
         "stopped": stopped,
-        "timing": timing_of(blocks, launch_records, wall, cpu),
-        "launches": launch_records,
+        "timing": Timing.of(blocks, launch_records, wall, cpu).to_json(),
+        "launches": launches,
         **analysis.to_json(),
         "injected": injected_share(blocks) if calibrated else None,
         "verdict": None if verdict is None else verdict.to_json(),
+        **({"recovered": recovered.to_json()} if recovered else {}),
+        "plan": None if plan is None else plan.to_json(),
+        "prediction": prediction,
+        **issue_fields(prediction, settings, launch_records, verdict, case, analysis),
     }
-    if recovered:
-        report["recovered"] = recovered
-    plan = plan_for(analysis, launch_records, settings.budget_minutes, groups=groups)
-    report["plan"] = None if plan is None else plan.to_json()
-    # the cost model's prediction from a census of each side, beside the measured change (docs/cost-model.md)
-    report["prediction"] = interleave_prediction(
-        root, settings, (analysis.step_ms_median or {}).get("a"), report["verdict"]
-    )
-    if verdict is not None and report["prediction"].get("delta_pct") is not None:
-        verdict = replace(verdict, details={**verdict.details, "prediction": report["prediction"]})
-        report["verdict"] = verdict.to_json()
-    report.update(issue_fields(report, settings, launch_records, verdict, case, analysis))
-    text = report_text(report, analysis, plan, (beside_line(report["prediction"]),))
+    text = report_text(report, analysis, plan, (beside_line(prediction),))
     for ln in text.lines():
         out(ln)
     result = ComparisonResult.from_json(
@@ -105,38 +106,55 @@ def finish(
     return result
 
 
-def timing_of(blocks: list[Block], launch_records: list[dict], wall: float, cpu: float | None) -> dict:
-    """The report's ``timing``: the wall and CPU seconds of the run, its launches and its blocks, and its device. A
-    launch that warmed both sides at once counts its warm-up wall once."""
-    cuda = any(li["ready"][s].get("cuda") for li in launch_records for s in SIDES)
-    apart = {
-        li["launch"]: li["warmup_s"] for li in launch_records if li.get("warm_apart") and li.get("warmup_s") is not None
-    }
-    warm_blocks = sum(b.wall_s for b in blocks if b.warmup and b.launch not in apart)
-    warm_wall = warm_blocks + sum(apart.values())  # at once: its wall, once
-    return {
-        "wall_s": wall,
-        "startup_s": sum(li["startup_s"] for li in launch_records),
-        "close_s": sum(li.get("close_s", 0) for li in launch_records),
-        "blocks_wall_s": sum(b.wall_s for b in blocks if not b.warmup) + warm_wall,
-        "warmup_blocks_wall_s": warm_wall,
-        "workers_cpu_s": cpu,
-        "blocks_cpu_s": sum(b.cpu_s for b in blocks),
-        "device": "gpu" if cuda else "cpu",
-    }
+@dataclass(frozen=True)
+class Timing:
+    """The report's ``timing``: the wall and CPU seconds of the run, of its launches' start-up and close and of its
+    blocks (the warm-up's among them), and its device."""
+
+    wall_s: float
+    startup_s: float
+    close_s: float
+    blocks_wall_s: float
+    warmup_blocks_wall_s: float
+    workers_cpu_s: float | None
+    blocks_cpu_s: float
+    device: str
+
+    @classmethod
+    def of(cls, blocks: list[Block], launches: list[Launch], wall: float, cpu: float | None) -> Timing:
+        """The timing of a run of ``wall`` seconds (its workers' ``cpu``). A launch that warmed both sides at once
+        counts its warm-up wall once."""
+        cuda = any(li.side(s).get("cuda") for li in launches for s in SIDES)
+        apart = {li.launch: li.warmup_s for li in launches if li.warm_apart and li.warmup_s is not None}
+        warm_blocks = sum(b.wall_s for b in blocks if b.warmup and b.launch not in apart)
+        warm_wall = warm_blocks + sum(apart.values())  # at once: its wall, once
+        return cls(
+            wall_s=wall,
+            startup_s=sum(li.startup_s for li in launches),
+            close_s=sum(li.close_s or 0 for li in launches),
+            blocks_wall_s=sum(b.wall_s for b in blocks if not b.warmup) + warm_wall,
+            warmup_blocks_wall_s=warm_wall,
+            workers_cpu_s=cpu,
+            blocks_cpu_s=sum(b.cpu_s for b in blocks),
+            device="gpu" if cuda else "cpu",
+        )
+
+    def to_json(self) -> dict:
+        return asdict(self)
 
 
 def issue_fields(
-    report: dict,
+    prediction: Mapping | None,
     settings: ComparisonSettings,
-    launch_records: list[dict],
+    launches: list[Launch],
     verdict: Verdict | None,
     case: str,
     analysis: Analysis,
 ) -> dict:
     """What the regression-issue script reads from any report (.github/scripts/regression-issues.sh): the GPU, the
-    run id, the versions of side b and the verdicts, each with the command that reproduces it."""
-    env_b = next((li["env"]["b"] for li in launch_records if (li.get("env") or {}).get("b")), None) or {}
+    run id, the versions of side b and the verdicts, each with the command that reproduces it (and the cost model's
+    ``prediction`` where the verdict carries it)."""
+    env_b = next((env for li in launches if (env := li.env_of("b"))), None) or {}
     return dict(
         gpu=settings.gpu,
         session_id=settings.session_id,
@@ -151,7 +169,7 @@ def issue_fields(
                 "outcome": verdict.outcome,
                 "message": verdict.message,
                 "repro": repro("interleaved", case, settings.gpu, settings.python_a, settings.python_b),
-                **({"prediction": report["prediction"]} if "prediction" in report["verdict"] else {}),
+                **({"prediction": prediction} if "prediction" in verdict.details else {}),
                 **({"where": w} if (w := where_line(analysis.phases)) else {}),
             }
         ],
@@ -179,21 +197,26 @@ def recover(results_dir: str | Path, *, out: Callable[[str], None] = print) -> C
 
 
 @dataclass(frozen=True)
-class Kept:
-    """What ``progress.json`` kept of a comparison that stopped before its report: its case, start time, settings, the
-    order of each pair and the records of its launches so far."""
+class Recovered:
+    """The report's ``recovered``: what :func:`recover` judged of a comparison that stopped before its report, its
+    complete pairs, the launches made of those planned, the blocks kept, when the last one ended (seconds from the
+    start) and the lines of blocks.jsonl left out."""
 
-    case: str
-    t_start: float
-    settings: ComparisonSettings
-    orders: list
-    launch_records: list[dict]
+    pairs: int
+    launches_made: int
+    launches_planned: int
+    blocks: int
+    last_block_end_s: float
+    skipped: list[str]
+
+    def to_json(self) -> dict:
+        return asdict(self)
 
 
 def _recover(root: Path, out: Callable[[str], None]) -> ComparisonResult:
     """:func:`recover` of ``root``, its lock held."""
     kept = read_progress(root / PROGRESS)
-    s = kept.settings
+    s = ComparisonSettings.from_json(upgraded(kept.settings))
     set_aside_old_report(root, s.session_id, out)
     blocks, skipped = read_blocks(root / "blocks.jsonl", s.session_id)
     for line in skipped:
@@ -204,14 +227,7 @@ def _recover(root: Path, out: Callable[[str], None]) -> ComparisonResult:
         max((b.started_at + b.wall_s for b in blocks), default=kept.t_start),
     )
     made = max((b.launch for b in blocks), default=0)
-    recovered = {
-        "pairs": n_pairs,
-        "launches_made": made,
-        "launches_planned": s.launches_planned,
-        "blocks": len(blocks),
-        "last_block_end_s": ended - kept.t_start,
-        "skipped": skipped,
-    }
+    recovered = Recovered(n_pairs, made, s.launches_planned, len(blocks), ended - kept.t_start, skipped)
     stopped = (
         f"stopped before its report, after {n_pairs} complete pairs in {made} of {s.launches_planned} launches; "
         f"recovered from {root}"
@@ -223,7 +239,7 @@ def _recover(root: Path, out: Callable[[str], None]) -> ComparisonResult:
         settings=s,
         orders=kept.orders,
         stopped=stopped,
-        launch_records=kept.launch_records,
+        launch_records=kept.launches,
         blocks=blocks,
         groups=groups,
         verdict=comparison_verdict(groups, s.check(), None, kept.case),
@@ -262,9 +278,9 @@ def set_aside_old_report(root: Path, session: str, out: Callable[[str], None]) -
 
 
 def read_progress(path: Path) -> Kept:
-    """``progress.json`` of a comparison, checked for what :func:`recover` reads (the settings of older files under
-    today's keys); ValueError, one line naming the file, when it is unreadable or of another shape (its settings lost:
-    the kept blocks cannot be judged without them)."""
+    """``progress.json`` of a comparison, checked for what :func:`recover` reads (:meth:`Kept.problem`; the settings of
+    older files under today's keys); ValueError, one line naming the file, when it is unreadable or of another shape
+    (its settings lost: the kept blocks cannot be judged without them)."""
     fix = "its settings are lost, so the kept blocks cannot be judged; rerun the comparison in a fresh --results-dir"
     try:
         prog = formats.PROGRESS.read(load_json(path.read_text()), str(path))
@@ -272,29 +288,17 @@ def read_progress(path: Path) -> Kept:
         raise BadInput(f"{exc}; {fix}") from None
     except (OSError, ValueError) as exc:  # not JSON, nested too deep, a number of too many digits, not UTF-8
         raise BadInput(f"{path} is unreadable ({type(exc).__name__}: {exc}); {fix}") from None
-    settings = prog.get("settings") if isinstance(prog, dict) else None
-    settings = upgraded(settings) if isinstance(settings, dict) else settings
-    launches = prog.get("launches") if isinstance(prog, dict) else None
-    bad = (
-        "it is not an object"
-        if not isinstance(prog, dict)
-        else "'settings' is not an object"
-        if not isinstance(settings, dict)
-        else f"settings lack {', '.join(k for k in RECOVER_SETTINGS if k not in settings)}"
-        if any(k not in settings for k in RECOVER_SETTINGS)
-        else settings_problem(settings)
-        if settings_problem(settings)
-        else "'launches' is not a list of launches"
-        if not (isinstance(launches, list) and all(isinstance(li, dict) for li in launches))
-        else "'t_start' is not a number"
-        if not isinstance(prog.get("t_start"), (int, float))
-        else "'case' or 'orders' is missing"
-        if not isinstance(prog.get("case"), str) or not isinstance(prog.get("orders"), list)
-        else None
-    )
-    if bad:
+    if bad := Kept.problem(prog, _settings_problem):
         raise BadInput(f"{path}: {bad}; {fix}")
-    return Kept(prog["case"], prog["t_start"], ComparisonSettings.from_json(settings), prog["orders"], launches)
+    return Kept.from_json(prog)
+
+
+def _settings_problem(settings: Mapping) -> str | None:
+    """What :func:`recover` cannot judge with in a ``progress.json``'s settings (older ones under today's keys)."""
+    settings = upgraded(settings)
+    if any(k not in settings for k in RECOVER_SETTINGS):
+        return f"settings lack {', '.join(k for k in RECOVER_SETTINGS if k not in settings)}"
+    return settings_problem(settings)
 
 
 def read_blocks(path: Path, session: str) -> tuple[list[Block], list[str]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from statistics import fmean, median
 
 from harness.judging.blocks import pairs_of
@@ -17,13 +18,46 @@ CALIBRATION_ROUNDS = 2  # rounds per probe: the injection's own clock needs few
 CALIBRATION_PROBES = 3  # 4 units, then twice the amount that the measured curve puts at the target
 
 
+@dataclass(frozen=True)
+class Probe:
+    """One amount of injected work tried (``casts``), the share of the rest of B's step that its own clock measured
+    and the B/A wall ratio beside it (the median over its rounds)."""
+
+    casts: float
+    share: float
+    ratio: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What :func:`calibrate_injection` measured and chose, as the settings record it (``inject_calibration``): the
+    ``target`` share, the clock and kind of the work, the block steps and rounds per probe, every probe, the last
+    probe's amount, share and wall ratio, and the amount chosen (``casts``)."""
+
+    target: float
+    clock: str
+    kind: str
+    block_steps: int
+    rounds: int
+    probes: tuple[Probe, ...]
+    probe_casts: float
+    share: float
+    ratio_with: float
+    casts: float
+
+    def to_json(self) -> dict:
+        return asdict(self) | {"probes": [asdict(p) for p in self.probes]}
+
+
 def calibrate_injection(
     workers: dict,
     k: int,
     target: float,
-    record: Callable[[str, dict, float | None], object] = lambda s, rep, amt: None,
+    record: Callable[[str, dict, float | None], Block] = lambda s, rep, amt: Block.from_json(
+        rep | {"side": s, "launch": 1}
+    ),
     kind: str = "host",
-) -> dict:
+) -> Calibration:
     """The amount of injected work per LoRA forward (fractional; units of host work, or casts with ``kind="casts"``:
     :class:`~harness.measuring.injected_work.InjectWork`) that makes side B's step about ``target`` slower (0.05 = 5%)
     on this machine, aimed by the injection's own clock. A round is an A block (its hook at 0) and a B block at
@@ -42,38 +76,26 @@ def calibrate_injection(
 
     The injected work is all that differs between the sides: side A carries the same forward hook on every LoRA layer,
     at 0 (the command starts it so); without it B's hook calls alone would slow B as well.
-    ``record(side, report, amount)`` sees every calibration block; each probe's B/A wall ratio is kept as a check."""
+    ``record(side, report, amount)`` sees every calibration block and gives it back as its :class:`Block`; each probe's
+    B/A wall ratio is kept as a check."""
     a_amount = 0.0 if workers["a"].inject_work else None  # A's hook, where it has one, does no work
     probe, rounds = CALIBRATION_PROBE_CASTS, CALIBRATION_ROUNDS
     curve: list[tuple[float, float]] = [(0.0, 0.0)]
-    probes: list[dict] = []
+    probes: list[Probe] = []
     for _ in range(CALIBRATION_PROBES):
         shares: list[float] = []
         logs: list[float] = []
         for _ in range(rounds):
-            a = workers["a"].block(k, inject=a_amount)
-            record("a", a, a_amount)
-            b = workers["b"].block(k, inject=probe)
-            record("b", b, probe)
-            step_b = fmean(b["step_times_ms"])
-            shares.append(b["inject_ms"] / max(step_b - b["inject_ms"], 1e-9))
-            logs.append(math.log(median(b["step_times_ms"]) / median(a["step_times_ms"])))
-        probes.append({"casts": probe, "share": median(shares), "ratio": math.exp(median(logs))})
+            a = record("a", workers["a"].block(k, inject=a_amount), a_amount)
+            b = record("b", workers["b"].block(k, inject=probe), probe)
+            inject_ms = b.inject_ms  # B's worker times its injected work in every block
+            shares.append(inject_ms / max(fmean(b.step_times_ms) - inject_ms, 1e-9))
+            logs.append(math.log(median(b.step_times_ms) / median(a.step_times_ms)))
+        probes.append(Probe(probe, median(shares), math.exp(median(logs))))
         curve = sorted(set(curve) | {(probe, median(shares))})
         probe = min(256.0, max(0.05, _at_target(curve, target)))
     last = probes[-1]
-    return {
-        "target": target,
-        "clock": "own",
-        "kind": kind,
-        "block_steps": k,
-        "rounds": rounds,
-        "probes": probes,
-        "probe_casts": last["casts"],
-        "share": last["share"],
-        "ratio_with": last["ratio"],
-        "casts": probe,
-    }
+    return Calibration(target, "own", kind, k, rounds, tuple(probes), last.casts, last.share, last.ratio, probe)
 
 
 def _at_target(curve: list[tuple[float, float]], target: float) -> float:

@@ -12,13 +12,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, NamedTuple, TypeVar
 
 from harness.measuring.resident import ResidentWorker, WorkerDied
 from harness.sidebyside.config import ComparisonConfig
 from harness.spec import Decomposition, Workload
 
 SIDES = ("a", "b")
+T = TypeVar("T")
 Record = Callable[..., dict]  # record(side, launch, report, **where) -> the block record
+
+
+class Sides(NamedTuple, Generic[T]):
+    """One value per side of a comparison: ``a`` (the baseline) and ``b``."""
+
+    a: T
+    b: T
+
+    def of(self, side: str) -> T:
+        """The value of ``side`` ('a' or 'b')."""
+        return self.a if side == "a" else self.b
+
+
+@dataclass(frozen=True)
+class Switches:
+    """The test-only switches of one side's workers: the injected sleep (a share of the step) and the injected work
+    per LoRA forward (:class:`~harness.measuring.injected_work.InjectWork`)."""
+
+    inject_slowdown: float = 0.0
+    inject_work: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -27,10 +49,10 @@ class WorkerFactory:
 
     cfg: ComparisonConfig  # resolved
     workload: Workload
-    decs: dict[str, Decomposition]
+    decs: Sides[Decomposition]
     work_dir: Path
-    python: dict[str, str]
-    switches: dict[str, dict]
+    python: Sides[str]
+    switches: dict[str, Switches]
     inject_kind: str
     faults: dict = field(default_factory=dict)
 
@@ -42,11 +64,11 @@ class WorkerFactory:
             s: ResidentWorker(
                 s.upper(),
                 self.workload,
-                self.decs[s],
+                self.decs.of(s),
                 self.work_dir,
                 gpu=c.gpu,
                 launch=launch,
-                python=self.python[s],
+                python=self.python.of(s),
                 phases=c.phases,
                 fault=self.faults.get((s, launch)),
                 cpus=list(c.cpus) or None,
@@ -55,7 +77,8 @@ class WorkerFactory:
                 hold_cpus=hold,
                 inject_kind=self.inject_kind,
                 warm_cpus=(apart or {}).get(s),
-                **self.switches[s],
+                inject_slowdown=self.switches[s].inject_slowdown,
+                inject_work=self.switches[s].inject_work,
             )
             for s in SIDES
         }

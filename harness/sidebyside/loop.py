@@ -25,8 +25,9 @@ from harness.judging.stopping import Progress, StopRule
 from harness.reporting.interleave import calibration_text, pct
 from harness.results import formats
 from harness.results.block import Block
+from harness.results.progress import Kept, Launch
 from harness.sidebyside import inject
-from harness.sidebyside.launchers import SIDES, Plain, each
+from harness.sidebyside.launchers import SIDES, Plain, Switches, each
 from harness.sidebyside.plan import ComparisonPlan
 
 PROGRESS = "progress.json"  # settings and launches so far, rewritten at each launch's start and end (recover)
@@ -51,29 +52,20 @@ class Comparison:
     launcher: Plain
     root: Path
     case: str
-    switches: dict[str, dict]
+    switches: dict[str, Switches]
     out: Callable[[str], None] = print
 
     def __post_init__(self) -> None:
         self.progress = Progress()
         self.blocks: list[Block] = []
-        self.calibration: dict | None = None
+        self.calibration: inject.Calibration | None = None
         self.amount = {"a": 0.0 if self.settings.inject_work_b_percent else None, "b": None}  # sized: A's hook at 0
 
     # ---- records -----------------------------------------------------------------------------------------
     def save_progress(self) -> None:
-        write_json_atomic(
-            self.root / PROGRESS,
-            formats.PROGRESS.stamp(
-                {
-                    "case": self.case,
-                    "t_start": self.progress.t_start,
-                    "settings": self.settings.to_json(),
-                    "orders": list(self.plan.orders),
-                    "launches": self.progress.launches,
-                }
-            ),
-        )
+        p = self.progress
+        kept = Kept(self.case, p.t_start, self.settings.to_json(), list(self.plan.orders), p.launches)
+        write_json_atomic(self.root / PROGRESS, kept.to_json())
 
     def record(self, side: str, launch: int, rep: dict, amount: float | None = None, **where) -> Block:
         """Append one block of ``side`` (``rep``, the worker's report of it) to ``blocks.jsonl`` and keep it."""
@@ -85,8 +77,8 @@ class Comparison:
                 "session_id": self.settings.session_id,
                 "side": side,
                 "launch": launch,
-                "inject_slowdown": switches["inject_slowdown"],
-                "inject_work": switches["inject_work"] if amount is None else amount,
+                "inject_slowdown": switches.inject_slowdown,
+                "inject_work": switches.inject_work if amount is None else amount,
             }
         )
         append_jsonl(self.root / "blocks.jsonl", formats.BLOCK.stamp(block.to_json()))
@@ -101,9 +93,9 @@ class Comparison:
         try:
             for launch in range(1, last + 1):
                 startup = (
-                    p.launches[-1]["startup_s"]
+                    p.launches[-1].startup_s
                     if self.launcher.next and p.launches
-                    else max((li["startup_s"] for li in p.launches), default=0.0)
+                    else max((li.startup_s for li in p.launches), default=0.0)
                 )
                 if why := self.stop.before_launch(p, launch, startup):
                     if why != "conclusive":
@@ -128,18 +120,16 @@ class Comparison:
         try:
             info = self.ready(workers, launch, planned)
             if why:
-                info["restarted"] = why
+                info = self.update(restarted=why)
             self.out(
                 f"launch {launch}: "
-                f"A and B ready in {info['startup_s']:.1f} s{' (pre-started)' if info['prestarted'] else ''} "
+                f"A and B ready in {info.startup_s:.1f} s{' (pre-started)' if info.prestarted else ''} "
                 f"(pairs {start + 1}-{start + planned} planned)"
             )
             self.launcher.prepare_next(launch, last)
             t_warm = time.time()
             apart = self.launcher.warm_up(workers, launch, self.settings.warmup_steps, self.amount, self.record)
-            if apart:
-                info["warm_apart"] = apart
-            info["warmup_s"] = time.time() - t_warm
+            self.update(warm_apart=apart or None, warmup_s=time.time() - t_warm)
             if self.settings.inject_work_b_percent and self.calibration is None:
                 self.calibrate(workers, launch)
             for i in range(start, start + planned):
@@ -148,11 +138,12 @@ class Comparison:
                     and i - start >= 2
                     and i - start >= self.stop.fit(p, launch, i - start, self.overhead_s())
                 ):
-                    info["fitted"] = (
+                    fitted = (
                         f"{i - start} of its {planned} planned pairs, so that the {last - launch} later launch(es) fit "
                         "in the budget"
                     )
-                    self.out(f"launch {launch}: {info['fitted']}")
+                    self.update(fitted=fitted)
+                    self.out(f"launch {launch}: {fitted}")
                     break
                 p.stopped = self.stop.before_pair(p)
                 if p.stopped or self.pair(workers, launch, i):
@@ -168,30 +159,37 @@ class Comparison:
             each(workers.values(), lambda w: w.stop())
         finally:
             each(workers.values(), lambda w: w.close())
-        info["close_s"] = time.time() - t_close
+        self.update(close_s=time.time() - t_close)
         self.save_progress()
 
-    def ready(self, workers: dict, launch: int, planned: int) -> dict:
+    def ready(self, workers: dict, launch: int, planned: int) -> Launch:
+        """The launch's record once both its workers are ready, kept and saved."""
         t = time.time()
         ready = {s: workers[s].wait_ready() for s in SIDES}
-        info = {
-            "launch": launch,
-            "startup_s": time.time() - t,
-            "ready": {s: {k: ready[s].get(k) for k in READY_KEYS} for s in SIDES},
-            "env": {s: ready[s].get("env") for s in SIDES},
-            "prestarted": bool(workers["a"].hold_cpus),
-            "pairs_planned": planned,
-        }
+        info = Launch(
+            launch=launch,
+            startup_s=time.time() - t,
+            ready={s: {k: ready[s].get(k) for k in READY_KEYS} for s in SIDES},
+            env={s: ready[s].get("env") for s in SIDES},
+            prestarted=bool(workers["a"].hold_cpus),
+            pairs_planned=planned,
+        )
         self.progress.launches.append(info)
         self.save_progress()
         return info
 
+    def update(self, **changes) -> Launch:
+        """The latest launch's record with ``changes`` (saved with the next :meth:`save_progress`)."""
+        launches = self.progress.launches
+        launches[-1] = replace(launches[-1], **changes)
+        return launches[-1]
+
     def overhead_s(self) -> float:
         """What the latest launch cost besides its pairs, without the imports where later launches do them early."""
         last = self.progress.launches[-1]
-        over = last["startup_s"] + last.get("warmup_s", 0.0) + last.get("close_s", 0.0)
-        if self.settings.prestart and not last["prestarted"]:
-            over -= max((last["ready"][s].get("timing_s") or {}).get("import_s", 0.0) for s in SIDES)
+        over = last.cost_s
+        if self.settings.prestart and not last.prestarted:
+            over -= max((last.side(s).get("timing_s") or {}).get("import_s", 0.0) for s in SIDES)
         return over
 
     def pair(self, workers: dict, launch: int, i: int) -> bool:
@@ -239,6 +237,7 @@ class Comparison:
                 side, launch, rep, amt, pair=None, position=None, order=None, warmup=True, calibration=True
             ),
         )
-        self.settings = replace(self.settings, inject_calibration=self.calibration)
-        self.amount["b"] = self.calibration["casts"]
-        self.out(calibration_text(self.calibration))
+        recorded = self.calibration.to_json()
+        self.settings = replace(self.settings, inject_calibration=recorded)
+        self.amount["b"] = self.calibration.casts
+        self.out(calibration_text(recorded))

@@ -40,7 +40,7 @@ from harness.sidebyside import inject
 from harness.sidebyside.config import ComparisonConfig
 from harness.sidebyside.fallback import fresh_fallback
 from harness.sidebyside.finish import EXIT_WORKER_DIED, finish, reanalyse, recover  # noqa: F401  (the command's API)
-from harness.sidebyside.launchers import NO_HOOKS, Hooks, WorkerFactory, launcher_for
+from harness.sidebyside.launchers import NO_HOOKS, Hooks, Sides, Switches, WorkerFactory, launcher_for
 from harness.sidebyside.loop import PROGRESS, Comparison
 from harness.sidebyside.plan import ComparisonPlan
 from harness.spec import Decomposition, Workload
@@ -55,8 +55,8 @@ def children_cpu() -> float:
 def settings_of(
     cfg: ComparisonConfig,
     w: Workload,
-    decs: dict,
-    py: dict,
+    decs: Sides[Decomposition],
+    py: Sides[str],
     seed: int,
     looks: tuple[int, ...],
     session_id: str | None = None,
@@ -68,10 +68,10 @@ def settings_of(
         gpu=cfg.gpu,
         workload=w.name,
         workload_hash=w.hash,
-        decomposition=decs["a"].id,
-        decomposition_b=decs["b"].id,
-        python_a=py["a"],
-        python_b=py["b"],
+        decomposition=decs.a.id,
+        decomposition_b=decs.b.id,
+        python_a=py.a,
+        python_b=py.b,
         inject_slowdown_b=cfg.inject_slowdown_b,
         inject_work_b=inject.CALIBRATION_PROBE_CASTS if sized else cfg.inject_work_b,
         inject_work_b_percent=sized,
@@ -110,15 +110,15 @@ class Resolved:
 
     cfg: ComparisonConfig
     workload: Workload
-    decs: dict[str, Decomposition]
-    python: dict[str, str]
+    decs: Sides[Decomposition]
+    python: Sides[str]
     case: str
     plan: ComparisonPlan
     settings: ComparisonSettings
 
     @property
     def same_split(self) -> bool:
-        return self.decs["b"] == self.decs["a"]
+        return self.decs.b == self.decs.a
 
 
 def announce(r: Resolved, check: pd.PairedCheck, blocks_path, out: Callable[[str], None]) -> None:
@@ -184,18 +184,18 @@ def interleave(
     ``hooks``: the test seam (:class:`~harness.sidebyside.launchers.Hooks`: faults, stand-in workers).
     ``session_id``: the id this run's report will carry (default: a new one)."""
     w = workload or load_workload(cfg.workloads_dir, cfg.workload)
-    decs = {"a": w.decomposition(cfg.decomposition), "b": w.decomposition(cfg.decomposition_b or cfg.decomposition)}
-    cfg = cfg.resolved(decs["a"].grad_accum, decs["b"] == decs["a"])
-    case = f"{w.name}-{decs['a'].id}" if decs["b"] == decs["a"] else f"{w.name}-{decs['b'].id}-vs-{decs['a'].id}"
-    py = {"a": interpreter(cfg.python_a, "a"), "b": interpreter(cfg.python_b, "b")}
+    decs = Sides(w.decomposition(cfg.decomposition), w.decomposition(cfg.decomposition_b or cfg.decomposition))
+    cfg = cfg.resolved(decs.a.grad_accum, decs.b == decs.a)
+    case = f"{w.name}-{decs.a.id}" if decs.b == decs.a else f"{w.name}-{decs.b.id}-vs-{decs.a.id}"
+    py = Sides(interpreter(cfg.python_a, "a"), interpreter(cfg.python_b, "b"))
     injected = cfg.inject_slowdown_b or cfg.inject_work_b or cfg.inject_work_b_percent
-    if cfg.skip_same_versions and not injected and (same := same_versions(py["a"], py["b"])):
+    if cfg.skip_same_versions and not injected and (same := same_versions(py.a, py.b)):
         why = f"A and B have the same versions ({same}): nothing to compare, no runs made (--skip-same-versions)"
         out(why)
         return ComparisonResult(0, Path(cfg.results_dir), reason=why)
     seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(2**31)
     plan = ComparisonPlan.make(
-        cfg.pairs, cfg.launches, cfg.look_every, cfg.block_steps, cfg.grain, decs["a"].grad_accum, seed
+        cfg.pairs, cfg.launches, cfg.look_every, cfg.block_steps, cfg.grain, decs.a.grad_accum, seed
     )
     settings = settings_of(cfg, w, decs, py, seed, plan.schedule.looks, session_id)
     root = ensure_dir(cfg.results_dir)
@@ -241,7 +241,7 @@ def _run(r: Resolved, root: Path, hooks: Hooks, given_workload: bool, out: Calla
                 root=root,
                 gpu=cfg.gpu,
                 workload=r.workload if given_workload else cfg.workload,
-                dec=r.decs["a"].id,
+                dec=r.decs.a.id,
                 python_a=cfg.python_a,
                 python_b=cfg.python_b,
                 repeats=cfg.fallback_repeats,
@@ -299,11 +299,8 @@ def comparison_of(
     (of ``check``) and the launcher."""
     cfg, s = r.cfg, r.settings
     switches = {
-        "a": {
-            "inject_slowdown": 0.0,
-            "inject_work": inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0,
-        },
-        "b": {"inject_slowdown": cfg.inject_slowdown_b, "inject_work": s.inject_work_b},
+        "a": Switches(0.0, inject.CALIBRATION_PROBE_CASTS if cfg.inject_work_b_percent else 0),
+        "b": Switches(cfg.inject_slowdown_b, s.inject_work_b),
     }
     factory = WorkerFactory(
         cfg, r.workload, r.decs, root / "work", r.python, switches, s.inject_kind, parse_faults(hooks.faults)

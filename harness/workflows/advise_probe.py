@@ -16,6 +16,7 @@ from statistics import median
 from harness.files import new_id
 from harness.judging.census_window import window_plan
 from harness.measuring.runner import RunRequest, run_one
+from harness.results.run import Run
 from harness.spec import Decomposition, Workload
 
 GIB = 1024**3
@@ -102,7 +103,8 @@ def probe(
         workload=items[-1].workload.with_overrides(max_steps=items[-1].workload.measure.warmup_steps + probe_steps),
     )
     rec = run_one(dataclasses.replace(items[0], series=(anchor, *items)), root / "probe", session, run_timeout, gpu)
-    first, *series = rec["series"]
+    records = rec["series"]  # the anchor's, then each split's
+    first, *series = (Run.from_json(r) for r in records)
     drift = drift_of(first, series[-1], items[-1].decomposition.id)
     if drift:
         out(
@@ -110,8 +112,8 @@ def probe(
             f"{drift.first_ms:.1f} -> {drift.last_ms:.1f} ms (x{drift.ratio:.3f})"
         )
     got: dict[str, Probe] = {}
-    for i, (d, r) in enumerate(zip(splits, series), 1):
-        p = probe_of(r, d, probe_steps, census)
+    for i, (d, r, written) in enumerate(zip(splits, series, records[1:]), 1):
+        p = probe_of(r, d, probe_steps, written.get("census") if census else None)
         mem = f", peak reserved {p.peak_reserved_bytes / GIB:.2f} GiB" if p.peak_reserved_bytes else ""
         out(
             f"[probe {i}/{len(splits)}] {d.id}: "
@@ -126,17 +128,17 @@ def probe(
     return got, drift
 
 
-def probe_of(rec: dict, d: Decomposition, probe_steps: int, census: bool) -> Probe:
-    """The probe of the split ``d`` from the run record ``rec`` of its ``m x 1`` run."""
-    ok = rec["status"] == "ok"
+def probe_of(rec: Run, d: Decomposition, probe_steps: int, census: dict | None) -> Probe:
+    """The probe of the split ``d`` from the run record ``rec`` of its ``m x 1`` run and its ``census`` as written
+    (None without one)."""
     return Probe(
-        status=rec["status"],
-        error=rec.get("error"),
-        probe_ms=rec.get("step_time_median_ms") if ok else None,
-        step_ms=estimate_step(rec, d.grad_accum, probe_steps) if ok else None,
-        peak_reserved_bytes=rec.get("peak_reserved_bytes"),
-        run_id=rec.get("run_id"),
-        census=rec.get("census") if ok and census else None,
+        status=rec.status,
+        error=rec.error,
+        probe_ms=rec.step_time_median_ms if rec.ok else None,
+        step_ms=estimate_step(rec, d.grad_accum, probe_steps) if rec.ok else None,
+        peak_reserved_bytes=rec.peak_reserved_bytes,
+        run_id=rec.run_id or None,
+        census=census if rec.ok else None,
         probe_workload=f"{d.micro_batch}x1",
     )
 
@@ -168,27 +170,23 @@ def probe_requests(
     return items
 
 
-def drift_of(first: dict, last: dict, probe_id: str) -> Drift | None:
+def drift_of(first: Run, last: Run, probe_id: str) -> Drift | None:
     """The drift over the probe series: the step of the ``probe_id`` probe at its end (``last``) against its start
     (``first``); None when either failed."""
-    if not (
-        first["status"] == last["status"] == "ok"
-        and first.get("step_time_median_ms")
-        and last.get("step_time_median_ms")
-    ):
+    start, end = first.step_time_median_ms, last.step_time_median_ms
+    if not (first.ok and last.ok and start and end):
         return None
-    start, end = first["step_time_median_ms"], last["step_time_median_ms"]
     return Drift(start, end, end / start, probe_id)
 
 
-def estimate_step(rec: dict, grad_accum: int, timed: int) -> float:
+def estimate_step(rec: Run, grad_accum: int, timed: int) -> float:
     """Milliseconds per optimizer step of ``m x grad_accum`` from a probe of ``m x 1``: the per-micro-batch part of the
     probe's ``timed`` steps after the warm-up (data, forward, backward: the phase medians) ``grad_accum`` times, plus
     the per-step rest (optimizer, logging, everything else) once. Without phases, ``grad_accum`` times the whole median
     step (an overestimate by the per-step rest, ``grad_accum - 1`` times)."""
-    step = rec["step_time_median_ms"]
-    warm = rec.get("warmup_steps") or 0
-    ph = rec.get("phases_ms") or {}
+    step = rec.step_time_median_ms
+    warm = rec.warmup_steps or 0
+    ph = rec.phases_ms or {}
     micro = [median(v[warm : warm + timed] or v) for k in ("data", "forward", "backward") if (v := ph.get(k))]
     if len(micro) < 3:
         return grad_accum * step
