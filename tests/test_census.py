@@ -1,12 +1,14 @@
 """The census: counts of a step's work (harness/measuring/census.py), their diff and the LoRA FLOPs
 (harness/judging/census_diff.py).
 
-The slow tests run real tiny-qwen3 trainings on CPU in fresh processes (about 9 s each: five, and one more in the long
-run); the rest is pure and fast. This process imports torch only in the test of the batch token counts.
+The slow tests run five real tiny-qwen3 census trainings on CPU in two worker processes (four of them one after
+another in one process, which pays the imports once), and one more in the long run; the rest is pure and fast. This
+process imports torch only in the test of the batch token counts.
 """
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,19 +32,31 @@ INJECTED = {
 }  # one cast: to -> _to_copy -> empty_strided + copy_
 
 
+def census_request(
+    steps: int = STEPS, inject_work: int = 0, w: Workload | None = None, split: str = "1x4"
+) -> RunRequest:
+    w = w or load_workload(ROOT / "workloads", "tiny-qwen3", steps)
+    return RunRequest(w, w.decomposition(split), 1, census=True, inject_work=inject_work)
+
+
 def census_run(
     tmp: Path, steps: int = STEPS, inject_work: int = 0, w: Workload | None = None, split: str = "1x4"
 ) -> dict:
-    w = w or load_workload(ROOT / "workloads", "tiny-qwen3", steps)
-    rec = run_one(
-        RunRequest(w, w.decomposition(split), 1, census=True, inject_work=inject_work), tmp, "census", 600, "cpu"
-    )
+    rec = run_one(census_request(steps, inject_work, w, split), tmp, "census", 600, "cpu")
     assert rec["status"] == "ok", rec.get("stderr_tail")
     return rec
 
 
-def chat_census(tmp: Path, reply: str) -> dict:
-    """The census of tiny-qwen3 4x1 on a local JSONL of 4 chats whose assistant replies are ``reply``: every step
+def census_series(tmp: Path, requests: list[RunRequest]) -> list[dict]:
+    """The census runs of ``requests`` one after another in one worker process (the imports paid once); their
+    records."""
+    rec = run_one(replace(requests[0], series=tuple(requests)), tmp, "census", 600, "cpu")
+    assert rec["status"] == "ok" and all(r["status"] == "ok" for r in rec["series"]), rec.get("stderr_tail")
+    return rec["series"]
+
+
+def chat_request(tmp: Path, reply: str) -> RunRequest:
+    """A census of tiny-qwen3 4x1 on a local JSONL of 4 chats whose assistant replies are ``reply``: every step
     trains on the same 4 rows, each padded to 128 tokens (``pad_to_multiple_of``)."""
     tmp.mkdir()
     rows = [
@@ -54,24 +68,41 @@ def chat_census(tmp: Path, reply: str) -> dict:
         'init = "random"', 'init = "random"\ntokenizer = "words"'
     )
     (tmp / "mine.toml").write_text(toml)
-    return census_run(tmp, w=Workload.load(tmp / "mine.toml"), split="4x1")["census"]
+    return census_request(w=Workload.load(tmp / "mine.toml"), split="4x1")
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Two plain census runs and one with inject_work=1, all tiny-qwen3 1x4 on CPU."""
+def censuses(tmp_path_factory):
+    """Every census run of the slow tests, in two worker processes: a plain run alone; and in one process a plain run,
+    one with inject_work=1 (all tiny-qwen3 1x4 on CPU), then two that differ only in their data (replies of 4 words, and
+    of 1). Each plain run is the first of its process, so the two are alike but for the process."""
     tmp = tmp_path_factory.mktemp("census")
+    plain, inject, long, short = census_series(
+        tmp / "series",
+        [
+            census_request(),
+            census_request(inject_work=1),
+            chat_request(tmp / "long", "w3 w4 w5 w6"),
+            chat_request(tmp / "short", "w3"),
+        ],
+    )
     return {
-        "plain": [census_run(tmp / f"plain{i}") for i in range(2)],
-        "inject": census_run(tmp / "inject", inject_work=1),
+        "plain": [plain, census_run(tmp / "plain")],
+        "inject": inject,
+        "chats": {"long": long["census"], "short": short["census"]},
     }
 
 
 @pytest.fixture(scope="module")
-def chats(tmp_path_factory):
+def runs(censuses):
+    """Two plain census runs, each in a fresh process, and one with inject_work=1, all tiny-qwen3 1x4 on CPU."""
+    return {"plain": censuses["plain"], "inject": censuses["inject"]}
+
+
+@pytest.fixture(scope="module")
+def chats(censuses):
     """Two census runs that differ only in their data: replies of 4 words, and of 1."""
-    tmp = tmp_path_factory.mktemp("chats")
-    return {"long": chat_census(tmp / "long", "w3 w4 w5 w6"), "short": chat_census(tmp / "short", "w3")}
+    return censuses["chats"]
 
 
 # ---- real runs (slow) ---------------------------------------------------------------------------

@@ -1271,10 +1271,16 @@ def test_warm_cpus_split_the_hold_cpus_between_the_sides():
         ),
     ],
 )
-def test_bad_input_is_one_line(tmp_path, extra, says):
-    args, env = _cli(tmp_path, "--set", "block_steps=1", *extra)
-    res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
-    assert res.returncode == 2 and res.stderr.startswith(says) and "Traceback" not in res.stderr, res.stderr
+def test_bad_input_is_one_line(tmp_path, monkeypatch, capsys, extra, says):
+    """The command's own entry (``python -m harness`` calls it and exits with its code), run in this process: a
+    refusal starts no worker."""
+    from harness.commands import cli
+
+    args, _ = _cli(tmp_path, "--set", "block_steps=1", *extra)
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(args[args.index("interleave") :])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(says) and "Traceback" not in err, err
 
 
 def test_skip_same_versions_makes_no_runs(tmp_path):

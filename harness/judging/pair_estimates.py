@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from statistics import fmean, median
 
-from scipy import stats as _st
+# the distribution functions themselves, which scipy.stats' t and norm call underneath: the same values, without the
+# per-call argument handling of its distribution objects, which a verdict's looks would pay at every call
+from scipy import special as _sp
 
 from harness.errors import BadInput
 from harness.judging.stats import sd
@@ -48,7 +50,7 @@ class PairedEstimate:
 
     @cached_property
     def _q(self) -> float:
-        return float(_st.t.ppf(1 - self.alpha, self.df)) if self.df >= 1 else float("nan")
+        return float(_sp.stdtrit(self.df, 1 - self.alpha)) if self.df >= 1 else float("nan")
 
     @property
     def lo(self) -> float:
@@ -71,7 +73,7 @@ class PairedEstimate:
             return 1.0
         if self.se == 0:
             return 0.0 if margin > 0 else 1.0
-        return float(_st.t.sf(margin / self.se, self.df))
+        return float(_sp.stdtr(self.df, -(margin / self.se)))  # t.sf
 
 
 def paired_estimate(d: Sequence[float], alpha: float) -> PairedEstimate:
@@ -116,7 +118,7 @@ class RankEstimate:
     def _k(self) -> int:
         big_n = len(self.walsh)
         sd = math.sqrt(self.n * (self.n + 1) * (2 * self.n + 1) / 24)
-        return math.floor(big_n / 2 - float(_st.norm.ppf(1 - self.alpha)) * sd)
+        return math.floor(big_n / 2 - float(_sp.ndtri(1 - self.alpha)) * sd)
 
     @property
     def lo(self) -> float:
@@ -134,7 +136,7 @@ class RankEstimate:
     def se(self) -> float:
         lo, hi = self.lo, self.hi
         return (
-            (math.log(hi) - math.log(lo)) / (2 * float(_st.norm.ppf(1 - self.alpha)))
+            (math.log(hi) - math.log(lo)) / (2 * float(_sp.ndtri(1 - self.alpha)))
             if lo == lo and hi == hi
             else float("nan")
         )
@@ -147,7 +149,7 @@ class RankEstimate:
         if self.n < 2:
             return 1.0
         mu, sd = len(self.walsh) / 2, math.sqrt(self.n * (self.n + 1) * (2 * self.n + 1) / 24)
-        return float(_st.norm.sf((above - mu) / sd))
+        return float(_sp.ndtr(-((above - mu) / sd)))  # norm.sf
 
     def p_above(self, t: float) -> float:
         """Signed-rank p-value of H0 "centre <= log t" against "centre > log t". Small means: confidently above t."""
