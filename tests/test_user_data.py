@@ -120,7 +120,7 @@ def test_a_folders_digest_ignores_the_cache_files_datasets_writes(tmp_path):
 def test_an_edited_jsonl_under_a_recorded_baseline_is_refused_naming_the_data(tmp_path, fake_runs):
     w = mine(tmp_path)
     bl.write(tmp_path / "baselines", bl.from_runs(w, "cpu", [Run.from_json(r) for r in fake_runs(w, [100] * 5)], "cmd"))
-    assert bl.load(tmp_path / "baselines", "cpu", w).data["workload"]["spec"]["data"]["digest"] == w.data.digest
+    assert bl.load(tmp_path / "baselines", "cpu", w).data.workload.spec["data"]["digest"] == w.data.digest
     shorter = [{"messages": [m | {"content": "w3"} for m in r["messages"]]} for r in CHATS]
     edited = mine(tmp_path, shorter)
     with pytest.raises(bl.BaselineError) as err:
