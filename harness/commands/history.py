@@ -83,8 +83,9 @@ def _store_inputs(store: str, cache: str | None, out: Callable[[str], None]) -> 
     for track, where, runs in store_runs.history_input(recs):
         keep = []
         for r in runs:
-            if (why := hist.record_problem(r)) is None:
-                keep.append(r)
+            run, why = hist.read_record(r)
+            if run is not None:
+                keep.append(run)  # read once: the page takes the run as checked
             else:
                 warn(f"warning: {where}: run {r.get('run_id')}: {why}; left out")
         inputs.append((track, where, keep))

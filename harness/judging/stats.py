@@ -110,10 +110,12 @@ class RatioEstimate:
 
     @cached_property
     def _q(self) -> float:
+        from scipy import special
         from scipy import stats as _st
 
+        # special.stdtrit(df, q) is what scipy.stats.t.ppf(q, df) computes, without its per-call argument handling
         return (
-            float(_st.t.ppf(1 - self.alpha, self.df))
+            float(special.stdtrit(self.df, 1 - self.alpha))
             if self.df > 0 and math.isfinite(self.df)
             else float(_st.norm.ppf(1 - self.alpha))
         )
@@ -139,9 +141,20 @@ class RatioEstimate:
             return 1.0
         if self.se == 0:
             return 0.0 if margin > 0 else 1.0
-        from scipy import stats as _st
+        from scipy import special
 
-        return float(_st.t.sf(margin / self.se, self.df))
+        return float(special.stdtr(self.df, -margin / self.se))  # scipy.stats.t.sf(margin / se, df), called directly
+
+
+def sample_variance(xs: Sequence[float]) -> float:
+    """The sample variance (n - 1 in the denominator) as scipy.stats.tvar computes it, the mean squared deviation
+    times n / (n - 1), to the last bit; without its per-call array handling, which costs far more than the sum on a
+    handful of runs."""
+    import numpy as np
+
+    d = np.asarray(xs, dtype=float)
+    d = d - np.mean(d)
+    return float(np.mean(d * d) * (len(xs) / (len(xs) - 1)))
 
 
 def log_ratio(base: Sequence[float], cur: Sequence[float], alpha: float) -> RatioEstimate:
@@ -152,10 +165,8 @@ def log_ratio(base: Sequence[float], cur: Sequence[float], alpha: float) -> Rati
     d = fmean(lc) - fmean(lb)
     if len(lb) < 2 or len(lc) < 2:
         return RatioEstimate(d, 0.0, 0.0, alpha, len(lb), len(lc))
-    from scipy import stats as _st
-
-    vb = _st.tvar(lb) / len(lb)
-    vc = _st.tvar(lc) / len(lc)
+    vb = sample_variance(lb) / len(lb)
+    vc = sample_variance(lc) / len(lc)
     se = math.sqrt(vb + vc)
     if se == 0:
         return RatioEstimate(d, 0.0, math.inf, alpha, len(lb), len(lc))

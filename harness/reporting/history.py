@@ -61,6 +61,18 @@ def record_problem(rec: dict) -> str | None:
     """Why a run record cannot be read into the history (a format newer than this harness reads, a key it needs
     missing or of the wrong type, a step time that is not finite and positive), or None. The reader leaves such a record
     out and names it, instead of failing the page."""
+    return read_record(rec)[1]
+
+
+def read_record(rec: dict) -> tuple[Run | None, str | None]:
+    """(the record's :class:`Run`, None), or (None, why it cannot be read into the history: :func:`record_problem`);
+    the run is read once, for the check and for the page."""
+    why = _problem(rec)
+    return (None, why) if isinstance(why, str) else (why, None)
+
+
+def _problem(rec: dict) -> Run | str:
+    """The record's run, or why it cannot be read (:func:`record_problem`)."""
     try:
         formats.RUN.read(rec)
     except formats.FormatError as exc:
@@ -86,7 +98,7 @@ def record_problem(rec: dict) -> str | None:
     counts = (run.census.ops, run.census.kernels, run.census.python_calls) if run.census else ()
     if any(c is not None and not (isinstance(c, (int, float)) and math.isfinite(c)) for c in counts):
         return "a census count (ops, kernels, python_calls) is not a finite number"
-    return None
+    return run
 
 
 @dataclass(frozen=True)
