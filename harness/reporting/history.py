@@ -129,8 +129,9 @@ def machine(run: Run) -> str:
 def _versions(runs: list[Run]) -> dict[str, str]:
     """Tracked versions of a session's runs (several values of one library joined by ' | '), and the workload hash."""
     out = {}
+    versions = [r.versions or {} for r in runs]  # each run's read once: a property that copies the record's
     for lib in TRACKED:
-        vals = sorted({str((r.versions or {}).get(lib)) for r in runs} - {"None"})
+        vals = sorted({str(v.get(lib)) for v in versions} - {"None"})
         if vals:
             out[lib] = " | ".join(vals)
     for key in ENV_TRACKED:

@@ -69,8 +69,13 @@ ORDER = (
 _RANK = {k: i for i, k in enumerate(ORDER)}
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _frozen(value: object) -> object:
     """A JSON value that cannot be changed through the run: objects as read-only mappings, arrays as tuples."""
+    if type(value) in _LEAVES:  # most values of a record; checked first, as an ABC's isinstance is slow
+        return value
     if isinstance(value, Mapping):
         return MappingProxyType({k: _frozen(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -85,6 +90,8 @@ def _unset(default: object, value: object) -> bool:
 
 def plain(value: Any) -> Any:
     """The JSON value of a run's field or a part of one: mappings as dicts, tuples as lists, a census as its JSON."""
+    if type(value) in _LEAVES:
+        return value
     if isinstance(value, Census):
         return value.to_json()
     if isinstance(value, Mapping):
