@@ -28,7 +28,6 @@ for _name in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
 # time on a 2-core machine (pytest --durations); the others follow in collection order. In each file its slow tests go
 # first: a worker takes its next file when two tests of the current one are left, and those should be short ones.
 LONGEST_FIRST = (
-    "tests/test_first_night.py",  # the newcomer's walk-through
     "tests/test_interleave.py",
     "tests/test_api.py",  # the API page's example
     "tests/test_bisect.py",

@@ -321,7 +321,8 @@ jobs:
     assert ex.value("hashFiles('nothing/*.json') != ''") is False and ex.value("fromJSON('[\"l4\"]')") == ["l4"]
 
 
-@pytest.mark.slow
+# CI runs the walk-through as a step of its own, after the self-tests (.ci/run); here it is one of the long tests
+@pytest.mark.long
 def test_a_newcomers_walkthrough_from_the_readme_to_a_green_first_night(tmp_path):
     """.ci/walkthrough.sh: clone, the CPU quick start, a workload of one's own (baseline and A/A), doctor, then the
     nightly's pinned job steps on a runner without a baseline: green, a baseline pull request opened, the summary says
