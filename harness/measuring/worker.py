@@ -432,4 +432,6 @@ if __name__ == "__main__":
         from harness.measuring.lifeline import die_with_parent
 
         die_with_parent()
-    sys.exit(main(sys.argv[1:]))
+    from harness.measuring.ending import end
+
+    end(main(sys.argv[1:]))

@@ -2,6 +2,7 @@
 
 import sys
 
+from harness.measuring.ending import end
 from harness.measuring.resident.child import main
 
-sys.exit(main(sys.argv[1:]))
+end(main(sys.argv[1:]))
