@@ -9,6 +9,7 @@ import dataclasses
 import gzip
 import json
 import math
+import statistics
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from harness.commands import cli
-from harness.store import DirStore, GitStore, alert_text, check, is_git, open_store
+from harness.store import DirStore, GitStore, alert_text, check, is_git, open_store, shifts
 from harness.store import record as rec_mod
 from harness.store.alerts import find_alerts, issues_report
 from harness.store.findings import Night
@@ -487,6 +488,26 @@ def test_aa_nights_raise_at_most_alpha_false_alerts(base_night):
     )  # the rule's budget is alpha per 365 nights: over 100 nights about a quarter of it
     # and through the store's records: 100 A/A nights of the three splits
     assert find_alerts(typed(noisy_nights(base_night, 100, DRIFT, seed=7))).alerts == ()
+
+
+def test_the_rule_s_reference_sd_is_statistics_stdev_to_the_last_bit():
+    """The rule takes each reference's sd from running exact sums; it is the float :func:`statistics.stdev` gives, so
+    that no threshold moves: on log step times, tiny and huge values, signed zeros and constant windows."""
+    rng = np.random.default_rng(5)
+    cases = [
+        list(np.log(rng.uniform(1, 1000, 40))),
+        list(np.log(100) + rng.normal(0, 0.05, 40)),
+        list(rng.normal(0, 1e-9, 40)),
+        [float(v) for v in rng.choice([0.0, -0.0, 1.0, 1e-300, 5e-324, 1e300], 40)],
+        [0.7] * 40,
+    ]
+    for y in cases:
+        y = [float(v) for v in y]
+        sd = shifts._window_sd(y)
+        picked = [(int(a), int(b)) for a, b in np.sort(rng.integers(0, 41, (40, 2)))]
+        for lo, hi in [(0, 2), (0, 40), (3, 33), (10, 18), (38, 40), *picked]:
+            if hi - lo >= 2:
+                assert sd(lo, hi) == statistics.stdev(y[lo:hi]), (y[lo:hi], lo, hi)
 
 
 def test_alerts_command(tmp_path, base_night, capsys):
