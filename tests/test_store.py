@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import values
 from harness.commands import cli
 from harness.store import DirStore, GitStore, alert_text, check, is_git, open_store, shifts
 from harness.store import record as rec_mod
@@ -651,6 +652,36 @@ def test_the_schema_of_the_current_version_fits_what_store_add_writes(base_night
         for rec in records_of(d):
             assert check.problem(rec.to_json(), rec_mod.SCHEMA) is None, (d, check.problem(rec.to_json(), 1))
     assert check.problem(base_night, rec_mod.SCHEMA) is None
+
+
+def _places(value, at=()):
+    """Every place in a JSON value, as its keys from the top."""
+    yield at
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        yield from _places(v, (*at, k))
+
+
+def test_the_schema_s_quick_test_agrees_with_the_walk_that_names_keys(base_night):
+    """A record is checked by a test that names no key, and walked again, naming them, only where it fails: both say the
+    same of a record with any one value anywhere made of another type, out of range, null or empty."""
+    shape = check.SHAPES[rec_mod.SCHEMA]
+    rec = copy.deepcopy(base_night)
+    places = [p for p in _places(rec) if p]
+    odd = ("x", "", 1, -2.5, True, None, [], {}, [1, "x"], {"a": None}, math.nan, 2**70, (1,))
+    rng = np.random.default_rng(3)
+    for i in rng.choice(len(places), 150, replace=False):
+        *up, last = places[i]
+        parent = rec
+        for k in up:
+            parent = parent[k]
+        kept = parent[last]
+        for value in odd:
+            parent[last] = value
+            why = values._first_mismatch(rec, shape, "")
+            assert values._fits(shape)(rec) == (why is None), (places[i], value, why)
+        parent[last] = kept
+    assert check.problem(rec, rec_mod.SCHEMA) is None
 
 
 def test_a_stored_run_the_page_cannot_use_is_named_and_no_flag_overwrites_its_case(tmp_path, capsys):
