@@ -11,7 +11,7 @@ import math
 import operator
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import Any
@@ -163,21 +163,19 @@ def _fits_test(shape: Shape) -> Callable[[Any], bool]:
 
         def leaf(v) -> bool:
             t = type(v)
-            if t not in types:
-                return False
-            if t is float:
-                return math.isfinite(v)
-            return t is not int or v.bit_length() <= INTEGER_BITS
+            return t in types and (math.isfinite(v) if t is float else t is not int or v.bit_length() <= INTEGER_BITS)
 
         return leaf
-    if isinstance(shape, Items):
-        item = _fits(shape.item)
-        return lambda v: type(v) is list and all(map(item, v))
-    if isinstance(shape, Table):
-        each = _fits(shape.value)
-        return lambda v: type(v) is dict and all(map(each, v.values()))
+    if isinstance(shape, Items | Table):
+        inner = shape.item if isinstance(shape, Items) else shape.value
+        container, parts = (list, iter) if isinstance(shape, Items) else (dict, dict.values)
+        if isinstance(inner, Value):  # a list or table of scalars, the most values of a record: one loop over them
+            types = frozenset(inner.types)
+            return lambda v: type(v) is container and _all_fit(parts(v), types)
+        each = _fits(inner)
+        return lambda v: type(v) is container and all(map(each, parts(v)))
     required = shape.required
-    keys = [(key, _fits(sub)) for key, sub in shape.keys.items()]
+    tests = {key: _fits(sub) for key, sub in shape.keys.items()}
 
     def obj(v) -> bool:
         if type(v) is not dict:
@@ -185,9 +183,27 @@ def _fits_test(shape: Shape) -> Callable[[Any], bool]:
         for key in required:
             if (x := v.get(key)) is None or x == "":
                 return False
-        return all((x := v.get(key)) is None or test(x) for key, test in keys)
+        if len(v) < len(tests):  # the keys the object has (most are optional), else the keys the shape names
+            for key, x in v.items():
+                if x is not None and (test := tests.get(key)) is not None and not test(x):
+                    return False
+            return True
+        for key, test in tests.items():
+            if (x := v.get(key)) is not None and not test(x):
+                return False
+        return True
 
     return obj
+
+
+def _all_fit(values: Iterable[Any], types: frozenset[type]) -> bool:
+    """Whether every one of ``values`` fits a :class:`Value` of ``types``: of one of them exactly, a float finite, an
+    int at most :data:`INTEGER_BITS` long."""
+    for v in values:
+        t = type(v)
+        if t not in types or (t is float and not math.isfinite(v)) or (t is int and v.bit_length() > INTEGER_BITS):
+            return False
+    return True
 
 
 MAX_DEPTH = 64  # arrays and objects within one another in a JSON file the harness reads: far above what it writes
