@@ -40,17 +40,24 @@ class _Part:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]):
-        return cls(**{k: v if (v := obj.get(k)) is None or read is None else read(v) for k, read in _keys(cls)})
+        keys, unset = _keys(cls)
+        given = dict(unset)  # a key absent or null is None, also where the field's default is not
+        for k, v in obj.items():  # the record's keys, fewer than the fields: most are absent
+            if v is not None and k in keys:
+                given[k] = v if (read := keys[k]) is None else read(v)
+        return cls(**given)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: _plain(v) for k, _ in _keys(type(self)) if (v := getattr(self, k)) is not None or k in self.ALWAYS}
+        return {k: _plain(v) for k in _keys(type(self))[0] if (v := getattr(self, k)) is not None or k in self.ALWAYS}
 
 
 @cache
-def _keys(part: type[_Part]) -> tuple[tuple[str, Callable[[Any], Any] | None], ...]:
-    """A part's keys (its fields, in order), each with how its JSON value becomes the field's (None: as it is); found
-    once per class, as :func:`dataclasses.fields` looks them up at each call."""
-    return tuple((f.name, part.NESTED.get(f.name)) for f in fields(part))  # type: ignore[arg-type]
+def _keys(part: type[_Part]) -> tuple[dict[str, Callable[[Any], Any] | None], dict[str, None]]:
+    """A part's keys (its fields, in order), each with how its JSON value becomes the field's (None: as it is), and
+    those whose field's default is not None, as None; found once per class, as :func:`dataclasses.fields` looks them up
+    at each call."""
+    found = fields(part)  # type: ignore[arg-type]
+    return {f.name: part.NESTED.get(f.name) for f in found}, {f.name: None for f in found if f.default is not None}
 
 
 def _items(part: type[_Part]) -> Callable[[list], tuple]:
