@@ -76,10 +76,10 @@ def _frozen(value: object) -> object:
     """A JSON value that cannot be changed through the run: objects as read-only mappings, arrays as tuples."""
     if type(value) in _LEAVES:  # most values of a record; checked first, as an ABC's isinstance is slow
         return value
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, dict | Mapping):  # a dict told at once, before the ABC is asked
+        return MappingProxyType({k: v if type(v) in _LEAVES else _frozen(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
+        return tuple(v if type(v) in _LEAVES else _frozen(v) for v in value)
     return value
 
 
