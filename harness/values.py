@@ -11,7 +11,7 @@ import math
 import operator
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import Any
@@ -117,25 +117,93 @@ def _value(value, shape: Value, where: str) -> str | None:
 
 def mismatch(value, shape: Shape, where: str = "") -> str | None:
     """Where ``value`` does not fit ``shape`` first, and how, as ``cases[1].runs is missing`` or ``a.b is a str, not a
-    finite number`` (``where`` names ``value`` itself); None where it fits. The walk is as deep as ``shape``."""
+    finite number`` (``where`` names ``value`` itself); None where it fits. The walk is as deep as ``shape``. A value
+    that fits is told by :func:`_fits` without naming a key; only one that may not is walked again, naming them."""
+    return None if _fits(shape)(value) else _first_mismatch(value, shape, where)
+
+
+def _first_mismatch(value, shape: Shape, where: str) -> str | None:
+    """:func:`mismatch`'s walk that names the keys it passes."""
     if isinstance(shape, Value):
         return _value(value, shape, where or "the value")
     container = list if isinstance(shape, Items) else dict
     if not isinstance(value, container):
         return f"{where or 'it'} is {_kind(value)}, not {'a list' if container is list else 'an object'}"
     if isinstance(shape, Items):
-        return next((why for i, v in enumerate(value) if (why := mismatch(v, shape.item, _at(where, i)))), None)
+        return next((why for i, v in enumerate(value) if (why := _first_mismatch(v, shape.item, _at(where, i)))), None)
     if isinstance(shape, Table):
-        return next((why for k, v in value.items() if (why := mismatch(v, shape.value, _at(where, k)))), None)
+        return next((why for k, v in value.items() if (why := _first_mismatch(v, shape.value, _at(where, k)))), None)
     for key in shape.required:
         if key not in value:
             return f"{_at(where, key)} is missing"
         if value[key] is None or value[key] == "":
             return f"{_at(where, key)} is {'null' if value[key] is None else 'empty'}"
     for key, sub in shape.keys.items():
-        if value.get(key) is not None and (why := mismatch(value[key], sub, _at(where, key))):
+        if value.get(key) is not None and (why := _first_mismatch(value[key], sub, _at(where, key))):
             return why
     return None
+
+
+_FITS: dict[int, tuple[Shape, Callable[[Any], bool]]] = {}  # by the shape's id, with the shape that owns the id
+
+
+def _fits(shape: Shape) -> Callable[[Any], bool]:
+    """A test of ``value`` that says True only where :func:`_first_mismatch` finds nothing, made once per shape. It
+    takes JSON's own types only (a subclass of one is left to the walk that names keys)."""
+    if (made := _FITS.get(id(shape))) is not None and made[0] is shape:
+        return made[1]
+    test = _fits_test(shape)
+    _FITS[id(shape)] = (shape, test)
+    return test
+
+
+def _fits_test(shape: Shape) -> Callable[[Any], bool]:
+    if isinstance(shape, Value):
+        types = frozenset(shape.types)  # bool only where named: JSON's true is no number
+
+        def leaf(v) -> bool:
+            t = type(v)
+            return t in types and (math.isfinite(v) if t is float else t is not int or v.bit_length() <= INTEGER_BITS)
+
+        return leaf
+    if isinstance(shape, Items | Table):
+        inner = shape.item if isinstance(shape, Items) else shape.value
+        container, parts = (list, iter) if isinstance(shape, Items) else (dict, dict.values)
+        if isinstance(inner, Value):  # a list or table of scalars, the most values of a record: one loop over them
+            types = frozenset(inner.types)
+            return lambda v: type(v) is container and _all_fit(parts(v), types)
+        each = _fits(inner)
+        return lambda v: type(v) is container and all(map(each, parts(v)))
+    required = shape.required
+    tests = {key: _fits(sub) for key, sub in shape.keys.items()}
+
+    def obj(v) -> bool:
+        if type(v) is not dict:
+            return False
+        for key in required:
+            if (x := v.get(key)) is None or x == "":
+                return False
+        if len(v) < len(tests):  # the keys the object has (most are optional), else the keys the shape names
+            for key, x in v.items():
+                if x is not None and (test := tests.get(key)) is not None and not test(x):
+                    return False
+            return True
+        for key, test in tests.items():
+            if (x := v.get(key)) is not None and not test(x):
+                return False
+        return True
+
+    return obj
+
+
+def _all_fit(values: Iterable[Any], types: frozenset[type]) -> bool:
+    """Whether every one of ``values`` fits a :class:`Value` of ``types``: of one of them exactly, a float finite, an
+    int at most :data:`INTEGER_BITS` long."""
+    for v in values:
+        t = type(v)
+        if t not in types or (t is float and not math.isfinite(v)) or (t is int and v.bit_length() > INTEGER_BITS):
+            return False
+    return True
 
 
 MAX_DEPTH = 64  # arrays and objects within one another in a JSON file the harness reads: far above what it writes

@@ -9,6 +9,7 @@ import dataclasses
 import gzip
 import json
 import math
+import statistics
 import subprocess
 import sys
 import threading
@@ -19,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import values
 from harness.commands import cli
-from harness.store import DirStore, GitStore, alert_text, check, is_git, open_store
+from harness.store import DirStore, GitStore, alert_text, check, is_git, open_store, shifts
 from harness.store import record as rec_mod
 from harness.store.alerts import find_alerts, issues_report
 from harness.store.findings import Night
@@ -489,6 +491,26 @@ def test_aa_nights_raise_at_most_alpha_false_alerts(base_night):
     assert find_alerts(typed(noisy_nights(base_night, 100, DRIFT, seed=7))).alerts == ()
 
 
+def test_the_rule_s_reference_sd_is_statistics_stdev_to_the_last_bit():
+    """The rule takes each reference's sd from running exact sums; it is the float :func:`statistics.stdev` gives, so
+    that no threshold moves: on log step times, tiny and huge values, signed zeros and constant windows."""
+    rng = np.random.default_rng(5)
+    cases = [
+        list(np.log(rng.uniform(1, 1000, 40))),
+        list(np.log(100) + rng.normal(0, 0.05, 40)),
+        list(rng.normal(0, 1e-9, 40)),
+        [float(v) for v in rng.choice([0.0, -0.0, 1.0, 1e-300, 5e-324, 1e300], 40)],
+        [0.7] * 40,
+    ]
+    for y in cases:
+        y = [float(v) for v in y]
+        sd = shifts._window_sd(y)
+        picked = [(int(a), int(b)) for a, b in np.sort(rng.integers(0, 41, (40, 2)))]
+        for lo, hi in [(0, 2), (0, 40), (3, 33), (10, 18), (38, 40), *picked]:
+            if hi - lo >= 2:
+                assert sd(lo, hi) == statistics.stdev(y[lo:hi]), (y[lo:hi], lo, hi)
+
+
 def test_alerts_command(tmp_path, base_night, capsys):
     st = tmp_path / "store"
     nights = [night(base_night, i) for i in range(4)]
@@ -630,6 +652,36 @@ def test_the_schema_of_the_current_version_fits_what_store_add_writes(base_night
         for rec in records_of(d):
             assert check.problem(rec.to_json(), rec_mod.SCHEMA) is None, (d, check.problem(rec.to_json(), 1))
     assert check.problem(base_night, rec_mod.SCHEMA) is None
+
+
+def _places(value, at=()):
+    """Every place in a JSON value, as its keys from the top."""
+    yield at
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        yield from _places(v, (*at, k))
+
+
+def test_the_schema_s_quick_test_agrees_with_the_walk_that_names_keys(base_night):
+    """A record is checked by a test that names no key, and walked again, naming them, only where it fails: both say the
+    same of a record with any one value anywhere made of another type, out of range, null or empty."""
+    shape = check.SHAPES[rec_mod.SCHEMA]
+    rec = copy.deepcopy(base_night)
+    places = [p for p in _places(rec) if p]
+    odd = ("x", "", 1, -2.5, True, None, [], {}, [1, "x"], {"a": None}, math.nan, 2**70, (1,))
+    rng = np.random.default_rng(3)
+    for i in rng.choice(len(places), 150, replace=False):
+        *up, last = places[i]
+        parent = rec
+        for k in up:
+            parent = parent[k]
+        kept = parent[last]
+        for value in odd:
+            parent[last] = value
+            why = values._first_mismatch(rec, shape, "")
+            assert values._fits(shape)(rec) == (why is None), (places[i], value, why)
+        parent[last] = kept
+    assert check.problem(rec, rec_mod.SCHEMA) is None
 
 
 def test_a_stored_run_the_page_cannot_use_is_named_and_no_flag_overwrites_its_case(tmp_path, capsys):

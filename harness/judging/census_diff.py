@@ -412,6 +412,7 @@ def verdict(base: Census | Mapping | None, cur: Census | Mapping | None, toleran
     equal within ``tolerances`` (default: exact), ``changed`` with the lines otherwise, ``unknown`` when a side has
     no usable census. Config changes and moves of peak memory are listed in the lines but do not make the outcome
     ``changed`` (the memory verdict judges memory)."""
+    base, cur = as_census(base), as_census(cur)  # read once: diff and lines take a typed census as it is
     d = diff(base, cur, tolerances)
     ls = lines(d, base, cur)
     if d.missing:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from statistics import median
 
-from harness.judging.census_diff import normalize
+from harness.judging.census_diff import normalized
 from harness.judging.changepoints import ALPHA, MIN_SIZE, PENALTY_K, ChangePoint, detect
 from harness.record import parse_time
 from harness.reporting.history_data import (
@@ -129,13 +129,14 @@ def machine(run: Run) -> str:
 def _versions(runs: list[Run]) -> dict[str, str]:
     """Tracked versions of a session's runs (several values of one library joined by ' | '), and the workload hash."""
     out = {}
-    versions = [r.versions or {} for r in runs]  # each run's read once: a property that copies the record's
+    envs = [r.env or {} for r in runs]
+    versions = [e.get("versions") or {} for e in envs]  # the record's own: Run.versions copies it whole
     for lib in TRACKED:
-        vals = sorted({str(v.get(lib)) for v in versions} - {"None"})
+        vals = sorted({str(plain(v.get(lib))) for v in versions} - {"None"})
         if vals:
             out[lib] = " | ".join(vals)
     for key in ENV_TRACKED:
-        if vals := sorted({str((r.env or {}).get(key)) for r in runs} - {"None"}):
+        if vals := sorted({str(e.get(key)) for e in envs} - {"None"}):
             out[key] = " | ".join(vals)
     out[SPEC] = " | ".join(sorted({r.workload_hash or "?" for r in runs}))
     return out
@@ -214,6 +215,7 @@ def _timeline(mine: list[_Read], order: Callable[[str], tuple], start_text: dict
                     timed,
                     start_text[sid],
                     "timing",
+                    x=len(timeline),
                     median_ms=median(v),
                     min_ms=min(v),
                     max_ms=max(v),
@@ -223,10 +225,10 @@ def _timeline(mine: list[_Read], order: Callable[[str], tuple], start_text: dict
                 )
             )
         if cens:
-            cs = [normalize(r.run.census.to_json()) for r in cens if r.run.census is not None]
-            counts = {k: _med([c.get(k) for c in cs]) for k in ("ops", "kernels", "python_calls", "kernel_ms")}
-            timeline.append(_session(sid, cens, start_text[sid], "census", **counts))
-    return [replace(s, x=x) for x, s in enumerate(timeline)]
+            cs = [normalized(r.run.census) for r in cens]  # the counts normalize writes back into a record's census
+            counts = {k: _med([getattr(c, k) for c in cs]) for k in ("ops", "kernels", "python_calls", "kernel_ms")}
+            timeline.append(_session(sid, cens, start_text[sid], "census", x=len(timeline), **counts))
+    return timeline
 
 
 def _version_changes(timeline: list[Point]) -> list[VersionStep]:

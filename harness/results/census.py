@@ -150,8 +150,7 @@ class Census:
         out["steps"] = list(self.steps) if self.steps is not None else None
         if not self.fits:
             return {**out, "reason": self.reason, **self.details}
-        typed = {f.name for f in fields(self)} - {*HEAD, "reason", "details", "absent", *MEMORY, *TOKENS.values()}
-        for name in sorted(typed):
+        for name in _COUNTS:
             value = getattr(self, name)
             out[BACK.get(name, name)] = (
                 dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
@@ -173,14 +172,19 @@ class Census:
         given["fits"] = bool(given.get("fits"))
         given["device"] = str(given.get("device") or "cpu")
         if given["fits"]:
-            names = {f.name for f in fields(cls)} - {"details", "absent", *MEMORY, *TOKENS.values()}
-            written = {*(BACK.get(n, n) for n in names - {*HEAD, "reason"}), "memory", "tokens"}
-            given["absent"] = tuple(sorted(written - set(rest)))
+            given["absent"] = tuple(sorted(_WRITTEN - set(rest)))
             for key in list(rest):
-                if RENAMED.get(key, key) in names:
+                if RENAMED.get(key, key) in _READ:
                     given[RENAMED.get(key, key)] = rest.pop(key)
             memory = rest.pop("memory", None) or {}
             given.update({k: memory.get(k) for k in MEMORY})
             tokens = rest.pop("tokens", None) or {}
             given.update({f: tokens.get(k) for k, f in TOKENS.items()})
         return cls(**given, details=rest)
+
+
+# The census's fields, looked up once (dataclasses.fields walks the class at each call): those a fitted census's keys
+# hold, its counts among them (in the order they are written), and the keys a fitted census writes.
+_READ = frozenset(f.name for f in fields(Census)) - {"details", "absent", *MEMORY, *TOKENS.values()}
+_COUNTS = tuple(sorted(_READ - {*HEAD, "reason"}))
+_WRITTEN = frozenset({*(BACK.get(n, n) for n in _COUNTS), "memory", "tokens"})

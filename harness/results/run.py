@@ -76,10 +76,10 @@ def _frozen(value: object) -> object:
     """A JSON value that cannot be changed through the run: objects as read-only mappings, arrays as tuples."""
     if type(value) in _LEAVES:  # most values of a record; checked first, as an ABC's isinstance is slow
         return value
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, dict | Mapping):  # a dict told at once, before the ABC is asked
+        return MappingProxyType({k: v if type(v) in _LEAVES else _frozen(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
+        return tuple(v if type(v) in _LEAVES else _frozen(v) for v in value)
     return value
 
 
@@ -161,9 +161,9 @@ class Run:
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            if f.name != "census":
-                object.__setattr__(self, f.name, _frozen(getattr(self, f.name)))
+        for name in _FROZEN:
+            if type(value := getattr(self, name)) not in _LEAVES:  # a plain value is its own frozen form
+                object.__setattr__(self, name, _frozen(value))
 
     # ---- what the record says, read from its parts -------------------------------------------------------------
     @property
@@ -243,9 +243,9 @@ class Run:
     def to_json(self) -> dict:
         """The record as ``runs.jsonl`` holds it, stamped with the current format, its keys in the runner's order."""
         out: dict[str, Any] = {formats.KEY: formats.RUN.version}
-        for f in fields(self):
-            if f.name != "details" and not _unset(f.default, value := getattr(self, f.name)):
-                out[f.name] = plain(value)
+        for name, default in _DEFAULTS.items():
+            if not _unset(default, value := getattr(self, name)):
+                out[name] = plain(value)
         out.update({k: plain(v) for k, v in self.details.items() if k != formats.KEY})
         extra = [k for k in out if k not in _RANK]
         return {k: out[k] for k in sorted(out, key=lambda k: _RANK[k] if k in _RANK else len(ORDER) + extra.index(k))}
@@ -256,11 +256,18 @@ class Run:
         :class:`formats.FormatError` for an object that is no run record."""
         rest = formats.RUN.read(data, where)
         del rest[formats.KEY]
-        typed = {f.name: f.default for f in fields(cls) if f.name != "details"}
-        given: dict[str, Any] = {k: rest.pop(k) for k in list(rest) if k in typed and not _unset(typed[k], rest[k])}
+        given: dict[str, Any] = {
+            k: rest.pop(k) for k in list(rest) if k in _DEFAULTS and not _unset(_DEFAULTS[k], rest[k])
+        }
         if "census" in given:
             if isinstance(given["census"], Mapping):
                 given["census"] = Census.from_json(given["census"])
             else:  # not a census: kept as written, for the reader's shape check to name
                 rest["census"] = given.pop("census")
         return cls(**given, details=rest)
+
+
+# A run's fields, looked up once (dataclasses.fields walks the class at each call): those its JSON keys hold, with their
+# defaults, and those frozen as they are set.
+_DEFAULTS = {f.name: f.default for f in fields(Run) if f.name != "details"}
+_FROZEN = tuple(f.name for f in fields(Run) if f.name != "census")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import Any, ClassVar
 
 Scalar = str | int | float | bool
@@ -39,19 +40,24 @@ class _Part:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]):
-        nested = cls.NESTED
-        return cls(**{f.name: _read(nested.get(f.name), obj.get(f.name)) for f in fields(cls)})  # type: ignore[arg-type]
+        keys, unset = _keys(cls)
+        given = dict(unset)  # a key absent or null is None, also where the field's default is not
+        for k, v in obj.items():  # the record's keys, fewer than the fields: most are absent
+            if v is not None and k in keys:
+                given[k] = v if (read := keys[k]) is None else read(v)
+        return cls(**given)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            f.name: _plain(v)
-            for f in fields(self)  # type: ignore[arg-type]
-            if (v := getattr(self, f.name)) is not None or f.name in self.ALWAYS
-        }
+        return {k: _plain(v) for k in _keys(type(self))[0] if (v := getattr(self, k)) is not None or k in self.ALWAYS}
 
 
-def _read(convert: Callable[[Any], Any] | None, value: Any) -> Any:
-    return value if value is None or convert is None else convert(value)
+@cache
+def _keys(part: type[_Part]) -> tuple[dict[str, Callable[[Any], Any] | None], dict[str, None]]:
+    """A part's keys (its fields, in order), each with how its JSON value becomes the field's (None: as it is), and
+    those whose field's default is not None, as None; found once per class, as :func:`dataclasses.fields` looks them up
+    at each call."""
+    found = fields(part)  # type: ignore[arg-type]
+    return {f.name: part.NESTED.get(f.name) for f in found}, {f.name: None for f in found if f.default is not None}
 
 
 def _items(part: type[_Part]) -> Callable[[list], tuple]:

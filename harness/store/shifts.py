@@ -24,9 +24,11 @@ pooled-t interval. :func:`simulate` measures false alarms and power (``docs/stor
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from statistics import fmean, stdev
 
 from harness.errors import BadInput
@@ -126,9 +128,42 @@ def _band(k: int, beta: float) -> float:
     return float(stats.norm.ppf(1 - beta / (k * (k - 1))))
 
 
+_SQRT_BITS = 2 * sys.float_info.mant_dig + 3  # the bits of n / m whose root is rounded to odd, then to a float
+
+
+def _sqrt_of_fraction(n: int, m: int) -> float:
+    """The square root of ``n / m`` (``n >= 0``, ``m > 0``), correctly rounded to a float, as :func:`statistics.stdev`
+    rounds it: the root to :data:`_SQRT_BITS` bits, rounded to odd, then converted once."""
+    q = (n.bit_length() - m.bit_length() - _SQRT_BITS) // 2
+    n, m = (n, m << 2 * q) if q >= 0 else (n << -2 * q, m)
+    root = math.isqrt(n // m)
+    root |= root * root * m != n  # round to odd: a root that is not exact keeps its last bit set
+    return float(root << q) if q >= 0 else root / (1 << -q)
+
+
+def _window_sd(y: list[float]) -> Callable[[int, int], float]:
+    """The sample sd of ``y[lo:hi]``, for any window, equal to ``statistics.stdev(y[lo:hi])`` to the last bit: the sum
+    and the sum of squares of each window are exact integers (every float is an integer over a common power of two)
+    taken from running sums, so that a window costs two subtractions instead of a pass over it in fractions."""
+    if not all(map(math.isfinite, y)):
+        return lambda lo, hi: stdev(y[lo:hi])
+    ratios = [v.as_integer_ratio() for v in y]
+    scale = max((d for _, d in ratios), default=1).bit_length() - 1  # every denominator is a power of two
+    units = [n << (scale - d.bit_length() + 1) for n, d in ratios]
+    s1 = [0, *accumulate(units)]
+    s2 = [0, *accumulate(u * u for u in units)]
+
+    def sd(lo: int, hi: int) -> float:
+        k, a, b = hi - lo, s1[hi] - s1[lo], s2[hi] - s2[lo]
+        return _sqrt_of_fraction(k * b - a * a, (k * (k - 1)) << (2 * scale))
+
+    return sd
+
+
 def find(values: Sequence[float], rule: ShiftRule = DEFAULT_RULE) -> list[Shift]:
     """The shifts that held in a series of positive values (session median step times, time order)."""
     y = [math.log(v) for v in values]
+    window_sd = _window_sd(y)
     per_look = rule.alpha / rule.horizon
     found: list[tuple[int, int, int, float, tuple[float, ...]]] = []
     start = 0
@@ -138,7 +173,7 @@ def find(values: Sequence[float], rule: ShiftRule = DEFAULT_RULE) -> list[Shift]
         if s - lo < rule.min_reference:
             continue
         ref = y[lo:s]
-        m, sd = fmean(ref), max(stdev(ref), rule.sigma_floor)
+        m, sd = fmean(ref), max(window_sd(lo, s), rule.sigma_floor)
         c = threshold(len(ref), rule.nights, per_look)
         tv = tuple((y[i] - m) / (sd * math.sqrt(1 + 1 / len(ref))) for i in range(s, t + 1))
         if (all(v > c for v in tv) or all(v < -c for v in tv)) and _agree(y[s : t + 1], sd, rule.agree):
@@ -148,7 +183,7 @@ def find(values: Sequence[float], rule: ShiftRule = DEFAULT_RULE) -> list[Shift]
     for j, (s, t, lo, c, tv) in enumerate(found):
         end = found[j + 1][0] - 1 if j + 1 < len(found) else len(y) - 1
         ref = y[lo:s]
-        ratio, a, b = _size(ref, y[s : end + 1], max(stdev(ref), rule.sigma_floor))
+        ratio, a, b = _size(ref, y[s : end + 1], max(window_sd(lo, s), rule.sigma_floor))
         out.append(Shift(s, t, end, lo, ratio, a, b, c, tv))
     return out
 
