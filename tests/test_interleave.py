@@ -32,6 +32,7 @@ from harness.judging import planning as pn
 from harness.judging import simulate as sim
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.simulate import PairNoise, simulate_interleave
+from harness.measuring.resident.messages import BlockReport
 from harness.reporting import interleave as rp
 from harness.results.block import Block
 from harness.sidebyside import run as il
@@ -534,7 +535,7 @@ def test_a_worker_that_dies_is_one_clear_line(tmp_path, tiny_w, fault, how):
     with pytest.raises(WorkerDied) as err:
         with wk.start():
             first = wk.block(3)
-            assert len(first["step_times_ms"]) == 3 and first["canary_ms"] > 0 and first["global_step"] == 3
+            assert len(first.step_times_ms) == 3 and first.canary_ms > 0 and first.global_step == 3
             wk.block(3)
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("resident worker B (launch 1) during block 2: " + how), msg
@@ -561,14 +562,9 @@ def test_a_prestarted_worker_imports_while_held_and_builds_on_release(tmp_path, 
         assert held.ready is None and held.released_at is None
         ready = held.wait_ready()  # releases it first
         rep = held.block(2)
-        assert len(rep["step_times_ms"]) == 2 and ready["cpus"] == [0] and ready["torch_threads"] == 1
-        assert (
-            ready["prestarted"]["preload_s"] > 0
-            and ready["timing_s"]["import_s"] < ready["prestarted"]["preload_s"] / 2
-        )
-        assert (
-            held.released_at - held.started_at >= ready["prestarted"]["preload_s"]
-        )  # the release waited for the imports
+        assert len(rep.step_times_ms) == 2 and ready.cpus == [0] and ready.torch_threads == 1
+        assert held.prestarted["preload_s"] > 0 and ready.timing_s["import_s"] < held.prestarted["preload_s"] / 2
+        assert held.released_at - held.started_at >= held.prestarted["preload_s"]  # the release waited for the imports
         unused.kill()
     assert held.stopped_cleanly and _residents(str(tmp_path)) == []
 
@@ -1070,7 +1066,7 @@ class _CastWorker:
         casts = self.first * min(n, 1.0) + self.more * max(n - 1.0, 0.0)
         speed = self.rng.uniform(1.0, 1.3)
         steps = [(self.base * self.rng.uniform(0.97, 1.03) + casts) * speed for _ in range(k)]
-        return {"step_times_ms": steps, "inject_ms": casts * speed}
+        return BlockReport(k=k, step_times_ms=steps, inject_ms=casts * speed)
 
 
 @pytest.mark.parametrize("target, casts", [(0.05, 5.0), (0.02, 2.0 / 3.0), (0.10, 15.0)])
@@ -1082,7 +1078,7 @@ def test_calibration_by_the_injections_own_clock_finds_the_amount_for_the_target
 
     def record(side, rep, amt):
         seen.append((side, amt))
-        return Block.from_json(rep | {"side": side, "launch": 1})
+        return Block.from_json(rep.to_json() | {"side": side, "launch": 1})
 
     cal = calibrate_injection({"a": a, "b": b}, 3, target, record)
     # the curve is piecewise linear, so three probes land near it whatever the CPU's speed did to the blocks
