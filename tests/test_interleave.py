@@ -1403,25 +1403,24 @@ def test_micro_grain_units_merge_into_steps_of_each_side():
 
 
 def test_a_block_is_written_as_its_line_and_read_back_as_itself(tmp_path):
-    """The loop appends each block as ``Block.to_json`` writes it, the worker's other keys left out; the line reads back
+    """The loop appends each block as ``Block.to_json`` writes it, the report's event left out; the line reads back
     (``Block.from_json``) as the block kept, and writes again as the same line."""
     from types import SimpleNamespace
 
     from harness.sidebyside.loop import Comparison
 
-    rep = {
-        "k": 2,
-        "step_times_ms": [101.5, 99.0],
-        "canary_ms": 1.2,
-        "started_at": 3.0,
-        "wall_s": 0.2,
-        "cpu_s": 0.2,
-        "global_step": 7,
-        "gpu": {"t_s": 0.1, "sm_clock_mhz": 1980},
-        "losses": [2.5, 2.4],
-        "inject_ms": 4.0,
-        "elsewhere": 1,
-    }
+    rep = BlockReport(
+        k=2,
+        step_times_ms=[101.5, 99.0],
+        canary_ms=1.2,
+        started_at=3.0,
+        wall_s=0.2,
+        cpu_s=0.2,
+        global_step=7,
+        gpu={"t_s": 0.1, "sm_clock_mhz": 1980},
+        losses=[2.5, 2.4],
+        inject_ms=4.0,
+    )
     switches = {s: Switches(0.0, 0) for s in "ab"}
     loop = SimpleNamespace(settings=SimpleNamespace(session_id="i-1"), root=tmp_path, blocks=[], switches=switches)
     micro = {"pair": 1, "position": 2, "order": "ba", "warmup": False, "unit": 3, "units": 4, "micro_per_step": 2}
@@ -1429,7 +1428,7 @@ def test_a_block_is_written_as_its_line_and_read_back_as_itself(tmp_path):
     Comparison.record(loop, "a", 1, rep, None, pair=None, position=None, order=None, warmup=True, calibration=True)
     lines = (tmp_path / "blocks.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
-    assert list(first)[:12] == ["format", "session_id", "side", "launch", *micro, "k"] and "elsewhere" not in first
+    assert list(first)[:12] == ["format", "session_id", "side", "launch", *micro, "k"] and "event" not in first
     assert first["inject_work"] == 2.5 and first["inject_ms"] == 4.0 and json.loads(lines[1])["calibration"] is True
     for line, kept in zip(lines, loop.blocks):
         back = Block.from_json(json.loads(line))
