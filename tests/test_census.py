@@ -497,7 +497,7 @@ def test_a_census_takes_its_run_records_peaks():
 
 
 def test_window_plan():
-    assert cw.window_plan(3, 4, 20) == {
+    assert cw.window_plan(3, 4, 20).to_json() == {
         "start": 4,
         "n": 4,
         "logging_steps": 4,
@@ -506,16 +506,17 @@ def test_window_plan():
         "python_fits": True,
     }
     p = cw.window_plan(3, 4, 10)
-    assert p["fits"] and not p["python_fits"] and "steps 9-12 need max_steps >= 12" in p["python_reason"]
+    assert p.fits and not p.python_fits and "steps 9-12 need max_steps >= 12" in p.python_reason and p.reason is None
     p = cw.window_plan(3, 4, 6)
     assert (
-        not p["fits"]
-        and p["reason"].startswith("window does not fit: steps 5-8")
-        and "max_steps >= 8, the run has 6" in p["reason"]
+        not p.fits
+        and p.reason.startswith("window does not fit: steps 5-8")
+        and "max_steps >= 8, the run has 6" in p.reason
+        and p.to_json()["reason"] == p.reason
     )
-    assert (cw.window_plan(0, 1, 20)["start"], cw.window_plan(0, 1, 20)["n"]) == (1, 3)  # step 1 is never in the window
-    assert (cw.window_plan(5, 2, 20)["start"], cw.window_plan(5, 2, 20)["n"]) == (6, 4)
-    assert (cw.window_plan(5, 10, 40)["start"], cw.window_plan(5, 10, 40)["n"]) == (10, 10)
+    assert (cw.window_plan(0, 1, 20).start, cw.window_plan(0, 1, 20).n) == (1, 3)  # step 1 is never in the window
+    assert (cw.window_plan(5, 2, 20).start, cw.window_plan(5, 2, 20).n) == (6, 4)
+    assert (cw.window_plan(5, 10, 40).start, cw.window_plan(5, 10, 40).n) == (10, 10)
 
 
 def test_a_census_run_goes_on_past_a_workload_too_short_for_its_windows():

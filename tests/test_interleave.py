@@ -32,6 +32,7 @@ from harness.judging import planning as pn
 from harness.judging import simulate as sim
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.simulate import PairNoise, simulate_interleave
+from harness.measuring.resident.messages import BlockReport
 from harness.reporting import interleave as rp
 from harness.results.block import Block
 from harness.sidebyside import run as il
@@ -534,7 +535,7 @@ def test_a_worker_that_dies_is_one_clear_line(tmp_path, tiny_w, fault, how):
     with pytest.raises(WorkerDied) as err:
         with wk.start():
             first = wk.block(3)
-            assert len(first["step_times_ms"]) == 3 and first["canary_ms"] > 0 and first["global_step"] == 3
+            assert len(first.step_times_ms) == 3 and first.canary_ms > 0 and first.global_step == 3
             wk.block(3)
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("resident worker B (launch 1) during block 2: " + how), msg
@@ -561,14 +562,9 @@ def test_a_prestarted_worker_imports_while_held_and_builds_on_release(tmp_path, 
         assert held.ready is None and held.released_at is None
         ready = held.wait_ready()  # releases it first
         rep = held.block(2)
-        assert len(rep["step_times_ms"]) == 2 and ready["cpus"] == [0] and ready["torch_threads"] == 1
-        assert (
-            ready["prestarted"]["preload_s"] > 0
-            and ready["timing_s"]["import_s"] < ready["prestarted"]["preload_s"] / 2
-        )
-        assert (
-            held.released_at - held.started_at >= ready["prestarted"]["preload_s"]
-        )  # the release waited for the imports
+        assert len(rep.step_times_ms) == 2 and ready.cpus == [0] and ready.torch_threads == 1
+        assert held.prestarted["preload_s"] > 0 and ready.timing_s["import_s"] < held.prestarted["preload_s"] / 2
+        assert held.released_at - held.started_at >= held.prestarted["preload_s"]  # the release waited for the imports
         unused.kill()
     assert held.stopped_cleanly and _residents(str(tmp_path)) == []
 
@@ -1070,7 +1066,7 @@ class _CastWorker:
         casts = self.first * min(n, 1.0) + self.more * max(n - 1.0, 0.0)
         speed = self.rng.uniform(1.0, 1.3)
         steps = [(self.base * self.rng.uniform(0.97, 1.03) + casts) * speed for _ in range(k)]
-        return {"step_times_ms": steps, "inject_ms": casts * speed}
+        return BlockReport(k=k, step_times_ms=steps, inject_ms=casts * speed)
 
 
 @pytest.mark.parametrize("target, casts", [(0.05, 5.0), (0.02, 2.0 / 3.0), (0.10, 15.0)])
@@ -1082,7 +1078,7 @@ def test_calibration_by_the_injections_own_clock_finds_the_amount_for_the_target
 
     def record(side, rep, amt):
         seen.append((side, amt))
-        return Block.from_json(rep | {"side": side, "launch": 1})
+        return Block.from_json(rep.to_json() | {"side": side, "launch": 1})
 
     cal = calibrate_injection({"a": a, "b": b}, 3, target, record)
     # the curve is piecewise linear, so three probes land near it whatever the CPU's speed did to the blocks
@@ -1407,25 +1403,24 @@ def test_micro_grain_units_merge_into_steps_of_each_side():
 
 
 def test_a_block_is_written_as_its_line_and_read_back_as_itself(tmp_path):
-    """The loop appends each block as ``Block.to_json`` writes it, the worker's other keys left out; the line reads back
+    """The loop appends each block as ``Block.to_json`` writes it, the report's event left out; the line reads back
     (``Block.from_json``) as the block kept, and writes again as the same line."""
     from types import SimpleNamespace
 
     from harness.sidebyside.loop import Comparison
 
-    rep = {
-        "k": 2,
-        "step_times_ms": [101.5, 99.0],
-        "canary_ms": 1.2,
-        "started_at": 3.0,
-        "wall_s": 0.2,
-        "cpu_s": 0.2,
-        "global_step": 7,
-        "gpu": {"t_s": 0.1, "sm_clock_mhz": 1980},
-        "losses": [2.5, 2.4],
-        "inject_ms": 4.0,
-        "elsewhere": 1,
-    }
+    rep = BlockReport(
+        k=2,
+        step_times_ms=[101.5, 99.0],
+        canary_ms=1.2,
+        started_at=3.0,
+        wall_s=0.2,
+        cpu_s=0.2,
+        global_step=7,
+        gpu={"t_s": 0.1, "sm_clock_mhz": 1980},
+        losses=[2.5, 2.4],
+        inject_ms=4.0,
+    )
     switches = {s: Switches(0.0, 0) for s in "ab"}
     loop = SimpleNamespace(settings=SimpleNamespace(session_id="i-1"), root=tmp_path, blocks=[], switches=switches)
     micro = {"pair": 1, "position": 2, "order": "ba", "warmup": False, "unit": 3, "units": 4, "micro_per_step": 2}
@@ -1433,7 +1428,7 @@ def test_a_block_is_written_as_its_line_and_read_back_as_itself(tmp_path):
     Comparison.record(loop, "a", 1, rep, None, pair=None, position=None, order=None, warmup=True, calibration=True)
     lines = (tmp_path / "blocks.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
-    assert list(first)[:12] == ["format", "session_id", "side", "launch", *micro, "k"] and "elsewhere" not in first
+    assert list(first)[:12] == ["format", "session_id", "side", "launch", *micro, "k"] and "event" not in first
     assert first["inject_work"] == 2.5 and first["inject_ms"] == 4.0 and json.loads(lines[1])["calibration"] is True
     for line, kept in zip(lines, loop.blocks):
         back = Block.from_json(json.loads(line))

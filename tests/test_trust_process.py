@@ -26,6 +26,7 @@ from harness.errors import BadInput
 from harness.files import OutsideResults, append_jsonl, report_session, write_json_atomic
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.measuring.resident import ResidentWorker, WorkerDied
+from harness.measuring.resident.messages import BlockReport, Ready
 from harness.results.comparison import ComparisonResult
 from harness.sidebyside import run as il
 from harness.sidebyside.config import ComparisonConfig
@@ -42,30 +43,30 @@ class StubWorker:
     """A resident worker that answers at once, with step times of ``slow`` times 1 s (a deterministic wobble; the
     report's plan sizes launches by them, so they are not tiny), or that dies at its first block with ``die``."""
 
-    hold_cpus = warm_cpus = None
+    hold_cpus = warm_cpus = startup_wall_s = prestarted = None
 
     def __init__(self, side: str, launch: int, slow: float = 1.0, die: bool = False):
         self.side, self.launch, self.slow, self.die, self.n = side, launch, slow, die, 0
 
-    def wait_ready(self) -> dict:
-        return {"timing_s": {}, "cpus": None, "cuda": False, "env": {"versions": {"torch": "stub"}}}
+    def wait_ready(self) -> Ready:
+        return Ready(timing_s={}, cpus=None, cuda=False, env={"versions": {"torch": "stub"}})
 
-    def block(self, k: int, inject=None, micro: bool = False) -> dict:
+    def block(self, k: int, inject=None, micro: bool = False) -> BlockReport:
         if self.die:
             raise WorkerDied(
                 f"resident worker {self.side.upper()} (launch {self.launch}) during block 1: it was killed by SIGKILL"
             )
         self.n += 1
         steps = [1000.0 * self.slow * (1 + 0.01 * math.sin(7 * self.n + i + 3 * self.launch)) for i in range(k)]
-        return {
-            "k": k,
-            "step_times_ms": steps,
-            "canary_ms": 1.0,
-            "started_at": time.time(),
-            "wall_s": sum(steps) / 1000,
-            "cpu_s": sum(steps) / 1000,
-            "global_step": self.n * k,
-        }
+        return BlockReport(
+            k=k,
+            step_times_ms=steps,
+            canary_ms=1.0,
+            started_at=time.time(),
+            wall_s=sum(steps) / 1000,
+            cpu_s=sum(steps) / 1000,
+            global_step=self.n * k,
+        )
 
     def stop(self) -> None:
         pass
@@ -507,7 +508,7 @@ def test_a_failing_cleanup_still_kills_both_workers(tmp_path, monkeypatch, fault
     for s in "ab":
         w = ResidentWorker(s.upper(), None, None, tmp_path / "work", gpu="cpu")
         w.proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
-        w.ready = {}
+        w.ready = Ready()
         workers[s] = w
 
     class Opened(Plain):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import torch
 from transformers import TrainerCallback
 
-from harness.judging.census_window import window_plan
+from harness.judging.census_window import WindowPlan, window_plan
 from harness.measuring import census_memory
 from harness.measuring.census_counts import summarize
 from harness.measuring.probe import host_probe
@@ -209,7 +209,7 @@ class CensusCallback(TrainerCallback):
         self.tokens = tokens
         self.python_calls = python_calls
         self.cuda = torch.cuda.is_available()
-        self.plan: dict | None = None
+        self.plan: WindowPlan | None = None
         self.config: dict | None = None
         self.prof = None
         self.profiled = False
@@ -232,9 +232,9 @@ class CensusCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         p, step = self.plan, state.global_step
-        if p is None or not p["fits"]:
+        if p is None or not p.fits:
             return
-        start, n = p["start"], p["n"]
+        start, n = p.start, p.n
         if start < step <= start + n and self.prof is not None and not self.profiled:
             with torch.profiler.record_function(STEP_MARK):  # the step's end, in the trace: per-step device time
                 pass
@@ -261,14 +261,14 @@ class CensusCallback(TrainerCallback):
             self.profiled = True
             self._marks.counters1 = {k: f() for k, f in self.counters.items()}
             self._marks.tokens1 = dict(self.tokens()) if self.tokens else None
-            if self.python_calls and p["python_fits"]:
+            if self.python_calls and p.python_fits:
                 self.py = PythonCalls()
                 self._marks.t1 = time.perf_counter()
                 self.py.start()
         elif step == start + 2 * n and self.py is not None and self._marks.python_calls is None:
             self._marks.python_calls = self.py.stop()
             self._marks.python_wall_ms = (time.perf_counter() - self._marks.t1) * 1000.0
-        if self.stop and step >= start + (2 * n if self.python_calls and p["python_fits"] else n):
+        if self.stop and step >= start + (2 * n if self.python_calls and p.python_fits else n):
             control.should_training_stop = True
 
     def on_train_end(self, args, state, control, **kwargs):
@@ -285,20 +285,20 @@ class CensusCallback(TrainerCallback):
 
     def _written(self) -> dict:
         """The census as the run record holds it (``docs/measurement.md``, "Census")."""
-        p = self.plan or {}
-        start, n = p.get("start"), p.get("n")
+        p = self.plan
+        start, n = (p.start, p.n) if p is not None else (None, None)
         head = {
-            "fits": bool(p.get("fits")),
+            "fits": p is not None and p.fits,
             "device": "cuda" if self.cuda else "cpu",
-            "logging_steps": p.get("logging_steps"),
-            "steps": [start + 1, start + n] if p else None,
+            "logging_steps": p.logging_steps if p is not None else None,
+            "steps": [start + 1, start + n] if p is not None else None,
             "n": n,
         }
-        if not p.get("fits") or not self.profiled:
+        if p is None or not p.fits or not self.profiled:
             return {
                 **head,
                 "fits": False,
-                "reason": p.get("reason", "the profiled window did not complete"),
+                "reason": (p.reason if p is not None else None) or "the profiled window did not complete",
                 "config": self.config,
             }
         mem, events = census_memory.split(self.prof.profiler.kineto_results.events())
@@ -324,7 +324,7 @@ class CensusCallback(TrainerCallback):
                 "python_calls": None,
                 "python_method": None,
                 "python_steps": None,
-                "python_reason": p.get("python_reason")
+                "python_reason": p.python_reason
                 or ("not counted" if not self.python_calls else "window did not complete"),
             }
         return {

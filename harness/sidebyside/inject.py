@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from statistics import fmean, median
 
 from harness.judging.blocks import pairs_of
+from harness.measuring.resident.messages import BlockReport
 from harness.results.block import Block
 
 CALIBRATION_PROBE_CASTS = 4.0  # units (or casts) per LoRA forward that calibrate_injection tries first
@@ -53,8 +54,8 @@ def calibrate_injection(
     workers: dict,
     k: int,
     target: float,
-    record: Callable[[str, dict, float | None], Block] = lambda s, rep, amt: Block.from_json(
-        rep | {"side": s, "launch": 1}
+    record: Callable[[str, BlockReport, float | None], Block] = lambda s, rep, amt: Block.from_json(
+        rep.to_json() | {"side": s, "launch": 1}
     ),
     kind: str = "host",
 ) -> Calibration:

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
 from harness.measuring.resident import ResidentWorker, WorkerDied
+from harness.results.block import Block
 from harness.sidebyside.config import ComparisonConfig
 from harness.spec import Decomposition, Workload
 
 SIDES = ("a", "b")
 T = TypeVar("T")
-Record = Callable[..., dict]  # record(side, launch, report, **where) -> the block record
+Record = Callable[..., Block]  # record(side, launch, report, **where) -> the block record
 
 
 class Sides(NamedTuple, Generic[T]):

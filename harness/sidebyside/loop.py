@@ -22,6 +22,8 @@ from harness.judging.blocks import merge_units
 from harness.judging.comparison_settings import ComparisonSettings
 from harness.judging.stats import sd
 from harness.judging.stopping import Progress, StopRule
+from harness.measuring.resident import ResidentWorker
+from harness.measuring.resident.messages import BlockReport
 from harness.reporting.interleave import calibration_text, pct
 from harness.results import formats
 from harness.results.block import Block
@@ -31,17 +33,23 @@ from harness.sidebyside.launchers import SIDES, Plain, Switches, each
 from harness.sidebyside.plan import ComparisonPlan
 
 PROGRESS = "progress.json"  # settings and launches so far, rewritten at each launch's start and end (recover)
-READY_KEYS = (
-    "timing_s",
-    "host_probe",
-    "cuda",
-    "cpus",
-    "torch_threads",
-    "malloc",
-    "startup_wall_s",
-    "inject_work_layers",
-    "prestarted",
-)
+
+
+def kept_ready(worker: ResidentWorker) -> dict:
+    """What a launch's record keeps of a ready worker (``progress.json``, the report's launches): its ``ready`` report
+    less the environment (kept apart) and the injected work's kind, with how its start went."""
+    r = worker.wait_ready()
+    return {
+        "timing_s": r.timing_s,
+        "host_probe": r.host_probe,
+        "cuda": r.cuda,
+        "cpus": r.cpus,
+        "torch_threads": r.torch_threads,
+        "malloc": r.malloc,
+        "startup_wall_s": worker.startup_wall_s,
+        "inject_work_layers": r.inject_work_layers,
+        "prestarted": worker.prestarted,
+    }
 
 
 @dataclass
@@ -67,12 +75,12 @@ class Comparison:
         kept = Kept(self.case, p.t_start, self.settings.to_json(), list(self.plan.orders), p.launches)
         write_json_atomic(self.root / PROGRESS, kept.to_json())
 
-    def record(self, side: str, launch: int, rep: dict, amount: float | None = None, **where) -> Block:
+    def record(self, side: str, launch: int, rep: BlockReport, amount: float | None = None, **where) -> Block:
         """Append one block of ``side`` (``rep``, the worker's report of it) to ``blocks.jsonl`` and keep it."""
         switches = self.switches[side]
         block = Block.from_json(
             {
-                **rep,
+                **rep.to_json(),
                 **where,
                 "session_id": self.settings.session_id,
                 "side": side,
@@ -169,8 +177,8 @@ class Comparison:
         info = Launch(
             launch=launch,
             startup_s=time.time() - t,
-            ready={s: {k: ready[s].get(k) for k in READY_KEYS} for s in SIDES},
-            env={s: ready[s].get("env") for s in SIDES},
+            ready={s: kept_ready(workers[s]) for s in SIDES},
+            env={s: ready[s].env for s in SIDES},
             prestarted=bool(workers["a"].hold_cpus),
             pairs_planned=planned,
         )

@@ -162,7 +162,7 @@ def probe_requests(
         # the census window: whole logging periods after the timed steps (harness.judging.census_window.window_plan)
         if census:
             plan = window_plan(steps, wm.train.logging_steps, 10**9)
-            steps = plan["start"] + plan["n"]
+            steps = plan.start + plan.n
         fault = "oom@1" if memory_limit_micro is not None and d.micro_batch > memory_limit_micro else None
         items.append(
             RunRequest(wm.with_overrides(max_steps=steps), one, 1, fault=fault, census=census, timed_steps=probe_steps)

@@ -4,7 +4,8 @@ command.
 ``python -m harness.measuring.resident REQUEST.json CMD_FD REPORT_FD`` is the worker (:mod:`.child`, with its
 gate in :mod:`.gate`); the parent drives it through a :class:`ResidentWorker`, defined here. The two talk over two
 dedicated pipes, one JSON object per line (commands in on CMD_FD, reports out on REPORT_FD), never over stdout or
-stderr, where libraries print: those go to the worker's log file.
+stderr, where libraries print: those go to the worker's log file. Each kind of line is a frozen dataclass of
+:mod:`.messages` (:class:`~.messages.RunBlock`, :class:`~.messages.BlockReport`, ...) that both ends build and read.
 
 The worker builds exactly what a fresh run builds (:func:`harness.measuring.worker.build_trainer`, the
 same request keys: workload, decomposition, phases, inject_slowdown, inject_work, fault, force_cpu) with
@@ -64,12 +65,31 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import TypeVar
 
 from harness.errors import BadInput
 from harness.files import make_dir, new_id, write_json_atomic
 from harness.measuring.resident.launch import STABLE_MALLOC, spawn
+from harness.measuring.resident.messages import (
+    BlockReport,
+    Command,
+    Failed,
+    Go,
+    Held,
+    Pin,
+    Pinned,
+    Ready,
+    Report,
+    RunBlock,
+    Stop,
+    Stopped,
+    event_of,
+    read_report,
+)
 from harness.measuring.runner import RUN_TIMEOUT_S, kill_group, log_tail, worker_environ
 from harness.spec import Decomposition, Workload
+
+R = TypeVar("R", Held, Ready, BlockReport, Pinned)  # the report a step of the protocol waits for
 
 STOP_GRACE_S = 60.0  # how long close() waits for a clean stop before it kills the group
 
@@ -89,10 +109,12 @@ def _last_line(text: str) -> str:
 
 
 class ResidentWorker:
-    """The parent's handle on one resident worker: ``start()``, ``block(k) -> dict``, ``close()``; a context manager.
+    """The parent's handle on one resident worker: ``start()``, ``block(k) -> BlockReport``, ``close()``; a context
+    manager.
 
-    ``block(k)`` returns the worker's report (``step_times_ms``, ``canary_ms``, ``wall_s``, ``cpu_s``,
-    ``started_at``, ``phases_ms``, ``losses``, ``global_step``). Every failure kills the worker's process
+    ``block(k)`` returns the worker's report (:class:`~harness.measuring.resident.messages.BlockReport`: step times,
+    canary, wall and CPU time, phases, losses, ...); ``wait_ready()`` its :class:`~.messages.Ready`, and
+    ``startup_wall_s`` and ``prestarted`` say how its start went. Every failure kills the worker's process
     group and raises :class:`WorkerDied` (its ``str`` is one line); Ctrl-C and SIGTERM kill it too.
     """
 
@@ -131,13 +153,15 @@ class ResidentWorker:
         # build and warm up there; pin_home() then moves it to cpus
         self.warm_cpus = list(warm_cpus) if warm_cpus else None
         self.released_at: float | None = None
-        self.held: dict | None = None
+        self.held: Held | None = None
         self.work_dir = Path(work_dir)
         self.id = new_id(f"{name.lower()}{launch}")
         self.log_path = self.work_dir / f"{self.id}.log"
         self.req_path = self.work_dir / f"{self.id}.request.json"
         self.proc: subprocess.Popen | None = None
-        self.ready: dict | None = None
+        self.ready: Ready | None = None
+        self.startup_wall_s: float | None = None  # from the launch (or the release) to "ready"
+        self.prestarted: dict | None = None  # a pre-started worker: its preload_s and held_wall_s
         self.exit_code: int | None = None
         self.started_at: float | None = None
         self.blocks = 0
@@ -195,25 +219,25 @@ class ResidentWorker:
         """A pre-started worker (``hold_cpus``): wait until it has imported, then let it build its trainer on its own
         CPUs; :meth:`wait_ready` then waits for the build only."""
         if self.hold_cpus and self.released_at is None:
-            self.held = self._guarded(lambda: self._expect("held", "while pre-starting"))
-            self._guarded(lambda: self._send({"cmd": "go"}, "while releasing it"))
+            self.held = self._guarded(lambda: self._expect(Held, "while pre-starting"))
+            self._guarded(lambda: self._send(Go(), "while releasing it"))
             self.released_at = time.time()
 
-    def wait_ready(self) -> dict:
+    def wait_ready(self) -> Ready:
         """Wait until the worker has built its trainer; its ``ready`` report (set-up times, probe, env).
         ``startup_wall_s`` counts from :meth:`release` for a pre-started worker."""
         if self.ready is None:
             self.release()
-            self.ready = self._guarded(lambda: self._expect("ready", "while starting"))
-            self.ready["startup_wall_s"] = time.time() - (self.released_at or self.started_at)
+            self.ready = self._guarded(lambda: self._expect(Ready, "while starting"))
+            self.startup_wall_s = time.time() - (self.released_at or self.started_at)
             if self.held is not None:
-                self.ready["prestarted"] = {
-                    "preload_s": self.held.get("preload_s"),
+                self.prestarted = {
+                    "preload_s": self.held.preload_s,
                     "held_wall_s": self.released_at - self.started_at,
                 }
         return self.ready
 
-    def block(self, k: int, inject: float | None = None, micro: bool = False) -> dict:
+    def block(self, k: int, inject: float | None = None, micro: bool = False) -> BlockReport:
         """Run ``k`` optimizer steps now (with ``inject`` casts of injected work per LoRA forward, when given); the
         block's report. With ``micro``, ``k`` micro-batches of gradient accumulation instead (the last one of a step
         includes its optimizer step); the report's ``step_times_ms`` is then the one synchronized wall time of those
@@ -226,33 +250,27 @@ class ResidentWorker:
         if k < 1:
             raise BadInput(f"block needs k >= 1, got {k}")
         self.wait_ready()
-        self._guarded(
-            lambda: self._send(
-                {"cmd": "block", "k": int(k)}
-                | ({"inject": float(inject)} if inject is not None else {})
-                | ({"micro": True} if micro else {}),
-                f"before block {self.blocks + 1}",
-            )
-        )
+        cmd = RunBlock(int(k), None if inject is None else float(inject), micro)
+        self._guarded(lambda: self._send(cmd, f"before block {self.blocks + 1}"))
 
-    def recv_block(self) -> dict:
+    def recv_block(self) -> BlockReport:
         """The report of the block started by :meth:`send_block`."""
-        rep = self._guarded(lambda: self._expect("block", f"during block {self.blocks + 1}"))
+        rep = self._guarded(lambda: self._expect(BlockReport, f"during block {self.blocks + 1}"))
         self.blocks += 1
         return rep
 
     def pin_home(self) -> list[int]:
         """Move a worker that built and warmed up on ``warm_cpus`` onto its measured ``cpus``; the CPUs it reports."""
         self.wait_ready()
-        self._guarded(lambda: self._send({"cmd": "pin"}, "while moving it to its measured CPUs"))
-        return self._guarded(lambda: self._expect("pinned", "while moving it to its measured CPUs"))["cpus"]
+        self._guarded(lambda: self._send(Pin(), "while moving it to its measured CPUs"))
+        return self._guarded(lambda: self._expect(Pinned, "while moving it to its measured CPUs")).cpus
 
     def stop(self) -> None:
         """Ask the worker to stop (training ends cleanly) without waiting for it; :meth:`close` waits. Stopping
         both sides first and then closing them lets them finish at the same time."""
         if self.proc is not None and self.exit_code is None and self._cmd is not None and self.proc.poll() is None:
             try:
-                self._send({"cmd": "stop"}, "while stopping")
+                self._send(Stop(), "while stopping")
             except WorkerDied:
                 pass
             self._close_fd("_cmd")
@@ -269,7 +287,7 @@ class ResidentWorker:
                 self.stop()
                 if self._rep is not None and self.proc.poll() is None:
                     try:
-                        self.stopped_cleanly = self._recv("while stopping", STOP_GRACE_S).get("event") == "stopped"
+                        self.stopped_cleanly = isinstance(self._recv("while stopping", STOP_GRACE_S), Stopped)
                     except WorkerDied:
                         pass
             finally:
@@ -323,26 +341,24 @@ class ResidentWorker:
                 pass
             setattr(self, attr, None)
 
-    def _send(self, obj: dict, when: str) -> None:
+    def _send(self, cmd: Command, when: str) -> None:
         if self._cmd is None:
             raise self._died(when, "its command pipe is closed")
         try:
-            os.write(self._cmd, (json.dumps(obj) + "\n").encode())
+            os.write(self._cmd, (json.dumps(cmd.to_json()) + "\n").encode())
         except BrokenPipeError:
             raise self._died(when, "it stopped reading commands") from None
 
-    def _expect(self, event: str, when: str) -> dict:
+    def _expect(self, kind: type[R], when: str) -> R:
         msg = self._recv(when)
-        if msg.get("event") == "error":
-            oom = msg.get("status") == "oom"
-            raise self._died(
-                when, f"{'out of memory' if oom else 'it failed'}: {msg.get('error')}", with_last=False, oom=oom
-            )
-        if msg.get("event") != event:
-            raise self._died(when, f"it answered {msg.get('event')!r} where {event!r} was due")
+        if isinstance(msg, Failed):
+            oom = msg.status == "oom"
+            raise self._died(when, f"{'out of memory' if oom else 'it failed'}: {msg.error}", with_last=False, oom=oom)
+        if not isinstance(msg, kind):
+            raise self._died(when, f"it answered {event_of(msg)!r} where {kind.event!r} was due")
         return msg
 
-    def _recv(self, when: str, timeout_s: float | None = None) -> dict:
+    def _recv(self, when: str, timeout_s: float | None = None) -> Report:
         timeout_s = self.timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buf:
@@ -362,7 +378,7 @@ class ResidentWorker:
                 raise self._died(when, _how(code))
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
-        return json.loads(line)
+        return read_report(json.loads(line))
 
     def _died(self, when: str, how: str, with_last: bool = True, oom: bool = False) -> WorkerDied:
         tail = log_tail(self.log_path)

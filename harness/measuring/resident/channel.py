@@ -7,6 +7,8 @@ import json
 import os
 import time
 
+from harness.measuring.resident.messages import Command, Report, read_command
+
 CANARY_ITERATIONS = 50_000  # a loop of plain Python short beside any block, long enough to time
 
 
@@ -34,20 +36,21 @@ def host_cpu_times() -> tuple[float, float] | None:
 
 
 class Channel:
-    """The worker's end of the two pipes: commands in, reports out, one JSON object per line."""
+    """The worker's end of the two pipes: commands in, reports out, one JSON object per line
+    (:mod:`harness.measuring.resident.messages`)."""
 
     def __init__(self, cmd_fd: int, rep_fd: int):
         self.cmd = os.fdopen(cmd_fd, "r", encoding="utf-8")
         self.rep = os.fdopen(rep_fd, "w", encoding="utf-8")
 
-    def send(self, obj: dict) -> None:
-        self.rep.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    def send(self, report: Report) -> None:
+        self.rep.write(json.dumps(report.to_json(), separators=(",", ":")) + "\n")
         self.rep.flush()
 
-    def recv(self) -> dict | None:
+    def recv(self) -> Command | None:
         """The next command; None at the end of the pipe (the parent closed it or died)."""
         line = self.cmd.readline()
-        return json.loads(line) if line.strip() else None
+        return read_command(json.loads(line)) if line.strip() else None
 
 
 def pin(cpus: list[int]) -> None:

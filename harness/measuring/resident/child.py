@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from harness.errors import BadInput
 from harness.measuring.resident.channel import Channel, pin
 from harness.measuring.resident.launch import STABLE_MALLOC
+from harness.measuring.resident.messages import Failed, Go, Held, Ready, Stop, Stopped
 from harness.spec_sections import MAX_STEPS
 
 if TYPE_CHECKING:
@@ -43,12 +44,12 @@ def _hold(req: WorkerRequest, chan: Channel, timing: Timing, t_main: float) -> f
     if req.hold_cpus:
         pin(req.hold_cpus)
     timing.preload_s = loaded = preload()
-    chan.send({"event": "held", "preload_s": loaded})
+    chan.send(Held(loaded))
     msg = chan.recv()
-    if msg is None or msg.get("cmd") == "stop":  # the parent is gone, or needs no further launch
+    if msg is None or isinstance(msg, Stop):  # the parent is gone, or needs no further launch
         return None
-    if msg.get("cmd") != "go":
-        raise BadInput(f"resident worker: unknown command {msg!r} while held; expected go or stop")
+    if not isinstance(msg, Go):
+        raise BadInput(f"resident worker: unknown command {msg.to_json()!r} while held; expected go or stop")
     timing.held_s = time.time() - t_main - loaded
     return time.time()
 
@@ -69,18 +70,18 @@ def _train(req: WorkerRequest, chan: Channel, timing: Timing, t_main: float) -> 
     with tempfile.TemporaryDirectory(prefix="harness-resident-") as outdir:
         built = build_trainer(req, timing, outdir, measure=gate, max_steps=UNBOUNDED_STEPS, sampler=False)
         gates[0].inject = built.inject
-        gates[0].info = {
-            "timing_s": timing.to_json(),
-            "host_probe": built.probe,
-            "cuda": built.cuda,
-            "cpus": sorted(os.sched_getaffinity(0)),
-            "torch_threads": _torch_threads(),
-            "malloc": {k: os.environ.get(k) for k in STABLE_MALLOC},
-            "inject_work_layers": built.inject.layers if built.inject is not None else None,
-            "inject_kind": built.inject.kind if built.inject is not None else None,
-        }
+        gates[0].info = Ready(
+            timing_s=timing.to_json(),
+            host_probe=built.probe,
+            cuda=built.cuda,
+            cpus=sorted(os.sched_getaffinity(0)),
+            torch_threads=_torch_threads(),
+            malloc={k: os.environ.get(k) for k in STABLE_MALLOC},
+            inject_work_layers=built.inject.layers if built.inject is not None else None,
+            inject_kind=built.inject.kind if built.inject is not None else None,
+        )
         built.trainer.train()
-    chan.send({"event": "stopped", "blocks": gates[0].blocks, "worker_total_s": time.time() - t_main})
+    chan.send(Stopped(gates[0].blocks, time.time() - t_main))
     return 0
 
 
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
         print(traceback.format_exc(), file=sys.stderr)
         print(("does not fit: " if status == "oom" else "error: ") + message, file=sys.stderr)
         try:
-            chan.send({"event": "error", "status": status, "error": message})
+            chan.send(Failed(status, message))
         except OSError:
             pass
         return EXIT_OOM if status == "oom" else EXIT_ERROR

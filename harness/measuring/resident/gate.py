@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 import torch
 
@@ -15,6 +16,7 @@ from harness.errors import BadInput
 from harness.measuring.callbacks import CudaClock, MeasureCallback, Steps
 from harness.measuring.gpu_monitors import GpuSampler
 from harness.measuring.resident.channel import Channel, canary, host_cpu_times, pin
+from harness.measuring.resident.messages import BlockReport, Pin, Pinned, Ready, RunBlock, Stop
 
 
 class BlockGate(MeasureCallback):
@@ -27,7 +29,7 @@ class BlockGate(MeasureCallback):
         self.home_cpus = home_cpus  # where the "pin" command moves a worker that warmed up apart
         self.cuda = isinstance(recorder.clock, CudaClock)
         self.nvml = GpuSampler() if self.cuda else None  # one reading at each block's end, no thread
-        self.info: dict = {}  # sent with "ready"; filled in once the trainer is built (child._train)
+        self.info = Ready()  # sent as "ready", with the environment; filled in once the trainer is built (child._train)
         self.left = 0  # steps (micro-batches, with ``micro``) left in the current block
         self.micro = False  # the current block counts micro-batches (on_substep_end and on_step_end), not steps
         self.blocks = 0
@@ -38,7 +40,7 @@ class BlockGate(MeasureCallback):
         super().on_train_begin(args, state, control, **kwargs)
         from harness.measuring.env import worker_env
 
-        self.chan.send({"event": "ready", **self.info, "env": worker_env(kwargs.get("model"))})
+        self.chan.send(replace(self.info, env=worker_env(kwargs.get("model"))))
         self._wait(control)
 
     def on_substep_end(self, args, state, control, **kwargs):
@@ -79,25 +81,20 @@ class BlockGate(MeasureCallback):
             got = self.rec.drain()
         self.blocks += 1
         self.chan.send(
-            {
-                "event": "block",
-                "k": self._k,
-                "gpu": self._gpu(),
-                "step_times_ms": got.step_times_ms,
-                "canary_ms": self._canary,
-                "wall_s": wall,
-                "cpu_s": cpu,
-                "started_at": self._wall0,
-                "global_step": state.global_step,
-                "other_cpus": other,
-                "steal_cpus": steal,
-                "phases_ms": got.phases_ms,
-                "losses": got.losses,
-            }
-            | (
-                {"inject_ms": (self.inject.spent_s - self._inject0) * 1000.0 / self._k}
-                if self.inject is not None
-                else {}
+            BlockReport(
+                k=self._k,
+                gpu=self._gpu(),
+                step_times_ms=got.step_times_ms,
+                canary_ms=self._canary,
+                wall_s=wall,
+                cpu_s=cpu,
+                started_at=self._wall0,
+                global_step=state.global_step,
+                other_cpus=other,
+                steal_cpus=steal,
+                phases_ms=got.phases_ms,
+                losses=got.losses,
+                inject_ms=(self.inject.spent_s - self._inject0) * 1000.0 / self._k if self.inject is not None else None,
             )
         )
 
@@ -116,24 +113,26 @@ class BlockGate(MeasureCallback):
 
     def _wait(self, control) -> None:
         msg = self.chan.recv()
-        while msg is not None and msg.get("cmd") == "pin":  # home to the measured CPUs after a warm-up apart
+        while isinstance(msg, Pin):  # home to the measured CPUs after a warm-up apart
             if self.home_cpus:
                 pin(self.home_cpus)
-            self.chan.send({"event": "pinned", "cpus": sorted(os.sched_getaffinity(0))})
+            self.chan.send(Pinned(sorted(os.sched_getaffinity(0))))
             msg = self.chan.recv()
-        if msg is None or msg.get("cmd") == "stop":
+        if msg is None or isinstance(msg, Stop):
             control.should_training_stop = True
             return
-        if msg.get("cmd") != "block" or int(msg.get("k", 0)) < 1:
-            raise BadInput(f"resident worker: unknown command {msg!r}; expected block with k >= 1, pin, or stop")
-        if msg.get("inject") is not None:  # the amount of injected work for this block (calibrated by the parent)
+        if not isinstance(msg, RunBlock):
+            raise BadInput(
+                f"resident worker: unknown command {msg.to_json()!r}; expected block with k >= 1, pin, or stop"
+            )
+        if msg.inject is not None:  # the amount of injected work for this block (calibrated by the parent)
             if self.inject is None:
                 raise BadInput(
                     "resident worker: a block asks for injected work, but this worker was started without it"
                 )
-            self.inject.n, self.inject.keep = float(msg["inject"]), True
-        self._k = self.left = int(msg["k"])
-        was_micro, self.micro = self.micro, bool(msg.get("micro"))
+            self.inject.n, self.inject.keep = msg.inject, True
+        self._k = self.left = msg.k
+        was_micro, self.micro = self.micro, msg.micro
         if not was_micro:  # in micro grain the recorder's step spans several units: drained at its end only
             self.rec.drain()  # nothing from outside a block leaks into it
         self._canary = canary()
