@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 SCHEMA = 1  # the baseline file's version (its ``schema`` key)
 
@@ -32,13 +32,25 @@ class _Entry:
     """A frozen part of a baseline file whose fields are its JSON keys."""
 
     OPTIONAL: ClassVar[tuple[str, ...]] = ()  # keys written only when not None
+    TUPLES: ClassVar[tuple[str, ...]] = ()  # list keys read as tuples where not None
     details: Mapping[str, Any]
 
     @classmethod
-    def _given(cls, data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The values of the fields ``data`` holds, and its other keys."""
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """The part in ``data``: its fields from the keys of their names (the lists in ``TUPLES`` as tuples, the
+        nested parts as :meth:`_parts` reads them), the other keys in ``details``."""
         names = {f.name for f in fields(cls)} - {"details"}  # type: ignore[arg-type]
-        return {k: v for k, v in data.items() if k in names}, {k: v for k, v in data.items() if k not in names}
+        given = {k: v for k, v in data.items() if k in names}
+        for k in cls.TUPLES:
+            if given.get(k) is not None:
+                given[k] = tuple(given[k])
+        rest = {k: v for k, v in data.items() if k not in names}
+        return cls(**cls._parts(given), details=rest)  # type: ignore[call-arg]  # every part is a dataclass with details
+
+    @classmethod
+    def _parts(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """``given`` with its nested parts read into their types (none here)."""
+        return given
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -68,13 +80,7 @@ class BaselineRun(_Entry):
     phases_ms: Mapping[str, float] | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     OPTIONAL: ClassVar[tuple[str, ...]] = ("phases_ms",)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BaselineRun:
-        given, rest = cls._given(data)
-        if given.get("steady_step_times_ms") is not None:
-            given["steady_step_times_ms"] = tuple(given["steady_step_times_ms"])
-        return cls(**given, details=rest)
+    TUPLES: ClassVar[tuple[str, ...]] = ("steady_step_times_ms",)
 
 
 @dataclass(frozen=True)
@@ -91,11 +97,6 @@ class BaselineCensus(_Entry):
     details: Mapping[str, Any] = field(default_factory=dict)
     OPTIONAL: ClassVar[tuple[str, ...]] = ("peak_reserved_bytes", "peak_allocated_bytes")
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BaselineCensus:
-        given, rest = cls._given(data)
-        return cls(**given, details=rest)
-
 
 @dataclass(frozen=True)
 class BaselineDecomposition(_Entry):
@@ -107,16 +108,14 @@ class BaselineDecomposition(_Entry):
     census: tuple[BaselineCensus, ...] | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     OPTIONAL: ClassVar[tuple[str, ...]] = ("census",)
+    TUPLES: ClassVar[tuple[str, ...]] = ("losses",)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BaselineDecomposition:
-        given, rest = cls._given(data)
+    def _parts(cls, given: dict[str, Any]) -> dict[str, Any]:
         given["runs"] = tuple(BaselineRun.from_json(r) for r in given.get("runs") or ())
-        if given.get("losses") is not None:
-            given["losses"] = tuple(given["losses"])
         if given.get("census") is not None:
             given["census"] = tuple(BaselineCensus.from_json(c) for c in given["census"])
-        return cls(**given, details=rest)
+        return given
 
 
 @dataclass(frozen=True)
@@ -128,11 +127,6 @@ class BaselineWorkload(_Entry):
     spec: Mapping[str, Any] | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     OPTIONAL: ClassVar[tuple[str, ...]] = ("spec",)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BaselineWorkload:
-        given, rest = cls._given(data)
-        return cls(**given, details=rest)
 
 
 @dataclass(frozen=True)
@@ -150,13 +144,7 @@ class Provenance(_Entry):
     details: Mapping[str, Any] = field(default_factory=dict)
     OPTIONAL: ClassVar[tuple[str, ...]] = ("kind", "recorded_at", "command", "sessions", "hosts", "machines", "note")
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Provenance:
-        given, rest = cls._given(data)
-        for k in ("sessions", "hosts", "machines"):
-            if given.get(k) is not None:
-                given[k] = tuple(given[k])
-        return cls(**given, details=rest)
+    TUPLES: ClassVar[tuple[str, ...]] = ("sessions", "hosts", "machines")
 
 
 @dataclass(frozen=True)
@@ -181,10 +169,9 @@ class BaselineFile(_Entry):
         return {**{k: out.pop(k) for k in order if k in out}, **out}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BaselineFile:
-        """A baseline file whose shape the loader has checked."""
-        given, rest = cls._given(data)
+    def _parts(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """A baseline file's parts, its shape checked by the loader."""
         given["workload"] = BaselineWorkload.from_json(given["workload"])
         given["provenance"] = Provenance.from_json(given["provenance"])
         given["decompositions"] = {k: BaselineDecomposition.from_json(v) for k, v in given["decompositions"].items()}
-        return cls(**given, details=rest)
+        return given
